@@ -1,0 +1,86 @@
+# topkp — build/ is the only output folder.
+#   make            build build/topkp (CUDA kernels too when nvcc is present and CPU_ONLY is unset)
+#   make run        install deps, build, run configs/quick.lua -> results/quick.h5, plots/out/quick.png
+#   make test       install deps, build and run the test suite (ends with "N passed, N failed")
+#   make deps       apt-get install what is missing (scripts/install-deps.sh)
+#   make gpu-bundle sm_90a binary + its shared libraries under build/gpu/ (rpath $ORIGIN/lib)
+#   make figures RESULTS=file.h5   draw plots/out/*.png and *.pdf from a results file
+.DELETE_ON_ERROR:
+SHELL := /bin/bash
+.SHELLFLAGS := -e -o pipefail -c
+
+BUILD   ?= build
+CC      ?= gcc
+PKGS    := lua5.4 hdf5-serial
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -ffp-contract=off -MMD -MP \
+           $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhdf5_hl -lm
+
+NVCC    ?= $(shell command -v nvcc 2>/dev/null)
+CU_SRCS := $(wildcard algos/*/*.cu harness/*.cu)
+ifneq ($(CPU_ONLY),)
+NVCC :=
+endif
+ifneq ($(and $(NVCC),$(CU_SRCS)),)
+CUDA_ARCH ?= sm_90a
+CFLAGS    += -DTKP_HAVE_CUDA
+NVFLAGS   ?= -O3 -std=c++17 -arch=$(CUDA_ARCH) -fmad=false -DTKP_HAVE_CUDA \
+             $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+LDLIBS    += -L$(CUDA_HOME)/lib64 -lcudart -lstdc++
+CU_OBJS   := $(CU_SRCS:%.cu=$(BUILD)/%.o)
+endif
+
+LIB_SRCS  := $(wildcard algos/common/*.c algos/*/*.c datasets/*.c) \
+             $(filter-out harness/main.c,$(wildcard harness/*.c)) tests/oracle.c
+LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(CU_OBJS)
+TEST_SRCS := $(filter-out tests/oracle.c,$(wildcard tests/*.c))
+TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
+
+.PHONY: all deps run test test-gpu gpu-bundle figures clean
+all: $(BUILD)/topkp
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+$(BUILD)/libtopkp.a: $(LIB_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/topkp: $(BUILD)/harness/main.o $(BUILD)/libtopkp.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/topkp-tests: $(TEST_OBJS) $(BUILD)/libtopkp.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+deps:
+	bash scripts/install-deps.sh
+
+RESULTS ?= results/quick.h5
+run: deps
+	$(MAKE) all
+	mkdir -p results
+	rm -f $(RESULTS)
+	$(BUILD)/topkp run configs/quick.lua -o $(RESULTS)
+	$(MAKE) figures RESULTS=$(RESULTS)
+
+test: deps
+	$(MAKE) $(BUILD)/topkp $(BUILD)/topkp-tests
+	TOPKP=$(BUILD)/topkp $(BUILD)/topkp-tests
+
+figures: $(BUILD)/topkp
+	bash scripts/figures.sh $(RESULTS)
+
+gpu-bundle:
+	$(MAKE) BUILD=build/gpu-obj CUDA_ARCH=sm_90a all build/gpu-obj/topkp-tests
+	bash scripts/bundle.sh build/gpu-obj build/gpu
+
+clean:
+	rm -rf $(BUILD) build/gpu build/gpu-obj
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

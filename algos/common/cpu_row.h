@@ -1,0 +1,36 @@
+/* cpu_row.h — small per-row routines shared by the CPU implementations of the modules:
+ * the row's largest valid value, the top-p prefix of a canonically ordered set, and
+ * inverse-CDF sampling from a kept mask. The GPU kernels compute the same quantities with
+ * the same arithmetic from prob.h and philox.h. */
+#ifndef TKP_CPU_ROW_H
+#define TKP_CPU_ROW_H
+
+#include <stdint.h>
+
+struct tkp_row_info {
+    float max;     /* largest valid value; -INFINITY when the row has none */
+    int64_t valid; /* number of valid tokens */
+};
+
+struct tkp_row_info tkp_row_scan(const float *x, int64_t vocab);
+
+/* `order` lists n tokens in canonical order (the top-k set, or every valid token). Returns
+ * how many of them the top-p rule keeps (at least one when n > 0). */
+int64_t tkp_topp_count(const float *x, const int32_t *order, int64_t n, float max, float p);
+
+/* Draw `draws` tokens from the kept tokens of a row with probability proportional to their
+ * weight: the fixed-point masses of the kept tokens, in index order, are laid end to end and
+ * each draw picks the token whose interval holds floor(u * total), u from Philox. A row with
+ * nothing kept gets -1. `cum` is scratch of `vocab` entries. */
+void tkp_sample_kept(const float *x, const uint8_t *kept, int64_t vocab, float max,
+                     uint64_t seed, uint64_t row, uint64_t offset, int32_t draws, uint64_t *cum,
+                     int64_t *out);
+
+/* Stable sort of n token indices by value, descending; `tmp` holds n entries. Given indices
+ * in ascending order this yields the canonical order. */
+void tkp_sort_canonical(const float *x, int32_t *idx, int64_t n, int32_t *tmp);
+
+/* The valid tokens of a row in canonical order; returns their count. */
+int64_t tkp_canonical_order(const float *x, int64_t vocab, int32_t *order, int32_t *tmp);
+
+#endif

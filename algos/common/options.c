@@ -1,0 +1,141 @@
+/* options.c — the generic option machinery: every module declares a static table of
+ * `struct tkp_option` and this file parses, validates, prints and defaults it, so no module
+ * writes its own parser (FFmpeg AVOption style). */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../tkp.h"
+
+void tkp_error_set(struct tkp_error *err, const char *fmt, ...)
+{
+    if (!err)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+}
+
+const struct tkp_option *tkp_option_find(const struct tkp_algo *a, const char *name)
+{
+    for (const struct tkp_option *o = a->options; o && o->name; o++)
+        if (strcmp(o->name, name) == 0)
+            return o;
+    return NULL;
+}
+
+static void store(const struct tkp_option *o, void *opts, double v)
+{
+    char *base = (char *)opts + o->offset;
+    if (o->type == TKP_OPT_DOUBLE)
+        *(double *)base = v;
+    else
+        *(int *)base = (int)v;
+}
+
+static double load(const struct tkp_option *o, const void *opts)
+{
+    const char *base = (const char *)opts + o->offset;
+    return o->type == TKP_OPT_DOUBLE ? *(const double *)base : (double)*(const int *)base;
+}
+
+void tkp_options_defaults(const struct tkp_algo *a, void *opts)
+{
+    memset(opts, 0, a->opts_size);
+    for (const struct tkp_option *o = a->options; o && o->name; o++)
+        store(o, opts, o->def);
+}
+
+static void list_choices(const struct tkp_option *o, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; o->choices[i] && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", o->choices[i]);
+}
+
+int tkp_option_set_number(const struct tkp_algo *a, void *opts, const char *name, double v,
+                          struct tkp_error *err)
+{
+    const struct tkp_option *o = tkp_option_find(a, name);
+    if (!o) {
+        tkp_error_set(err, "%s has no option '%s'", a->name, name);
+        return TKP_EINVAL;
+    }
+    if (o->type == TKP_OPT_ENUM) {
+        int count = 0;
+        while (o->choices[count])
+            count++;
+        if (v != floor(v) || v < 0 || v >= count) {
+            char names[256];
+            list_choices(o, names, sizeof names);
+            tkp_error_set(err, "%s option %s: %g is not one of %s", a->name, name, v, names);
+            return TKP_EINVAL;
+        }
+    } else {
+        if (isnan(v) || v < o->min || v > o->max) {
+            tkp_error_set(err, "%s option %s = %g is out of range [%g, %g]", a->name, name, v,
+                          o->min, o->max);
+            return TKP_EINVAL;
+        }
+        if (o->type == TKP_OPT_INT && v != floor(v)) {
+            tkp_error_set(err, "%s option %s = %g must be an integer", a->name, name, v);
+            return TKP_EINVAL;
+        }
+    }
+    store(o, opts, v);
+    return TKP_OK;
+}
+
+int tkp_option_set(const struct tkp_algo *a, void *opts, const char *name, const char *value,
+                   struct tkp_error *err)
+{
+    const struct tkp_option *o = tkp_option_find(a, name);
+    if (!o) {
+        tkp_error_set(err, "%s has no option '%s'", a->name, name);
+        return TKP_EINVAL;
+    }
+    if (o->type == TKP_OPT_ENUM) {
+        for (int i = 0; o->choices[i]; i++)
+            if (strcmp(o->choices[i], value) == 0)
+                return tkp_option_set_number(a, opts, name, i, err);
+        char names[256];
+        list_choices(o, names, sizeof names);
+        tkp_error_set(err, "%s option %s: '%s' is not one of %s", a->name, name, value, names);
+        return TKP_EINVAL;
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(value, &end);
+    if (end == value || *end || errno) {
+        tkp_error_set(err, "%s option %s: '%s' is not a number", a->name, name, value);
+        return TKP_EINVAL;
+    }
+    return tkp_option_set_number(a, opts, name, v, err);
+}
+
+void tkp_option_value(const struct tkp_option *o, const void *opts, char *buf, size_t n)
+{
+    double v = load(o, opts);
+    if (o->type == TKP_OPT_ENUM)
+        snprintf(buf, n, "%s", o->choices[(int)v]);
+    else if (o->type == TKP_OPT_INT)
+        snprintf(buf, n, "%d", (int)v);
+    else
+        snprintf(buf, n, "%g", v);
+}
+
+void tkp_options_format(const struct tkp_algo *a, const void *opts, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (const struct tkp_option *o = a->options; o && o->name && used < n; o++) {
+        char val[64];
+        tkp_option_value(o, opts, val, sizeof val);
+        used += (size_t)snprintf(buf + used, n - used, "%s%s=%s", used ? "," : "", o->name, val);
+    }
+}

@@ -1,0 +1,71 @@
+/* philox.h — Philox4x32-10 (Salmon et al., SC'11), host-and-device.
+ *
+ * The stream of row r under seed s: key = (lo32(s), hi32(s)), counter =
+ * (draw, r, lo32(offset), hi32(offset)). One call yields four 32-bit words; a draw uses the
+ * first two as one 64-bit uniform integer. The same (seed, row, offset, draw) gives the same
+ * number on the CPU and on the GPU. */
+#ifndef TKP_PHILOX_H
+#define TKP_PHILOX_H
+
+#include <stdint.h>
+#include "hd.h"
+
+struct tkp_philox4 {
+    uint32_t v[4];
+};
+
+TKP_HD uint32_t tkp_mulhilo32(uint32_t a, uint32_t b, uint32_t *hi)
+{
+    uint64_t prod = (uint64_t)a * (uint64_t)b;
+    *hi = (uint32_t)(prod >> 32);
+    return (uint32_t)prod;
+}
+
+TKP_HD struct tkp_philox4 tkp_philox4x32_10(struct tkp_philox4 ctr, uint32_t k0, uint32_t k1)
+{
+    for (int round = 0; round < 10; round++) {
+        uint32_t hi0, hi1;
+        uint32_t lo0 = tkp_mulhilo32(0xD2511F53u, ctr.v[0], &hi0);
+        uint32_t lo1 = tkp_mulhilo32(0xCD9E8D57u, ctr.v[2], &hi1);
+        struct tkp_philox4 next;
+        next.v[0] = hi1 ^ ctr.v[1] ^ k0;
+        next.v[1] = lo1;
+        next.v[2] = hi0 ^ ctr.v[3] ^ k1;
+        next.v[3] = lo0;
+        ctr = next;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    return ctr;
+}
+
+/* The four words of draw `draw` of row `row`. */
+TKP_HD struct tkp_philox4 tkp_philox_block(uint64_t seed, uint64_t row, uint64_t offset,
+                                           uint32_t draw)
+{
+    struct tkp_philox4 ctr;
+    ctr.v[0] = draw;
+    ctr.v[1] = (uint32_t)row;
+    ctr.v[2] = (uint32_t)offset;
+    ctr.v[3] = (uint32_t)(offset >> 32);
+    return tkp_philox4x32_10(ctr, (uint32_t)seed, (uint32_t)(seed >> 32));
+}
+
+/* A uniform 64-bit integer for draw `draw` of row `row`. */
+TKP_HD uint64_t tkp_philox_u64(uint64_t seed, uint64_t row, uint64_t offset, uint32_t draw)
+{
+    struct tkp_philox4 r = tkp_philox_block(seed, row, offset, draw);
+    return ((uint64_t)r.v[1] << 32) | r.v[0];
+}
+
+/* floor(r * n / 2^64): a uniform integer in [0, n) from a uniform 64-bit r. */
+TKP_HD uint64_t tkp_scale_u64(uint64_t r, uint64_t n)
+{
+#ifdef __CUDA_ARCH__
+    return __umul64hi(r, n);
+#else
+    return (uint64_t)(((unsigned __int128)r * n) >> 64);
+#endif
+}
+
+#endif

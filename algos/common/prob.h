@@ -1,0 +1,98 @@
+/* prob.h — the host-and-device arithmetic every module shares for probabilities and mass.
+ *
+ * - tkp_is_valid / tkp_canon_before / tkp_order_key: the canonical order of SEMANTICS.md.
+ * - tkp_expf: our own exp (explicit fmaf, no libm), so the CPU and the GPU agree bit for bit.
+ * - Mass is exact 64-bit fixed point: a token's weight exp(x - m) <= 1 becomes
+ *   floor(w * 2^40), so sums of up to 2^23 tokens never overflow and never depend on the
+ *   order of addition.
+ * - Top-p: token j of the canonical order (within the top-k set when there is one) is kept
+ *   iff j == 0 or the fixed mass before it is < tkp_topp_target(p, total). */
+#ifndef TKP_PROB_H
+#define TKP_PROB_H
+
+#include <math.h>
+#include <stdint.h>
+#include "hd.h"
+
+#define TKP_FIX_SHIFT 40
+#define TKP_FIX_ONE ((uint64_t)1 << TKP_FIX_SHIFT)
+#define TKP_MAX_VOCAB ((int64_t)1 << 23)
+
+/* Finite values and +inf are valid; -inf and NaN never are. */
+TKP_HD int tkp_is_valid(float x) { return x == x && x != -INFINITY; }
+
+/* Does (a at index ia) come before (b at index ib) in the canonical order? Both valid. */
+TKP_HD int tkp_canon_before(float a, int64_t ia, float b, int64_t ib)
+{
+    return a > b || (a == b && ia < ib);
+}
+
+/* An unsigned key ordered like the floats (-0.0 == +0.0); invalid values map to 0, below
+ * every valid key. */
+TKP_HD uint32_t tkp_order_key(float x)
+{
+    union { float f; uint32_t u; } c;
+    if (!tkp_is_valid(x))
+        return 0;
+    c.f = x + 0.0f; /* -0.0 becomes +0.0 */
+    return (c.u & 0x80000000u) ? ~c.u : (c.u | 0x80000000u);
+}
+
+/* The float whose order key is `key` (the inverse of tkp_order_key for valid keys). */
+TKP_HD float tkp_key_value(uint32_t key)
+{
+    union { float f; uint32_t u; } c;
+    c.u = (key & 0x80000000u) ? (key & 0x7FFFFFFFu) : ~key;
+    return c.f;
+}
+
+/* exp(x) for x <= 0; 0 below -87 (no subnormals). Cody-Waite reduction, degree-7 Taylor. */
+TKP_HD float tkp_expf(float x)
+{
+    const float log2e = 1.44269504f, ln2_hi = 0.693145752f, ln2_lo = 1.42860677e-6f;
+    if (!(x >= -87.0f))
+        return 0.0f;
+    float n = floorf(fmaf(x, log2e, 0.5f));
+    float r = fmaf(n, -ln2_hi, x);
+    r = fmaf(n, -ln2_lo, r);
+    float poly = 1.0f / 5040.0f;
+    poly = fmaf(poly, r, 1.0f / 720.0f);
+    poly = fmaf(poly, r, 1.0f / 120.0f);
+    poly = fmaf(poly, r, 1.0f / 24.0f);
+    poly = fmaf(poly, r, 1.0f / 6.0f);
+    poly = fmaf(poly, r, 0.5f);
+    poly = fmaf(poly, r, 1.0f);
+    poly = fmaf(poly, r, 1.0f);
+    union { float f; uint32_t u; } scale;
+    scale.u = (uint32_t)((int)n + 127) << 23;
+    return poly * scale.f;
+}
+
+/* The fixed-point weight of token value x in a row whose largest valid value is m; a row
+ * holding +inf gives weight one to each +inf token and zero to the rest. */
+TKP_HD uint64_t tkp_weight(float x, float m)
+{
+    if (!tkp_is_valid(x))
+        return 0;
+    if (m == INFINITY)
+        return x == INFINITY ? TKP_FIX_ONE : 0;
+    return (uint64_t)((double)tkp_expf(x - m) * (double)TKP_FIX_ONE);
+}
+
+/* The mass target of top-p over a set of fixed total `total`: keep j iff j == 0 or the mass
+ * before j is < target. p >= 1 keeps everything, p <= 0 keeps the first token only. */
+TKP_HD uint64_t tkp_topp_target(float p, uint64_t total)
+{
+    if (!(p < 1.0f))
+        return total + 1;
+    if (!(p > 0.0f))
+        return 0;
+    return (uint64_t)((double)p * (double)total);
+}
+
+/* Is the top-k filter on for this row? */
+TKP_HD int tkp_topk_on(int32_t k, int64_t vocab) { return k > 0 && (int64_t)k < vocab; }
+/* Is the top-p filter on for this row? */
+TKP_HD int tkp_topp_on(float p) { return p < 1.0f; }
+
+#endif

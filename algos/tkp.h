@@ -1,0 +1,128 @@
+/* tkp.h — the contract between the harness and an algorithm module.
+ *
+ * A module is one `struct tkp_algo` (a table of capabilities, options and function
+ * pointers). The harness owns memory, streams, timing and verification: a module says what
+ * it supports, how much workspace it needs, and then runs without allocating or
+ * synchronising. The exact output every module must produce is ../shared/SEMANTICS.md. */
+#ifndef TKP_H
+#define TKP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { TKP_ABI = 1 };
+
+/* Return codes of init/run and of the harness helpers. */
+enum tkp_status {
+    TKP_OK = 0,
+    TKP_EUNSUPPORTED, /* the module cannot do this problem; the message says why */
+    TKP_EINVAL,       /* bad input or option value */
+    TKP_ENOMEM,       /* host or device allocation failed */
+    TKP_EDEVICE,      /* a CUDA call failed */
+};
+
+/* ops: which filters the module implements. */
+enum { TKP_TOPK = 1u, TKP_TOPP = 2u, TKP_TOPK_TOPP = 4u };
+/* outputs: what the module returns. */
+enum { TKP_OUT_SET = 1u, TKP_OUT_SAMPLE = 2u };
+/* backends */
+enum tkp_backend { TKP_CPU = 1u, TKP_GPU = 2u };
+/* flags */
+enum { TKP_EXACT = 1u, TKP_DETERMINISTIC = 2u, TKP_NOT_IMPLEMENTED = 4u };
+
+struct tkp_error {
+    char msg[512];
+};
+
+/* ---- options: a static table the generic code parses, prints and validates ---- */
+enum tkp_opt_type { TKP_OPT_INT, TKP_OPT_DOUBLE, TKP_OPT_ENUM };
+
+struct tkp_option {
+    const char *name, *help;
+    enum tkp_opt_type type;
+    size_t offset;               /* into the module's options struct (int or double) */
+    double def, min, max;        /* for ENUM: def is the index into choices */
+    const char *const *choices;  /* ENUM only, NULL-terminated */
+};
+
+/* ---- one problem: the shape the harness plans and the module inits for ---- */
+struct tkp_problem {
+    int64_t batch, vocab, stride; /* stride >= vocab, in floats */
+    enum tkp_backend backend;
+    unsigned ops;                 /* union of TKP_TOPK/TOPP/TOPK_TOPP over the rows */
+    unsigned outputs;             /* what the caller wants (a subset of the module's) */
+    int32_t k_max;                /* largest enabled k over the rows (0 when none) */
+    int32_t draws;                /* samples per row for TKP_OUT_SAMPLE */
+};
+
+/* ---- the buffers of one run (host pointers on the CPU, device pointers on the GPU) ---- */
+struct tkp_io {
+    const float *logits;   /* [batch, stride] */
+    const int32_t *k;      /* [batch]; k <= 0 or k >= vocab: top-k off */
+    const float *p;        /* [batch]; p >= 1: top-p off */
+    uint8_t *kept;         /* [batch, vocab] or NULL */
+    int64_t *samples;      /* [batch, draws] or NULL */
+    uint64_t seed, offset; /* Philox key and counter offset */
+};
+
+/* Statistics accumulated by a module over the rows it ran (zero where not meaningful). */
+struct tkp_stats {
+    int64_t rows;
+    int64_t trunc_hits;     /* rows where a truncation/candidate shortcut sufficed */
+    int64_t fallbacks;      /* rows that fell back to the full row */
+    double outliers;        /* total candidates gathered (Qrita N_t) */
+    double outlier_mass;    /* total probability mass gathered (Qrita S_t) */
+    double iterations;      /* total pivot-search iterations */
+    double rounds;          /* total rejection rounds */
+};
+
+struct tkp_algo {
+    int abi; /* TKP_ABI; first so that the struct can grow */
+    const char *name, *summary;
+    unsigned ops, outputs, backends, flags;
+    const struct tkp_option *options; /* terminated by an entry with name == NULL */
+    size_t opts_size, state_size;
+
+    /* Can this module run problem `pb` with these options? 1 = yes; 0 = no, *why says why. */
+    int (*supports)(const struct tkp_problem *pb, const void *opts, const char **why);
+    /* 1 when these options give up exactness on purpose (NULL: never). */
+    int (*approximate)(const void *opts);
+    int (*init)(void *state, const struct tkp_problem *pb, const void *opts,
+                size_t *workspace_bytes, struct tkp_error *err);
+    int (*run)(void *state, const struct tkp_io *io, void *workspace, void *stream,
+               struct tkp_error *err);
+    void (*stats)(const void *state, struct tkp_stats *out); /* NULL: none */
+    void (*fini)(void *state);                               /* NULL: nothing to free */
+};
+
+/* ---- registry (harness/registry.c) ---- */
+extern const struct tkp_algo *const tkp_algos[]; /* NULL-terminated */
+const struct tkp_algo *tkp_algo_find(const char *name);
+
+/* ---- options (algos/common/options.c) ---- */
+const struct tkp_option *tkp_option_find(const struct tkp_algo *a, const char *name);
+void tkp_options_defaults(const struct tkp_algo *a, void *opts);
+/* Parse `value` (a number or an enum choice) into option `name`; TKP_EINVAL with a message. */
+int tkp_option_set(const struct tkp_algo *a, void *opts, const char *name, const char *value,
+                   struct tkp_error *err);
+/* Set a numeric value (enum options accept the choice index). */
+int tkp_option_set_number(const struct tkp_algo *a, void *opts, const char *name, double v,
+                          struct tkp_error *err);
+/* "name=value,name=value" in table order, defaults included. */
+void tkp_options_format(const struct tkp_algo *a, const void *opts, char *buf, size_t n);
+void tkp_option_value(const struct tkp_option *o, const void *opts, char *buf, size_t n);
+
+void tkp_error_set(struct tkp_error *err, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,149 @@
+/* apply.c — see apply.h. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../algos/common/prob.h"
+#include "apply.h"
+
+int tkp_validate_rows(const struct tkp_batch *b, struct tkp_error *err)
+{
+    if (b->vocab < 1 || b->vocab > TKP_MAX_VOCAB) {
+        tkp_error_set(err, "vocabulary %lld is outside [1, %lld]", (long long)b->vocab,
+                      (long long)TKP_MAX_VOCAB);
+        return TKP_EINVAL;
+    }
+    for (int64_t r = 0; r < b->batch; r++)
+        if (isnan(b->p[r])) {
+            tkp_error_set(err, "row %lld: p is NaN", (long long)r);
+            return TKP_EINVAL;
+        }
+    return TKP_OK;
+}
+
+struct tkp_problem tkp_problem_of(const struct tkp_batch *b, enum tkp_backend backend,
+                                  unsigned outputs, int32_t draws)
+{
+    struct tkp_problem pb = { .batch = b->batch, .vocab = b->vocab, .stride = b->vocab,
+                              .backend = backend, .outputs = outputs, .draws = draws };
+    for (int64_t r = 0; r < b->batch; r++) {
+        int topk = tkp_topk_on(b->k[r], b->vocab), topp = tkp_topp_on(b->p[r]);
+        if (topk && b->k[r] > pb.k_max)
+            pb.k_max = b->k[r];
+        pb.ops |= topk && topp ? TKP_TOPK_TOPP : topk ? TKP_TOPK : topp ? TKP_TOPP : 0;
+    }
+    return pb;
+}
+
+int tkp_instance_open(struct tkp_instance *in, const struct tkp_algo *a, const void *opts,
+                      const struct tkp_problem *pb, struct tkp_error *err)
+{
+    memset(in, 0, sizeof *in);
+    in->algo = a;
+    in->pb = *pb;
+    const char *why = NULL;
+    if (!(a->backends & pb->backend)) {
+        tkp_error_set(err, "%s has no %s implementation%s", a->name,
+                      pb->backend == TKP_GPU ? "GPU" : "CPU",
+                      a->flags & TKP_NOT_IMPLEMENTED ? " (not implemented)" : "");
+        return TKP_EUNSUPPORTED;
+    }
+    if ((pb->ops & ~a->ops) || (pb->outputs & ~a->outputs)) {
+        tkp_error_set(err, "%s cannot do this problem: it offers %s%s%s and %s%s", a->name,
+                      a->ops & TKP_TOPK ? "top-k " : "", a->ops & TKP_TOPP ? "top-p " : "",
+                      a->ops & TKP_TOPK_TOPP ? "top-k+top-p" : "",
+                      a->outputs & TKP_OUT_SET ? "set " : "",
+                      a->outputs & TKP_OUT_SAMPLE ? "sample" : "");
+        return TKP_EUNSUPPORTED;
+    }
+    in->opts = calloc(1, a->opts_size);
+    in->state = calloc(1, a->state_size);
+    if (!in->opts || !in->state) {
+        tkp_instance_close(in);
+        tkp_error_set(err, "out of host memory");
+        return TKP_ENOMEM;
+    }
+    if (opts)
+        memcpy(in->opts, opts, a->opts_size);
+    else
+        tkp_options_defaults(a, in->opts);
+    if (!a->supports(pb, in->opts, &why)) {
+        tkp_error_set(err, "%s", why ? why : "unsupported");
+        tkp_instance_close(in);
+        return TKP_EUNSUPPORTED;
+    }
+    int rc = a->init(in->state, pb, in->opts, &in->workspace_bytes, err);
+    if (rc != TKP_OK) {
+        free(in->opts);
+        free(in->state);
+        in->opts = in->state = NULL;
+        return rc;
+    }
+    if (in->workspace_bytes) {
+        in->workspace = malloc(in->workspace_bytes);
+        if (!in->workspace) {
+            tkp_error_set(err, "out of host memory for a %zu-byte workspace",
+                          in->workspace_bytes);
+            tkp_instance_close(in);
+            return TKP_ENOMEM;
+        }
+    }
+    return TKP_OK;
+}
+
+int tkp_instance_run(struct tkp_instance *in, const struct tkp_io *io, struct tkp_error *err)
+{
+    return in->algo->run(in->state, io, in->workspace, NULL, err);
+}
+
+void tkp_instance_close(struct tkp_instance *in)
+{
+    if (in->state && in->algo->fini)
+        in->algo->fini(in->state);
+    free(in->workspace);
+    free(in->state);
+    free(in->opts);
+    memset(in, 0, sizeof *in);
+}
+
+int tkp_apply(const struct tkp_algo *a, const void *opts, enum tkp_backend backend,
+              const struct tkp_batch *b, uint8_t *kept, int64_t *samples, int32_t draws,
+              uint64_t seed, uint64_t offset, struct tkp_stats *stats, struct tkp_error *err)
+{
+    int rc = tkp_validate_rows(b, err);
+    if (rc)
+        return rc;
+    unsigned outputs = (kept ? TKP_OUT_SET : 0) | (samples ? TKP_OUT_SAMPLE : 0);
+    struct tkp_problem pb = tkp_problem_of(b, backend, outputs, draws);
+    struct tkp_instance in;
+    rc = tkp_instance_open(&in, a, opts, &pb, err);
+    if (rc)
+        return rc;
+    struct tkp_io io = { .logits = b->logits, .k = b->k, .p = b->p, .kept = kept,
+                         .samples = samples, .seed = seed, .offset = offset };
+    rc = tkp_instance_run(&in, &io, err);
+    if (stats) {
+        memset(stats, 0, sizeof *stats);
+        if (rc == TKP_OK && a->stats)
+            a->stats(in.state, stats);
+    }
+    tkp_instance_close(&in);
+    return rc;
+}
+
+int tkp_option_assign(const struct tkp_algo *a, void *opts, const char *assignment,
+                      struct tkp_error *err)
+{
+    const char *eq = strchr(assignment, '=');
+    if (!eq || eq == assignment) {
+        tkp_error_set(err, "option '%s' is not name=value", assignment);
+        return TKP_EINVAL;
+    }
+    char name[64];
+    size_t len = (size_t)(eq - assignment);
+    if (len >= sizeof name)
+        len = sizeof name - 1;
+    memcpy(name, assignment, len);
+    name[len] = 0;
+    return tkp_option_set(a, opts, name, eq + 1, err);
+}

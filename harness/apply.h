@@ -1,0 +1,49 @@
+/* apply.h — run one module on one batch held in host memory: validate the rows, plan the
+ * problem, init, allocate the workspace, run, collect statistics. Used by `topkp apply`,
+ * by the sweep runner and by the tests. */
+#ifndef TKP_APPLY_H
+#define TKP_APPLY_H
+
+#include "../algos/tkp.h"
+
+/* A batch of logits with per-row k and p, all in host memory. */
+struct tkp_batch {
+    int64_t batch, vocab;
+    float *logits; /* [batch, vocab] */
+    int32_t *k;    /* [batch] */
+    float *p;      /* [batch] */
+};
+
+/* Reject a NaN p before anything runs; the message names the row and the value. */
+int tkp_validate_rows(const struct tkp_batch *b, struct tkp_error *err);
+
+/* The problem a batch poses to a module. */
+struct tkp_problem tkp_problem_of(const struct tkp_batch *b, enum tkp_backend backend,
+                                  unsigned outputs, int32_t draws);
+
+/* A module ready to run on one problem: options, state and workspace. */
+struct tkp_instance {
+    const struct tkp_algo *algo;
+    struct tkp_problem pb;
+    void *opts, *state, *workspace;
+    size_t workspace_bytes;
+};
+
+/* Check supports() (TKP_EUNSUPPORTED with the module's reason), init, allocate. `opts` may be
+ * NULL for the defaults; it is copied. */
+int tkp_instance_open(struct tkp_instance *in, const struct tkp_algo *a, const void *opts,
+                      const struct tkp_problem *pb, struct tkp_error *err);
+int tkp_instance_run(struct tkp_instance *in, const struct tkp_io *io, struct tkp_error *err);
+void tkp_instance_close(struct tkp_instance *in);
+
+/* Everything at once on host buffers: kept [batch, vocab] and samples [batch, draws] may be
+ * NULL when not wanted; stats may be NULL. */
+int tkp_apply(const struct tkp_algo *a, const void *opts, enum tkp_backend backend,
+              const struct tkp_batch *b, uint8_t *kept, int64_t *samples, int32_t draws,
+              uint64_t seed, uint64_t offset, struct tkp_stats *stats, struct tkp_error *err);
+
+/* Parse "name=value" and set it on opts. */
+int tkp_option_assign(const struct tkp_algo *a, void *opts, const char *assignment,
+                      struct tkp_error *err);
+
+#endif

@@ -1,0 +1,314 @@
+/* cases.c — see cases.h. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cases.h"
+#include "oracle.h"
+#include "test.h"
+
+/* splitmix64: the tests' own generator, independent of the module code. */
+static uint64_t next_u64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double uniform(uint64_t *s) { return (next_u64(s) >> 11) * 0x1.0p-53; }
+
+static float gauss(uint64_t *s)
+{
+    double u = uniform(s), v = uniform(s);
+    return (float)(sqrt(-2.0 * log(u + 1e-300)) * cos(2.0 * M_PI * v));
+}
+
+/* The standard mix of (k, p) rows every case cycles through; V-relative k's use -V. */
+static const struct {
+    int32_t k;
+    float p;
+} kp_mix[] = {
+    { 0, 1.0f },  { 1, 1.0f },     { -1, 1.0f }, /* -1 here means k = V */
+    { 10, 1.0f }, { 0, 0.9f },     { 0, 1e-7f }, { 0, 0.0f },  { 50, 0.9f },
+    { 5, 0.5f },  { -2, 0.99f },   /* -2 here means k = V - 1 */
+    { -3, 2.0f }, { 0, 0.999999f }, { 1, 0.3f }, { 3, -1.0f }, { 1000, 0.95f },
+    { 2, 1.0f },  { 0, 0.5f },
+};
+#define KP_MIX ((int64_t)(sizeof kp_mix / sizeof kp_mix[0]))
+
+static void alloc_case(struct test_case *c, const char *name, uint64_t seed, int64_t batch,
+                       int64_t vocab)
+{
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->seed = seed;
+    c->b.batch = batch;
+    c->b.vocab = vocab;
+    c->b.logits = malloc(sizeof(float) * (size_t)(batch * vocab));
+    c->b.k = malloc(sizeof(int32_t) * (size_t)batch);
+    c->b.p = malloc(sizeof(float) * (size_t)batch);
+    for (int64_t r = 0; r < batch; r++) {
+        int32_t k = kp_mix[r % KP_MIX].k;
+        c->b.k[r] = k == -1 ? (int32_t)vocab : k == -2 ? (int32_t)(vocab - 1) : k;
+        c->b.p[r] = kp_mix[r % KP_MIX].p;
+    }
+}
+
+void case_gaussian(struct test_case *c, uint64_t seed, int64_t batch, int64_t vocab,
+                   float scale)
+{
+    alloc_case(c, "gaussian", seed, batch, vocab);
+    uint64_t s = seed;
+    for (int64_t i = 0; i < batch * vocab; i++)
+        c->b.logits[i] = scale * gauss(&s);
+}
+
+static float bf16_round(float x)
+{
+    union { float f; uint32_t u; } v = { x };
+    v.u = (v.u + 0x7FFFu + ((v.u >> 16) & 1u)) & 0xFFFF0000u;
+    return v.f;
+}
+
+/* Fill each row of a case by pattern. */
+enum pattern {
+    P_GAUSS, P_PEAKED, P_EQUAL, P_SPREAD, P_NEGINF50, P_NEGINF99, P_ALLNEGINF, P_FIVE,
+    P_TIE1000, P_BF16, P_NAN, P_POSINF, P_MIXED, P_NEARTIE_INT
+};
+
+static void fill(struct test_case *c, enum pattern pat, uint64_t seed)
+{
+    uint64_t s = seed;
+    const int64_t V = c->b.vocab;
+    for (int64_t r = 0; r < c->b.batch; r++) {
+        float *x = c->b.logits + r * V;
+        for (int64_t i = 0; i < V; i++) {
+            float g = gauss(&s);
+            switch (pat) {
+            case P_GAUSS: x[i] = g; break;
+            case P_PEAKED: x[i] = 3.0f * g + (i % 97 == 0 ? 12.0f : 0.0f); break;
+            case P_EQUAL: x[i] = 0.5f; break;
+            case P_SPREAD: x[i] = 1.0f + 1e-6f * (float)(next_u64(&s) % 8); break;
+            case P_NEGINF50: x[i] = uniform(&s) < 0.5 ? -INFINITY : g; break;
+            case P_NEGINF99: x[i] = uniform(&s) < 0.99 ? -INFINITY : g; break;
+            case P_ALLNEGINF: x[i] = -INFINITY; break;
+            case P_FIVE: x[i] = -INFINITY; break;
+            case P_TIE1000: x[i] = i < 1000 ? 0.0f : (i == 1000 ? 7.6f : -30.0f + g); break;
+            case P_BF16: x[i] = bf16_round(2.0f * g); break;
+            case P_NAN: x[i] = uniform(&s) < 0.1 ? NAN : g; break;
+            case P_POSINF: x[i] = uniform(&s) < 0.01 ? INFINITY : (uniform(&s) < 0.05 ? NAN : g); break;
+            case P_MIXED: x[i] = (r % 3 == 0) ? -0.0f : (r % 3 == 1 ? 0.0f : g); break;
+            case P_NEARTIE_INT: x[i] = (float)(next_u64(&s) % 4); break;
+            }
+        }
+        if (pat == P_FIVE)
+            for (int j = 0; j < 5 && j < V; j++)
+                x[(j * 7 + r) % V] = gauss(&s);
+        if (pat == P_POSINF && r % 2 == 0 && V > 3) { /* guarantee some +inf rows */
+            x[1] = INFINITY;
+            x[V - 2] = INFINITY;
+        }
+    }
+}
+
+int cases_build(struct test_case **out)
+{
+    static const struct {
+        const char *name;
+        enum pattern pat;
+        int64_t batch, vocab;
+    } spec[] = {
+        { "gaussian", P_GAUSS, 2 * KP_MIX, 1000 },
+        { "peaked", P_PEAKED, KP_MIX, 4096 },
+        { "all_equal", P_EQUAL, KP_MIX, 512 },
+        { "spread_1e-6", P_SPREAD, KP_MIX, 777 },
+        { "neg_inf_50", P_NEGINF50, KP_MIX, 600 },
+        { "neg_inf_99", P_NEGINF99, KP_MIX, 2000 },
+        { "all_neg_inf", P_ALLNEGINF, KP_MIX, 100 },
+        { "five_finite", P_FIVE, KP_MIX, 300 },
+        { "tie_1000_at_p", P_TIE1000, KP_MIX, 1500 },
+        { "bf16_rounded", P_BF16, KP_MIX, 1024 },
+        { "nan", P_NAN, KP_MIX, 500 },
+        { "pos_inf", P_POSINF, KP_MIX, 400 },
+        { "signed_zero", P_MIXED, KP_MIX, 64 },
+        { "small_ints", P_NEARTIE_INT, KP_MIX, 333 },
+        { "vocab_1", P_GAUSS, KP_MIX, 1 },
+        { "vocab_7", P_NAN, KP_MIX, 7 },
+        { "odd_vocab", P_PEAKED, KP_MIX, 1023 },
+    };
+    int n = (int)(sizeof spec / sizeof spec[0]);
+    struct test_case *c = calloc((size_t)n, sizeof *c);
+    for (int i = 0; i < n; i++) {
+        uint64_t seed = 1000 + (uint64_t)i;
+        alloc_case(&c[i], spec[i].name, seed, spec[i].batch, spec[i].vocab);
+        fill(&c[i], spec[i].pat, seed);
+    }
+    *out = c;
+    return n;
+}
+
+void cases_free(struct test_case *c, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(c[i].b.logits);
+        free(c[i].b.k);
+        free(c[i].b.p);
+    }
+    free(c);
+}
+
+static int make_opts(const struct tkp_algo *a, const char *const *options, void *opts)
+{
+    struct tkp_error err;
+    tkp_options_defaults(a, opts);
+    for (int i = 0; options && options[i]; i++)
+        if (tkp_option_assign(a, opts, options[i], &err)) {
+            test_fail(__FILE__, __LINE__, "%s", err.msg);
+            return -1;
+        }
+    return 0;
+}
+
+/* Check one case: returns the number of rows equal to the oracle. */
+static int64_t check_case(const struct tkp_algo *a, const void *opts, enum tkp_backend backend,
+                          const struct test_case *c, int report)
+{
+    const struct tkp_batch *b = &c->b;
+    const int32_t draws = 16;
+    uint8_t *kept = (a->outputs & TKP_OUT_SET) ? malloc((size_t)(b->batch * b->vocab)) : NULL;
+    int64_t *samples = (a->outputs & TKP_OUT_SAMPLE)
+                           ? malloc(sizeof(int64_t) * (size_t)(b->batch * draws))
+                           : NULL;
+    struct tkp_error err = { "" };
+    int rc = tkp_apply(a, opts, backend, b, kept, samples, draws, c->seed, 0, NULL, &err);
+    int64_t exact = 0;
+    if (rc != TKP_OK) {
+        if (report)
+            test_fail(__FILE__, __LINE__, "%s on case %s (seed %llu): %s", a->name, c->name,
+                      (unsigned long long)c->seed, err.msg);
+        free(kept);
+        free(samples);
+        return 0;
+    }
+    for (int64_t r = 0; r < b->batch; r++) {
+        struct oracle_row o;
+        oracle_row_init(&o, b->logits + r * b->vocab, b->vocab, b->k[r], b->p[r]);
+        char why[256];
+        int ok = 1;
+        if (kept && !oracle_check_kept(&o, kept + r * b->vocab, why, sizeof why))
+            ok = 0;
+        for (int32_t d = 0; ok && samples && d < draws; d++)
+            if (!oracle_check_draw(&o, samples[r * draws + d], why, sizeof why))
+                ok = 0;
+        if (!ok && report)
+            test_fail(__FILE__, __LINE__, "%s case %s (seed %llu) row %lld k=%d p=%g: %s",
+                      a->name, c->name, (unsigned long long)c->seed, (long long)r, b->k[r],
+                      (double)b->p[r], why);
+        exact += ok;
+        oracle_row_free(&o);
+    }
+    free(kept);
+    free(samples);
+    return exact;
+}
+
+void check_module_cases(const char *algo, const char *const *options, enum tkp_backend backend)
+{
+    const struct tkp_algo *a = tkp_algo_find(algo);
+    REQUIRE(a, "no module %s", algo);
+    void *opts = calloc(1, a->opts_size);
+    if (make_opts(a, options, opts) == 0) {
+        struct test_case *c;
+        int n = cases_build(&c);
+        for (int i = 0; i < n; i++)
+            check_case(a, opts, backend, &c[i], 1);
+        cases_free(c, n);
+    }
+    free(opts);
+}
+
+double module_exactness(const char *algo, const char *const *options, enum tkp_backend backend)
+{
+    const struct tkp_algo *a = tkp_algo_find(algo);
+    void *opts = calloc(1, a->opts_size);
+    int64_t rows = 0, exact = 0;
+    if (make_opts(a, options, opts) == 0) {
+        struct test_case *c;
+        int n = cases_build(&c);
+        for (int i = 0; i < n; i++) {
+            exact += check_case(a, opts, backend, &c[i], 0);
+            rows += c[i].b.batch;
+        }
+        cases_free(c, n);
+    }
+    free(opts);
+    return rows ? (double)exact / (double)rows : 0.0;
+}
+
+void check_sampler_tv(const char *algo, const char *const *options, enum tkp_backend backend,
+                      int32_t draws)
+{
+    const struct tkp_algo *a = tkp_algo_find(algo);
+    REQUIRE(a, "no module %s", algo);
+    void *opts = calloc(1, a->opts_size);
+    if (make_opts(a, options, opts)) {
+        free(opts);
+        return;
+    }
+    /* Rows chosen so that the kept set is unambiguous (n_min == n_max) and not tiny. */
+    struct test_case c;
+    const uint64_t seed = 77;
+    case_gaussian(&c, seed, 6, 300, 1.5f);
+    const int32_t ks[6] = { 20, 0, 40, 300, 7, 0 };
+    const float ps[6] = { 1.0f, 0.8f, 0.9f, 0.6f, 1.0f, 1.0f };
+    memcpy(c.b.k, ks, sizeof ks);
+    memcpy(c.b.p, ps, sizeof ps);
+    int64_t *s1 = malloc(sizeof(int64_t) * (size_t)(6 * draws));
+    int64_t *s2 = malloc(sizeof(int64_t) * (size_t)(6 * draws));
+    struct tkp_error err = { "" };
+    int rc = tkp_apply(a, opts, backend, &c.b, NULL, s1, draws, seed, 3, NULL, &err);
+    if (rc == TKP_OK)
+        rc = tkp_apply(a, opts, backend, &c.b, NULL, s2, draws, seed, 3, NULL, &err);
+    CHECK(rc == TKP_OK, "%s sampling failed: %s", algo, err.msg);
+    for (int64_t r = 0; rc == TKP_OK && r < 6; r++) {
+        struct oracle_row o;
+        oracle_row_init(&o, c.b.logits + r * 300, 300, c.b.k[r], c.b.p[r]);
+        CHECK(memcmp(s1 + r * draws, s2 + r * draws, sizeof(int64_t) * (size_t)draws) == 0,
+              "%s row %lld: the same seed gave different draws", algo, (long long)r);
+        if (o.n_min != o.n_max) {
+            test_fail(__FILE__, __LINE__, "test row %lld has an ambiguous kept set", (long long)r);
+            oracle_row_free(&o);
+            continue;
+        }
+        long double *dist = calloc((size_t)o.n_max, sizeof *dist);
+        double *count = calloc(300, sizeof *count);
+        oracle_distribution(&o, o.n_max, dist);
+        char why[256];
+        int64_t outside = 0;
+        for (int32_t d = 0; d < draws; d++) {
+            int64_t t = s1[r * draws + d];
+            if (!oracle_check_draw(&o, t, why, sizeof why))
+                outside++;
+            else
+                count[t] += 1.0;
+        }
+        double tv = 0;
+        for (int64_t j = 0; j < o.n_max; j++)
+            tv += fabs(count[o.order[j]] / draws - (double)dist[j]);
+        tv = 0.5 * (tv + (double)outside / draws);
+        double bound = oracle_tv_bound(o.n_max, draws);
+        CHECK(outside == 0, "%s row %lld (seed %llu): %lld draws outside the kept set", algo,
+              (long long)r, (unsigned long long)seed, (long long)outside);
+        CHECK(tv < bound, "%s row %lld (seed %llu): TV %.5f >= bound %.5f (n=%lld, N=%d)", algo,
+              (long long)r, (unsigned long long)seed, tv, bound, (long long)o.n_max, draws);
+        free(dist);
+        free(count);
+        oracle_row_free(&o);
+    }
+    free(s1);
+    free(s2);
+    free(c.b.logits);
+    free(c.b.k);
+    free(c.b.p);
+    free(opts);
+}

@@ -1,0 +1,38 @@
+/* cases.h — the adversarial test inputs of SEMANTICS.md and issue 3 (ties, near-ties, -inf,
+ * NaN, +inf, extreme k and p, V=1, odd V, mixed rows), and the checks that run a module on
+ * all of them against the oracle. Every module's test file calls these. */
+#ifndef TKP_CASES_H
+#define TKP_CASES_H
+
+#include <stdint.h>
+
+#include "../harness/apply.h"
+
+struct test_case {
+    char name[64];
+    uint64_t seed; /* printed on failure */
+    struct tkp_batch b;
+};
+
+/* All adversarial cases; free with cases_free. */
+int cases_build(struct test_case **out);
+void cases_free(struct test_case *c, int n);
+/* A seeded batch of N(0, scale) rows with the standard mix of (k, p) per row. */
+void case_gaussian(struct test_case *c, uint64_t seed, int64_t batch, int64_t vocab,
+                   float scale);
+
+/* Run `algo` with options ("name=value" strings, NULL-terminated; NULL for defaults) on the
+ * CPU (or GPU) over every case and check every row against the oracle: set outputs must be
+ * accepted kept sets, every draw must lie in the kept set. Failures go through CHECK. */
+void check_module_cases(const char *algo, const char *const *options, enum tkp_backend backend);
+
+/* The statistical sampler test: on several rows, `draws` draws of one row have a total
+ * variation distance to the renormalised kept distribution below the SEMANTICS.md bound, and
+ * the same seed gives the same draws. */
+void check_sampler_tv(const char *algo, const char *const *options, enum tkp_backend backend,
+                      int32_t draws);
+
+/* Report the fraction of rows equal to the oracle (for approximate variants). */
+double module_exactness(const char *algo, const char *const *options, enum tkp_backend backend);
+
+#endif

@@ -1,0 +1,68 @@
+/* main.c — runs every registered test (optionally those whose name contains argv[1]) and
+ * prints "N passed, N failed". Exit status 1 when anything failed. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+#define MAX_TESTS 512
+
+static struct {
+    const char *name;
+    test_fn fn;
+} tests[MAX_TESTS];
+static int n_tests, current_failed;
+
+void test_register(const char *name, test_fn fn)
+{
+    if (n_tests == MAX_TESTS) {
+        fprintf(stderr, "too many tests (raise MAX_TESTS in tests/main.c)\n");
+        exit(2);
+    }
+    tests[n_tests].name = name;
+    tests[n_tests++].fn = fn;
+}
+
+void test_fail(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    if (current_failed < 5) {
+        fprintf(stderr, "  %s:%d: ", file, line);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+    }
+    current_failed++;
+}
+
+int test_failed(void) { return current_failed > 0; }
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int main(int argc, char **argv)
+{
+    const char *filter = argc > 1 ? argv[1] : NULL;
+    qsort(tests, (size_t)n_tests, sizeof tests[0], by_name);
+    int passed = 0, failed = 0;
+    for (int i = 0; i < n_tests; i++) {
+        if (filter && !strstr(tests[i].name, filter))
+            continue;
+        current_failed = 0;
+        tests[i].fn();
+        if (current_failed) {
+            failed++;
+            printf("FAIL %s (%d failed checks)\n", tests[i].name, current_failed);
+        } else {
+            passed++;
+            printf("ok   %s\n", tests[i].name);
+        }
+        fflush(stdout);
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,32 @@
+/* oracle.h — the independent judge of SEMANTICS.md. It shares no code with the modules:
+ * its own sort (qsort on value/index pairs) and long-double masses. For one row it computes
+ * the canonical order, the top-k set and the band of kept-prefix lengths the top-p rule
+ * accepts, and checks a kept mask or a draw against them. */
+#ifndef TKP_ORACLE_H
+#define TKP_ORACLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct oracle_row {
+    int64_t vocab, valid;
+    int64_t set_size;    /* size of the top-k set (all valid tokens when top-k is off) */
+    int64_t n_min, n_max;/* accepted lengths of the kept prefix, inclusive */
+    int32_t *order;      /* [valid] canonical order */
+    long double *weight; /* [valid] unnormalised probability, in canonical order */
+};
+
+/* Judge row x (vocab values) under k and p. Returns 0, or -1 when out of memory. */
+int oracle_row_init(struct oracle_row *o, const float *x, int64_t vocab, int32_t k, float p);
+void oracle_row_free(struct oracle_row *o);
+
+/* Is `kept` (vocab bytes) an accepted kept set? On failure `why` says what differs. */
+int oracle_check_kept(const struct oracle_row *o, const uint8_t *kept, char *why, size_t n);
+/* Is `token` an accepted draw (in the largest accepted kept prefix; -1 iff no valid token)? */
+int oracle_check_draw(const struct oracle_row *o, int64_t token, char *why, size_t n);
+/* Probability of each of the first n tokens of the canonical order renormalised over them. */
+void oracle_distribution(const struct oracle_row *o, int64_t n, long double *out);
+/* The total-variation bound of SEMANTICS.md for n kept tokens and N draws. */
+double oracle_tv_bound(int64_t n, int64_t draws);
+
+#endif

@@ -1,0 +1,38 @@
+/* test.h — a tiny test runner: TEST(name) registers a function at load time; CHECK and
+ * friends record a failure with file:line and a message (print the seed for randomized
+ * cases). tests/main.c runs them all and ends with "N passed, N failed". */
+#ifndef TKP_TEST_H
+#define TKP_TEST_H
+
+#include <stdio.h>
+
+typedef void (*test_fn)(void);
+void test_register(const char *name, test_fn fn);
+void test_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int test_failed(void); /* has the running test failed so far? */
+
+#define TEST(name)                                                                       \
+    static void name(void);                                                              \
+    __attribute__((constructor)) static void register_##name(void)                       \
+    {                                                                                    \
+        test_register(#name, name);                                                      \
+    }                                                                                    \
+    static void name(void)
+
+#define CHECK(cond, ...)                                                                 \
+    do {                                                                                 \
+        if (!(cond))                                                                     \
+            test_fail(__FILE__, __LINE__, __VA_ARGS__);                                  \
+    } while (0)
+
+/* Stop the running test at the first failure of `cond`. */
+#define REQUIRE(cond, ...)                                                               \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            test_fail(__FILE__, __LINE__, __VA_ARGS__);                                  \
+            return;                                                                      \
+        }                                                                                \
+    } while (0)
+
+#endif
