@@ -13,7 +13,7 @@ BUILD   ?= build
 CC      ?= gcc
 PKGS    := lua5.4 hdf5-serial
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -ffp-contract=off -MMD -MP \
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-format-truncation -ffp-contract=off -MMD -MP -I$(BUILD) \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhdf5_hl -lm
 
@@ -57,6 +57,14 @@ $(BUILD)/topkp: $(BUILD)/harness/main.o $(BUILD)/libtopkp.a
 
 $(BUILD)/topkp-tests: $(TEST_OBJS) $(BUILD)/libtopkp.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# The git commit baked into results files; rewritten only when it changes.
+$(BUILD)/version.h: FORCE
+	@mkdir -p $(BUILD)
+	@c="$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo +dirty)"; \
+	echo "#define TKP_GIT_COMMIT \"$$c\"" > $@.tmp; cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+$(BUILD)/harness/provenance.o: $(BUILD)/version.h
+FORCE:
 
 deps:
 	bash scripts/install-deps.sh

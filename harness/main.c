@@ -1,1 +1,323 @@
-int main(void) { return 0; }
+/* main.c — the topkp command line:
+ *   topkp list
+ *   topkp run CONFIG.lua [-o FILE.h5] [--backend cpu|gpu] [--resume] [--dry-run]
+ *   topkp apply ALGO --in LOGITS.h5 --out OUT.h5 [--backend cpu|gpu] [--k K] [--p P]
+ *               [--draws N] [--seed S] [--offset O] [--set name=value]...
+ *   topkp gen DATASET --batch B --vocab V [--seed S] [--k K] [--p P] -o LOGITS.h5
+ *   topkp export RESULTS.h5 [--sweep NAME]
+ *   topkp info RESULTS.h5
+ * Errors go to stderr with a non-zero exit. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../datasets/datasets.h"
+#include "apply.h"
+#include "logits_file.h"
+#include "results.h"
+#include "runner.h"
+
+static int usage(void)
+{
+    fputs("usage:\n"
+          "  topkp list\n"
+          "  topkp run CONFIG.lua [-o FILE.h5] [--backend cpu|gpu] [--resume] [--dry-run]\n"
+          "  topkp apply ALGO --in LOGITS.h5 --out OUT.h5 [--backend cpu|gpu] [--k K] [--p P]\n"
+          "              [--draws N] [--seed S] [--offset O] [--set name=value]...\n"
+          "  topkp gen DATASET --batch B --vocab V [--seed S] [--k K] [--p P] -o LOGITS.h5\n"
+          "  topkp export RESULTS.h5 [--sweep NAME]\n"
+          "  topkp info RESULTS.h5\n",
+          stderr);
+    return 2;
+}
+
+static int fail(const char *what, const char *msg)
+{
+    fprintf(stderr, "topkp %s: %s\n", what, msg);
+    return 1;
+}
+
+/* Parse a whole integer (or a float for p) argument; exits with a message naming it. */
+static long long int_arg(const char *cmd, const char *flag, const char *v, long long lo,
+                         long long hi)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v ? v : "", &end, 10);
+    if (!v || end == v || *end || errno || x < lo || x > hi) {
+        fprintf(stderr, "topkp %s: %s needs an integer in [%lld, %lld], got '%s'\n", cmd, flag,
+                lo, hi, v ? v : "");
+        exit(2);
+    }
+    return x;
+}
+
+static float float_arg(const char *cmd, const char *flag, const char *v)
+{
+    char *end;
+    float x = strtof(v ? v : "", &end);
+    if (!v || end == v || *end || isnan(x)) {
+        fprintf(stderr, "topkp %s: %s needs a number, got '%s'\n", cmd, flag, v ? v : "");
+        exit(2);
+    }
+    return x;
+}
+
+static enum tkp_backend default_backend(void)
+{
+#ifdef TKP_HAVE_CUDA
+    extern int tkp_gpu_present(void);
+    return tkp_gpu_present() ? TKP_GPU : TKP_CPU;
+#else
+    return TKP_CPU;
+#endif
+}
+
+static enum tkp_backend backend_arg(const char *cmd, const char *v)
+{
+    if (v && strcmp(v, "cpu") == 0)
+        return TKP_CPU;
+    if (v && strcmp(v, "gpu") == 0) {
+#ifndef TKP_HAVE_CUDA
+        fprintf(stderr, "topkp %s: this build has no CUDA support (rebuild with nvcc)\n", cmd);
+        exit(2);
+#endif
+        return TKP_GPU;
+    }
+    fprintf(stderr, "topkp %s: --backend is cpu or gpu, got '%s'\n", cmd, v ? v : "");
+    exit(2);
+}
+
+static void flag_names(unsigned bits, const char *const *names, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; names[i]; i++)
+        if (bits & (1u << i))
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "," : "", names[i]);
+    if (!used)
+        snprintf(buf, n, "-");
+}
+
+static int cmd_list(void)
+{
+    static const char *const ops[] = { "topk", "topp", "topk_topp", NULL };
+    static const char *const outs[] = { "set", "sample", NULL };
+    static const char *const backends[] = { "cpu", "gpu", NULL };
+    puts("algorithms:");
+    for (int i = 0; tkp_algos[i]; i++) {
+        const struct tkp_algo *a = tkp_algos[i];
+        char o[64], u[64], b[64];
+        flag_names(a->ops, ops, o, sizeof o);
+        flag_names(a->outputs, outs, u, sizeof u);
+        flag_names(a->backends, backends, b, sizeof b);
+        printf("  %-11s %s\n    ops=%s outputs=%s backends=%s%s%s\n", a->name, a->summary, o, u,
+               b, a->flags & TKP_EXACT ? " exact" : "",
+               a->flags & TKP_NOT_IMPLEMENTED ? " (not implemented)" : "");
+        for (const struct tkp_option *opt = a->options; opt && opt->name; opt++) {
+            char range[256];
+            if (opt->type == TKP_OPT_ENUM) {
+                size_t used = 0;
+                for (int c = 0; opt->choices[c]; c++)
+                    used += (size_t)snprintf(range + used, sizeof range - used, "%s%s",
+                                             c ? "|" : "", opt->choices[c]);
+                printf("    --set %s=%s (default %s)  %s\n", opt->name, range,
+                       opt->choices[(int)opt->def], opt->help);
+            } else {
+                printf("    --set %s=%s in [%g, %g] (default %g)  %s\n", opt->name,
+                       opt->type == TKP_OPT_INT ? "INT" : "X", opt->min, opt->max, opt->def,
+                       opt->help);
+            }
+        }
+    }
+    puts("datasets:");
+    for (const struct tkp_dataset *d = tkp_datasets; d->name; d++)
+        printf("  %-11s %s\n", d->name, d->summary);
+    puts("  file:X.h5   logits read from an HDF5 file (/logits [B, V])");
+    return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    struct tkp_run_args a = { .output = NULL, .backend = default_backend(), .argc = argc + 2,
+                              .argv = argv - 2 }; /* the whole command line */
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            a.output = argv[++i];
+        else if (strcmp(argv[i], "--backend") == 0)
+            a.backend = backend_arg("run", i + 1 < argc ? argv[++i] : NULL);
+        else if (strcmp(argv[i], "--resume") == 0)
+            a.resume = 1;
+        else if (strcmp(argv[i], "--dry-run") == 0)
+            a.dry_run = 1;
+        else if (argv[i][0] != '-' && !a.config)
+            a.config = argv[i];
+        else
+            return usage();
+    }
+    if (!a.config)
+        return usage();
+    char out[1024];
+    if (!a.output) {
+        const char *base = strrchr(a.config, '/');
+        base = base ? base + 1 : a.config;
+        snprintf(out, sizeof out, "results/%.*s.h5", (int)strcspn(base, "."), base);
+        a.output = out;
+    }
+    struct tkp_error err = { "" };
+    return tkp_run(&a, &err) ? fail("run", err.msg) : 0;
+}
+
+static int cmd_apply(int argc, char **argv)
+{
+    if (argc < 1)
+        return usage();
+    const struct tkp_algo *a = tkp_algo_find(argv[0]);
+    if (!a) {
+        fprintf(stderr, "topkp apply: unknown algorithm '%s' (see `topkp list`)\n", argv[0]);
+        return 2;
+    }
+    const char *in = NULL, *out = NULL;
+    enum tkp_backend backend = default_backend();
+    int32_t k = 0, draws = 1;
+    float p = 1.0f;
+    uint64_t seed = 0, offset = 0;
+    void *opts = calloc(1, a->opts_size);
+    tkp_options_defaults(a, opts);
+    struct tkp_error err = { "" };
+    for (int i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(argv[i], "--in") == 0 && v)
+            in = argv[++i];
+        else if (strcmp(argv[i], "--out") == 0 && v)
+            out = argv[++i];
+        else if (strcmp(argv[i], "--backend") == 0)
+            backend = backend_arg("apply", argv[++i]);
+        else if (strcmp(argv[i], "--k") == 0)
+            k = (int32_t)int_arg("apply", "--k", argv[++i], -2147483647LL, 2147483647LL);
+        else if (strcmp(argv[i], "--p") == 0)
+            p = float_arg("apply", "--p", argv[++i]);
+        else if (strcmp(argv[i], "--draws") == 0)
+            draws = (int32_t)int_arg("apply", "--draws", argv[++i], 1, 1 << 24);
+        else if (strcmp(argv[i], "--seed") == 0)
+            seed = (uint64_t)int_arg("apply", "--seed", argv[++i], 0, 9223372036854775807LL);
+        else if (strcmp(argv[i], "--offset") == 0)
+            offset = (uint64_t)int_arg("apply", "--offset", argv[++i], 0, 9223372036854775807LL);
+        else if (strcmp(argv[i], "--set") == 0 && v) {
+            if (tkp_option_assign(a, opts, argv[++i], &err))
+                return fail("apply", err.msg);
+        } else
+            return usage();
+    }
+    if (!in || !out)
+        return usage();
+    struct tkp_batch b;
+    if (tkp_logits_read(in, k, p, &b, &err))
+        return fail("apply", err.msg);
+    if (!(a->outputs & TKP_OUT_SAMPLE))
+        draws = 0;
+    uint8_t *kept = (a->outputs & TKP_OUT_SET) ? malloc((size_t)(b.batch * b.vocab) + 1) : NULL;
+    int64_t *samples = draws ? malloc(sizeof(int64_t) * (size_t)(b.batch * draws) + 1) : NULL;
+    int rc = tkp_apply(a, opts, backend, &b, kept, samples, draws, seed, offset, NULL, &err);
+    if (rc == TKP_OK) {
+        char options[512];
+        tkp_options_format(a, opts, options, sizeof options);
+        rc = tkp_apply_write(out, b.batch, b.vocab, kept, samples, draws, a->name,
+                             backend == TKP_GPU ? "gpu" : "cpu", options, &err);
+    }
+    free(kept);
+    free(samples);
+    free(opts);
+    tkp_batch_free(&b);
+    return rc ? fail("apply", err.msg) : 0;
+}
+
+static int cmd_gen(int argc, char **argv)
+{
+    if (argc < 1)
+        return usage();
+    const char *name = argv[0], *out = NULL;
+    long long batch = -1, vocab = -1;
+    uint64_t seed = 1;
+    int32_t k = 0;
+    float p = 1.0f;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--batch") == 0)
+            batch = int_arg("gen", "--batch", argv[++i], 1, 1 << 20);
+        else if (strcmp(argv[i], "--vocab") == 0)
+            vocab = int_arg("gen", "--vocab", argv[++i], 1, 1 << 23);
+        else if (strcmp(argv[i], "--seed") == 0)
+            seed = (uint64_t)int_arg("gen", "--seed", argv[++i], 0, 9223372036854775807LL);
+        else if (strcmp(argv[i], "--k") == 0)
+            k = (int32_t)int_arg("gen", "--k", argv[++i], -2147483647LL, 2147483647LL);
+        else if (strcmp(argv[i], "--p") == 0)
+            p = float_arg("gen", "--p", argv[++i]);
+        else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            out = argv[++i];
+        else
+            return usage();
+    }
+    if (batch < 0 || vocab < 0 || !out)
+        return usage();
+    struct tkp_error err = { "" };
+    struct tkp_batch b = { batch, vocab, malloc(sizeof(float) * (size_t)(batch * vocab)),
+                           malloc(sizeof(int32_t) * (size_t)batch),
+                           malloc(sizeof(float) * (size_t)batch) };
+    int rc = tkp_dataset_generate(name, seed, batch, vocab, b.logits, &err);
+    for (long long r = 0; r < batch; r++) {
+        b.k[r] = k;
+        b.p[r] = p;
+    }
+    char seed_text[32];
+    snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)seed);
+    const char *attrs[] = { "dataset", name, "seed", seed_text, NULL };
+    if (rc == TKP_OK)
+        rc = tkp_logits_write(out, &b, attrs, &err);
+    tkp_batch_free(&b);
+    return rc ? fail("gen", err.msg) : 0;
+}
+
+static int cmd_export(int argc, char **argv)
+{
+    if (argc < 1)
+        return usage();
+    const char *sweep = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--sweep") == 0 && i + 1 < argc)
+            sweep = argv[++i];
+        else
+            return usage();
+    }
+    struct tkp_error err = { "" };
+    return tkp_results_export(argv[0], sweep, stdout, &err) ? fail("export", err.msg) : 0;
+}
+
+static int cmd_info(int argc, char **argv)
+{
+    if (argc != 1)
+        return usage();
+    struct tkp_error err = { "" };
+    return tkp_results_info(argv[0], stdout, &err) ? fail("info", err.msg) : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage();
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "list") == 0)
+        return cmd_list();
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "apply") == 0)
+        return cmd_apply(argc - 2, argv + 2);
+    if (strcmp(cmd, "gen") == 0)
+        return cmd_gen(argc - 2, argv + 2);
+    if (strcmp(cmd, "export") == 0)
+        return cmd_export(argc - 2, argv + 2);
+    if (strcmp(cmd, "info") == 0)
+        return cmd_info(argc - 2, argv + 2);
+    return usage();
+}

@@ -1,24 +1,289 @@
-/* cake.c — placeholder registration: the module is not implemented yet, and says so through
- * supports() so that nothing fake is ever produced. */
+/* cake.c — CPU reference of FlashInfer's cake_sampling (thread-block-cluster radix select).
+ *
+ * Per row, three stages, each written as the sequential form of what one thread-block
+ * cluster does on the GPU, so that a CUDA version can reproduce every slab bit for bit:
+ *  1. exact top-k slab: radix select on the order keys of the logits with 11/11/10-bit
+ *     digits (one histogram per digit, walk the buckets from the top to the one holding the
+ *     k-th key, narrow the prefix), then collect the keys above the pivot and the first (in
+ *     index order) keys equal to it; the at most 1024 (key, index) entries are sorted by a
+ *     bitonic network on 64-bit composites (key << 32 | ~index);
+ *  2. top-p on the slab with exact 64-bit fixed-point prefix sums (the rule of prob.h);
+ *  3. inverse-CDF sampling over the kept slab entries, in slab order, driven by Philox.
+ * The slab holds 1024 entries, so every row's effective k (k, or V when top-k is off) must
+ * be at most 1024. */
+#include <string.h>
+
+#include "../common/philox.h"
+#include "../common/prob.h"
 #include "../tkp.h"
+
+#define CAKE_SLAB 1024
+#define CAKE_BUCKETS 2048
+#define CAKE_PASSES 3
+
+/* The radix digits of a 32-bit order key, most significant first. */
+static const struct {
+    int shift, bits;
+} cake_digits[CAKE_PASSES] = { { 21, 11 }, { 10, 11 }, { 0, 10 } };
+
+struct cake_state {
+    struct tkp_problem pb;
+    struct tkp_stats stats;
+};
+
+/* Workspace of one row: the fixed-point prefix of the slab, the slab itself (composites),
+ * the order keys of the row and the histogram of one digit pass. */
+struct cake_work {
+    uint64_t *incl, *slab;
+    uint32_t *keys, *hist;
+};
+
+/* Where the radix select stopped: every key whose bits under `mask` exceed `prefix` is in
+ * the top-k set, and so are the first `take` keys (in index order) whose bits under `mask`
+ * equal `prefix`. */
+struct cake_pivot {
+    uint32_t prefix, mask;
+    int64_t take;
+    int passes;
+};
 
 static const struct tkp_option cake_options[] = { { NULL } };
 
+/* The slab entries a row with top-k value k needs before counting its valid tokens. */
+static int64_t cake_effective_k(int32_t k, int64_t vocab)
+{
+    return tkp_topk_on(k, vocab) ? k : vocab;
+}
+
 static int cake_supports(const struct tkp_problem *pb, const void *opts, const char **why)
 {
-    (void)pb;
     (void)opts;
-    *why = "cake: not implemented";
-    return 0;
+    if (pb->backend != TKP_CPU) {
+        *why = "cake: the GPU implementation is not written yet";
+        return 0;
+    }
+    if (pb->k_max > CAKE_SLAB) {
+        *why = "cake: k > 1024 does not fit the 1024-entry slab (k <= 1024 required)";
+        return 0;
+    }
+    if ((pb->ops & TKP_TOPP) && pb->vocab > CAKE_SLAB) {
+        *why = "cake: a top-p-only row needs its whole row in the 1024-entry slab "
+               "(vocabulary <= 1024 required when top-k is off)";
+        return 0;
+    }
+    return 1;
+}
+
+static int cake_init(void *state, const struct tkp_problem *pb, const void *opts,
+                     size_t *workspace_bytes, struct tkp_error *err)
+{
+    (void)opts;
+    (void)err;
+    struct cake_state *s = state;
+    s->pb = *pb;
+    memset(&s->stats, 0, sizeof s->stats);
+    *workspace_bytes = 2 * CAKE_SLAB * sizeof(uint64_t) +
+                       ((size_t)pb->vocab + CAKE_BUCKETS) * sizeof(uint32_t);
+    return TKP_OK;
+}
+
+/* The order keys of a row (0 for invalid values); returns the number of valid tokens. */
+static int64_t cake_keys(const float *x, int64_t vocab, uint32_t *keys)
+{
+    int64_t valid = 0;
+    for (int64_t i = 0; i < vocab; i++) {
+        keys[i] = tkp_order_key(x[i]);
+        valid += keys[i] != 0;
+    }
+    return valid;
+}
+
+/* Radix select of the k-th largest key, 1 <= k <= #valid. Each pass histograms the keys
+ * that match the prefix found so far on the next digit and walks the buckets from the top
+ * until the running count reaches the remaining k; it stops early when the selected bucket
+ * is taken whole, since then no tie inside it needs resolving. */
+static struct cake_pivot cake_radix_select(const uint32_t *keys, int64_t vocab, int64_t k,
+                                           uint32_t *hist)
+{
+    struct cake_pivot pv = { 0, 0, k, 0 };
+    for (int d = 0; d < CAKE_PASSES; d++) {
+        const int shift = cake_digits[d].shift;
+        const uint32_t digit_mask = (1u << cake_digits[d].bits) - 1;
+        memset(hist, 0, (digit_mask + 1) * sizeof *hist);
+        for (int64_t i = 0; i < vocab; i++)
+            if ((keys[i] & pv.mask) == pv.prefix)
+                hist[(keys[i] >> shift) & digit_mask]++;
+        uint32_t bucket = digit_mask;
+        int64_t above = 0;
+        while (above + hist[bucket] < pv.take)
+            above += hist[bucket--];
+        pv.prefix |= bucket << shift;
+        pv.mask |= digit_mask << shift;
+        pv.take -= above;
+        pv.passes++;
+        if (hist[bucket] == pv.take)
+            break;
+    }
+    return pv;
+}
+
+/* The slab entries in index order: keys above the pivot, then the first `take` equal ones.
+ * Returns the number of entries (the k of the select). */
+static int64_t cake_collect(const uint32_t *keys, int64_t vocab, struct cake_pivot pv,
+                            uint64_t *slab)
+{
+    int64_t n = 0, ties = pv.take;
+    for (int64_t i = 0; i < vocab; i++) {
+        uint32_t high = keys[i] & pv.mask;
+        int take = high > pv.prefix;
+        if (high == pv.prefix && ties > 0) {
+            take = 1;
+            ties--;
+        }
+        if (take)
+            slab[n++] = ((uint64_t)keys[i] << 32) | (uint32_t)~(uint32_t)i;
+    }
+    return n;
+}
+
+/* Sort n composites descending (descending key, ascending index) with a bitonic network over
+ * the next power of two; the padding is 0, below every valid composite. */
+static void cake_bitonic_sort(uint64_t *a, int64_t n)
+{
+    int64_t size = 1;
+    while (size < n)
+        size <<= 1;
+    for (int64_t i = n; i < size; i++)
+        a[i] = 0;
+    for (int64_t span = 2; span <= size; span <<= 1)
+        for (int64_t stride = span >> 1; stride > 0; stride >>= 1)
+            for (int64_t i = 0; i < size; i++) {
+                int64_t j = i ^ stride;
+                int descending = (i & span) == 0;
+                if (j > i && (descending ? a[i] < a[j] : a[i] > a[j])) {
+                    uint64_t t = a[i];
+                    a[i] = a[j];
+                    a[j] = t;
+                }
+            }
+}
+
+static float cake_value(uint64_t entry) { return tkp_key_value((uint32_t)(entry >> 32)); }
+static int64_t cake_index(uint64_t entry) { return (int64_t)(uint32_t)~(uint32_t)entry; }
+
+/* Stage 2: the inclusive fixed-point prefix of the slab and the number of entries top-p
+ * keeps: entry j is kept iff j == 0 or the mass before it is < the target. */
+static int64_t cake_topp(const uint64_t *slab, int64_t n, float p, uint64_t *incl)
+{
+    const float top = cake_value(slab[0]);
+    uint64_t total = 0;
+    for (int64_t j = 0; j < n; j++) {
+        total += tkp_weight(cake_value(slab[j]), top);
+        incl[j] = total;
+    }
+    const uint64_t target = tkp_topp_target(p, total);
+    int64_t kept = 1;
+    while (kept < n && incl[kept - 1] < target)
+        kept++;
+    return kept;
+}
+
+/* Stage 3: each draw picks the kept entry j with incl[j-1] <= u < incl[j]. */
+static void cake_sample(const uint64_t *slab, const uint64_t *incl, int64_t kept,
+                        uint64_t seed, uint64_t row, uint64_t offset, int32_t draws,
+                        int64_t *out)
+{
+    const uint64_t total = incl[kept - 1];
+    for (int32_t d = 0; d < draws; d++) {
+        uint64_t u = tkp_scale_u64(tkp_philox_u64(seed, row, offset, (uint32_t)d), total);
+        int64_t lo = 0, hi = kept - 1;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (incl[mid] > u)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        out[d] = cake_index(slab[lo]);
+    }
+}
+
+static void cake_row(struct cake_state *s, const struct tkp_io *io, int64_t r,
+                     const struct cake_work *w)
+{
+    const int64_t vocab = s->pb.vocab;
+    const float *x = io->logits + r * s->pb.stride;
+    uint8_t *kept_mask = io->kept ? io->kept + r * vocab : NULL;
+    int64_t *samples = io->samples ? io->samples + r * s->pb.draws : NULL;
+    int64_t valid = cake_keys(x, vocab, w->keys);
+    int64_t k = cake_effective_k(io->k[r], vocab);
+    if (k > valid)
+        k = valid;
+
+    int64_t n = 0, kept = 0;
+    if (k > 0) {
+        struct cake_pivot pv = cake_radix_select(w->keys, vocab, k, w->hist);
+        n = cake_collect(w->keys, vocab, pv, w->slab);
+        cake_bitonic_sort(w->slab, n);
+        kept = cake_topp(w->slab, n, io->p[r], w->incl);
+        s->stats.iterations += pv.passes;
+        s->stats.trunc_hits += pv.passes < CAKE_PASSES;
+    }
+    if (kept_mask) {
+        memset(kept_mask, 0, (size_t)vocab);
+        for (int64_t j = 0; j < kept; j++)
+            kept_mask[cake_index(w->slab[j])] = 1;
+    }
+    if (samples && kept)
+        cake_sample(w->slab, w->incl, kept, io->seed, (uint64_t)r, io->offset, s->pb.draws,
+                    samples);
+    else if (samples)
+        for (int32_t d = 0; d < s->pb.draws; d++)
+            samples[d] = -1;
+    s->stats.rows++;
+}
+
+static int cake_run(void *state, const struct tkp_io *io, void *workspace, void *stream,
+                    struct tkp_error *err)
+{
+    (void)stream;
+    struct cake_state *s = state;
+    for (int64_t r = 0; r < s->pb.batch; r++)
+        if (cake_effective_k(io->k[r], s->pb.vocab) > CAKE_SLAB) {
+            tkp_error_set(err,
+                          "cake: row %lld (k=%d, vocabulary %lld) needs more than the "
+                          "1024-entry slab (k <= 1024 required)",
+                          (long long)r, io->k[r], (long long)s->pb.vocab);
+            return TKP_EUNSUPPORTED;
+        }
+    struct cake_work w;
+    w.incl = workspace;
+    w.slab = w.incl + CAKE_SLAB;
+    w.keys = (uint32_t *)(w.slab + CAKE_SLAB);
+    w.hist = w.keys + s->pb.vocab;
+    for (int64_t r = 0; r < s->pb.batch; r++)
+        cake_row(s, io, r, &w);
+    return TKP_OK;
+}
+
+static void cake_stats(const void *state, struct tkp_stats *out)
+{
+    *out = ((const struct cake_state *)state)->stats;
 }
 
 const struct tkp_algo tkp_algo_cake = {
     .abi = TKP_ABI,
     .name = "cake",
-    .summary = "not implemented",
-    .flags = TKP_NOT_IMPLEMENTED,
+    .summary = "cluster radix-select top-k slab (k <= 1024), top-p on the slab, inverse CDF",
+    .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP,
+    .outputs = TKP_OUT_SET | TKP_OUT_SAMPLE,
+    .backends = TKP_CPU,
+    .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = cake_options,
     .opts_size = sizeof(int),
-    .state_size = sizeof(int),
+    .state_size = sizeof(struct cake_state),
     .supports = cake_supports,
+    .init = cake_init,
+    .run = cake_run,
+    .stats = cake_stats,
 };

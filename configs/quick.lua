@@ -1,0 +1,12 @@
+-- quick.lua — the default run (`make run`): every algorithm on the synthetic Gaussian
+-- dataset, time against batch size at one vocabulary, top-k 50 then top-p 0.9.
+-- About a minute on two CPU cores; the same file runs unchanged on the GPU backend.
+sweep "quick" {
+    algos = { "naive_sort", "rtopk", "qrita", "cake", "rejection" },
+    dataset = "gaussian",
+    vocab = { 32768 },
+    batch = { 1, 4, 16, 64 },
+    k = { 50 },
+    p = { 0.9, 1.0 },
+    timing = { warmup = 1, min_reps = 3, max_reps = 10, max_seconds = 0.5 },
+}

@@ -1,0 +1,609 @@
+/* config.c — the Lua experiment language. A config is a Lua script run in a sandbox (base,
+ * table, string and math libraries only) where these are defined:
+ *   sweep "name" { algos = {...}, dataset = ..., vocab = {...}, batch = {...}, k = {...},
+ *                  p = {...}, draws = n, seed = n, verify = n, where = function(cell) end,
+ *                  timing = { warmup = n, min_reps = n, max_reps = n, max_seconds = x } }
+ *   ablation "name" { base = { <sweep keys but algos> }, variants = { A = {"qrita", ...} } }
+ *   pow2(a, b) -> {2^a, ..., 2^b}        range(a, b [, step]) -> {a, a+step, ..., <= b}
+ *   file "x.h5" -> a dataset name that reads logits from x.h5 (relative to the config)
+ * Every declaration is validated when it is called, against the modules' option tables, so
+ * an error names the config's file:line. */
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../algos/common/prob.h"
+#include "../datasets/datasets.h"
+#include "plan.h"
+
+static const char *const sweep_keys[] = { "algos", "dataset", "vocab", "batch", "k", "p",
+                                          "draws", "seed", "verify", "where", "timing", NULL };
+static const char *const timing_keys[] = { "warmup", "min_reps", "max_reps", "max_seconds",
+                                           "target_rel", NULL };
+
+struct load_ctx {
+    struct tkp_plan *plan;
+    char dir[512]; /* the config's folder, for file "x.h5" */
+};
+
+/* luaL_error with C printf formats (%g...); the message gets the config's file:line. */
+static int config_error(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int config_error(lua_State *L, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return luaL_error(L, "%s", msg);
+}
+
+static struct load_ctx *ctx_of(lua_State *L)
+{
+    return lua_touserdata(L, lua_upvalueindex(1));
+}
+
+const char *tkp_mode_name(int32_t k, float p, int64_t vocab)
+{
+    int topk = tkp_topk_on(k, vocab), topp = tkp_topp_on(p);
+    return topk && topp ? "topk_topp" : topk ? "topk" : topp ? "topp" : "none";
+}
+
+static int key_allowed(const char *key, const char *const *allowed)
+{
+    for (int i = 0; allowed[i]; i++)
+        if (strcmp(key, allowed[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Raise "<what>: unknown key 'x'" for a key of the table at idx not in `allowed`. */
+static void check_keys(lua_State *L, int idx, const char *what, const char *const *allowed)
+{
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) != LUA_TSTRING)
+            config_error(L, "%s: keys must be names, got a %s", what, luaL_typename(L, -1));
+        const char *key = lua_tostring(L, -1);
+        if (!key_allowed(key, allowed)) {
+            char list[512] = "";
+            for (int i = 0; allowed[i]; i++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                         allowed[i]);
+            config_error(L, "%s: unknown key '%s' (expected one of %s)", what, key, list);
+        }
+    }
+}
+
+/* Read field `key` of the table at idx as a list of numbers (a single number is a list of
+ * one); `def` when absent. Returns the count, values in out[0..max). */
+static int number_list(lua_State *L, int idx, const char *what, const char *key, double def,
+                       int required, double *out, int max)
+{
+    int n = 0;
+    lua_getfield(L, idx, key);
+    if (lua_isnil(L, -1)) {
+        if (required)
+            config_error(L, "%s: '%s' is required", what, key);
+        out[n++] = def;
+    } else if (lua_type(L, -1) == LUA_TNUMBER) {
+        out[n++] = lua_tonumber(L, -1);
+    } else if (lua_istable(L, -1)) {
+        lua_Integer len = luaL_len(L, -1);
+        if (len == 0)
+            config_error(L, "%s: '%s' is an empty list", what, key);
+        for (lua_Integer i = 1; i <= len; i++) {
+            lua_geti(L, -1, i);
+            if (lua_type(L, -1) != LUA_TNUMBER)
+                config_error(L, "%s: %s[%d] must be a number, got a %s", what, key, (int)i,
+                           luaL_typename(L, -1));
+            if (n == max)
+                config_error(L, "%s: '%s' has more than %d values", what, key, max);
+            out[n++] = lua_tonumber(L, -1);
+            lua_pop(L, 1);
+        }
+    } else {
+        config_error(L, "%s: '%s' must be a number or a list of numbers, got a %s", what, key,
+                   luaL_typename(L, -1));
+    }
+    lua_pop(L, 1);
+    return n;
+}
+
+static void check_integers(lua_State *L, const char *what, const char *key, const double *v,
+                           int n, double lo, double hi)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] != floor(v[i]) || v[i] < lo || v[i] > hi)
+            config_error(L, "%s: %s = %g must be an integer in [%.0f, %.0f]", what, key, v[i], lo,
+                       hi);
+}
+
+/* One algorithm entry: "name" or { "name", option = value, ... }. */
+struct algo_entry {
+    const struct tkp_algo *algo;
+    void *opts;
+    char variant[64];
+};
+
+static void parse_algo(lua_State *L, int idx, const char *what, struct algo_entry *e)
+{
+    idx = lua_absindex(L, idx);
+    const char *name = NULL;
+    if (lua_type(L, idx) == LUA_TSTRING) {
+        name = lua_tostring(L, idx);
+    } else if (lua_istable(L, idx)) {
+        lua_geti(L, idx, 1);
+        name = lua_tostring(L, -1);
+        lua_pop(L, 1);
+    }
+    if (!name)
+        config_error(L, "%s: an algorithm is a name or { \"name\", option = value, ... }", what);
+    e->algo = tkp_algo_find(name);
+    if (!e->algo)
+        config_error(L, "%s: unknown algorithm '%s' (see `topkp list`)", what, name);
+    e->opts = calloc(1, e->algo->opts_size);
+    tkp_options_defaults(e->algo, e->opts);
+    if (!lua_istable(L, idx))
+        return;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        struct tkp_error err;
+        int rc = TKP_OK;
+        if (lua_type(L, -2) == LUA_TNUMBER) {
+            if (lua_tointeger(L, -2) != 1)
+                rc = -1, tkp_error_set(&err, "%s: extra positional value", name);
+        } else if (lua_type(L, -1) == LUA_TSTRING) {
+            rc = tkp_option_set(e->algo, e->opts, lua_tostring(L, -2), lua_tostring(L, -1), &err);
+        } else if (lua_type(L, -1) == LUA_TNUMBER) {
+            rc = tkp_option_set_number(e->algo, e->opts, lua_tostring(L, -2),
+                                       lua_tonumber(L, -1), &err);
+        } else if (lua_type(L, -1) == LUA_TBOOLEAN) {
+            const char *v = lua_toboolean(L, -1) ? "on" : "off";
+            rc = tkp_option_set(e->algo, e->opts, lua_tostring(L, -2), v, &err);
+        } else {
+            rc = -1;
+            tkp_error_set(&err, "%s option %s: a %s is not a valid value", name,
+                          lua_tostring(L, -2), luaL_typename(L, -1));
+        }
+        if (rc) {
+            free(e->opts);
+            config_error(L, "%s: %s", what, err.msg);
+        }
+        lua_pop(L, 1);
+    }
+}
+
+/* The datasets of a sweep: a name or a list of names. */
+static int dataset_list(lua_State *L, int idx, const char *what, const char **out, int max)
+{
+    int n = 0;
+    lua_getfield(L, idx, "dataset");
+    if (lua_isnil(L, -1)) {
+        out[n++] = "gaussian";
+    } else if (lua_type(L, -1) == LUA_TSTRING) {
+        out[n++] = lua_tostring(L, -1);
+    } else if (lua_istable(L, -1)) {
+        lua_Integer len = luaL_len(L, -1);
+        for (lua_Integer i = 1; i <= len && n < max; i++) {
+            lua_geti(L, -1, i);
+            if (lua_type(L, -1) != LUA_TSTRING)
+                config_error(L, "%s: dataset[%d] must be a name", what, (int)i);
+            out[n++] = lua_tostring(L, -1);
+            lua_pop(L, 1); /* the string stays alive: the list holds it */
+        }
+    } else {
+        config_error(L, "%s: 'dataset' must be a name or a list of names", what);
+    }
+    for (int i = 0; i < n; i++)
+        if (strncmp(out[i], "file:", 5) != 0 && !tkp_dataset_find(out[i]))
+            config_error(L, "%s: unknown dataset '%s' (see `topkp list`)", what, out[i]);
+    /* leave the dataset value on the stack so the strings stay referenced */
+    return n;
+}
+
+static void read_timing(lua_State *L, int idx, const char *what, struct tkp_timing *t)
+{
+    *t = (struct tkp_timing){ .warmup = 1, .min_reps = 3, .max_reps = 20, .max_seconds = 0.5,
+                              .target_rel = 0.02 };
+    lua_getfield(L, idx, "timing");
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return;
+    }
+    if (!lua_istable(L, -1))
+        config_error(L, "%s: 'timing' must be a table", what);
+    int ti = lua_gettop(L);
+    check_keys(L, ti, "timing", timing_keys);
+    double v[1];
+    number_list(L, ti, what, "warmup", t->warmup, 0, v, 1);
+    t->warmup = (int)v[0];
+    number_list(L, ti, what, "min_reps", t->min_reps, 0, v, 1);
+    t->min_reps = (int)v[0];
+    number_list(L, ti, what, "max_reps", t->max_reps, 0, v, 1);
+    t->max_reps = (int)v[0];
+    number_list(L, ti, what, "max_seconds", t->max_seconds, 0, v, 1);
+    t->max_seconds = v[0];
+    number_list(L, ti, what, "target_rel", t->target_rel, 0, v, 1);
+    t->target_rel = v[0];
+    if (t->warmup < 0 || t->min_reps < 1 || t->max_reps < t->min_reps || !(t->max_seconds > 0))
+        config_error(L, "%s: timing needs warmup >= 0, 1 <= min_reps <= max_reps, max_seconds > 0",
+                   what);
+    lua_pop(L, 1);
+}
+
+static void push_cell_table(lua_State *L, const struct tkp_cell *c)
+{
+    lua_createtable(L, 0, 12);
+    lua_pushstring(L, c->algo->name), lua_setfield(L, -2, "algo");
+    lua_pushstring(L, c->variant), lua_setfield(L, -2, "variant");
+    lua_pushstring(L, c->dataset), lua_setfield(L, -2, "dataset");
+    lua_pushinteger(L, c->vocab), lua_setfield(L, -2, "vocab");
+    lua_pushinteger(L, c->batch), lua_setfield(L, -2, "batch");
+    lua_pushinteger(L, c->k), lua_setfield(L, -2, "k");
+    lua_pushnumber(L, c->p), lua_setfield(L, -2, "p");
+    lua_pushstring(L, tkp_mode_name(c->k, c->p, c->vocab)), lua_setfield(L, -2, "mode");
+    for (const struct tkp_option *o = c->algo->options; o && o->name; o++) {
+        char value[64];
+        tkp_option_value(o, c->opts, value, sizeof value);
+        lua_pushstring(L, value), lua_setfield(L, -2, o->name);
+    }
+}
+
+static void add_cell(struct tkp_plan *plan, const struct tkp_cell *c)
+{
+    if (plan->n == plan->cap) {
+        plan->cap = plan->cap ? 2 * plan->cap : 64;
+        plan->cells = realloc(plan->cells, plan->cap * sizeof *plan->cells);
+    }
+    plan->cells[plan->n++] = *c;
+}
+
+#define MAX_AXIS 64
+
+/* Expand one sweep (the spec table at idx) for the given algorithm entries. */
+static void expand(lua_State *L, int idx, const char *sweep, const char *what,
+                   struct algo_entry *algos, int n_algos)
+{
+    struct load_ctx *ctx = ctx_of(L);
+    double vocab[MAX_AXIS], batch[MAX_AXIS], ks[MAX_AXIS], ps[MAX_AXIS], v[1];
+    const char *datasets[MAX_AXIS];
+    int nv = number_list(L, idx, what, "vocab", 0, 1, vocab, MAX_AXIS);
+    int nb = number_list(L, idx, what, "batch", 0, 1, batch, MAX_AXIS);
+    int nk = number_list(L, idx, what, "k", 0, 0, ks, MAX_AXIS);
+    int np = number_list(L, idx, what, "p", 1.0, 0, ps, MAX_AXIS);
+    check_integers(L, what, "vocab", vocab, nv, 1, (double)TKP_MAX_VOCAB);
+    check_integers(L, what, "batch", batch, nb, 1, 1 << 20);
+    check_integers(L, what, "k", ks, nk, -1, 2147483647.0);
+    for (int i = 0; i < np; i++)
+        if (isnan(ps[i]))
+            config_error(L, "%s: p[%d] is NaN", what, i + 1);
+    number_list(L, idx, what, "draws", 1, 0, v, 1);
+    check_integers(L, what, "draws", v, 1, 1, 1 << 20);
+    int32_t draws = (int32_t)v[0];
+    number_list(L, idx, what, "seed", 1, 0, v, 1);
+    check_integers(L, what, "seed", v, 1, 0, 9007199254740992.0);
+    uint64_t seed = (uint64_t)v[0];
+    number_list(L, idx, what, "verify", 4, 0, v, 1);
+    check_integers(L, what, "verify", v, 1, 0, 1 << 20);
+    int verify = (int)v[0];
+    struct tkp_timing timing;
+    read_timing(L, idx, what, &timing);
+    lua_getfield(L, idx, "where");
+    int where = lua_gettop(L);
+    if (!lua_isnil(L, where) && !lua_isfunction(L, where))
+        config_error(L, "%s: 'where' must be a function", what);
+    int nd = dataset_list(L, idx, what, datasets, MAX_AXIS);
+
+    for (int a = 0; a < n_algos; a++)
+        for (int d = 0; d < nd; d++)
+            for (int iv = 0; iv < nv; iv++)
+                for (int ib = 0; ib < nb; ib++)
+                    for (int ik = 0; ik < nk; ik++)
+                        for (int ip = 0; ip < np; ip++) {
+                            struct tkp_cell c = { 0 };
+                            snprintf(c.sweep, sizeof c.sweep, "%s", sweep);
+                            c.algo = algos[a].algo;
+                            snprintf(c.variant, sizeof c.variant, "%s", algos[a].variant);
+                            if (strncmp(datasets[d], "file:", 5) == 0 && datasets[d][5] != '/')
+                                snprintf(c.dataset, sizeof c.dataset, "file:%s%s", ctx->dir,
+                                         datasets[d] + 5);
+                            else
+                                snprintf(c.dataset, sizeof c.dataset, "%s", datasets[d]);
+                            c.vocab = (int64_t)vocab[iv];
+                            c.batch = (int64_t)batch[ib];
+                            c.k = (int32_t)ks[ik];
+                            c.p = (float)ps[ip];
+                            c.draws = draws;
+                            c.seed = seed;
+                            c.verify_rows = verify;
+                            c.timing = timing;
+                            c.opts = algos[a].opts;
+                            if (!lua_isnil(L, where)) {
+                                lua_pushvalue(L, where);
+                                push_cell_table(L, &c);
+                                lua_call(L, 1, 1);
+                                int keep = lua_toboolean(L, -1);
+                                lua_pop(L, 1);
+                                if (!keep)
+                                    continue;
+                            }
+                            c.opts = malloc(c.algo->opts_size);
+                            memcpy(c.opts, algos[a].opts, c.algo->opts_size);
+                            tkp_options_format(c.algo, c.opts, c.options, sizeof c.options);
+                            snprintf(c.key, sizeof c.key, "%s|%s|%s|%s|%lld|%lld|%d|%.9g|%d|%llu",
+                                     c.algo->name, c.variant, c.options, c.dataset,
+                                     (long long)c.vocab, (long long)c.batch, c.k, (double)c.p,
+                                     c.draws, (unsigned long long)c.seed);
+                            add_cell(ctx->plan, &c);
+                        }
+    lua_pop(L, 2); /* where, dataset */
+}
+
+static void check_sweep_name(lua_State *L, const char *kind, const char *name)
+{
+    if (!*name || strlen(name) >= 64 || strchr(name, '/'))
+        config_error(L, "%s name '%s' must be 1-63 characters without '/'", kind, name);
+}
+
+/* Parse the list at idx into algorithm entries; returns the count. */
+static int parse_algo_list(lua_State *L, int idx, const char *what, struct algo_entry *out)
+{
+    idx = lua_absindex(L, idx);
+    if (lua_type(L, idx) == LUA_TSTRING) {
+        parse_algo(L, idx, what, &out[0]);
+        return 1;
+    }
+    if (!lua_istable(L, idx))
+        config_error(L, "%s: 'algos' is required: a list of names or { \"name\", opt = v }", what);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) != LUA_TNUMBER)
+            config_error(L, "%s: 'algos' is a list; write options inside an entry: "
+                          "algos = { { \"qrita\", search = \"binary\" } }", what);
+    }
+    lua_Integer len = luaL_len(L, idx);
+    if (len == 0 || len > MAX_AXIS)
+        config_error(L, "%s: 'algos' must list 1 to %d algorithms", what, MAX_AXIS);
+    for (lua_Integer i = 1; i <= len; i++) {
+        lua_geti(L, idx, i);
+        memset(&out[i - 1], 0, sizeof out[i - 1]);
+        parse_algo(L, -1, what, &out[i - 1]);
+        lua_pop(L, 1);
+    }
+    return (int)len;
+}
+
+/* sweep "name" { ... }: the closure that receives the spec table. */
+static int sweep_body(lua_State *L)
+{
+    const char *name = lua_tostring(L, lua_upvalueindex(2));
+    char what[96];
+    snprintf(what, sizeof what, "sweep '%s'", name);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    check_keys(L, 1, what, sweep_keys);
+    struct algo_entry algos[MAX_AXIS];
+    lua_getfield(L, 1, "algos");
+    int n = parse_algo_list(L, -1, what, algos);
+    lua_pop(L, 1);
+    expand(L, 1, name, what, algos, n);
+    for (int i = 0; i < n; i++)
+        free(algos[i].opts);
+    return 0;
+}
+
+static int by_label(const void *a, const void *b)
+{
+    return strcmp(((const struct algo_entry *)a)->variant, ((const struct algo_entry *)b)->variant);
+}
+
+/* ablation "name" { base = { sweep keys }, variants = { A = algo entry, ... } }. */
+static int ablation_body(lua_State *L)
+{
+    static const char *const keys[] = { "base", "variants", NULL };
+    const char *name = lua_tostring(L, lua_upvalueindex(2));
+    char what[96];
+    snprintf(what, sizeof what, "ablation '%s'", name);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    check_keys(L, 1, what, keys);
+    lua_getfield(L, 1, "base");
+    if (!lua_istable(L, -1))
+        config_error(L, "%s: 'base' must be a table of sweep keys", what);
+    int base = lua_gettop(L);
+    check_keys(L, base, what, sweep_keys);
+    lua_getfield(L, base, "algos");
+    if (!lua_isnil(L, -1))
+        config_error(L, "%s: 'base' takes no algos; each variant names its algorithm", what);
+    lua_pop(L, 1);
+    lua_getfield(L, 1, "variants");
+    if (!lua_istable(L, -1))
+        config_error(L, "%s: 'variants' must be a table { label = algorithm entry }", what);
+    int variants = lua_gettop(L);
+    struct algo_entry algos[MAX_AXIS];
+    int n = 0;
+    lua_pushnil(L);
+    while (lua_next(L, variants)) {
+        if (lua_type(L, -2) != LUA_TSTRING)
+            config_error(L, "%s: variant labels must be names", what);
+        if (n == MAX_AXIS)
+            config_error(L, "%s: more than %d variants", what, MAX_AXIS);
+        memset(&algos[n], 0, sizeof algos[n]);
+        char label_what[160];
+        snprintf(label_what, sizeof label_what, "%s variant %s", what, lua_tostring(L, -2));
+        parse_algo(L, -1, label_what, &algos[n]);
+        snprintf(algos[n].variant, sizeof algos[n].variant, "%s", lua_tostring(L, -2));
+        n++;
+        lua_pop(L, 1);
+    }
+    if (n == 0)
+        config_error(L, "%s: no variants", what);
+    qsort(algos, (size_t)n, sizeof algos[0], by_label);
+    expand(L, base, name, what, algos, n);
+    for (int i = 0; i < n; i++)
+        free(algos[i].opts);
+    lua_pop(L, 2);
+    return 0;
+}
+
+/* sweep "name" / ablation "name": returns the closure that takes the spec table. */
+static int declare(lua_State *L, const char *kind, lua_CFunction body)
+{
+    const char *name = luaL_checkstring(L, 1);
+    check_sweep_name(L, kind, name);
+    struct tkp_plan *plan = ctx_of(L)->plan;
+    for (size_t i = 0; i < plan->n; i++)
+        if (strcmp(plan->cells[i].sweep, name) == 0)
+            config_error(L, "%s '%s' is declared twice", kind, name);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_pushvalue(L, 1);
+    lua_pushcclosure(L, body, 2);
+    return 1;
+}
+
+static int lua_sweep(lua_State *L) { return declare(L, "sweep", sweep_body); }
+static int lua_ablation(lua_State *L) { return declare(L, "ablation", ablation_body); }
+
+static int lua_pow2(lua_State *L)
+{
+    lua_Integer a = luaL_checkinteger(L, 1), b = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, a >= 0 && b >= a && b <= 40, 2, "pow2(a, b) needs 0 <= a <= b <= 40");
+    lua_createtable(L, (int)(b - a + 1), 0);
+    for (lua_Integer e = a; e <= b; e++) {
+        lua_pushinteger(L, (lua_Integer)1 << e);
+        lua_rawseti(L, -2, e - a + 1);
+    }
+    return 1;
+}
+
+static int lua_range(lua_State *L)
+{
+    lua_Number a = luaL_checknumber(L, 1), b = luaL_checknumber(L, 2);
+    lua_Number step = luaL_optnumber(L, 3, 1);
+    luaL_argcheck(L, step > 0 && (b - a) / step < 100000, 3, "range(a, b, step) needs step > 0");
+    int integers = lua_isinteger(L, 1) && lua_isinteger(L, 2) &&
+                   (lua_isnone(L, 3) || lua_isinteger(L, 3));
+    lua_newtable(L);
+    for (int i = 0; a + step * i <= b + step * 1e-9; i++) {
+        lua_Number v = a + step * i;
+        if (integers)
+            lua_pushinteger(L, (lua_Integer)v);
+        else
+            lua_pushnumber(L, v);
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+}
+
+static int lua_file(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    lua_pushfstring(L, "file:%s", path);
+    return 1;
+}
+
+static void add_file(struct tkp_plan *plan, const char *name, const char *text)
+{
+    plan->files = realloc(plan->files, (plan->n_files + 1) * sizeof *plan->files);
+    plan->files[plan->n_files].name = strdup(name);
+    plan->files[plan->n_files].text = strdup(text);
+    plan->n_files++;
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (n + 1 == cap)
+            buf = realloc(buf, cap *= 2);
+    }
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+static void open_sandbox(lua_State *L)
+{
+    static const luaL_Reg libs[] = { { LUA_GNAME, luaopen_base },
+                                     { LUA_TABLIBNAME, luaopen_table },
+                                     { LUA_STRLIBNAME, luaopen_string },
+                                     { LUA_MATHLIBNAME, luaopen_math },
+                                     { NULL, NULL } };
+    for (const luaL_Reg *lib = libs; lib->func; lib++) {
+        luaL_requiref(L, lib->name, lib->func, 1);
+        lua_pop(L, 1);
+    }
+    static const char *const removed[] = { "dofile", "loadfile", "load", "collectgarbage", NULL };
+    for (int i = 0; removed[i]; i++) {
+        lua_pushnil(L);
+        lua_setglobal(L, removed[i]);
+    }
+}
+
+int tkp_config_load(const char *path, struct tkp_plan *plan, struct tkp_error *err)
+{
+    memset(plan, 0, sizeof *plan);
+    char *text = read_text(path);
+    if (!text) {
+        tkp_error_set(err, "%s: cannot read", path);
+        return TKP_EINVAL;
+    }
+    struct load_ctx ctx = { .plan = plan };
+    const char *slash = strrchr(path, '/');
+    if (slash)
+        snprintf(ctx.dir, sizeof ctx.dir, "%.*s/", (int)(slash - path), path);
+    lua_State *L = luaL_newstate();
+    open_sandbox(L);
+    static const struct {
+        const char *name;
+        lua_CFunction fn;
+    } api[] = { { "sweep", lua_sweep }, { "ablation", lua_ablation }, { "pow2", lua_pow2 },
+                { "range", lua_range }, { "file", lua_file } };
+    for (size_t i = 0; i < sizeof api / sizeof api[0]; i++) {
+        lua_pushlightuserdata(L, &ctx);
+        lua_pushcclosure(L, api[i].fn, 1);
+        lua_setglobal(L, api[i].name);
+    }
+    char chunk[600];
+    snprintf(chunk, sizeof chunk, "@%s", path);
+    int rc = luaL_loadbuffer(L, text, strlen(text), chunk) || lua_pcall(L, 0, 0, 0);
+    if (rc) {
+        tkp_error_set(err, "%s", lua_tostring(L, -1));
+    } else if (plan->n == 0) {
+        tkp_error_set(err, "%s: declares no cells (no sweep, or every cell filtered out)", path);
+        rc = 1;
+    } else {
+        add_file(plan, path, text);
+    }
+    lua_close(L);
+    free(text);
+    if (rc) {
+        tkp_plan_free(plan);
+        return TKP_EINVAL;
+    }
+    return TKP_OK;
+}
+
+void tkp_plan_free(struct tkp_plan *plan)
+{
+    for (size_t i = 0; i < plan->n; i++)
+        free(plan->cells[i].opts);
+    for (size_t i = 0; i < plan->n_files; i++) {
+        free(plan->files[i].name);
+        free(plan->files[i].text);
+    }
+    free(plan->cells);
+    free(plan->files);
+    memset(plan, 0, sizeof *plan);
+}

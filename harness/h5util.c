@@ -1,0 +1,119 @@
+/* h5util.c — see h5util.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "h5util.h"
+
+void h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+
+static hid_t utf8_vlen(void)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    return t;
+}
+
+int h5_set_attr_str(hid_t obj, const char *name, const char *value)
+{
+    hid_t t = utf8_vlen(), s = H5Screate(H5S_SCALAR);
+    if (H5Aexists(obj, name) > 0)
+        H5Adelete(obj, name);
+    hid_t a = H5Acreate2(obj, name, t, s, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = a < 0 || H5Awrite(a, t, &value) < 0 ? -1 : 0;
+    if (a >= 0)
+        H5Aclose(a);
+    H5Sclose(s);
+    H5Tclose(t);
+    return rc;
+}
+
+static int set_attr_num(hid_t obj, const char *name, hid_t type, const void *value)
+{
+    hid_t s = H5Screate(H5S_SCALAR);
+    if (H5Aexists(obj, name) > 0)
+        H5Adelete(obj, name);
+    hid_t a = H5Acreate2(obj, name, type, s, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = a < 0 || H5Awrite(a, type, value) < 0 ? -1 : 0;
+    if (a >= 0)
+        H5Aclose(a);
+    H5Sclose(s);
+    return rc;
+}
+
+int h5_set_attr_f64(hid_t obj, const char *name, double value)
+{
+    return set_attr_num(obj, name, H5T_NATIVE_DOUBLE, &value);
+}
+
+int h5_set_attr_i64(hid_t obj, const char *name, long long value)
+{
+    return set_attr_num(obj, name, H5T_NATIVE_LLONG, &value);
+}
+
+int h5_get_attr_str(hid_t obj, const char *name, char *buf, size_t n)
+{
+    buf[0] = 0;
+    if (H5Aexists(obj, name) <= 0)
+        return -1;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT), ft = H5Aget_type(a);
+    int rc = -1;
+    if (H5Tget_class(ft) == H5T_STRING) {
+        if (H5Tis_variable_str(ft) > 0) {
+            char *value = NULL;
+            hid_t mt = H5Tcopy(ft);
+            if (H5Aread(a, mt, &value) >= 0 && value) {
+                snprintf(buf, n, "%s", value);
+                H5free_memory(value);
+                rc = 0;
+            }
+            H5Tclose(mt);
+        } else {
+            size_t len = H5Tget_size(ft);
+            char *tmp = calloc(1, len + 1);
+            if (H5Aread(a, ft, tmp) >= 0) {
+                snprintf(buf, n, "%s", tmp);
+                rc = 0;
+            }
+            free(tmp);
+        }
+    } else {
+        double v;
+        if (H5Aread(a, H5T_NATIVE_DOUBLE, &v) >= 0) {
+            snprintf(buf, n, "%.17g", v);
+            rc = 0;
+        }
+    }
+    H5Tclose(ft);
+    H5Aclose(a);
+    return rc;
+}
+
+int h5_write_text(hid_t loc, const char *name, const char *text)
+{
+    hid_t t = utf8_vlen(), s = H5Screate(H5S_SCALAR);
+    hid_t d = H5Dcreate2(loc, name, t, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = d < 0 || H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text) < 0 ? -1 : 0;
+    if (d >= 0)
+        H5Dclose(d);
+    H5Sclose(s);
+    H5Tclose(t);
+    return rc;
+}
+
+int h5_exists(hid_t file, const char *path)
+{
+    char partial[512];
+    size_t len = strlen(path);
+    if (len >= sizeof partial)
+        return 0;
+    for (size_t i = 1; i <= len; i++) {
+        if (path[i] != '/' && path[i] != 0)
+            continue;
+        memcpy(partial, path, i);
+        partial[i] = 0;
+        if (H5Lexists(file, partial, H5P_DEFAULT) <= 0)
+            return 0;
+    }
+    return 1;
+}

@@ -1,0 +1,19 @@
+/* h5util.h — small HDF5 helpers used by the file readers and writers: scalar UTF-8 string
+ * attributes and datasets, and silencing HDF5's own error stack (we report our own errors,
+ * naming the file and the dataset). */
+#ifndef TKP_H5UTIL_H
+#define TKP_H5UTIL_H
+
+#include <hdf5.h>
+
+void h5_quiet(void);
+int h5_set_attr_str(hid_t obj, const char *name, const char *value);
+int h5_set_attr_f64(hid_t obj, const char *name, double value);
+int h5_set_attr_i64(hid_t obj, const char *name, long long value);
+/* Read a string attribute (fixed or variable length) into buf; 0 on success. */
+int h5_get_attr_str(hid_t obj, const char *name, char *buf, size_t n);
+int h5_write_text(hid_t loc, const char *name, const char *text);
+/* Does the link `path` exist (every intermediate group too)? */
+int h5_exists(hid_t file, const char *path);
+
+#endif

@@ -1,0 +1,181 @@
+/* logits_file.c — see logits_file.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "h5util.h"
+#include "logits_file.h"
+
+/* Read a 1-D or 2-D dataset's shape; returns its rank or -1. */
+static int dataset_shape(hid_t d, hsize_t dims[2])
+{
+    hid_t s = H5Dget_space(d);
+    int rank = H5Sget_simple_extent_ndims(s);
+    if (rank >= 1 && rank <= 2)
+        H5Sget_simple_extent_dims(s, dims, NULL);
+    H5Sclose(s);
+    return rank;
+}
+
+static int numeric(hid_t d)
+{
+    hid_t t = H5Dget_type(d);
+    H5T_class_t c = H5Tget_class(t);
+    H5Tclose(t);
+    return c == H5T_FLOAT || c == H5T_INTEGER;
+}
+
+/* Read the optional per-row vector `name` into out[0..batch) over the defaults. */
+static int read_row_vector(hid_t f, const char *path, const char *name, hid_t memtype,
+                           int64_t batch, void *out, size_t elem, struct tkp_error *err)
+{
+    if (H5Lexists(f, name, H5P_DEFAULT) <= 0)
+        return TKP_OK;
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    hsize_t dims[2] = { 0, 0 };
+    int rank = d < 0 ? -1 : dataset_shape(d, dims);
+    if (rank != 1 || !numeric(d) || (int64_t)dims[0] > batch) {
+        tkp_error_set(err, "%s: %s must be a numeric vector of at most %lld rows", path, name,
+                      (long long)batch);
+        if (d >= 0)
+            H5Dclose(d);
+        return TKP_EINVAL;
+    }
+    void *tmp = malloc(elem * (dims[0] ? dims[0] : 1));
+    int rc = H5Dread(d, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, tmp) < 0;
+    if (!rc)
+        memcpy(out, tmp, elem * dims[0]);
+    else
+        tkp_error_set(err, "%s: cannot read %s", path, name);
+    free(tmp);
+    H5Dclose(d);
+    return rc ? TKP_EINVAL : TKP_OK;
+}
+
+int tkp_logits_read(const char *path, int32_t k_default, float p_default, struct tkp_batch *b,
+                    struct tkp_error *err)
+{
+    memset(b, 0, sizeof *b);
+    h5_quiet();
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) {
+        tkp_error_set(err, "%s: not a readable HDF5 file", path);
+        return TKP_EINVAL;
+    }
+    int rc = TKP_EINVAL;
+    hid_t d = H5Lexists(f, "logits", H5P_DEFAULT) > 0 ? H5Dopen2(f, "logits", H5P_DEFAULT) : -1;
+    hsize_t dims[2] = { 0, 0 };
+    if (d < 0) {
+        tkp_error_set(err, "%s: no /logits dataset", path);
+    } else if (dataset_shape(d, dims) != 2 || !numeric(d) || dims[1] < 1) {
+        tkp_error_set(err, "%s: /logits must be a 2-D numeric [B, V] dataset with V >= 1", path);
+    } else {
+        b->batch = (int64_t)dims[0];
+        b->vocab = (int64_t)dims[1];
+        size_t rows = (size_t)(b->batch ? b->batch : 1);
+        b->logits = malloc(sizeof(float) * rows * (size_t)b->vocab);
+        b->k = malloc(sizeof(int32_t) * rows);
+        b->p = malloc(sizeof(float) * rows);
+        if (!b->logits || !b->k || !b->p) {
+            tkp_error_set(err, "%s: out of memory for [%lld, %lld] logits", path,
+                          (long long)b->batch, (long long)b->vocab);
+            rc = TKP_ENOMEM;
+        } else if (H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, b->logits) < 0) {
+            tkp_error_set(err, "%s: cannot read /logits", path);
+        } else {
+            for (int64_t r = 0; r < b->batch; r++) {
+                b->k[r] = k_default;
+                b->p[r] = p_default;
+            }
+            rc = read_row_vector(f, path, "k", H5T_NATIVE_INT32, b->batch, b->k, sizeof(int32_t),
+                                 err);
+            if (!rc)
+                rc = read_row_vector(f, path, "p", H5T_NATIVE_FLOAT, b->batch, b->p,
+                                     sizeof(float), err);
+        }
+    }
+    if (d >= 0)
+        H5Dclose(d);
+    H5Fclose(f);
+    if (rc)
+        tkp_batch_free(b);
+    return rc;
+}
+
+void tkp_batch_free(struct tkp_batch *b)
+{
+    free(b->logits);
+    free(b->k);
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+static int write_array(hid_t f, const char *name, hid_t type, int rank, const hsize_t *dims,
+                       const void *data)
+{
+    hid_t s = H5Screate_simple(rank, dims, NULL);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    if (dims[0] > 0 && (rank == 1 || dims[1] > 0)) {
+        hsize_t chunk[2] = { dims[0] < 64 ? dims[0] : 64, rank == 2 ? dims[1] : 1 };
+        if (rank == 2 && chunk[0] * chunk[1] > (1u << 20))
+            chunk[0] = 1;
+        H5Pset_chunk(dcpl, rank, chunk);
+        H5Pset_deflate(dcpl, 1);
+    }
+    hid_t d = H5Dcreate2(f, name, type, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    int rc = d < 0 || H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0 ? -1 : 0;
+    if (d >= 0)
+        H5Dclose(d);
+    H5Pclose(dcpl);
+    H5Sclose(s);
+    return rc;
+}
+
+int tkp_logits_write(const char *path, const struct tkp_batch *b, const char *const *attrs,
+                     struct tkp_error *err)
+{
+    h5_quiet();
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (f < 0) {
+        tkp_error_set(err, "%s: cannot create", path);
+        return TKP_EINVAL;
+    }
+    hsize_t dims[2] = { (hsize_t)b->batch, (hsize_t)b->vocab };
+    int rc = write_array(f, "logits", H5T_NATIVE_FLOAT, 2, dims, b->logits) ||
+             write_array(f, "k", H5T_NATIVE_INT32, 1, dims, b->k) ||
+             write_array(f, "p", H5T_NATIVE_FLOAT, 1, dims, b->p);
+    for (int i = 0; !rc && attrs && attrs[i]; i += 2)
+        rc = h5_set_attr_str(f, attrs[i], attrs[i + 1]);
+    if (H5Fclose(f) < 0)
+        rc = -1;
+    if (rc)
+        tkp_error_set(err, "%s: write failed", path);
+    return rc ? TKP_EINVAL : TKP_OK;
+}
+
+int tkp_apply_write(const char *path, int64_t batch, int64_t vocab, const uint8_t *kept,
+                    const int64_t *samples, int32_t draws, const char *algo, const char *backend,
+                    const char *options, struct tkp_error *err)
+{
+    h5_quiet();
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (f < 0) {
+        tkp_error_set(err, "%s: cannot create", path);
+        return TKP_EINVAL;
+    }
+    int rc = 0;
+    if (kept) {
+        hsize_t dims[2] = { (hsize_t)batch, (hsize_t)vocab };
+        rc = write_array(f, "kept", H5T_NATIVE_UINT8, 2, dims, kept);
+    }
+    if (!rc && samples) {
+        hsize_t dims[2] = { (hsize_t)batch, (hsize_t)draws };
+        rc = write_array(f, "samples", H5T_NATIVE_INT64, 2, dims, samples);
+    }
+    rc = rc || h5_set_attr_str(f, "algo", algo) || h5_set_attr_str(f, "backend", backend) ||
+         h5_set_attr_str(f, "options", options);
+    if (H5Fclose(f) < 0)
+        rc = -1;
+    if (rc)
+        tkp_error_set(err, "%s: write failed", path);
+    return rc ? TKP_EINVAL : TKP_OK;
+}

@@ -1,0 +1,25 @@
+/* logits_file.h — the HDF5 files of `topkp gen` and `topkp apply` (layouts in DESIGN.md):
+ *   input:  /logits float32 [B, V]; optional /k int32 [B] and /p float32 [B]
+ *   output: /kept uint8 [B, V]; /samples int64 [B, N]; root attributes algo, backend, options */
+#ifndef TKP_LOGITS_FILE_H
+#define TKP_LOGITS_FILE_H
+
+#include "apply.h"
+
+/* Read a logits file. Rows the file's /k (/p) leaves out, or all rows when it has none, take
+ * k_default (p_default); a file value wins. Errors name the file and the dataset. */
+int tkp_logits_read(const char *path, int32_t k_default, float p_default, struct tkp_batch *b,
+                    struct tkp_error *err);
+void tkp_batch_free(struct tkp_batch *b);
+
+/* Write /logits, /k and /p, plus string attributes given as NULL-terminated name/value
+ * pairs (may be NULL). */
+int tkp_logits_write(const char *path, const struct tkp_batch *b, const char *const *attrs,
+                     struct tkp_error *err);
+
+/* Write the output of apply: kept [B, V] and samples [B, draws] may be NULL. */
+int tkp_apply_write(const char *path, int64_t batch, int64_t vocab, const uint8_t *kept,
+                    const int64_t *samples, int32_t draws, const char *algo, const char *backend,
+                    const char *options, struct tkp_error *err);
+
+#endif

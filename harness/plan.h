@@ -1,0 +1,51 @@
+/* plan.h — the cells a config describes: one per algorithm (with its options) x dataset x
+ * vocabulary x batch x k x p, after the sweep's `where` filter. */
+#ifndef TKP_PLAN_H
+#define TKP_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../algos/tkp.h"
+
+struct tkp_timing {
+    int warmup;         /* untimed runs first */
+    int min_reps, max_reps;
+    double max_seconds; /* stop repeating after this much measured time */
+    double target_rel;  /* stop once the relative IQR of the times is below this */
+};
+
+struct tkp_cell {
+    char sweep[64];
+    const struct tkp_algo *algo;
+    void *opts;               /* owned; algo->opts_size bytes */
+    char options[256];        /* the full option string, defaults included */
+    char variant[64];         /* the ablation label, or "" */
+    char dataset[256];
+    int64_t batch, vocab;
+    int32_t k, draws;
+    float p;
+    uint64_t seed;
+    int verify_rows;
+    struct tkp_timing timing;
+    char key[384];
+};
+
+struct tkp_config_file {
+    char *name, *text;
+};
+
+struct tkp_plan {
+    struct tkp_cell *cells;
+    size_t n, cap;
+    struct tkp_config_file *files;
+    size_t n_files;
+};
+
+/* Run a Lua config in a sandbox and expand its sweeps; errors name file:line. */
+int tkp_config_load(const char *path, struct tkp_plan *plan, struct tkp_error *err);
+void tkp_plan_free(struct tkp_plan *plan);
+/* "topk", "topp", "topk_topp" or "none" for a cell's k and p. */
+const char *tkp_mode_name(int32_t k, float p, int64_t vocab);
+
+#endif

@@ -1,0 +1,22 @@
+/* runner.h — `topkp run`: execute a plan cell by cell, time each, verify a sample of rows
+ * against the oracle, append one results row per cell (flushed) and print progress. */
+#ifndef TKP_RUNNER_H
+#define TKP_RUNNER_H
+
+#include "plan.h"
+
+struct tkp_run_args {
+    const char *config, *output;
+    enum tkp_backend backend;
+    int resume, dry_run;
+    int argc;
+    char **argv;
+};
+
+/* Returns 0 when every cell was recorded (whatever its status), non-zero on a fatal error. */
+int tkp_run(const struct tkp_run_args *args, struct tkp_error *err);
+
+/* Print the plan, one cell a line, without running it. */
+void tkp_plan_print(const struct tkp_plan *plan, FILE *out);
+
+#endif

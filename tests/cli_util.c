@@ -1,0 +1,64 @@
+/* cli_util.c — see cli_util.h. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "cli_util.h"
+
+const char *topkp_bin(void)
+{
+    const char *bin = getenv("TOPKP");
+    return bin && *bin ? bin : "build/topkp";
+}
+
+const char *scratch_dir(void)
+{
+    static char dir[64];
+    if (!dir[0]) {
+        snprintf(dir, sizeof dir, "/tmp/topkp-tests-XXXXXX");
+        if (!mkdtemp(dir)) {
+            perror("mkdtemp");
+            exit(2);
+        }
+    }
+    return dir;
+}
+
+int run_cmd(char *out, size_t n, const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    strncat(cmd, " 2>&1", sizeof cmd - strlen(cmd) - 1);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t used = 0, got;
+    char sink[4096];
+    while ((got = fread(out && used + 1 < n ? out + used : sink, 1,
+                        out && used + 1 < n ? n - used - 1 : sizeof sink, p)) > 0)
+        if (out && used + 1 < n)
+            used += got;
+    if (out && n)
+        out[used] = 0;
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+const char *write_scratch(const char *name, const char *text)
+{
+    static char paths[8][512];
+    static int slot;
+    char *path = paths[slot++ % 8];
+    snprintf(path, 512, "%s/%s", scratch_dir(), name);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+    return path;
+}

@@ -1,0 +1,17 @@
+/* cli_util.h — helpers for tests that drive the topkp binary ($TOPKP, default build/topkp):
+ * run a shell command capturing its output and exit status, write small files in a scratch
+ * folder. */
+#ifndef TKP_CLI_UTIL_H
+#define TKP_CLI_UTIL_H
+
+#include <stddef.h>
+
+const char *topkp_bin(void);
+/* A fresh scratch folder for this process (created once). */
+const char *scratch_dir(void);
+/* Run `cmd` through sh with stderr merged into stdout; returns the exit status. */
+int run_cmd(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Write `text` to scratch_dir()/name; returns the full path (static buffer per call slot). */
+const char *write_scratch(const char *name, const char *text);
+
+#endif

@@ -1,0 +1,149 @@
+/* test_results.c — the results file: export round trip, cell statuses, resume, and a sweep
+ * killed with -9 keeping every finished cell. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_util.h"
+#include "test.h"
+
+/* Index of column `name` in a TSV header line, or -1. */
+static int column(const char *header, const char *name)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", header);
+    buf[strcspn(buf, "\n")] = 0;
+    int i = 0;
+    for (char *save, *tok = strtok_r(buf, "\t", &save); tok; tok = strtok_r(NULL, "\t", &save), i++)
+        if (strcmp(tok, name) == 0)
+            return i;
+    return -1;
+}
+
+/* Field `col` of a TSV line into out. */
+static void field(const char *line, int col, char *out, size_t n)
+{
+    const char *p = line;
+    for (int i = 0; i < col && p; i++) {
+        p = strchr(p, '\t');
+        if (p)
+            p++;
+    }
+    size_t len = p ? strcspn(p, "\t\n") : 0;
+    snprintf(out, n, "%.*s", (int)len, p ? p : "");
+}
+
+/* Export `h5` and collect "key status" lines sorted; returns the number of cells. */
+static int exported_cells(const char *h5, char *keys, size_t n)
+{
+    static char out[1 << 20];
+    if (run_cmd(out, sizeof out, "%s export %s", topkp_bin(), h5) != 0)
+        return -1;
+    int key = column(out, "key"), status = column(out, "status"), cells = 0;
+    keys[0] = 0;
+    for (char *line = strchr(out, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+        char k[512], s[32];
+        field(line + 1, key, k, sizeof k);
+        field(line + 1, status, s, sizeof s);
+        strncat(keys, k, n - strlen(keys) - 1);
+        strncat(keys, " ", n - strlen(keys) - 1);
+        strncat(keys, s, n - strlen(keys) - 1);
+        strncat(keys, "\n", n - strlen(keys) - 1);
+        cells++;
+    }
+    return cells;
+}
+
+TEST(results_export_round_trip_with_statuses)
+{
+    const char *cfg = write_scratch("rt.lua",
+                                    "sweep \"rt\" { algos = { \"naive_sort\", \"rtopk\" },\n"
+                                    "  vocab = 500, batch = { 1, 3 }, k = 7, p = { 0.5, 1.0 },\n"
+                                    "  timing = { min_reps = 2, max_reps = 2 } }\n");
+    char h5[512], out[1 << 16];
+    snprintf(h5, sizeof h5, "%s/rt.h5", scratch_dir());
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", topkp_bin(), cfg, h5) == 0,
+            "run failed: %s", out);
+    REQUIRE(run_cmd(out, sizeof out, "%s export %s", topkp_bin(), h5) == 0, "export: %s", out);
+    static const char *const cols[] = { "sweep", "algo", "options", "dataset", "batch", "vocab",
+                                        "k", "p", "mode", "backend", "status", "message",
+                                        "median_us", "q1_us", "q3_us", "n_samples", "gbps",
+                                        "bw_fraction", "workspace_bytes", "rows_checked",
+                                        "rows_exact", "hit_rate", "iterations" };
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+        CHECK(column(out, cols[i]) >= 0, "export lacks column %s", cols[i]);
+    int algo = column(out, "algo"), status = column(out, "status"), p = column(out, "p");
+    int checked = column(out, "rows_checked"), exact = column(out, "rows_exact");
+    int rows = 0, ok = 0, unsupported = 0;
+    for (char *line = strchr(out, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+        char a[64], s[32], pv[32], c[32], e[32];
+        field(line + 1, algo, a, sizeof a);
+        field(line + 1, status, s, sizeof s);
+        field(line + 1, p, pv, sizeof pv);
+        field(line + 1, checked, c, sizeof c);
+        field(line + 1, exact, e, sizeof e);
+        rows++;
+        if (strcmp(s, "ok") == 0) {
+            ok++;
+            CHECK(atoi(c) > 0 && strcmp(c, e) == 0, "%s: rows checked %s, exact %s", a, c, e);
+        }
+        if (strcmp(a, "rtopk") == 0 && atof(pv) < 1.0)
+            unsupported += strcmp(s, "unsupported") == 0;
+    }
+    CHECK(rows == 8, "expected 8 cells, got %d", rows);
+    CHECK(unsupported == 2, "rtopk with top-p must be 'unsupported' (2 cells), got %d", unsupported);
+    CHECK(ok == 6, "expected 6 ok cells, got %d", ok);
+    char info[4096];
+    CHECK(run_cmd(info, sizeof info, "%s info %s", topkp_bin(), h5) == 0 &&
+              strstr(info, "git_commit") && strstr(info, "device_name") &&
+              strstr(info, "copy_gbps") && strstr(info, "command_line"),
+          "provenance attributes missing: %s", info);
+    CHECK(run_cmd(out, sizeof out, "%s run %s -o %s", topkp_bin(), cfg, h5) != 0 &&
+              strstr(out, "--resume"),
+          "an existing results file must not be overwritten silently: %s", out);
+}
+
+TEST(results_kill_9_keeps_finished_cells_and_resume_completes_them)
+{
+    /* ~60 cells of a few tens of milliseconds each */
+    const char *cfg = write_scratch("kill.lua",
+                                    "sweep \"kill\" { algos = { \"naive_sort\" }, vocab = 20000,\n"
+                                    "  batch = { 2, 3 }, k = range(1, 30), p = 1.0,\n"
+                                    "  timing = { warmup = 0, min_reps = 3, max_reps = 3 } }\n");
+    char killed[512], whole[512], log[512], out[4096];
+    snprintf(killed, sizeof killed, "%s/killed.h5", scratch_dir());
+    snprintf(whole, sizeof whole, "%s/whole.h5", scratch_dir());
+    snprintf(log, sizeof log, "%s/kill.log", scratch_dir());
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s", topkp_bin(), cfg, whole) == 0,
+            "uninterrupted run failed: %s", out);
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s 2>%s >/dev/null & echo $!", topkp_bin(), cfg,
+                    killed, log) == 0, "cannot start: %s", out);
+    pid_t pid = (pid_t)atoi(out);
+    int progress = 0;
+    for (int waited = 0; waited < 600 && progress < 5; waited++) {
+        usleep(20000);
+        FILE *f = fopen(log, "r");
+        char line[512];
+        progress = 0;
+        while (f && fgets(line, sizeof line, f))
+            progress += line[0] == '[';
+        if (f)
+            fclose(f);
+    }
+    REQUIRE(pid > 0 && kill(pid, SIGKILL) == 0, "could not kill the run (pid %d)", (int)pid);
+    usleep(100000);
+    REQUIRE(progress >= 5, "the run printed no progress");
+    static char keys_killed[1 << 16], keys_resumed[1 << 16], keys_whole[1 << 16];
+    int cells = exported_cells(killed, keys_killed, sizeof keys_killed);
+    CHECK(cells >= progress, "file holds %d cells but %d were reported finished", cells, progress);
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --resume", topkp_bin(), cfg, killed) == 0,
+            "resume failed: %s", out);
+    int total = exported_cells(whole, keys_whole, sizeof keys_whole);
+    int resumed = exported_cells(killed, keys_resumed, sizeof keys_resumed);
+    CHECK(total == 60, "uninterrupted run has %d cells, expected 60", total);
+    CHECK(resumed == total && strcmp(keys_resumed, keys_whole) == 0,
+          "killed + resumed run differs from the uninterrupted one (%d vs %d cells)", resumed,
+          total);
+}
