@@ -25,15 +25,18 @@ endif
 ifneq ($(and $(NVCC),$(CU_SRCS)),)
 CUDA_ARCH ?= sm_90a
 CFLAGS    += -DTKP_HAVE_CUDA
-NVFLAGS   ?= -O3 -std=c++17 -arch=$(CUDA_ARCH) -fmad=false -DTKP_HAVE_CUDA \
+NVFLAGS   ?= -O3 -std=c++17 -gencode=arch=compute_90a,code=$(CUDA_ARCH) -fmad=false -lineinfo -DTKP_HAVE_CUDA \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
-LDLIBS    += -L$(CUDA_HOME)/lib64 -lcudart -lstdc++
+LDLIBS    += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++
 CU_OBJS   := $(CU_SRCS:%.cu=$(BUILD)/%.o)
+NO_CUDA_SRCS :=
+else
+NO_CUDA_SRCS := harness/gpu_none.c
 endif
 
-LIB_SRCS  := $(wildcard algos/common/*.c algos/*/*.c datasets/*.c) \
-             $(filter-out harness/main.c,$(wildcard harness/*.c)) tests/oracle.c
+LIB_SRCS  := $(wildcard algos/common/*.c algos/*/*.c datasets/*.c) tests/oracle.c \
+             $(filter-out harness/main.c harness/gpu_none.c,$(wildcard harness/*.c)) $(NO_CUDA_SRCS)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(CU_OBJS)
 TEST_SRCS := $(filter-out tests/oracle.c,$(wildcard tests/*.c))
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
@@ -41,15 +44,20 @@ TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 .PHONY: all deps run test test-gpu gpu-bundle figures clean
 all: $(BUILD)/topkp
 
-$(BUILD)/%.o: %.c
+# Rebuild everything when the flags change (e.g. CUDA appears or CPU_ONLY is set).
+$(BUILD)/flags.txt: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(CC) $(CFLAGS) $(NVCC) $(NVFLAGS)' > $@.tmp; cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+
+$(BUILD)/%.o: %.c $(BUILD)/flags.txt
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/%.o: %.cu
+$(BUILD)/%.o: %.cu $(BUILD)/flags.txt
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
-$(BUILD)/libtopkp.a: $(LIB_OBJS)
+$(BUILD)/libtopkp.a: $(LIB_OBJS) Makefile
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/topkp: $(BUILD)/harness/main.o $(BUILD)/libtopkp.a

@@ -57,6 +57,8 @@ struct tkp_problem {
     unsigned outputs;             /* what the caller wants (a subset of the module's) */
     int32_t k_max;                /* largest enabled k over the rows (0 when none) */
     int32_t draws;                /* samples per row for TKP_OUT_SAMPLE */
+    int64_t set_max;              /* largest top-k set over the rows (vocab for a row with
+                                     top-k off) */
 };
 
 /* ---- the buffers of one run (host pointers on the CPU, device pointers on the GPU) ---- */
@@ -97,6 +99,8 @@ struct tkp_algo {
                struct tkp_error *err);
     void (*stats)(const void *state, struct tkp_stats *out); /* NULL: none */
     void (*fini)(void *state);                               /* NULL: nothing to free */
+    int64_t max_set; /* the largest top-k set the module can hold (0: no limit); the test
+                        suite clamps k to it */
 };
 
 /* ---- registry (harness/registry.c) ---- */

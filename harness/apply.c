@@ -5,6 +5,7 @@
 
 #include "../algos/common/prob.h"
 #include "apply.h"
+#include "gpu.h"
 
 int tkp_validate_rows(const struct tkp_batch *b, struct tkp_error *err)
 {
@@ -30,6 +31,9 @@ struct tkp_problem tkp_problem_of(const struct tkp_batch *b, enum tkp_backend ba
         int topk = tkp_topk_on(b->k[r], b->vocab), topp = tkp_topp_on(b->p[r]);
         if (topk && b->k[r] > pb.k_max)
             pb.k_max = b->k[r];
+        int64_t set = topk ? b->k[r] : b->vocab;
+        if (set > pb.set_max)
+            pb.set_max = set;
         pb.ops |= topk && topp ? TKP_TOPK_TOPP : topk ? TKP_TOPK : topp ? TKP_TOPP : 0;
     }
     return pb;
@@ -79,7 +83,13 @@ int tkp_instance_open(struct tkp_instance *in, const struct tkp_algo *a, const v
         in->opts = in->state = NULL;
         return rc;
     }
-    if (in->workspace_bytes) {
+    if (in->workspace_bytes && pb->backend == TKP_GPU) {
+        rc = tkp_gpu_alloc(&in->workspace, in->workspace_bytes, err);
+        if (rc) {
+            tkp_instance_close(in);
+            return rc;
+        }
+    } else if (in->workspace_bytes) {
         in->workspace = malloc(in->workspace_bytes);
         if (!in->workspace) {
             tkp_error_set(err, "out of host memory for a %zu-byte workspace",
@@ -93,17 +103,89 @@ int tkp_instance_open(struct tkp_instance *in, const struct tkp_algo *a, const v
 
 int tkp_instance_run(struct tkp_instance *in, const struct tkp_io *io, struct tkp_error *err)
 {
-    return in->algo->run(in->state, io, in->workspace, NULL, err);
+    return in->algo->run(in->state, io, in->workspace,
+                         in->pb.backend == TKP_GPU ? tkp_gpu_stream() : NULL, err);
 }
 
 void tkp_instance_close(struct tkp_instance *in)
 {
     if (in->state && in->algo->fini)
         in->algo->fini(in->state);
-    free(in->workspace);
+    if (in->pb.backend == TKP_GPU)
+        tkp_gpu_free(in->workspace);
+    else
+        free(in->workspace);
     free(in->state);
     free(in->opts);
     memset(in, 0, sizeof *in);
+}
+
+int tkp_stage(struct tkp_staged *s, const struct tkp_batch *b, enum tkp_backend backend,
+              uint8_t *kept, int64_t *samples, int32_t draws, uint64_t seed, uint64_t offset,
+              struct tkp_error *err)
+{
+    memset(s, 0, sizeof *s);
+    s->backend = backend;
+    s->host_kept = kept;
+    s->host_samples = samples;
+    s->logits_bytes = sizeof(float) * (size_t)(b->batch * b->vocab);
+    s->row_bytes = (sizeof(int32_t) + sizeof(float)) * (size_t)b->batch;
+    s->kept_bytes = kept ? (size_t)(b->batch * b->vocab) : 0;
+    s->samples_bytes = samples ? sizeof(int64_t) * (size_t)(b->batch * draws) : 0;
+    s->io = (struct tkp_io){ .logits = b->logits, .k = b->k, .p = b->p, .kept = kept,
+                             .samples = samples, .seed = seed, .offset = offset };
+    if (backend != TKP_GPU)
+        return TKP_OK;
+    const size_t bytes[5] = { s->logits_bytes, sizeof(int32_t) * (size_t)b->batch,
+                              sizeof(float) * (size_t)b->batch, s->kept_bytes, s->samples_bytes };
+    const void *from[3] = { b->logits, b->k, b->p };
+    int rc = TKP_OK;
+    for (int i = 0; i < 5 && rc == TKP_OK; i++) {
+        if (i >= 3 && bytes[i] == 0)
+            continue;
+        rc = tkp_gpu_alloc(&s->device[i], bytes[i], err);
+        if (rc == TKP_OK && i < 3)
+            rc = tkp_gpu_upload(s->device[i], from[i], bytes[i], err);
+        else if (rc == TKP_OK) /* poison: 0xAB bytes are neither 0/1 masks nor token ids */
+            rc = tkp_gpu_fill(s->device[i], 0xAB, bytes[i], err);
+    }
+    if (rc) {
+        tkp_staged_release(s);
+        return rc;
+    }
+    s->io.logits = s->device[0];
+    s->io.k = s->device[1];
+    s->io.p = s->device[2];
+    s->io.kept = s->device[3];
+    s->io.samples = s->device[4];
+    return tkp_gpu_sync(err);
+}
+
+int tkp_staged_fetch(struct tkp_staged *s, struct tkp_error *err)
+{
+    if (s->backend != TKP_GPU)
+        return TKP_OK;
+    int rc = tkp_gpu_sync(err);
+    if (!rc && s->kept_bytes)
+        rc = tkp_gpu_download(s->host_kept, s->device[3], s->kept_bytes, err);
+    if (!rc && s->samples_bytes)
+        rc = tkp_gpu_download(s->host_samples, s->device[4], s->samples_bytes, err);
+    return rc;
+}
+
+void tkp_staged_release(struct tkp_staged *s)
+{
+    for (int i = 0; i < 5; i++)
+        if (s->device[i])
+            tkp_gpu_free(s->device[i]);
+    memset(s->device, 0, sizeof s->device);
+}
+
+size_t tkp_staged_bytes(const struct tkp_staged *s)
+{
+    if (s->backend != TKP_GPU)
+        return 0;
+    return s->logits_bytes + s->row_bytes + s->kept_bytes + s->samples_bytes;
 }
 
 int tkp_apply(const struct tkp_algo *a, const void *opts, enum tkp_backend backend,
@@ -119,9 +201,14 @@ int tkp_apply(const struct tkp_algo *a, const void *opts, enum tkp_backend backe
     rc = tkp_instance_open(&in, a, opts, &pb, err);
     if (rc)
         return rc;
-    struct tkp_io io = { .logits = b->logits, .k = b->k, .p = b->p, .kept = kept,
-                         .samples = samples, .seed = seed, .offset = offset };
-    rc = tkp_instance_run(&in, &io, err);
+    struct tkp_staged st;
+    rc = tkp_stage(&st, b, backend, kept, samples, draws, seed, offset, err);
+    if (rc == TKP_OK) {
+        rc = tkp_instance_run(&in, &st.io, err);
+        if (rc == TKP_OK)
+            rc = tkp_staged_fetch(&st, err);
+        tkp_staged_release(&st);
+    }
     if (stats) {
         memset(stats, 0, sizeof *stats);
         if (rc == TKP_OK && a->stats)

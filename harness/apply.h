@@ -36,6 +36,26 @@ int tkp_instance_open(struct tkp_instance *in, const struct tkp_algo *a, const v
 int tkp_instance_run(struct tkp_instance *in, const struct tkp_io *io, struct tkp_error *err);
 void tkp_instance_close(struct tkp_instance *in);
 
+/* The buffers of one batch where the backend wants them: on the CPU the host buffers
+ * themselves, on the GPU device copies (outputs poisoned so that unwritten entries show). */
+struct tkp_staged {
+    struct tkp_io io;
+    enum tkp_backend backend;
+    size_t logits_bytes, row_bytes, kept_bytes, samples_bytes;
+    void *device[5]; /* logits, k, p, kept, samples on the GPU; NULL on the CPU */
+    uint8_t *host_kept;
+    int64_t *host_samples;
+};
+
+int tkp_stage(struct tkp_staged *s, const struct tkp_batch *b, enum tkp_backend backend,
+              uint8_t *kept, int64_t *samples, int32_t draws, uint64_t seed, uint64_t offset,
+              struct tkp_error *err);
+/* Copy the outputs back to the host buffers given to tkp_stage (no-op on the CPU). */
+int tkp_staged_fetch(struct tkp_staged *s, struct tkp_error *err);
+void tkp_staged_release(struct tkp_staged *s);
+/* Device bytes the staged buffers hold (0 on the CPU). */
+size_t tkp_staged_bytes(const struct tkp_staged *s);
+
 /* Everything at once on host buffers: kept [batch, vocab] and samples [batch, draws] may be
  * NULL when not wanted; stats may be NULL. */
 int tkp_apply(const struct tkp_algo *a, const void *opts, enum tkp_backend backend,

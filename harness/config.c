@@ -23,7 +23,7 @@
 static const char *const sweep_keys[] = { "algos", "dataset", "vocab", "batch", "k", "p",
                                           "draws", "seed", "verify", "where", "timing", NULL };
 static const char *const timing_keys[] = { "warmup", "min_reps", "max_reps", "max_seconds",
-                                           "target_rel", NULL };
+                                           "target_rel", "cold", "graph", NULL };
 
 struct load_ctx {
     struct tkp_plan *plan;
@@ -207,10 +207,21 @@ static int dataset_list(lua_State *L, int idx, const char *what, const char **ou
     return n;
 }
 
+/* A boolean field of the table at idx; `def` when absent. */
+static int flag_field(lua_State *L, int idx, const char *what, const char *key, int def)
+{
+    lua_getfield(L, idx, key);
+    int type = lua_type(L, -1), v = type == LUA_TNIL ? def : lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    if (type != LUA_TNIL && type != LUA_TBOOLEAN)
+        config_error(L, "%s: timing.%s must be true or false", what, key);
+    return v;
+}
+
 static void read_timing(lua_State *L, int idx, const char *what, struct tkp_timing *t)
 {
     *t = (struct tkp_timing){ .warmup = 1, .min_reps = 3, .max_reps = 20, .max_seconds = 0.5,
-                              .target_rel = 0.02 };
+                              .target_rel = 0.02, .cold = 1, .graph = 0 };
     lua_getfield(L, idx, "timing");
     if (lua_isnil(L, -1)) {
         lua_pop(L, 1);
@@ -231,6 +242,8 @@ static void read_timing(lua_State *L, int idx, const char *what, struct tkp_timi
     t->max_seconds = v[0];
     number_list(L, ti, what, "target_rel", t->target_rel, 0, v, 1);
     t->target_rel = v[0];
+    t->cold = flag_field(L, ti, what, "cold", t->cold);
+    t->graph = flag_field(L, ti, what, "graph", t->graph);
     if (t->warmup < 0 || t->min_reps < 1 || t->max_reps < t->min_reps || !(t->max_seconds > 0))
         config_error(L, "%s: timing needs warmup >= 0, 1 <= min_reps <= max_reps, max_seconds > 0",
                    what);

@@ -13,6 +13,8 @@ struct tkp_timing {
     int min_reps, max_reps;
     double max_seconds; /* stop repeating after this much measured time */
     double target_rel;  /* stop once the relative IQR of the times is below this */
+    int cold;           /* GPU: flush L2 before every repetition */
+    int graph;          /* GPU: capture the launch once as a CUDA graph and time replays */
 };
 
 struct tkp_cell {

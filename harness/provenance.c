@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpu.h"
 #include "provenance.h"
 #include "timing.h"
 #include "version.h"
@@ -19,7 +20,12 @@ void tkp_utc_now(char *buf, size_t n)
 
 void tkp_device_name(enum tkp_backend backend, char *buf, size_t n)
 {
-    (void)backend;
+    struct tkp_gpu_props props;
+    struct tkp_error err;
+    if (backend == TKP_GPU && tkp_gpu_props(&props, &err) == TKP_OK) {
+        snprintf(buf, n, "%s", props.name);
+        return;
+    }
     snprintf(buf, n, "CPU");
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f)
@@ -39,7 +45,9 @@ void tkp_device_name(enum tkp_backend backend, char *buf, size_t n)
 
 double tkp_measure_copy_gbps(enum tkp_backend backend)
 {
-    (void)backend;
+    struct tkp_error err;
+    if (backend == TKP_GPU)
+        return tkp_gpu_copy_gbps(&err);
     const size_t bytes = (size_t)64 << 20;
     char *a = malloc(bytes), *b = malloc(bytes);
     if (!a || !b) {
@@ -74,10 +82,17 @@ void tkp_provenance_write(struct tkp_results *r, enum tkp_backend backend, int a
     tkp_results_attr(r, "backend", backend == TKP_GPU ? "gpu" : "cpu");
     tkp_device_name(backend, buf, sizeof buf);
     tkp_results_attr(r, "device_name", buf);
-    tkp_results_attr_num(r, "sm_count", 0);
-    tkp_results_attr_num(r, "l2_bytes", 0);
-    tkp_results_attr(r, "driver_version", "");
-    tkp_results_attr(r, "cuda_version", "");
+    struct tkp_gpu_props props = { .sm_count = 0 };
+    struct tkp_error err;
+    if (backend == TKP_GPU)
+        tkp_gpu_props(&props, &err);
+    tkp_results_attr_num(r, "sm_count", props.sm_count);
+    tkp_results_attr_num(r, "l2_bytes", (double)props.l2_bytes);
+    tkp_results_attr_num(r, "max_sm_clock_mhz", props.max_sm_clock_mhz);
+    snprintf(buf, sizeof buf, "%d", props.driver_version);
+    tkp_results_attr(r, "driver_version", backend == TKP_GPU ? buf : "");
+    snprintf(buf, sizeof buf, "%d", props.runtime_version);
+    tkp_results_attr(r, "cuda_version", backend == TKP_GPU ? buf : "");
     tkp_results_attr_num(r, "cpu_cores", (double)sysconf(_SC_NPROCESSORS_ONLN));
     tkp_results_attr_num(r, "copy_gbps", copy_gbps);
     tkp_utc_now(buf, sizeof buf);

@@ -9,6 +9,7 @@
 #include "../tests/oracle.h"
 #include "apply.h"
 #include "logits_file.h"
+#include "gpu.h"
 #include "provenance.h"
 #include "results.h"
 #include "runner.h"
@@ -106,39 +107,79 @@ static void set_status(struct tkp_cell_row *row, int rc, const char *message)
     snprintf(row->message, sizeof row->message, "%s", message);
 }
 
-/* Time repetitions of one opened instance; returns the samples (caller frees) and count. */
+/* What one timed launch needs. */
+struct launch {
+    struct tkp_instance *in;
+    const struct tkp_io *io;
+};
+
+static int launch_once(void *ctx, struct tkp_error *err)
+{
+    struct launch *l = ctx;
+    return tkp_instance_run(l->in, l->io, err);
+}
+
+/* Time repetitions of one opened instance: host clock on the CPU; CUDA events (L2 flushed
+ * first when cold, graph replay when asked) on the GPU, where samples taken below 90% of
+ * the maximum SM clock are counted as throttled and left out. */
 static int time_cell(struct tkp_instance *in, const struct tkp_io *io,
-                     const struct tkp_timing *timing, double **samples, int64_t *n,
+                     const struct tkp_timing *timing, struct tkp_gpu_timer *gpu,
+                     double max_clock_mhz, double **samples, int64_t *n, int64_t *throttled,
                      struct tkp_error *err)
 {
+    struct launch l = { in, io };
     *samples = malloc(sizeof(double) * (size_t)timing->max_reps);
-    *n = 0;
+    *n = *throttled = 0;
     for (int w = 0; w < timing->warmup; w++) {
-        int rc = tkp_instance_run(in, io, err);
+        int rc = launch_once(&l, err);
+        if (rc)
+            return rc;
+    }
+    if (gpu && timing->graph) {
+        int rc = tkp_gpu_timer_use_graph(gpu, launch_once, &l, err);
         if (rc)
             return rc;
     }
     double total = 0;
-    while (!tkp_time_should_stop(timing, *samples, *n, total)) {
-        double t0 = tkp_now_us();
-        int rc = tkp_instance_run(in, io, err);
-        double dt = tkp_now_us() - t0;
+    int attempts = 0;
+    while (!tkp_time_should_stop(timing, *samples, *n, total) && attempts++ < 4 * timing->max_reps) {
+        double dt, clock = 0;
+        int rc;
+        if (gpu) {
+            rc = tkp_gpu_time(gpu, timing->cold, launch_once, &l, &dt, &clock, err);
+        } else {
+            double t0 = tkp_now_us();
+            rc = launch_once(&l, err);
+            dt = tkp_now_us() - t0;
+        }
         if (rc)
             return rc;
-        (*samples)[(*n)++] = dt;
         total += dt;
+        if (clock > 0 && max_clock_mhz > 0 && clock < 0.9 * max_clock_mhz) {
+            (*throttled)++;
+            continue;
+        }
+        (*samples)[(*n)++] = dt;
     }
     return TKP_OK;
 }
 
-static void run_cell(const struct tkp_cell *cell, enum tkp_backend backend, double copy_gbps,
-                     struct batch_cache *cache, struct tkp_cell_row *row, double **samples,
-                     int64_t *n_samples)
+/* What the whole run shares between cells. */
+struct run_env {
+    enum tkp_backend backend;
+    double copy_gbps, max_clock_mhz;
+    struct tkp_gpu_timer *gpu; /* NULL on the CPU */
+    struct batch_cache cache;
+};
+
+static void run_cell(const struct tkp_cell *cell, struct run_env *env, struct tkp_cell_row *row,
+                     double **samples, int64_t *n_samples)
 {
     struct tkp_error err = { "" };
     *samples = NULL;
     *n_samples = 0;
-    int rc = cache_fill(cache, cell, &err);
+    enum tkp_backend backend = env->backend;
+    int rc = cache_fill(&env->cache, cell, &err);
     if (rc) {
         set_status(row, rc, err.msg);
         return;
@@ -149,7 +190,7 @@ static void run_cell(const struct tkp_cell *cell, enum tkp_backend backend, doub
         k[r] = cell->k;
         p[r] = cell->p;
     }
-    struct tkp_batch b = { cell->batch, cell->vocab, cache->logits, k, p };
+    struct tkp_batch b = { cell->batch, cell->vocab, env->cache.logits, k, p };
     const struct tkp_algo *a = cell->algo;
     int32_t draws = (a->outputs & TKP_OUT_SAMPLE) ? cell->draws : 0;
     struct tkp_problem pb = tkp_problem_of(&b, backend, a->outputs, draws);
@@ -160,10 +201,17 @@ static void run_cell(const struct tkp_cell *cell, enum tkp_backend backend, doub
     if (!rc)
         rc = tkp_instance_open(&in, a, cell->opts, &pb, &err);
     if (!rc) {
-        struct tkp_io io = { .logits = b.logits, .k = k, .p = p, .kept = kept, .samples = drawn,
-                             .seed = cell->seed, .offset = 0 };
-        rc = time_cell(&in, &io, &cell->timing, samples, n_samples, &err);
+        struct tkp_staged st;
+        rc = tkp_stage(&st, &b, backend, kept, drawn, draws, cell->seed, 0, &err);
+        if (!rc)
+            rc = time_cell(&in, &st.io, &cell->timing, env->gpu, env->max_clock_mhz, samples,
+                           n_samples, &row->throttled, &err);
+        if (!rc)
+            rc = tkp_staged_fetch(&st, &err);
         row->workspace_bytes = (int64_t)in.workspace_bytes;
+        row->peak_device_bytes = (int64_t)(tkp_staged_bytes(&st) +
+                                           (backend == TKP_GPU ? in.workspace_bytes : 0));
+        tkp_staged_release(&st);
         if (!rc) {
             struct tkp_stats st = { 0 };
             if (a->stats)
@@ -201,7 +249,7 @@ static void run_cell(const struct tkp_cell *cell, enum tkp_backend backend, doub
                          (double)(b.batch * draws) * 8.0;
     if (ts.median > 0) {
         row->gbps = (row->bytes_read + row->bytes_written) / (ts.median * 1e3);
-        row->bw_fraction = copy_gbps > 0 ? row->gbps / copy_gbps : 0.0;
+        row->bw_fraction = env->copy_gbps > 0 ? row->gbps / env->copy_gbps : 0.0;
     }
     set_status(row, rc, err.msg);
     free(kept);
@@ -258,13 +306,25 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
         tkp_plan_free(&plan);
         return rc;
     }
-    double copy_gbps = tkp_measure_copy_gbps(args->backend);
+    struct run_env env = { .backend = args->backend };
+    if (args->backend == TKP_GPU) {
+        struct tkp_gpu_props props;
+        rc = tkp_gpu_props(&props, err);
+        if (!rc)
+            rc = tkp_gpu_timer_open(&env.gpu, err);
+        if (rc) {
+            tkp_results_close(res);
+            tkp_plan_free(&plan);
+            return rc;
+        }
+        env.max_clock_mhz = props.max_sm_clock_mhz;
+    }
+    env.copy_gbps = tkp_measure_copy_gbps(args->backend);
     if (!args->resume)
-        tkp_provenance_write(res, args->backend, args->argc, args->argv, copy_gbps);
+        tkp_provenance_write(res, args->backend, args->argc, args->argv, env.copy_gbps);
     for (size_t i = 0; i < plan.n_files; i++)
         tkp_results_config(res, plan.files[i].name, plan.files[i].text);
 
-    struct batch_cache cache = { 0 };
     double started = tkp_now_us();
     size_t ran = 0, skipped = 0;
     for (size_t i = 0; i < plan.n && rc == TKP_OK; i++) {
@@ -277,7 +337,7 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
         }
         double t0 = tkp_now_us(), *samples;
         int64_t n;
-        run_cell(c, args->backend, copy_gbps, &cache, &row, &samples, &n);
+        run_cell(c, &env, &row, &samples, &n);
         row.cell_seconds = (tkp_now_us() - t0) * 1e-6;
         rc = tkp_results_append(res, c->sweep, &row, samples, n, err);
         free(samples);
@@ -295,7 +355,8 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     tkp_utc_now(now, sizeof now);
     tkp_results_attr(res, "end_time", now);
     tkp_results_close(res);
-    free(cache.logits);
+    free(env.cache.logits);
+    tkp_gpu_timer_close(env.gpu);
     tkp_plan_free(&plan);
     return rc;
 }

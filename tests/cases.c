@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../algos/common/prob.h"
+#include "../harness/gpu.h"
 #include "cases.h"
 #include "oracle.h"
 #include "test.h"
@@ -157,6 +159,18 @@ void cases_free(struct test_case *c, int n)
     free(c);
 }
 
+void cases_fit(const struct tkp_algo *a, struct test_case *c, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int64_t r = 0; r < c[i].b.batch; r++) {
+            if (!(a->ops & (TKP_TOPP | TKP_TOPK_TOPP)))
+                c[i].b.p[r] = 1.0f;
+            int64_t set = tkp_topk_on(c[i].b.k[r], c[i].b.vocab) ? c[i].b.k[r] : c[i].b.vocab;
+            if (a->max_set && set > a->max_set)
+                c[i].b.k[r] = (int32_t)a->max_set;
+        }
+}
+
 static int make_opts(const struct tkp_algo *a, const char *const *options, void *opts)
 {
     struct tkp_error err;
@@ -220,6 +234,7 @@ void check_module_cases(const char *algo, const char *const *options, enum tkp_b
     if (make_opts(a, options, opts) == 0) {
         struct test_case *c;
         int n = cases_build(&c);
+        cases_fit(a, c, n);
         for (int i = 0; i < n; i++)
             check_case(a, opts, backend, &c[i], 1);
         cases_free(c, n);
@@ -235,6 +250,7 @@ double module_exactness(const char *algo, const char *const *options, enum tkp_b
     if (make_opts(a, options, opts) == 0) {
         struct test_case *c;
         int n = cases_build(&c);
+        cases_fit(a, c, n);
         for (int i = 0; i < n; i++) {
             exact += check_case(a, opts, backend, &c[i], 0);
             rows += c[i].b.batch;
@@ -310,5 +326,55 @@ void check_sampler_tv(const char *algo, const char *const *options, enum tkp_bac
     free(c.b.logits);
     free(c.b.k);
     free(c.b.p);
+    free(opts);
+}
+
+/* Run one case on one backend; returns the tkp_apply status. */
+static int run_backend(const struct tkp_algo *a, const void *opts, enum tkp_backend backend,
+                       const struct test_case *c, uint8_t *kept, int64_t *samples, int32_t draws,
+                       struct tkp_error *err)
+{
+    return tkp_apply(a, opts, backend, &c->b, kept, samples, draws, c->seed, 11, NULL, err);
+}
+
+void check_gpu_matches_cpu(const char *algo, const char *const *options)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    const struct tkp_algo *a = tkp_algo_find(algo);
+    REQUIRE(a, "no module %s", algo);
+    void *opts = calloc(1, a->opts_size);
+    struct test_case *c;
+    int n = cases_build(&c);
+    cases_fit(a, c, n);
+    const int32_t draws = 8;
+    for (int i = 0; i < n && make_opts(a, options, opts) == 0; i++) {
+        const struct tkp_batch *b = &c[i].b;
+        size_t cells = (size_t)(b->batch * b->vocab), drawn = (size_t)(b->batch * draws);
+        int set = (a->outputs & TKP_OUT_SET) != 0, sample = (a->outputs & TKP_OUT_SAMPLE) != 0;
+        uint8_t *kept_cpu = set ? malloc(cells) : NULL, *kept_gpu = set ? malloc(cells) : NULL;
+        int64_t *s_cpu = sample ? malloc(8 * drawn) : NULL, *s_gpu = sample ? malloc(8 * drawn) : NULL;
+        struct tkp_error err = { "" };
+        int rc = run_backend(a, opts, TKP_CPU, &c[i], kept_cpu, s_cpu, draws, &err);
+        CHECK(rc == TKP_OK, "%s CPU on %s: %s", algo, c[i].name, err.msg);
+        if (rc == TKP_OK) {
+            rc = run_backend(a, opts, TKP_GPU, &c[i], kept_gpu, s_gpu, draws, &err);
+            CHECK(rc == TKP_OK, "%s GPU on %s: %s", algo, c[i].name, err.msg);
+        }
+        for (int64_t r = 0; rc == TKP_OK && r < b->batch; r++) {
+            if (set && memcmp(kept_cpu + r * b->vocab, kept_gpu + r * b->vocab, (size_t)b->vocab))
+                test_fail(__FILE__, __LINE__, "%s case %s (seed %llu) row %lld: GPU kept mask differs from the CPU's",
+                          algo, c[i].name, (unsigned long long)c[i].seed, (long long)r);
+            if (sample && memcmp(s_cpu + r * draws, s_gpu + r * draws, 8 * (size_t)draws))
+                test_fail(__FILE__, __LINE__, "%s case %s (seed %llu) row %lld: GPU draws differ from the CPU's (first %lld vs %lld)",
+                          algo, c[i].name, (unsigned long long)c[i].seed, (long long)r,
+                          (long long)s_cpu[r * draws], (long long)s_gpu[r * draws]);
+        }
+        free(kept_cpu), free(kept_gpu), free(s_cpu), free(s_gpu);
+        check_case(a, opts, TKP_GPU, &c[i], 1);
+    }
+    cases_free(c, n);
     free(opts);
 }

@@ -21,6 +21,15 @@ void cases_free(struct test_case *c, int n);
 void case_gaussian(struct test_case *c, uint64_t seed, int64_t batch, int64_t vocab,
                    float scale);
 
+/* Fit every row of the cases to what module `a` offers: p = 1 without top-p, k clamped to
+ * the module's max_set (a row with top-k off gets k = max_set when V is larger). */
+void cases_fit(const struct tkp_algo *a, struct test_case *c, int n);
+
+/* Run `algo` on the GPU and on the CPU over every (fitted) case: the kept masks and the
+ * samples must agree bit for bit, and the GPU output must satisfy the oracle. Skips the
+ * test when no GPU is present. */
+void check_gpu_matches_cpu(const char *algo, const char *const *options);
+
 /* Run `algo` with options ("name=value" strings, NULL-terminated; NULL for defaults) on the
  * CPU (or GPU) over every case and check every row against the oracle: set outputs must be
  * accepted kept sets, every draw must lie in the kept set. Failures go through CHECK. */

@@ -1,5 +1,5 @@
 /* main.c — runs every registered test (optionally those whose name contains argv[1]) and
- * prints "N passed, N failed". Exit status 1 when anything failed. */
+ * prints "N passed, N failed, N skipped". Exit status 1 when anything failed. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +13,7 @@ static struct {
     test_fn fn;
 } tests[MAX_TESTS];
 static int n_tests, current_failed;
+static const char *current_skip;
 
 void test_register(const char *name, test_fn fn)
 {
@@ -39,6 +40,8 @@ void test_fail(const char *file, int line, const char *fmt, ...)
 
 int test_failed(void) { return current_failed > 0; }
 
+void test_skip(const char *why) { current_skip = why; }
+
 static int by_name(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -48,13 +51,17 @@ int main(int argc, char **argv)
 {
     const char *filter = argc > 1 ? argv[1] : NULL;
     qsort(tests, (size_t)n_tests, sizeof tests[0], by_name);
-    int passed = 0, failed = 0;
+    int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < n_tests; i++) {
         if (filter && !strstr(tests[i].name, filter))
             continue;
         current_failed = 0;
+        current_skip = NULL;
         tests[i].fn();
-        if (current_failed) {
+        if (current_skip && !current_failed) {
+            skipped++;
+            printf("skip %s (%s)\n", tests[i].name, current_skip);
+        } else if (current_failed) {
             failed++;
             printf("FAIL %s (%d failed checks)\n", tests[i].name, current_failed);
         } else {
@@ -63,6 +70,6 @@ int main(int argc, char **argv)
         }
         fflush(stdout);
     }
-    printf("%d passed, %d failed\n", passed, failed);
+    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     return failed ? 1 : 0;
 }

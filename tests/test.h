@@ -11,6 +11,8 @@ void test_register(const char *name, test_fn fn);
 void test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int test_failed(void); /* has the running test failed so far? */
+/* Mark the running test skipped (e.g. no GPU here); it counts neither as passed nor failed. */
+void test_skip(const char *why);
 
 #define TEST(name)                                                                       \
     static void name(void);                                                              \
