@@ -1,24 +1,323 @@
-/* rejection.c — placeholder registration: the module is not implemented yet, and says so through
- * supports() so that nothing fake is ever produced. */
+/* rejection.c — CPU reference of FlashInfer-style dual-pivot rejection sampling.
+ *
+ * Samples top-k, top-p and top-k-then-top-p without sorting: each round draws a candidate
+ * by inverse CDF over the current candidate set, then one pass counts the tokens (and their
+ * fixed-point mass) canonically before the candidate and before a second pivot halfway to
+ * the known-kept bound; the candidate is accepted when it passes the kept-set test,
+ * otherwise the candidate set shrinks. The code is written as the sequential form of what
+ * one CTA per row does on the GPU (the same passes, the same integer decisions, the same
+ * Philox counters), so a CUDA kernel can reproduce every draw bit for bit. The algorithm,
+ * the Philox counter layout, the termination and exactness arguments: README.md here. */
+#include <stddef.h>
+#include <string.h>
+
+#include "../common/cpu_row.h"
+#include "../common/philox.h"
+#include "../common/prob.h"
 #include "../tkp.h"
 
-static const struct tkp_option rejection_options[] = { { NULL } };
+/* A pivot is a 64-bit position in the canonical order: a token's position is
+ * (~order_key << 32) | index, so a smaller position comes first. The candidate set of a
+ * pivot P is every valid token whose position is < P. REJ_END is past every valid token
+ * (invalid tokens have order key 0, so they sit at REJ_END and beyond). */
+#define REJ_END ((uint64_t)0xFFFFFFFFu << 32)
+/* Radix select of the k-th order key: 8-bit digits, most significant first. */
+#define REJ_DIGIT_BITS 8
+#define REJ_DIGIT_PASSES (32 / REJ_DIGIT_BITS)
 
-static int rejection_supports(const struct tkp_problem *pb, const void *opts, const char **why)
+struct rej_opts {
+    int max_rounds;
+};
+
+struct rej_state {
+    struct tkp_problem pb;
+    struct rej_opts opts;
+    struct tkp_stats stats;
+};
+
+/* One row prepared for all its draws. `key` and `w` live in the workspace (the GPU
+ * recomputes them from the logits in each pass). */
+struct rej_row {
+    int64_t vocab;
+    const uint32_t *key; /* order key per token, 0 when invalid */
+    const uint64_t *w;   /* fixed-point weight per token, 0 when invalid */
+    int64_t k_limit;     /* a token is in the top-k set iff fewer than this come before it */
+    uint64_t target;     /* top-p: keep a token iff the mass before it is below this */
+    uint64_t top;        /* a pivot with nothing before it: (row max, index 0) */
+    uint64_t start;      /* the first candidate set, B(start) */
+    uint64_t start_mass; /* its fixed-point mass */
+};
+
+/* Count and fixed-point mass of the valid tokens canonically before a pivot. */
+struct rej_tally {
+    int64_t count;
+    uint64_t mass;
+};
+
+static const struct tkp_option rej_options[] = {
+    { "max_rounds", "rejection rounds per draw; the last one samples the exact kept set",
+      TKP_OPT_INT, offsetof(struct rej_opts, max_rounds), 32, 1, 4096, NULL },
+    { NULL },
+};
+
+static uint64_t rej_pos(uint32_t key, int64_t index)
 {
-    (void)pb;
-    (void)opts;
-    *why = "rejection: not implemented";
-    return 0;
+    return (uint64_t)(uint32_t)~key << 32 | (uint64_t)index;
+}
+
+/* The value of the tokens at a position (the inverse of the order key). */
+static float rej_pos_value(uint64_t pos) { return tkp_key_value(~(uint32_t)(pos >> 32)); }
+
+static int rej_supports(const struct tkp_problem *pb, const void *opts, const char **why)
+{
+    const struct rej_opts *o = opts;
+    if (pb->backend != TKP_CPU) {
+        *why = "rejection: the GPU implementation is not written yet";
+        return 0;
+    }
+    if ((int64_t)pb->draws * o->max_rounds > ((int64_t)1 << 32)) {
+        *why = "rejection: draws * max_rounds exceeds the 2^32 Philox counters of a row";
+        return 0;
+    }
+    return 1;
+}
+
+static size_t rej_workspace(int64_t vocab)
+{
+    return (size_t)vocab * (sizeof(uint64_t) + sizeof(uint32_t));
+}
+
+static int rej_init(void *state, const struct tkp_problem *pb, const void *opts,
+                    size_t *workspace_bytes, struct tkp_error *err)
+{
+    (void)err;
+    struct rej_state *s = state;
+    s->pb = *pb;
+    s->opts = *(const struct rej_opts *)opts;
+    memset(&s->stats, 0, sizeof s->stats);
+    *workspace_bytes = rej_workspace(pb->vocab);
+    return TKP_OK;
+}
+
+/* One pass: the tallies of the tokens before pivots a and b. */
+static void rej_tally2(const struct rej_row *row, uint64_t a, uint64_t b, struct rej_tally *ta,
+                       struct rej_tally *tb)
+{
+    *ta = *tb = (struct rej_tally){ 0, 0 };
+    for (int64_t i = 0; i < row->vocab; i++) {
+        uint64_t pos = rej_pos(row->key[i], i);
+        if (pos < a) {
+            ta->count++;
+            ta->mass += row->w[i];
+        }
+        if (pos < b) {
+            tb->count++;
+            tb->mass += row->w[i];
+        }
+    }
+}
+
+static struct rej_tally rej_tally1(const struct rej_row *row, uint64_t pivot)
+{
+    struct rej_tally t, same;
+    rej_tally2(row, pivot, pivot, &t, &same);
+    return t;
+}
+
+/* Would a token at a pivot with this tally be kept? (SEMANTICS.md: in the top-k set, and
+ * first or with the mass before it below the top-p target.) Monotone: once false at a
+ * pivot, false at every later one. */
+static int rej_kept(const struct rej_row *row, struct rej_tally t)
+{
+    return t.count < row->k_limit && (t.count == 0 || t.mass < row->target);
+}
+
+/* Inverse CDF over the candidate set B(lo) of exact mass `mass` > 0, in index order: the
+ * first token whose inclusive prefix exceeds floor(u * mass / 2^64). */
+static int64_t rej_pick(const struct rej_row *row, uint64_t lo, uint64_t mass, uint64_t u)
+{
+    uint64_t target = tkp_scale_u64(u, mass), prefix = 0;
+    int64_t i = 0;
+    for (; i < row->vocab - 1; i++) {
+        if (rej_pos(row->key[i], i) < lo)
+            prefix += row->w[i];
+        if (prefix > target)
+            break;
+    }
+    return i; /* the prefix reaches `mass` > target at the last candidate at the latest */
+}
+
+/* The second pivot, strictly between the kept bound `hi` and the rejected candidate at `pc`
+ * whenever such a position exists: the value halfway between theirs (all tokens above it),
+ * or, when no float lies strictly between, the midpoint of the two positions (which halves
+ * the index range of a run of equal values). */
+static uint64_t rej_second_pivot(uint64_t hi, uint64_t pc)
+{
+    float mid = 0.5f * rej_pos_value(pc) + 0.5f * rej_pos_value(hi);
+    uint64_t pm = rej_pos(tkp_order_key(mid), 0);
+    if (pm > hi && pm < pc)
+        return pm;
+    return hi + (pc - hi) / 2;
+}
+
+/* The kept set inside B(lo) as a pivot, by bisection between the kept bound `hi` and `lo`:
+ * the returned pivot P has exactly the kept tokens before it. */
+static uint64_t rej_kept_bound(const struct rej_row *row, uint64_t hi, uint64_t lo,
+                               double *steps)
+{
+    while (lo - hi > 1) {
+        uint64_t mid = hi + (lo - hi) / 2;
+        if (rej_kept(row, rej_tally1(row, mid)))
+            hi = mid;
+        else
+            lo = mid;
+        *steps += 1;
+    }
+    return hi + 1;
+}
+
+/* One draw: a rejection chain of at most `max_rounds` rounds. Round r of draw d uses Philox
+ * counter d * max_rounds + r. The last round samples the exact kept set instead. */
+static int64_t rej_draw(struct rej_state *s, const struct rej_row *row, const struct tkp_io *io,
+                        int64_t r, int32_t d)
+{
+    const int rounds = s->opts.max_rounds;
+    uint64_t hi = row->top, lo = row->start, mass = row->start_mass;
+    for (int round = 0;; round++) {
+        uint32_t counter = (uint32_t)d * (uint32_t)rounds + (uint32_t)round;
+        uint64_t u = tkp_philox_u64(io->seed, (uint64_t)r, io->offset, counter);
+        s->stats.rounds += 1;
+        if (round == rounds - 1) {
+            lo = rej_kept_bound(row, hi, lo, &s->stats.iterations);
+            s->stats.fallbacks++;
+            return rej_pick(row, lo, rej_tally1(row, lo).mass, u);
+        }
+        int64_t c = rej_pick(row, lo, mass, u);
+        uint64_t pc = rej_pos(row->key[c], c), p1 = rej_second_pivot(hi, pc);
+        struct rej_tally tc, t1;
+        rej_tally2(row, pc, p1, &tc, &t1);
+        if (rej_kept(row, tc))
+            return c;
+        if (rej_kept(row, t1)) {
+            hi = p1;
+            lo = pc;
+            mass = tc.mass;
+        } else {
+            lo = p1;
+            mass = t1.mass;
+        }
+    }
+}
+
+/* The k-th largest order key (1 <= k <= number of valid keys), by radix select: one
+ * histogram pass per digit. *above = how many keys are larger, *ties = how many equal it. */
+static uint32_t rej_kth_key(const uint32_t *key, int64_t vocab, int64_t k, int64_t *above,
+                            int64_t *ties)
+{
+    uint32_t prefix = 0, mask = 0;
+    const uint32_t digit_mask = (1u << REJ_DIGIT_BITS) - 1;
+    int64_t rank = k, hist[1 << REJ_DIGIT_BITS];
+    uint32_t digit = 0;
+    for (int pass = 1; pass <= REJ_DIGIT_PASSES; pass++) {
+        int shift = 32 - pass * REJ_DIGIT_BITS;
+        memset(hist, 0, sizeof hist);
+        for (int64_t i = 0; i < vocab; i++)
+            if ((key[i] & mask) == prefix)
+                hist[(key[i] >> shift) & digit_mask]++;
+        for (digit = digit_mask; hist[digit] < rank; digit--)
+            rank -= hist[digit];
+        prefix |= digit << shift;
+        mask |= digit_mask << shift;
+    }
+    *above = k - rank;
+    *ties = hist[digit];
+    return prefix;
+}
+
+/* Weights, keys, the top-k limit, the top-p target and the first candidate set of a row
+ * with at least one valid token. Top-k-then-top-p needs the mass of the top-k set S: radix
+ * select finds the k-th key, one pass sums the mass above it, and the k - above tied tokens
+ * S takes each weigh the same; the first candidate set is then every token with a key at
+ * least the k-th one. */
+static void rej_prepare(struct rej_state *s, const float *x, int32_t k, float p,
+                        struct tkp_row_info info, uint32_t *key, uint64_t *w, struct rej_row *row)
+{
+    const int64_t vocab = s->pb.vocab;
+    uint64_t total = 0;
+    for (int64_t i = 0; i < vocab; i++) {
+        key[i] = tkp_order_key(x[i]);
+        w[i] = tkp_weight(x[i], info.max);
+        total += w[i];
+    }
+    row->vocab = vocab;
+    row->key = key;
+    row->w = w;
+    row->k_limit = tkp_topk_on(k, vocab) && k < info.valid ? k : INT64_MAX;
+    row->top = rej_pos(tkp_order_key(info.max), 0);
+    row->start = REJ_END;
+    row->start_mass = total;
+    uint64_t set_mass = total;
+    if (tkp_topp_on(p) && row->k_limit < info.valid) {
+        int64_t above, ties;
+        uint32_t kth = rej_kth_key(key, vocab, row->k_limit, &above, &ties);
+        uint64_t mass_above = 0, kth_weight = tkp_weight(tkp_key_value(kth), info.max);
+        for (int64_t i = 0; i < vocab; i++)
+            if (key[i] > kth)
+                mass_above += w[i];
+        set_mass = mass_above + (uint64_t)(row->k_limit - above) * kth_weight;
+        row->start = rej_pos(kth, 0xFFFFFFFFu);
+        row->start_mass = mass_above + (uint64_t)ties * kth_weight;
+        s->stats.iterations += REJ_DIGIT_PASSES;
+    }
+    row->target = tkp_topp_target(p, set_mass);
+}
+
+static int rej_run(void *state, const struct tkp_io *io, void *workspace, void *stream,
+                   struct tkp_error *err)
+{
+    (void)stream;
+    (void)err;
+    struct rej_state *s = state;
+    const int64_t vocab = s->pb.vocab;
+    const int32_t draws = s->pb.draws;
+    uint64_t *w = workspace;
+    uint32_t *key = (uint32_t *)(w + vocab);
+    for (int64_t r = 0; io->samples && r < s->pb.batch; r++) {
+        const float *x = io->logits + r * s->pb.stride;
+        int64_t *out = io->samples + r * draws;
+        struct tkp_row_info info = tkp_row_scan(x, vocab);
+        s->stats.rows++;
+        if (info.valid == 0) {
+            for (int32_t d = 0; d < draws; d++)
+                out[d] = -1;
+            continue;
+        }
+        struct rej_row row;
+        rej_prepare(s, x, io->k[r], io->p[r], info, key, w, &row);
+        for (int32_t d = 0; d < draws; d++)
+            out[d] = rej_draw(s, &row, io, r, d);
+    }
+    return TKP_OK;
+}
+
+static void rej_stats(const void *state, struct tkp_stats *out)
+{
+    *out = ((const struct rej_state *)state)->stats;
 }
 
 const struct tkp_algo tkp_algo_rejection = {
     .abi = TKP_ABI,
     .name = "rejection",
-    .summary = "not implemented",
-    .flags = TKP_NOT_IMPLEMENTED,
-    .options = rejection_options,
-    .opts_size = sizeof(int),
-    .state_size = sizeof(int),
-    .supports = rejection_supports,
+    .summary = "FlashInfer-style dual-pivot rejection sampling (sorting-free)",
+    .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP,
+    .outputs = TKP_OUT_SAMPLE,
+    .backends = TKP_CPU,
+    .flags = TKP_EXACT | TKP_DETERMINISTIC,
+    .options = rej_options,
+    .opts_size = sizeof(struct rej_opts),
+    .state_size = sizeof(struct rej_state),
+    .supports = rej_supports,
+    .init = rej_init,
+    .run = rej_run,
+    .stats = rej_stats,
 };
