@@ -4,6 +4,7 @@
 #   make test       install deps, build and run the test suite (ends with "N passed, N failed")
 #   make deps       apt-get install what is missing (scripts/install-deps.sh)
 #   make gpu-bundle sm_90a binary + its shared libraries under build/gpu/ (rpath $ORIGIN/lib)
+#   make test-gpu   on the GPU machine: GPU tests (bitwise CPU = GPU) and compute-sanitizer
 #   make figures RESULTS=file.h5   draw plots/out/*.png and *.pdf from a results file
 .DELETE_ON_ERROR:
 SHELL := /bin/bash
@@ -92,11 +93,19 @@ test: deps
 figures: $(BUILD)/topkp
 	bash scripts/figures.sh $(RESULTS)
 
-gpu-bundle:
-	$(MAKE) BUILD=build/gpu-obj CUDA_ARCH=sm_90a all build/gpu-obj/topkp-tests
+gpu-bundle: deps
+	@test -n "$(NVCC)" || { echo "gpu-bundle needs nvcc" >&2; exit 1; }
+	$(MAKE) BUILD=build/gpu-obj CUDA_ARCH=sm_90a build/gpu-obj/topkp build/gpu-obj/topkp-tests
 	bash scripts/bundle.sh build/gpu-obj build/gpu
+
+# On the GPU machine, after carrying build/gpu there: bitwise CPU = GPU, sanitizers.
+test-gpu:
+	bash scripts/gpu-test.sh build/gpu
 
 clean:
 	rm -rf $(BUILD) build/gpu build/gpu-obj
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# Figure and report rules live beside their sources.
+-include plots/plots.mk paper/paper.mk

@@ -54,6 +54,31 @@ static void fill_gaussian(uint64_t seed, uint64_t row, int64_t vocab, float *x)
     }
 }
 
+/* The shape H200-PEERS.md measured the peers on: N(0, sigma) plus 20 to 100 outliers per row
+ * shifted 4 to 12 sigma up. */
+static void fill_peers(uint64_t seed, uint64_t row, int64_t vocab, float *x, float sigma)
+{
+    fill_flat(seed, row, vocab, x);
+    for (int64_t i = 0; i < vocab; i++)
+        x[i] *= sigma;
+    struct row_rng g = rng_for(seed ^ 0x7F4A7C15ull, row);
+    int outliers = 20 + (int)(next_uniform(&g) * 81.0);
+    for (int i = 0; i < outliers; i++) {
+        int64_t at = (int64_t)(next_uniform(&g) * (double)vocab);
+        x[at < vocab ? at : vocab - 1] += sigma * (float)(4.0 + 8.0 * next_uniform(&g));
+    }
+}
+
+static void fill_peers_s1(uint64_t seed, uint64_t row, int64_t vocab, float *x)
+{
+    fill_peers(seed, row, vocab, x, 1.0f);
+}
+
+static void fill_peers_s2(uint64_t seed, uint64_t row, int64_t vocab, float *x)
+{
+    fill_peers(seed, row, vocab, x, 2.0f);
+}
+
 static float round_to_bf16(float v)
 {
     uint32_t u;
@@ -97,6 +122,10 @@ static void fill_nan_inf(uint64_t seed, uint64_t row, int64_t vocab, float *x)
 const struct tkp_dataset tkp_datasets[] = {
     { "gaussian", "N(0,1) with 16 outliers per row at 4-10 sigma", fill_gaussian },
     { "flat", "N(0,1), no outliers", fill_flat },
+    { "peers_s1", "N(0,1) + 20-100 outliers at 4-12 sigma (H200-PEERS.md, top-k tables)",
+      fill_peers_s1 },
+    { "peers_s2", "N(0,2) + 20-100 outliers at 4-12 sigma (H200-PEERS.md, top-p table)",
+      fill_peers_s2 },
     { "bf16", "gaussian rounded to bfloat16 (many ties)", fill_bf16 },
     { "masked", "gaussian with half the tokens masked to -inf", fill_masked },
     { "nan_inf", "gaussian with 1% NaN and +inf in every other row", fill_nan_inf },

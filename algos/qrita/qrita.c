@@ -1,24 +1,257 @@
-/* qrita.c — placeholder registration: the module is not implemented yet, and says so through
- * supports() so that nothing fake is ever produced. */
-#include "../tkp.h"
+/* qrita.c — Qrita (Park, Kim, Cheung, Stoica; arXiv 2602.01518): top-k and top-p by pivot search
+ * over a sigma-truncated set of outliers, with duplicate handling that keeps the output equal to
+ * a stable sort. The module table, its options, and the CPU reference of one row:
+ *
+ * 0. sample: mean and std of the finite values of the first `sample_block` tokens; the gather
+ *    threshold t from them (qrita_rules.h);
+ * 1. scan: max, min, valid count, and the keys > t compacted into a bounded outlier buffer;
+ *    (2. top-p without top-k: the row's fixed-point mass, and that of the outliers;)
+ *    the outliers suffice ("truncation hit") when they are at least k (top-k) or carry at least
+ *    the top-p target (top-p alone) and the buffer did not overflow; otherwise the searches read
+ *    the whole row ("fallback");
+ * 3. search: the boundary of the top-k set by pivot search (or sort), then, within that set
+ *    renormalised, the boundary of top-p with the fixed-point mass as the measure;
+ * 4. mask: keep the keys above the boundary and its first `keep` copies in index order.
+ * The kept set is exactly naive_sort's. algos/qrita/README.md maps options to the paper. */
+#include <string.h>
 
-static const struct tkp_option qrita_options[] = { { NULL } };
+#include "../tkp.h"
+#include "qrita.h"
+
+static const double qrita_quantile[QRITA_QUANTILE_BINS - 1] = QRITA_NORMAL_QUANTILES;
+
+static const char *const truncation_choices[] = { "auto", "off", "force_fallback", NULL };
+static const char *const search_choices[] = { "quaternary", "ternary", "binary", "sort", NULL };
+static const char *const switch_choices[] = { "on", "off", NULL };
+
+static const struct tkp_option qrita_options[] = {
+    { "truncation", "sigma-truncation: auto (use the outliers when they suffice), off, "
+      "force_fallback (gather, then search the whole row anyway)",
+      TKP_OPT_ENUM, offsetof(struct qrita_opts, truncation), QRITA_TRUNC_AUTO, 0, 0,
+      truncation_choices },
+    { "search", "boundary search: quaternary (3 pivots), ternary (2), binary (1), sort",
+      TKP_OPT_ENUM, offsetof(struct qrita_opts, search), QRITA_QUATERNARY, 0, 0,
+      search_choices },
+    { "dedup", "duplicate handling: on keeps exactly the stable-sort set; off keeps every copy "
+      "of the boundary value (approximate)",
+      TKP_OPT_ENUM, offsetof(struct qrita_opts, dedup), QRITA_ON, 0, 0, switch_choices },
+    { "autotune", "tiered block sizes on the GPU (recorded only on the CPU)",
+      TKP_OPT_ENUM, offsetof(struct qrita_opts, autotune), QRITA_ON, 0, 0, switch_choices },
+    { "sigma_margin", "lower the truncation coefficient delta by this fraction of |delta|",
+      TKP_OPT_DOUBLE, offsetof(struct qrita_opts, sigma_margin), 0.15, 0.0, 1.0, NULL },
+    { "sample_block", "tokens at the start of the row that give the mean and std",
+      TKP_OPT_INT, offsetof(struct qrita_opts, sample_block), 8192, 1, 1 << 20, NULL },
+    { "max_iter", "pivot-search iteration cap (below 16/21/32 for quaternary/ternary/binary "
+      "the search may stop unresolved: approximate)",
+      TKP_OPT_INT, offsetof(struct qrita_opts, max_iter), 32, 1, 64, NULL },
+    { NULL },
+};
+
+struct qrita_state {
+    struct tkp_problem pb;
+    struct qrita_opts opts;
+    int64_t capacity; /* outlier buffer, in keys */
+    struct tkp_stats stats;
+};
+
+/* Workspace: the outlier buffer, and for search=sort a row of keys and its radix-sort scratch. */
+struct qrita_work {
+    uint32_t *outliers, *sorted, *sort_tmp;
+};
+
+static int pivots_per_iteration(int search)
+{
+    return search == QRITA_QUATERNARY ? 3 : search == QRITA_TERNARY ? 2 : 1;
+}
+
+/* The outlier buffer: a quarter of the row (4096 keys for small rows, never more than V). A row
+ * whose outliers overflow it falls back to the full row. */
+static int64_t outlier_capacity(int64_t vocab)
+{
+    int64_t capacity = vocab / 4 > 4096 ? vocab / 4 : 4096;
+    return capacity < vocab ? capacity : vocab;
+}
 
 static int qrita_supports(const struct tkp_problem *pb, const void *opts, const char **why)
 {
-    (void)pb;
     (void)opts;
-    *why = "qrita: not implemented";
-    return 0;
+    if (pb->backend != TKP_CPU) {
+        *why = "qrita: the GPU implementation is not written yet";
+        return 0;
+    }
+    return 1;
+}
+
+static int qrita_approximate(const void *opts)
+{
+    const struct qrita_opts *o = opts;
+    if (o->dedup == QRITA_OFF)
+        return 1;
+    return o->search != QRITA_SORT &&
+           o->max_iter < qrita_iterations_needed(pivots_per_iteration(o->search));
+}
+
+static int qrita_init(void *state, const struct tkp_problem *pb, const void *opts,
+                      size_t *workspace_bytes, struct tkp_error *err)
+{
+    (void)err;
+    struct qrita_state *s = state;
+    s->pb = *pb;
+    s->opts = *(const struct qrita_opts *)opts;
+    s->capacity = outlier_capacity(pb->vocab);
+    memset(&s->stats, 0, sizeof s->stats);
+    size_t sort_keys = s->opts.search == QRITA_SORT ? 2 * (size_t)pb->vocab : 0;
+    *workspace_bytes = ((size_t)s->capacity + sort_keys) * sizeof(uint32_t);
+    return TKP_OK;
+}
+
+/* Pass 0: the gather threshold of a row, or 0 when truncation has no threshold to offer (an
+ * empty sample, or a k or p in the last quantile bin). */
+static int sigma_threshold(const struct qrita_state *s, const float *x, int32_t k, float p,
+                           uint32_t *key)
+{
+    int64_t vocab = s->pb.vocab;
+    struct qrita_sample sample =
+        qrita_sample_stats(x, s->opts.sample_block < vocab ? s->opts.sample_block : vocab);
+    if (sample.count == 0)
+        return 0;
+    double delta = tkp_topk_on(k, vocab) ? qrita_delta_topk(k, vocab, qrita_quantile)
+                                         : qrita_delta_topp(p, sample.std, qrita_quantile);
+    if (delta == -INFINITY)
+        return 0;
+    *key = qrita_threshold_key(sample.mean, sample.std, delta, s->opts.sigma_margin);
+    return 1;
+}
+
+/* Where the searches of a row look, and the sorted pool for search=sort. */
+struct row_search {
+    struct qrita_pool pool;
+    struct qrita_searcher searcher;
+    const uint32_t *sorted;
+    int64_t sorted_size;
+};
+
+static struct qrita_boundary find_boundary(struct row_search *r, const struct qrita_query *q)
+{
+    if (r->sorted)
+        return qrita_sorted_boundary(r->sorted, r->sorted_size, r->searcher.dedup, q);
+    return qrita_pivot_search(&r->searcher, &r->pool, q);
+}
+
+/* Narrow the top-p query to the top-k set b (renormalisation: the mass is summed over it only);
+ * returns the set's mass. */
+static uint64_t enter_topk_set(const struct row_search *r, struct qrita_boundary b,
+                               struct qrita_query *q)
+{
+    uint32_t below_set = b.key - 1;
+    struct qrita_pivot_stat set;
+    qrita_evaluate(&r->pool, &below_set, 1, q->measure, b, &set);
+    q->lo = below_set;
+    q->set_size = set.count;
+    q->set = b;
+    return set.mass;
+}
+
+static void qrita_row(struct qrita_state *s, const float *x, int32_t k, float p, uint8_t *kept,
+                      const struct qrita_work *w)
+{
+    const int64_t vocab = s->pb.vocab;
+    const struct qrita_opts *o = &s->opts;
+    uint32_t trunc_key = UINT32_MAX; /* nothing is gathered above it */
+    int truncate = o->truncation != QRITA_TRUNC_OFF && (tkp_topk_on(k, vocab) || tkp_topp_on(p));
+    int has_threshold = truncate && sigma_threshold(s, x, k, p, &trunc_key);
+    struct qrita_scan scan = qrita_scan_gather(x, vocab, trunc_key, w->outliers, s->capacity);
+    s->stats.rows++;
+
+    int topk = tkp_topk_on(k, vocab) && k < scan.valid, topp = tkp_topp_on(p);
+    if (scan.valid == 0 || (!topk && !topp)) {
+        qrita_mask(x, vocab, qrita_all_valid(), kept);
+        return;
+    }
+    uint64_t row_total = 0, outlier_mass = 0;
+    if (!topk)
+        qrita_row_mass(x, vocab, scan.max, trunc_key, &row_total, &outlier_mass);
+    int hit = 0;
+    if (truncate) {
+        int fits = has_threshold && scan.gathered <= s->capacity;
+        hit = o->truncation == QRITA_TRUNC_AUTO && fits &&
+              (topk ? scan.gathered >= k
+                    : scan.gathered >= 1 && outlier_mass >= tkp_topp_target(p, row_total));
+        s->stats.trunc_hits += hit;
+        s->stats.fallbacks += !hit;
+        s->stats.outliers += (double)scan.gathered;
+        if (!topk)
+            s->stats.outlier_mass += (double)outlier_mass / (double)row_total;
+    }
+
+    struct row_search r = { .searcher = { pivots_per_iteration(o->search), o->max_iter,
+                                          o->dedup == QRITA_ON, 0 } };
+    r.pool.keys = hit ? w->outliers : NULL;
+    r.pool.row = hit ? NULL : x;
+    r.pool.size = hit ? scan.gathered : vocab;
+    if (o->search == QRITA_SORT) {
+        r.sorted_size = qrita_sort_pool(&r.pool, w->sorted, w->sort_tmp);
+        r.sorted = w->sorted;
+    }
+    struct qrita_measure weight = { 0, scan.max };
+    struct qrita_query q = { hit ? trunc_key : scan.min_key - 1, scan.max_key, weight, 0,
+                             scan.valid, qrita_all_valid() };
+    struct qrita_boundary b = qrita_all_valid();
+    if (topk) {
+        struct qrita_query qk = q;
+        qk.measure.unit = 1;
+        qk.target = (uint64_t)k;
+        b = find_boundary(&r, &qk);
+    }
+    if (topp) {
+        if (topk)
+            row_total = enter_topk_set(&r, b, &q);
+        q.target = tkp_topp_target(p, row_total);
+        b = find_boundary(&r, &q);
+    }
+    s->stats.iterations += (double)r.searcher.iterations;
+    qrita_mask(x, vocab, b, kept);
+}
+
+static int qrita_run(void *state, const struct tkp_io *io, void *workspace, void *stream,
+                     struct tkp_error *err)
+{
+    (void)stream;
+    struct qrita_state *s = state;
+    if (!io->kept) {
+        tkp_error_set(err, "qrita: outputs a kept set only; no kept buffer was given");
+        return TKP_EINVAL;
+    }
+    struct qrita_work w = { .outliers = workspace };
+    if (s->opts.search == QRITA_SORT) {
+        w.sorted = w.outliers + s->capacity;
+        w.sort_tmp = w.sorted + s->pb.vocab;
+    }
+    for (int64_t r = 0; r < s->pb.batch; r++)
+        qrita_row(s, io->logits + r * s->pb.stride, io->k[r], io->p[r],
+                  io->kept + r * s->pb.vocab, &w);
+    return TKP_OK;
+}
+
+static void qrita_stats(const void *state, struct tkp_stats *out)
+{
+    *out = ((const struct qrita_state *)state)->stats;
 }
 
 const struct tkp_algo tkp_algo_qrita = {
     .abi = TKP_ABI,
     .name = "qrita",
-    .summary = "not implemented",
-    .flags = TKP_NOT_IMPLEMENTED,
+    .summary = "sigma-truncation + quaternary pivot search with duplicate handling",
+    .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP,
+    .outputs = TKP_OUT_SET,
+    .backends = TKP_CPU,
+    .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = qrita_options,
-    .opts_size = sizeof(int),
-    .state_size = sizeof(int),
+    .opts_size = sizeof(struct qrita_opts),
+    .state_size = sizeof(struct qrita_state),
     .supports = qrita_supports,
+    .approximate = qrita_approximate,
+    .init = qrita_init,
+    .run = qrita_run,
+    .stats = qrita_stats,
 };

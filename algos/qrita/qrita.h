@@ -1,0 +1,92 @@
+/* qrita.h — the CPU passes of Qrita (qrita_passes.c), one function per pass a GPU program makes
+ * over a row or over its outlier buffer, and the module's options. qrita.c strings the passes
+ * together per row; the decisions between them are in qrita_rules.h. */
+#ifndef QRITA_H
+#define QRITA_H
+
+#include <stdint.h>
+
+#include "qrita_rules.h"
+
+enum qrita_truncation { QRITA_TRUNC_AUTO, QRITA_TRUNC_OFF, QRITA_TRUNC_FORCE_FALLBACK };
+enum qrita_search { QRITA_QUATERNARY, QRITA_TERNARY, QRITA_BINARY, QRITA_SORT };
+enum qrita_switch { QRITA_ON, QRITA_OFF };
+
+struct qrita_opts {
+    int truncation, search, dedup, autotune; /* enum indices */
+    double sigma_margin;
+    int sample_block, max_iter;
+};
+
+/* Pass 0: count, mean and standard deviation of the finite values among x[0..n). Sums are in
+ * double with a fixed shape that a GPU block reproduces: lane j (of QRITA_STAT_LANES) adds the
+ * values i = j, j + LANES, ... in order, then lanes are folded pairwise by halving strides. */
+#define QRITA_STAT_LANES 256
+struct qrita_sample {
+    int64_t count;
+    double mean, std;
+};
+struct qrita_sample qrita_sample_stats(const float *x, int64_t n);
+
+/* Pass 1: largest valid value, smallest and largest valid key, number of valid tokens, and the
+ * keys > `above` written in index order to `buffer` while they fit in `capacity`; `gathered`
+ * counts them all, so gathered > capacity means the buffer overflowed. */
+struct qrita_scan {
+    float max;
+    uint32_t min_key, max_key;
+    int64_t valid, gathered;
+};
+struct qrita_scan qrita_scan_gather(const float *x, int64_t vocab, uint32_t above,
+                                    uint32_t *buffer, int64_t capacity);
+
+/* Pass 2 (top-p without top-k): the fixed-point mass of the row, and of its keys > `above`. */
+void qrita_row_mass(const float *x, int64_t vocab, float max, uint32_t above, uint64_t *total,
+                    uint64_t *above_mass);
+
+/* The tokens a search reads: the outlier buffer (keys) or the whole row (values). */
+struct qrita_pool {
+    const uint32_t *keys;
+    const float *row;
+    int64_t size;
+};
+
+/* One search pass: the statistics of `count` ascending pivots over the pool, restricted to
+ * `set` (qrita_restrict). */
+void qrita_evaluate(const struct qrita_pool *pool, const uint32_t *pivot, int count,
+                    struct qrita_measure measure, struct qrita_boundary set,
+                    struct qrita_pivot_stat *out);
+
+/* One boundary search: the set is the first `set_size` tokens of the canonical order, every one
+ * of them in the pool with a key > `lo` and <= `hi` (the largest key), restricted to `set`. */
+struct qrita_query {
+    uint32_t lo, hi;
+    struct qrita_measure measure;
+    uint64_t target;
+    int64_t set_size;
+    struct qrita_boundary set;
+};
+
+/* How a search runs: `pivots` per iteration (1..3), at most `max_iter` iterations; with
+ * `dedup` off every copy of the boundary value is kept. `iterations` accumulates. */
+struct qrita_searcher {
+    int pivots, max_iter, dedup;
+    int64_t iterations;
+};
+
+/* Quaternary/ternary/binary pivot search. A search stopped by max_iter before it resolves keeps
+ * every token above its tightest low pivot (a superset of the exact answer). */
+struct qrita_boundary qrita_pivot_search(struct qrita_searcher *s, const struct qrita_pool *pool,
+                                         const struct qrita_query *q);
+
+/* The same answer from the pool's valid keys sorted in descending order (`sorted`, n keys). */
+struct qrita_boundary qrita_sorted_boundary(const uint32_t *sorted, int64_t n, int dedup,
+                                            const struct qrita_query *q);
+
+/* The valid keys of the pool into `out`, sorted descending (LSD radix sort, `tmp` as large);
+ * returns their number. */
+int64_t qrita_sort_pool(const struct qrita_pool *pool, uint32_t *out, uint32_t *tmp);
+
+/* Final pass: kept[i] = 1 for the tokens of boundary b, in index order. */
+void qrita_mask(const float *x, int64_t vocab, struct qrita_boundary b, uint8_t *kept);
+
+#endif
