@@ -73,6 +73,12 @@ static hid_t key_status_type(void)
     return t;
 }
 
+/* Statuses a rerun would only repeat: --resume skips these cells (error and oom run again). */
+static int is_final(const char *status)
+{
+    return strcmp(status, "ok") == 0 || strcmp(status, "unsupported") == 0;
+}
+
 static void remember(struct tkp_results *r, const char *sweep, const char *key)
 {
     if (r->n_done == r->cap_done) {
@@ -98,7 +104,7 @@ static herr_t load_sweep(hid_t group, const char *name, const H5L_info_t *info, 
     hid_t t = key_status_type();
     if (n > 0 && H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) >= 0)
         for (hssize_t i = 0; i < n; i++)
-            if (strcmp(rows[i].status, "ok") == 0)
+            if (is_final(rows[i].status))
                 remember(r, name, rows[i].key);
     H5Tclose(t);
     free(rows);
@@ -250,7 +256,7 @@ int tkp_results_append(struct tkp_results *r, const char *sweep, struct tkp_cell
         rc = TKP_EINVAL;
     if (rc)
         tkp_error_set(err, "cannot append cell %s to the results file", row->key);
-    else if (strcmp(row->status, "ok") == 0)
+    else if (is_final(row->status))
         remember(r, sweep, row->key);
     return rc;
 }

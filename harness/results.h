@@ -41,7 +41,7 @@ int tkp_results_config(struct tkp_results *r, const char *name, const char *text
 /* Append one cell and its repetition times, then flush the file. */
 int tkp_results_append(struct tkp_results *r, const char *sweep, struct tkp_cell_row *row,
                        const double *samples_us, int64_t n, struct tkp_error *err);
-/* Was a cell with this key already recorded with status ok? */
+/* Was a cell with this key already recorded as ok or unsupported? */
 int tkp_results_done(struct tkp_results *r, const char *sweep, const char *key);
 
 /* Print every sweep's cells (or only `sweep`) as TSV with one header line: a first column

@@ -36,7 +36,7 @@ TEST(cli_gen_then_apply_naive_sort_equals_oracle_on_every_row)
     snprintf(res, sizeof res, "%s/apply.h5", scratch_dir());
     REQUIRE(run_cmd(out, sizeof out, "%s gen bf16 --batch 12 --vocab 3001 --seed 5 -o %s",
                     topkp_bin(), in) == 0, "gen failed: %s", out);
-    REQUIRE(run_cmd(out, sizeof out, "%s apply naive_sort --in %s --out %s --k 40 --p 0.8 --draws 7 --seed 9",
+    REQUIRE(run_cmd(out, sizeof out, "%s apply naive_sort --backend cpu --in %s --out %s --k 40 --p 0.8 --draws 7 --seed 9",
                     topkp_bin(), in, res) == 0, "apply failed: %s", out);
     struct tkp_batch b;
     struct tkp_error err;
@@ -83,7 +83,7 @@ TEST(cli_apply_uses_command_line_k_p_when_the_file_has_none)
     hid_t dk = H5Dcreate2(f, "k", H5T_NATIVE_INT32, s1, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     H5Dwrite(dk, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, k_first);
     H5Dclose(dk), H5Sclose(s1), H5Dclose(d), H5Sclose(s), H5Fclose(f);
-    REQUIRE(run_cmd(out, sizeof out, "%s apply naive_sort --in %s --out %s --k 2", topkp_bin(),
+    REQUIRE(run_cmd(out, sizeof out, "%s apply naive_sort --backend cpu --in %s --out %s --k 2", topkp_bin(),
                     path, res) == 0, "apply failed: %s", out);
     hsize_t kd[2];
     uint8_t *kept = read_2d(res, "kept", H5T_NATIVE_UINT8, 1, kd);
@@ -97,7 +97,7 @@ TEST(cli_apply_reports_bad_input_clearly)
 {
     char out[4096];
     const char *junk = write_scratch("junk.h5", "this is not hdf5\n");
-    CHECK(run_cmd(out, sizeof out, "%s apply naive_sort --in %s --out %s/x.h5", topkp_bin(), junk,
+    CHECK(run_cmd(out, sizeof out, "%s apply naive_sort --backend cpu --in %s --out %s/x.h5", topkp_bin(), junk,
                   scratch_dir()) != 0 && strstr(out, junk) && strstr(out, "not a readable HDF5"),
           "a text file must be rejected naming it: %s", out);
     char path[512];
@@ -109,19 +109,19 @@ TEST(cli_apply_reports_bad_input_clearly)
     float v[4] = { 1, 2, 3, 4 };
     H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
     H5Dclose(d), H5Sclose(s), H5Fclose(f);
-    CHECK(run_cmd(out, sizeof out, "%s apply naive_sort --in %s --out %s/x.h5", topkp_bin(), path,
+    CHECK(run_cmd(out, sizeof out, "%s apply naive_sort --backend cpu --in %s --out %s/x.h5", topkp_bin(), path,
                   scratch_dir()) != 0 && strstr(out, "/logits must be a 2-D"),
           "a 1-D /logits must be rejected: %s", out);
     char gen[512];
     snprintf(gen, sizeof gen, "%s/small.h5", scratch_dir());
     run_cmd(out, sizeof out, "%s gen gaussian --batch 2 --vocab 50 -o %s", topkp_bin(), gen);
-    CHECK(run_cmd(out, sizeof out, "%s apply naive_sort --in %s --out %s/x.h5 --p nan", topkp_bin(),
+    CHECK(run_cmd(out, sizeof out, "%s apply naive_sort --backend cpu --in %s --out %s/x.h5 --p nan", topkp_bin(),
                   gen, scratch_dir()) != 0 && strstr(out, "--p"),
           "a NaN p must be rejected naming the flag: %s", out);
-    CHECK(run_cmd(out, sizeof out, "%s apply naive_sort --in %s --out %s/x.h5 --set bogus=1",
+    CHECK(run_cmd(out, sizeof out, "%s apply naive_sort --backend cpu --in %s --out %s/x.h5 --set bogus=1",
                   topkp_bin(), gen, scratch_dir()) != 0 && strstr(out, "bogus"),
           "an unknown option must be named: %s", out);
-    CHECK(run_cmd(out, sizeof out, "%s apply nosuch --in %s --out %s/x.h5", topkp_bin(), gen,
+    CHECK(run_cmd(out, sizeof out, "%s apply nosuch --backend cpu --in %s --out %s/x.h5", topkp_bin(), gen,
                   scratch_dir()) != 0 && strstr(out, "unknown algorithm 'nosuch'"),
           "an unknown algorithm must be named: %s", out);
     CHECK(run_cmd(out, sizeof out, "%s gen nosuch --batch 1 --vocab 5 -o %s/y.h5", topkp_bin(),

@@ -100,7 +100,7 @@ TEST(results_export_round_trip_with_statuses)
               strstr(info, "git_commit") && strstr(info, "device_name") &&
               strstr(info, "copy_gbps") && strstr(info, "command_line"),
           "provenance attributes missing: %s", info);
-    CHECK(run_cmd(out, sizeof out, "%s run %s -o %s", topkp_bin(), cfg, h5) != 0 &&
+    CHECK(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", topkp_bin(), cfg, h5) != 0 &&
               strstr(out, "--resume"),
           "an existing results file must not be overwritten silently: %s", out);
 }
@@ -116,9 +116,9 @@ TEST(results_kill_9_keeps_finished_cells_and_resume_completes_them)
     snprintf(killed, sizeof killed, "%s/killed.h5", scratch_dir());
     snprintf(whole, sizeof whole, "%s/whole.h5", scratch_dir());
     snprintf(log, sizeof log, "%s/kill.log", scratch_dir());
-    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s", topkp_bin(), cfg, whole) == 0,
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", topkp_bin(), cfg, whole) == 0,
             "uninterrupted run failed: %s", out);
-    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s 2>%s >/dev/null & echo $!", topkp_bin(), cfg,
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu 2>%s >/dev/null & echo $!", topkp_bin(), cfg,
                     killed, log) == 0, "cannot start: %s", out);
     pid_t pid = (pid_t)atoi(out);
     int progress = 0;
@@ -138,7 +138,7 @@ TEST(results_kill_9_keeps_finished_cells_and_resume_completes_them)
     static char keys_killed[1 << 16], keys_resumed[1 << 16], keys_whole[1 << 16];
     int cells = exported_cells(killed, keys_killed, sizeof keys_killed);
     CHECK(cells >= progress, "file holds %d cells but %d were reported finished", cells, progress);
-    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --resume", topkp_bin(), cfg, killed) == 0,
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu --resume", topkp_bin(), cfg, killed) == 0,
             "resume failed: %s", out);
     int total = exported_cells(whole, keys_whole, sizeof keys_whole);
     int resumed = exported_cells(killed, keys_resumed, sizeof keys_resumed);
