@@ -42,7 +42,7 @@ LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(CU_OBJS)
 TEST_SRCS := $(filter-out tests/oracle.c,$(wildcard tests/*.c))
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps run test test-gpu gpu-bundle figures clean
+.PHONY: all deps run test test-gpu gpu-bundle figures paper clean
 all: $(BUILD)/topkp
 
 # Rebuild everything when the flags change (e.g. CUDA appears or CPU_ONLY is set).
@@ -89,9 +89,6 @@ run: deps
 test: deps
 	$(MAKE) $(BUILD)/topkp $(BUILD)/topkp-tests
 	TOPKP=$(BUILD)/topkp $(BUILD)/topkp-tests
-
-figures: $(BUILD)/topkp
-	bash scripts/figures.sh $(RESULTS)
 
 gpu-bundle: deps
 	@test -n "$(NVCC)" || { echo "gpu-bundle needs nvcc" >&2; exit 1; }

@@ -6,6 +6,7 @@
 
 #include "../algos/common/philox.h"
 #include "datasets.h"
+#include "model_like.h"
 
 /* A stream of uniforms in (0, 1) for one row. */
 struct row_rng {
@@ -129,6 +130,15 @@ const struct tkp_dataset tkp_datasets[] = {
     { "bf16", "gaussian rounded to bfloat16 (many ties)", fill_bf16 },
     { "masked", "gaussian with half the tokens masked to -inf", fill_masked },
     { "nan_inf", "gaussian with 1% NaN and +inf in every other row", fill_nan_inf },
+    /* model-like profiles (model_like.c, CALIBRATION.md); each tied to its model's V */
+    { "model_llama3_8b", "R1-Distill-Llama-8B-like, V=128256 (Table 1 row)",
+      tkp_fill_model_llama3_8b },
+    { "model_qwen3_8b", "Qwen3-8B-like, V=151936 (Table 1 row)", tkp_fill_model_qwen3_8b },
+    { "model_gpt_oss_20b", "GPT-OSS-20B-like, V=201088 (Table 1 row)",
+      tkp_fill_model_gpt_oss_20b },
+    { "model_qwen35", "Qwen3.5-35B-A3B-like, V=248320 (no Table 1 row: not calibrated)",
+      tkp_fill_model_qwen35 },
+    { "model_gemma3_4b", "Gemma3-4B-like, V=262208 (Table 1 row)", tkp_fill_model_gemma3_4b },
     { NULL, NULL, NULL },
 };
 

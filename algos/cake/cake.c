@@ -16,6 +16,9 @@
 #include "../common/philox.h"
 #include "../common/prob.h"
 #include "../tkp.h"
+#ifdef TKP_HAVE_CUDA
+#include "cake_gpu.h"
+#endif
 
 #define CAKE_SLAB 1024
 #define CAKE_BUCKETS 2048
@@ -29,6 +32,9 @@ static const struct {
 struct cake_state {
     struct tkp_problem pb;
     struct tkp_stats stats;
+#ifdef TKP_HAVE_CUDA
+    struct cake_gpu_plan plan; /* launch shape of the GPU backend (cake_gpu.cu) */
+#endif
 };
 
 /* Workspace of one row: the fixed-point prefix of the slab, the slab itself (composites),
@@ -58,8 +64,17 @@ static int64_t cake_effective_k(int32_t k, int64_t vocab)
 static int cake_supports(const struct tkp_problem *pb, const void *opts, const char **why)
 {
     (void)opts;
+#ifndef TKP_HAVE_CUDA
     if (pb->backend != TKP_CPU) {
-        *why = "cake: the GPU implementation is not written yet";
+        *why = "cake: this build has no CUDA (the GPU implementation is cake_gpu.cu)";
+        return 0;
+    }
+#endif
+    /* The GPU kernel cannot refuse a row by name without a synchronisation, so it relies on
+     * the problem's largest set (a row with top-k off counts as the whole vocabulary). */
+    if (pb->backend == TKP_GPU && pb->set_max > CAKE_SLAB) {
+        *why = "cake: a row's top-k set (k, or the vocabulary when top-k is off) exceeds the "
+               "1024-entry slab (k <= 1024 required)";
         return 0;
     }
     if (pb->k_max > CAKE_SLAB) {
@@ -82,6 +97,12 @@ static int cake_init(void *state, const struct tkp_problem *pb, const void *opts
     struct cake_state *s = state;
     s->pb = *pb;
     memset(&s->stats, 0, sizeof s->stats);
+#ifdef TKP_HAVE_CUDA
+    if (pb->backend == TKP_GPU) {
+        *workspace_bytes = 0; /* everything lives in shared memory */
+        return cake_gpu_plan(pb->batch, pb->vocab, &s->plan, err);
+    }
+#endif
     *workspace_bytes = 2 * CAKE_SLAB * sizeof(uint64_t) +
                        ((size_t)pb->vocab + CAKE_BUCKETS) * sizeof(uint32_t);
     return TKP_OK;
@@ -248,6 +269,17 @@ static int cake_run(void *state, const struct tkp_io *io, void *workspace, void 
 {
     (void)stream;
     struct cake_state *s = state;
+#ifdef TKP_HAVE_CUDA
+    if (s->pb.backend == TKP_GPU) {
+        /* supports() checked set_max <= 1024 for every row; the statistics that need the
+         * per-row pass counts stay on the device, only rows are counted. */
+        int rc = cake_gpu_run(&s->plan, s->pb.batch, s->pb.vocab, s->pb.stride, s->pb.draws,
+                              io, stream, err);
+        if (rc == TKP_OK)
+            s->stats.rows += s->pb.batch;
+        return rc;
+    }
+#endif
     for (int64_t r = 0; r < s->pb.batch; r++)
         if (cake_effective_k(io->k[r], s->pb.vocab) > CAKE_SLAB) {
             tkp_error_set(err,
@@ -277,7 +309,11 @@ const struct tkp_algo tkp_algo_cake = {
     .summary = "cluster radix-select top-k slab (k <= 1024), top-p on the slab, inverse CDF",
     .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP,
     .outputs = TKP_OUT_SET | TKP_OUT_SAMPLE,
+#ifdef TKP_HAVE_CUDA
+    .backends = TKP_CPU | TKP_GPU,
+#else
     .backends = TKP_CPU,
+#endif
     .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = cake_options,
     .opts_size = sizeof(int),
@@ -286,4 +322,5 @@ const struct tkp_algo tkp_algo_cake = {
     .init = cake_init,
     .run = cake_run,
     .stats = cake_stats,
+    .max_set = CAKE_SLAB,
 };

@@ -6,8 +6,10 @@
  * the known-kept bound; the candidate is accepted when it passes the kept-set test,
  * otherwise the candidate set shrinks. The code is written as the sequential form of what
  * one CTA per row does on the GPU (the same passes, the same integer decisions, the same
- * Philox counters), so a CUDA kernel can reproduce every draw bit for bit. The algorithm,
- * the Philox counter layout, the termination and exactness arguments: README.md here. */
+ * Philox counters), so the CUDA kernel (rejection_gpu.cu, built with TKP_HAVE_CUDA and run
+ * when the problem's backend is TKP_GPU) reproduces every draw bit for bit; the rules both
+ * share are in rejection_rules.h. The algorithm, the Philox counter layout, the termination
+ * and exactness arguments, the GPU design: README.md here. */
 #include <stddef.h>
 #include <string.h>
 
@@ -15,15 +17,13 @@
 #include "../common/philox.h"
 #include "../common/prob.h"
 #include "../tkp.h"
-
-/* A pivot is a 64-bit position in the canonical order: a token's position is
- * (~order_key << 32) | index, so a smaller position comes first. The candidate set of a
- * pivot P is every valid token whose position is < P. REJ_END is past every valid token
- * (invalid tokens have order key 0, so they sit at REJ_END and beyond). */
-#define REJ_END ((uint64_t)0xFFFFFFFFu << 32)
-/* Radix select of the k-th order key: 8-bit digits, most significant first. */
-#define REJ_DIGIT_BITS 8
-#define REJ_DIGIT_PASSES (32 / REJ_DIGIT_BITS)
+#include "rejection_rules.h"
+#ifdef TKP_HAVE_CUDA
+#include "rejection_gpu.h"
+#define REJ_BACKENDS (TKP_CPU | TKP_GPU)
+#else
+#define REJ_BACKENDS TKP_CPU
+#endif
 
 struct rej_opts {
     int max_rounds;
@@ -33,6 +33,11 @@ struct rej_state {
     struct tkp_problem pb;
     struct rej_opts opts;
     struct tkp_stats stats;
+#ifdef TKP_HAVE_CUDA
+    struct rej_gpu_plan plan;
+    void *gpu_stats;  /* the device workspace of the latest GPU run (per-CTA statistics) */
+    void *gpu_stream; /* its stream */
+#endif
 };
 
 /* One row prepared for all its draws. `key` and `w` live in the workspace (the GPU
@@ -60,19 +65,11 @@ static const struct tkp_option rej_options[] = {
     { NULL },
 };
 
-static uint64_t rej_pos(uint32_t key, int64_t index)
-{
-    return (uint64_t)(uint32_t)~key << 32 | (uint64_t)index;
-}
-
-/* The value of the tokens at a position (the inverse of the order key). */
-static float rej_pos_value(uint64_t pos) { return tkp_key_value(~(uint32_t)(pos >> 32)); }
-
 static int rej_supports(const struct tkp_problem *pb, const void *opts, const char **why)
 {
     const struct rej_opts *o = opts;
-    if (pb->backend != TKP_CPU) {
-        *why = "rejection: the GPU implementation is not written yet";
+    if (!(pb->backend & REJ_BACKENDS)) {
+        *why = "rejection: this build has no GPU implementation (built without CUDA)";
         return 0;
     }
     if ((int64_t)pb->draws * o->max_rounds > ((int64_t)1 << 32)) {
@@ -95,6 +92,14 @@ static int rej_init(void *state, const struct tkp_problem *pb, const void *opts,
     s->pb = *pb;
     s->opts = *(const struct rej_opts *)opts;
     memset(&s->stats, 0, sizeof s->stats);
+#ifdef TKP_HAVE_CUDA
+    s->gpu_stats = s->gpu_stream = NULL;
+    if (pb->backend == TKP_GPU) {
+        rej_gpu_plan_for(pb, &s->plan);
+        *workspace_bytes = s->plan.workspace;
+        return TKP_OK;
+    }
+#endif
     *workspace_bytes = rej_workspace(pb->vocab);
     return TKP_OK;
 }
@@ -124,12 +129,10 @@ static struct rej_tally rej_tally1(const struct rej_row *row, uint64_t pivot)
     return t;
 }
 
-/* Would a token at a pivot with this tally be kept? (SEMANTICS.md: in the top-k set, and
- * first or with the mass before it below the top-p target.) Monotone: once false at a
- * pivot, false at every later one. */
-static int rej_kept(const struct rej_row *row, struct rej_tally t)
+/* Would a token at a pivot with this tally be kept? (rejection_rules.h) */
+static int rej_kept_row(const struct rej_row *row, struct rej_tally t)
 {
-    return t.count < row->k_limit && (t.count == 0 || t.mass < row->target);
+    return rej_kept(t.count, t.mass, row->k_limit, row->target);
 }
 
 /* Inverse CDF over the candidate set B(lo) of exact mass `mass` > 0, in index order: the
@@ -147,19 +150,6 @@ static int64_t rej_pick(const struct rej_row *row, uint64_t lo, uint64_t mass, u
     return i; /* the prefix reaches `mass` > target at the last candidate at the latest */
 }
 
-/* The second pivot, strictly between the kept bound `hi` and the rejected candidate at `pc`
- * whenever such a position exists: the value halfway between theirs (all tokens above it),
- * or, when no float lies strictly between, the midpoint of the two positions (which halves
- * the index range of a run of equal values). */
-static uint64_t rej_second_pivot(uint64_t hi, uint64_t pc)
-{
-    float mid = 0.5f * rej_pos_value(pc) + 0.5f * rej_pos_value(hi);
-    uint64_t pm = rej_pos(tkp_order_key(mid), 0);
-    if (pm > hi && pm < pc)
-        return pm;
-    return hi + (pc - hi) / 2;
-}
-
 /* The kept set inside B(lo) as a pivot, by bisection between the kept bound `hi` and `lo`:
  * the returned pivot P has exactly the kept tokens before it. */
 static uint64_t rej_kept_bound(const struct rej_row *row, uint64_t hi, uint64_t lo,
@@ -167,7 +157,7 @@ static uint64_t rej_kept_bound(const struct rej_row *row, uint64_t hi, uint64_t 
 {
     while (lo - hi > 1) {
         uint64_t mid = hi + (lo - hi) / 2;
-        if (rej_kept(row, rej_tally1(row, mid)))
+        if (rej_kept_row(row, rej_tally1(row, mid)))
             hi = mid;
         else
             lo = mid;
@@ -196,9 +186,9 @@ static int64_t rej_draw(struct rej_state *s, const struct rej_row *row, const st
         uint64_t pc = rej_pos(row->key[c], c), p1 = rej_second_pivot(hi, pc);
         struct rej_tally tc, t1;
         rej_tally2(row, pc, p1, &tc, &t1);
-        if (rej_kept(row, tc))
+        if (rej_kept_row(row, tc))
             return c;
-        if (rej_kept(row, t1)) {
+        if (rej_kept_row(row, t1)) {
             hi = p1;
             lo = pc;
             mass = tc.mass;
@@ -252,12 +242,12 @@ static void rej_prepare(struct rej_state *s, const float *x, int32_t k, float p,
     row->vocab = vocab;
     row->key = key;
     row->w = w;
-    row->k_limit = tkp_topk_on(k, vocab) && k < info.valid ? k : INT64_MAX;
+    row->k_limit = rej_k_limit(k, vocab, info.valid);
     row->top = rej_pos(tkp_order_key(info.max), 0);
     row->start = REJ_END;
     row->start_mass = total;
     uint64_t set_mass = total;
-    if (tkp_topp_on(p) && row->k_limit < info.valid) {
+    if (rej_needs_set_mass(p, row->k_limit, info.valid)) {
         int64_t above, ties;
         uint32_t kth = rej_kth_key(key, vocab, row->k_limit, &above, &ties);
         uint64_t mass_above = 0, kth_weight = tkp_weight(tkp_key_value(kth), info.max);
@@ -278,6 +268,15 @@ static int rej_run(void *state, const struct tkp_io *io, void *workspace, void *
     (void)stream;
     (void)err;
     struct rej_state *s = state;
+#ifdef TKP_HAVE_CUDA
+    if (s->pb.backend == TKP_GPU) {
+        if (!io->samples)
+            return TKP_OK;
+        s->gpu_stats = workspace;
+        s->gpu_stream = stream;
+        return rej_gpu_run(&s->pb, &s->plan, s->opts.max_rounds, io, workspace, stream, err);
+    }
+#endif
     const int64_t vocab = s->pb.vocab;
     const int32_t draws = s->pb.draws;
     uint64_t *w = workspace;
@@ -300,9 +299,19 @@ static int rej_run(void *state, const struct tkp_io *io, void *workspace, void *
     return TKP_OK;
 }
 
+/* CPU: the sums over every run. GPU: the statistics of the latest run (every CTA rewrites its
+ * slot in each run, so CUDA-graph replays need no reset); this waits for the stream. */
 static void rej_stats(const void *state, struct tkp_stats *out)
 {
-    *out = ((const struct rej_state *)state)->stats;
+    const struct rej_state *s = state;
+    *out = s->stats;
+#ifdef TKP_HAVE_CUDA
+    if (s->pb.backend == TKP_GPU) {
+        memset(out, 0, sizeof *out);
+        if (s->gpu_stats && rej_gpu_stats(&s->plan, s->gpu_stats, s->gpu_stream, out) == 0)
+            out->rows = s->pb.batch;
+    }
+#endif
 }
 
 const struct tkp_algo tkp_algo_rejection = {
@@ -311,7 +320,7 @@ const struct tkp_algo tkp_algo_rejection = {
     .summary = "FlashInfer-style dual-pivot rejection sampling (sorting-free)",
     .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP,
     .outputs = TKP_OUT_SAMPLE,
-    .backends = TKP_CPU,
+    .backends = REJ_BACKENDS,
     .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = rej_options,
     .opts_size = sizeof(struct rej_opts),

@@ -17,6 +17,12 @@
 
 #include "../common/prob.h"
 #include "../tkp.h"
+#ifdef TKP_HAVE_CUDA
+#include "rtopk_gpu.h"
+#define RTOPK_BACKENDS (TKP_CPU | TKP_GPU)
+#else
+#define RTOPK_BACKENDS TKP_CPU
+#endif
 
 struct rtopk_opts {
     int max_iter;
@@ -26,6 +32,11 @@ struct rtopk_state {
     struct tkp_problem pb;
     struct rtopk_opts opts;
     int64_t rows, iterations;
+#ifdef TKP_HAVE_CUDA
+    struct rtopk_gpu_plan gpu; /* launch shape of the GPU backend (rtopk_gpu.cu) */
+    const void *gpu_iters;     /* device per-row iteration counters of the last run */
+    void *gpu_stream;          /* the stream of the last run */
+#endif
 };
 
 /* What the scan pass learns about the valid tokens of a row. */
@@ -148,6 +159,12 @@ static void rtopk_row(struct rtopk_state *s, const float *x, int32_t k, uint8_t 
 static int rtopk_supports(const struct tkp_problem *pb, const void *opts, const char **why)
 {
     (void)opts;
+#ifndef TKP_HAVE_CUDA
+    if (pb->backend != TKP_CPU) {
+        *why = "rtopk: this build has no CUDA (the GPU implementation is rtopk_gpu.cu)";
+        return 0;
+    }
+#endif
     if (!(pb->outputs & TKP_OUT_SET)) {
         *why = "rtopk: returns a kept set only, and no set was asked for";
         return 0;
@@ -168,6 +185,12 @@ static int rtopk_init(void *state, const struct tkp_problem *pb, const void *opt
     s->pb = *pb;
     s->opts = *(const struct rtopk_opts *)opts;
     s->rows = s->iterations = 0;
+#ifdef TKP_HAVE_CUDA
+    s->gpu_iters = NULL;
+    s->gpu_stream = NULL;
+    if (pb->backend == TKP_GPU) /* workspace: one iteration counter per row */
+        return rtopk_gpu_plan(pb, &s->gpu, workspace_bytes, err);
+#endif
     *workspace_bytes = 0; /* the passes only read the row and write the kept mask */
     return TKP_OK;
 }
@@ -179,6 +202,16 @@ static int rtopk_run(void *state, const struct tkp_io *io, void *workspace, void
     (void)stream;
     (void)err;
     struct rtopk_state *s = state;
+#ifdef TKP_HAVE_CUDA
+    if (s->pb.backend == TKP_GPU) {
+        int rc = rtopk_gpu_run(&s->gpu, &s->pb, io, s->opts.max_iter, workspace, stream, err);
+        if (rc == TKP_OK) {
+            s->gpu_iters = workspace;
+            s->gpu_stream = stream;
+        }
+        return rc;
+    }
+#endif
     for (int64_t r = 0; r < s->pb.batch; r++)
         rtopk_row(s, io->logits + r * s->pb.stride, io->k[r], io->kept + r * s->pb.vocab);
     return TKP_OK;
@@ -188,6 +221,18 @@ static void rtopk_stats(const void *state, struct tkp_stats *out)
 {
     const struct rtopk_state *s = state;
     memset(out, 0, sizeof *out);
+#ifdef TKP_HAVE_CUDA
+    if (s->pb.backend == TKP_GPU) { /* the last run's rows (every run repeats the same work) */
+        struct tkp_error err;
+        double it = 0;
+        if (s->gpu_iters &&
+            rtopk_gpu_iterations(s->gpu_iters, s->pb.batch, s->gpu_stream, &it, &err) == TKP_OK) {
+            out->rows = s->pb.batch;
+            out->iterations = it;
+        }
+        return;
+    }
+#endif
     out->rows = s->rows;
     out->iterations = (double)s->iterations;
 }
@@ -198,7 +243,7 @@ const struct tkp_algo tkp_algo_rtopk = {
     .summary = "binary search on the threshold value, then index-order selection (RTop-k)",
     .ops = TKP_TOPK,
     .outputs = TKP_OUT_SET,
-    .backends = TKP_CPU,
+    .backends = RTOPK_BACKENDS,
     .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = rtopk_options,
     .opts_size = sizeof(struct rtopk_opts),

@@ -1,0 +1,543 @@
+/* cake_gpu.cu — cake on sm_90a: one thread-block cluster (1, 2, 4 or 8 CTAs of 512 threads)
+ * per row, the three 11/11/10-bit radix passes of cake.c with the per-CTA histograms reduced
+ * through distributed shared memory, the exact top-k slab gathered into rank 0's shared
+ * memory, then (fused, in rank 0) the bitonic sort, top-p on exact uint64 prefix sums, the
+ * kept mask and the inverse-CDF draws. Every decision is the CPU's (same counts, same
+ * arithmetic from prob.h / philox.h), so slab, kept set and samples match cake.c bit for bit.
+ *
+ * Per CTA (slice [lo, hi) of the row, contiguous, in rank order):
+ *  0. zero the CTA's slice of the kept mask (rank 0 writes the ones after the last cluster
+ *     barrier, so the barriers order the two);
+ *  1. sample: histogram the top digit of the first S keys of the slice; the bucket holding the
+ *     k_eff-th largest sampled key is a lower bound T of the row's pivot bucket (the k-th
+ *     largest of a subset never exceeds the k-th largest of the row, k <= k_eff);
+ *  2. pass 1 over the whole slice: the exact top-digit histogram, and every key whose top
+ *     digit is >= T appended to a shared-memory candidate list (capacity CK_CAP);
+ *  3. passes 2 and 3 (when the select has not stopped) and the collect read the candidate
+ *     list; a CTA whose list overflowed (or whose T lies above the pivot bucket) streams its
+ *     slice from global memory instead — the counts are the same either way;
+ *  4. the keys above the pivot and this CTA's share of the pivot ties (the ties of lower
+ *     ranks come first: index order) go into rank 0's slab through DSMEM. */
+#include <cooperative_groups.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../common/cuda_util.h"
+#include "../common/philox.h"
+#include "../common/prob.h"
+#include "cake_gpu.h"
+
+namespace cg = cooperative_groups;
+
+#define CK_THREADS 512
+#define CK_WARPS (CK_THREADS / 32)
+#define CK_BUCKETS 2048
+#define CK_SLAB 1024
+#define CK_CAP 16384      /* candidate list entries per CTA */
+#define CK_SAMPLE_MIN 4096 /* sampled keys per CTA: max(CK_SAMPLE_MIN, CK_SAMPLE_PER_K * k) */
+#define CK_SAMPLE_PER_K 64
+#define CK_MIN_SLICE 2048 /* a cluster is not split finer than this many tokens per CTA */
+
+typedef unsigned long long u64;
+
+struct ck_smem {
+    uint32_t hist[2][CK_BUCKETS]; /* per-pass local histograms, read by the other CTAs */
+    uint32_t tot[CK_BUCKETS];     /* the cluster-wide histogram of the current pass */
+    u64 mine[CK_SLAB];            /* this CTA's slab entries; rank 0 reuses it for incl */
+    u64 slab[CK_SLAB];            /* rank 0: the row's slab */
+    uint32_t cand_key[CK_CAP], cand_idx[CK_CAP];
+    u64 wsum[CK_WARPS];
+    uint32_t cand_n, mine_n, slab_n, slab_off, cnt;
+    uint32_t bucket, above, tie_before, tie_mine;
+};
+
+struct ck_args {
+    const float *logits;
+    const int32_t *k;
+    const float *p;
+    uint8_t *kept;
+    int64_t *samples;
+    uint64_t seed, offset;
+    int64_t vocab, stride;
+    int32_t draws;
+    uint32_t slice;
+};
+
+/* f(key, index) on every token of row[lo, hi): scalar head up to 16-byte alignment, float4
+ * body (four loads in flight per thread), scalar tail. Order of visits is unspecified. */
+template <typename F>
+__device__ __forceinline__ void ck_stream(const float *__restrict__ row, uint32_t lo,
+                                          uint32_t hi, F f)
+{
+    if (lo >= hi)
+        return;
+    const uint32_t t = threadIdx.x;
+    const uint32_t mis = (uint32_t)(((16u - ((uintptr_t)(row + lo) & 15u)) & 15u) >> 2);
+    const uint32_t body = min(hi, lo + mis);
+    for (uint32_t i = lo + t; i < body; i += CK_THREADS)
+        f(tkp_order_key(row[i]), i);
+    const uint32_t nvec = (hi - body) >> 2;
+    const float4 *v = reinterpret_cast<const float4 *>(row + body);
+    uint32_t j = t;
+    for (; j + 3 * CK_THREADS < nvec; j += 4 * CK_THREADS) {
+        float4 x[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            x[u] = v[j + u * CK_THREADS];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const uint32_t i = body + 4 * (j + u * CK_THREADS);
+            f(tkp_order_key(x[u].x), i);
+            f(tkp_order_key(x[u].y), i + 1);
+            f(tkp_order_key(x[u].z), i + 2);
+            f(tkp_order_key(x[u].w), i + 3);
+        }
+    }
+    for (; j < nvec; j += CK_THREADS) {
+        const float4 x = v[j];
+        const uint32_t i = body + 4 * j;
+        f(tkp_order_key(x.x), i);
+        f(tkp_order_key(x.y), i + 1);
+        f(tkp_order_key(x.z), i + 2);
+        f(tkp_order_key(x.w), i + 3);
+    }
+    for (uint32_t i = body + 4 * nvec + t; i < hi; i += CK_THREADS)
+        f(tkp_order_key(row[i]), i);
+}
+
+/* Zero mask[lo, hi) with 16-byte stores where aligned. */
+__device__ __forceinline__ void ck_zero(uint8_t *mask, uint32_t lo, uint32_t hi)
+{
+    if (lo >= hi)
+        return;
+    const uint32_t t = threadIdx.x;
+    const uint32_t mis = (uint32_t)((16u - ((uintptr_t)(mask + lo) & 15u)) & 15u);
+    const uint32_t body = min(hi, lo + mis);
+    for (uint32_t i = lo + t; i < body; i += CK_THREADS)
+        mask[i] = 0;
+    const uint32_t nvec = (hi - body) >> 4;
+    uint4 *v = reinterpret_cast<uint4 *>(mask + body);
+    for (uint32_t j = t; j < nvec; j += CK_THREADS)
+        v[j] = make_uint4(0, 0, 0, 0);
+    for (uint32_t i = body + 16 * nvec + t; i < hi; i += CK_THREADS)
+        mask[i] = 0;
+}
+
+/* The bucket walk of cake_radix_select over h[0, nb): the bucket b with
+ * above(b) < take <= above(b) + h[b], above(b) = sum of h over the buckets above b. Writes
+ * sm->bucket (0xFFFFFFFF when the histogram holds fewer than `take` keys) and sm->above.
+ * Called by every thread of the CTA; the result is visible to all on return. */
+__device__ void ck_find_bucket(const uint32_t *h, uint32_t nb, uint32_t take, ck_smem *sm)
+{
+    const uint32_t t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    const uint32_t bpt = nb / CK_THREADS; /* 4 or 2 consecutive buckets per thread */
+    if (t == 0)
+        sm->bucket = 0xFFFFFFFFu;
+    uint32_t s = 0;
+    for (uint32_t j = 0; j < bpt; j++)
+        s += h[t * bpt + j];
+    uint32_t x = s; /* inclusive suffix sum within the warp */
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        uint32_t y = __shfl_down_sync(0xFFFFFFFFu, x, d);
+        if (lane + d < 32)
+            x += y;
+    }
+    if (lane == 0)
+        sm->wsum[warp] = x;
+    __syncthreads();
+    uint32_t above = x - s;
+    for (uint32_t w = warp + 1; w < CK_WARPS; w++)
+        above += (uint32_t)sm->wsum[w];
+    for (int j = (int)bpt - 1; j >= 0; j--) {
+        const uint32_t b = t * bpt + (uint32_t)j, hb = h[b];
+        if (above < take && take <= above + hb) {
+            sm->bucket = b;
+            sm->above = above;
+        }
+        above += hb;
+    }
+    __syncthreads();
+}
+
+/* Exclusive prefix sum of one value per thread over the CTA; *total gets the sum. */
+__device__ __forceinline__ u64 ck_scan_excl(u64 v, u64 *total, ck_smem *sm)
+{
+    const uint32_t t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    u64 x = v;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        u64 y = __shfl_up_sync(0xFFFFFFFFu, x, d);
+        if (lane >= (uint32_t)d)
+            x += y;
+    }
+    if (lane == 31)
+        sm->wsum[warp] = x;
+    __syncthreads();
+    u64 before = 0, all = 0;
+    for (uint32_t w = 0; w < CK_WARPS; w++) {
+        before += w < warp ? sm->wsum[w] : 0;
+        all += sm->wsum[w];
+    }
+    __syncthreads(); /* wsum is reused by the next call */
+    *total = all;
+    return before + x - v;
+}
+
+__device__ __forceinline__ void ck_push_mine(ck_smem *sm, uint32_t key, uint32_t idx)
+{
+    const uint32_t pos = atomicAdd(&sm->mine_n, 1u);
+    if (pos < CK_SLAB) /* never false: a CTA contributes at most k <= 1024 entries */
+        sm->mine[pos] = ((u64)key << 32) | (uint32_t)~idx;
+}
+
+__global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
+{
+    extern __shared__ __align__(16) unsigned char ck_raw[];
+    ck_smem *sm = reinterpret_cast<ck_smem *>(ck_raw);
+    cg::cluster_group cluster = cg::this_cluster();
+    const uint32_t C = cluster.num_blocks(), rank = cluster.block_rank();
+    const uint32_t t = threadIdx.x;
+    const int64_t r = (int64_t)(blockIdx.x / C);
+    const uint32_t V = (uint32_t)a.vocab;
+    const uint32_t lo = min(V, rank * a.slice), hi = min(V, lo + a.slice);
+    const float *__restrict__ row = a.logits + r * a.stride;
+    const int32_t kin = a.k[r];
+    uint32_t keff = tkp_topk_on(kin, a.vocab) ? (uint32_t)kin : V;
+    if (keff > CK_SLAB) /* refused by supports(); clamped so that nothing overflows */
+        keff = CK_SLAB;
+
+    /* 0. the kept mask of this slice starts all zero */
+    if (a.kept)
+        ck_zero(a.kept + r * (int64_t)V, lo, hi);
+    for (uint32_t b = t; b < CK_BUCKETS; b += CK_THREADS)
+        sm->hist[0][b] = sm->hist[1][b] = 0;
+    if (t == 0) {
+        sm->cand_n = sm->mine_n = sm->slab_n = sm->cnt = 0;
+        sm->tie_before = sm->tie_mine = 0;
+    }
+    __syncthreads();
+
+    /* 1. sampled lower bound T of the pivot's top digit */
+    uint32_t sample = max((uint32_t)CK_SAMPLE_MIN, (uint32_t)CK_SAMPLE_PER_K * keff);
+    sample = min(sample, hi - lo);
+    ck_stream(row, lo, lo + sample,
+              [&](uint32_t key, uint32_t) { atomicAdd(&sm->hist[1][key >> 21], 1u); });
+    __syncthreads();
+    ck_find_bucket(sm->hist[1], CK_BUCKETS, keff, sm);
+    const uint32_t low_digit = sm->bucket == 0xFFFFFFFFu ? 0u : sm->bucket;
+    const uint32_t thr = max(low_digit << 21, 1u);
+
+    /* 2. pass 1: the exact top-digit histogram of the slice, and the candidates */
+    ck_stream(row, lo, hi, [&](uint32_t key, uint32_t i) {
+        atomicAdd(&sm->hist[0][key >> 21], 1u);
+        if (key >= thr) {
+            const uint32_t pos = atomicAdd(&sm->cand_n, 1u);
+            if (pos < CK_CAP) {
+                sm->cand_key[pos] = key;
+                sm->cand_idx[pos] = i;
+            }
+        }
+    });
+
+    /* The radix select of cake.c, pass by pass, on the cluster-wide counts. */
+    uint32_t prefix = 0, mask = 0, take = 0, k = 0;
+    int use_cand = 0;
+    for (int d = 0; d < 3; d++) { /* digits (shift, bits): (21, 11), (10, 11), (0, 10) */
+        const int shift = d == 0 ? 21 : d == 1 ? 10 : 0;
+        const uint32_t nb = d < 2 ? 2048u : 1024u, dmask = nb - 1;
+        uint32_t *h = sm->hist[d & 1];
+        if (d > 0) { /* passes 2 and 3: keys matching the prefix found so far */
+            for (uint32_t b = t; b < CK_BUCKETS; b += CK_THREADS)
+                h[b] = 0;
+            __syncthreads();
+            auto count = [&](uint32_t key, uint32_t) {
+                if ((key & mask) == prefix)
+                    atomicAdd(&h[(key >> shift) & dmask], 1u);
+            };
+            if (use_cand) {
+                const uint32_t n = sm->cand_n;
+                for (uint32_t i = t; i < n; i += CK_THREADS)
+                    count(sm->cand_key[i], 0);
+            } else {
+                ck_stream(row, lo, hi, count);
+            }
+        }
+        /* Every CTA's histogram is complete (and, for d == 0, every CTA has started and
+         * rank 0's counters are initialised) before anyone reads it. The histogram read
+         * two passes ago is overwritten only after this barrier, which every reader of it
+         * passed after its reads. */
+        cluster.sync();
+        for (uint32_t b = t; b < nb; b += CK_THREADS) {
+            uint32_t s = 0;
+            for (uint32_t q = 0; q < C; q++)
+                s += cluster.map_shared_rank(h, q)[b];
+            sm->tot[b] = s;
+        }
+        __syncthreads();
+        if (d == 0) {
+            const uint32_t valid = V - sm->tot[0]; /* bucket 0 holds exactly the invalid keys */
+            k = min(keff, valid);
+            take = k;
+            if (k == 0)
+                break; /* uniform over the cluster: every CTA has the same tot */
+        }
+        ck_find_bucket(sm->tot, nb, take, sm);
+        const uint32_t bucket = sm->bucket, above = sm->above;
+        if (t == 0) { /* ties of this digit in the CTAs before this one (index order) */
+            uint32_t before = 0;
+            for (uint32_t q = 0; q < rank; q++)
+                before += cluster.map_shared_rank(h, q)[bucket];
+            sm->tie_before = before;
+            sm->tie_mine = h[bucket];
+        }
+        if (d == 0)
+            use_cand = sm->cand_n <= CK_CAP && low_digit <= bucket;
+        prefix |= bucket << shift;
+        mask |= dmask << shift;
+        take -= above;
+        if (sm->tot[bucket] == take)
+            break;
+    }
+    __syncthreads(); /* tie_before / tie_mine */
+
+    /* 4. collect: keys above the pivot, and this CTA's share of the ties */
+    if (k > 0) {
+        const uint32_t tb = sm->tie_before, tm = sm->tie_mine;
+        const uint32_t need = take > tb ? min(take - tb, tm) : 0;
+        const int ties_all = need == tm;
+        auto collect = [&](uint32_t key, uint32_t i) {
+            const uint32_t high = key & mask;
+            if (high > prefix || (ties_all && high == prefix))
+                ck_push_mine(sm, key, i);
+        };
+        if (use_cand) {
+            const uint32_t n = sm->cand_n;
+            for (uint32_t i = t; i < n; i += CK_THREADS)
+                collect(sm->cand_key[i], sm->cand_idx[i]);
+        } else {
+            ck_stream(row, lo, hi, collect);
+        }
+        if (!ties_all) { /* the first `need` ties of the slice, in index order (uniform) */
+            uint32_t running = 0;
+            for (uint32_t base = lo; base < hi && running < need; base += 4 * CK_THREADS) {
+                uint32_t keys[4], c = 0;
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const uint32_t i = base + 4 * t + e;
+                    keys[e] = i < hi ? tkp_order_key(row[i]) : 0;
+                    c += i < hi && (keys[e] & mask) == prefix;
+                }
+                u64 total;
+                uint32_t rnk = running + (uint32_t)ck_scan_excl(c, &total, sm);
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const uint32_t i = base + 4 * t + e;
+                    if (i < hi && (keys[e] & mask) == prefix) {
+                        if (rnk < need)
+                            ck_push_mine(sm, keys[e], i);
+                        rnk++;
+                    }
+                }
+                running += (uint32_t)total;
+            }
+        }
+        __syncthreads();
+        if (t == 0)
+            sm->slab_off = atomicAdd(cluster.map_shared_rank(&sm->slab_n, 0), sm->mine_n);
+        __syncthreads();
+        u64 *dst = cluster.map_shared_rank(sm->slab, 0);
+        const uint32_t off = sm->slab_off, n = min(sm->mine_n, (uint32_t)CK_SLAB);
+        for (uint32_t i = t; i < n; i += CK_THREADS)
+            if (off + i < CK_SLAB)
+                dst[off + i] = sm->mine[i];
+    }
+    /* Rank 0's slab is complete, every kept-mask zero is written, and no CTA reads another's
+     * shared memory after this point (so the others may exit). */
+    cluster.sync();
+    if (rank != 0)
+        return;
+
+    /* Rank 0: sort, top-p, kept mask, samples. */
+    const uint32_t n = min(min(sm->slab_n, k), (uint32_t)CK_SLAB);
+    int64_t *out = a.samples ? a.samples + r * (int64_t)a.draws : NULL;
+    if (n == 0) {
+        if (out)
+            for (int32_t dr = (int32_t)t; dr < a.draws; dr += CK_THREADS)
+                out[dr] = -1;
+        return;
+    }
+    u64 *slab = sm->slab;
+    uint32_t size = 1;
+    while (size < n)
+        size <<= 1;
+    for (uint32_t i = n + t; i < size; i += CK_THREADS)
+        slab[i] = 0;
+    __syncthreads();
+    for (uint32_t span = 2; span <= size; span <<= 1)
+        for (uint32_t stride = span >> 1; stride > 0; stride >>= 1) {
+            for (uint32_t i = t; i < size / 2; i += CK_THREADS) {
+                const uint32_t lo_i = ((i & ~(stride - 1)) << 1) | (i & (stride - 1));
+                const uint32_t hi_i = lo_i + stride;
+                const u64 x = slab[lo_i], y = slab[hi_i];
+                const bool desc = (lo_i & span) == 0;
+                if (desc ? x < y : x > y) {
+                    slab[lo_i] = y;
+                    slab[hi_i] = x;
+                }
+            }
+            __syncthreads();
+        }
+
+    /* Inclusive fixed-point prefix of the slab: thread t owns entries 2t and 2t+1. */
+    u64 *incl = sm->mine;
+    const float top = tkp_key_value((uint32_t)(slab[0] >> 32));
+    const uint32_t j0 = 2 * t, j1 = 2 * t + 1;
+    const u64 w0 = j0 < n ? tkp_weight(tkp_key_value((uint32_t)(slab[j0] >> 32)), top) : 0;
+    const u64 w1 = j1 < n ? tkp_weight(tkp_key_value((uint32_t)(slab[j1] >> 32)), top) : 0;
+    u64 total;
+    const u64 before = ck_scan_excl(w0 + w1, &total, sm);
+    if (j0 < n)
+        incl[j0] = before + w0;
+    if (j1 < n)
+        incl[j1] = before + w0 + w1;
+    __syncthreads();
+    const uint64_t target = tkp_topp_target(a.p[r], incl[n - 1]);
+    /* kept = 1 + #{j in [1, n): incl[j-1] < target}; incl is non-decreasing, so this is the
+     * CPU's walk. */
+    uint32_t c = (j0 >= 1 && j0 < n && incl[j0 - 1] < target) +
+                 (j1 < n && incl[j1 - 1] < target);
+    if (c)
+        atomicAdd(&sm->cnt, c);
+    __syncthreads();
+    const uint32_t kept = 1 + sm->cnt;
+    if (a.kept) {
+        uint8_t *mrow = a.kept + r * (int64_t)V;
+        for (uint32_t j = t; j < kept; j += CK_THREADS)
+            mrow[(uint32_t)~(uint32_t)slab[j]] = 1;
+    }
+    if (out) {
+        const uint64_t kept_total = incl[kept - 1];
+        for (int32_t dr = (int32_t)t; dr < a.draws; dr += CK_THREADS) {
+            const uint64_t u =
+                tkp_scale_u64(tkp_philox_u64(a.seed, (uint64_t)r, a.offset, (uint32_t)dr),
+                              kept_total);
+            uint32_t l = 0, h = kept - 1;
+            while (l < h) {
+                const uint32_t mid = l + (h - l) / 2;
+                if (incl[mid] > u)
+                    h = mid;
+                else
+                    l = mid + 1;
+            }
+            out[dr] = (int64_t)(uint32_t)~(uint32_t)slab[l];
+        }
+    }
+}
+
+/* ---- host side ---- */
+
+static size_t ck_smem_bytes(void) { return sizeof(ck_smem); }
+
+static int ck_cluster_index(int c) { return c == 1 ? 0 : c == 2 ? 1 : c == 4 ? 2 : 3; }
+
+extern "C" int cake_gpu_plan(int64_t batch, int64_t vocab, struct cake_gpu_plan *plan,
+                             struct tkp_error *err)
+{
+    memset(plan, 0, sizeof *plan);
+    int dev = 0;
+    TKP_CUDA_TRY(cudaGetDevice(&dev), err);
+    TKP_CUDA_TRY(cudaDeviceGetAttribute(&plan->sm_count, cudaDevAttrMultiProcessorCount, dev),
+                 err);
+    int major = 0;
+    TKP_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), err);
+    if (major < 9) {
+        tkp_error_set(err, "cake: the GPU version needs thread-block clusters (sm_90 or newer)");
+        return TKP_EUNSUPPORTED;
+    }
+    plan->smem_bytes = ck_smem_bytes();
+    TKP_CUDA_TRY(cudaFuncSetAttribute(cake_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      (int)plan->smem_bytes),
+                 err);
+    /* Measured capacity: co-resident clusters of each size on this device. */
+    for (int c = 1; c <= 8; c <<= 1) {
+        cudaLaunchConfig_t cfg = {};
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = (unsigned)c;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        cfg.gridDim = dim3((unsigned)c * 64u);
+        cfg.blockDim = dim3(CK_THREADS);
+        cfg.dynamicSmemBytes = plan->smem_bytes;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        int n = 0;
+        if (cudaOccupancyMaxActiveClusters(&n, cake_kernel, &cfg) != cudaSuccess) {
+            (void)cudaGetLastError();
+            n = 0;
+        }
+        if (c == 1 && n < 1) { /* no cluster query: count plain co-resident CTAs */
+            int per_sm = 0;
+            if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, cake_kernel, CK_THREADS,
+                                                              plan->smem_bytes) == cudaSuccess)
+                n = per_sm * plan->sm_count;
+            else
+                (void)cudaGetLastError();
+        }
+        plan->max_clusters[ck_cluster_index(c)] = n;
+    }
+    if (plan->max_clusters[0] < 1) {
+        tkp_error_set(err, "cake: the kernel (%zu bytes of shared memory per CTA) cannot run "
+                           "on this device", plan->smem_bytes);
+        return TKP_EUNSUPPORTED;
+    }
+    /* Cost model: the biggest cluster that still runs the whole batch in one wave and gives
+     * every CTA at least CK_MIN_SLICE tokens; otherwise one CTA per row. */
+    plan->cluster = 1;
+    for (int c = 8; c >= 2; c >>= 1)
+        if (plan->max_clusters[ck_cluster_index(c)] >= batch && vocab >= (int64_t)c * CK_MIN_SLICE) {
+            plan->cluster = c;
+            break;
+        }
+    int64_t slice = (vocab + plan->cluster - 1) / plan->cluster;
+    slice = (slice + 15) & ~(int64_t)15;
+    plan->slice = (uint32_t)slice;
+    return TKP_OK;
+}
+
+extern "C" int cake_gpu_run(const struct cake_gpu_plan *plan, int64_t batch, int64_t vocab,
+                            int64_t stride, int32_t draws, const struct tkp_io *io, void *stream,
+                            struct tkp_error *err)
+{
+    if (batch == 0)
+        return TKP_OK;
+    ck_args a;
+    a.logits = io->logits;
+    a.k = io->k;
+    a.p = io->p;
+    a.kept = io->kept;
+    a.samples = io->samples;
+    a.seed = io->seed;
+    a.offset = io->offset;
+    a.vocab = vocab;
+    a.stride = stride;
+    a.draws = io->samples ? draws : 0;
+    a.slice = plan->slice;
+
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = (unsigned)plan->cluster;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3((unsigned)(batch * plan->cluster));
+    cfg.blockDim = dim3(CK_THREADS);
+    cfg.dynamicSmemBytes = plan->smem_bytes;
+    cfg.stream = (cudaStream_t)stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    TKP_CUDA_TRY(cudaLaunchKernelEx(&cfg, cake_kernel, a), err);
+    TKP_LAUNCH_CHECK(err);
+    return TKP_OK;
+}

@@ -1,0 +1,39 @@
+/* cake_gpu.h — the CUDA half of the cake module (cake_gpu.cu), called from cake.c when the
+ * build has CUDA (TKP_HAVE_CUDA). See README.md, section "GPU". */
+#ifndef TKP_CAKE_GPU_H
+#define TKP_CAKE_GPU_H
+
+#include <stdint.h>
+
+#include "../tkp.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The launch shape chosen at init for one problem (batch, vocabulary). */
+struct cake_gpu_plan {
+    int cluster;           /* CTAs per row: 1, 2, 4 or 8 */
+    uint32_t slice;        /* tokens per CTA (a multiple of 16) */
+    size_t smem_bytes;     /* dynamic shared memory per CTA */
+    int sm_count;          /* of the current device */
+    int max_clusters[4];   /* co-resident clusters of 1, 2, 4, 8 CTAs (0: not launchable) */
+};
+
+/* Host side, once per problem (may call the CUDA runtime; never inside run): raise the
+ * kernel's shared-memory limit, measure how many clusters of each size fit on the device
+ * and pick the cluster size for (batch, vocab). The kernel needs no device workspace. */
+int cake_gpu_plan(int64_t batch, int64_t vocab, struct cake_gpu_plan *plan,
+                  struct tkp_error *err);
+
+/* Enqueue the whole of cake (slab, top-p, kept mask, samples) for every row on `stream`
+ * (a cudaStream_t): one launch, no allocation, no synchronisation. io holds device
+ * pointers; kept and samples may be NULL. */
+int cake_gpu_run(const struct cake_gpu_plan *plan, int64_t batch, int64_t vocab,
+                 int64_t stride, int32_t draws, const struct tkp_io *io, void *stream,
+                 struct tkp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

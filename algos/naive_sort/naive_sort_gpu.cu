@@ -1,0 +1,385 @@
+/* naive_sort_gpu.cu — the CUDA backend of naive_sort: CUB segmented radix sort of the order
+ * keys, then one block per row for the top-k/top-p cut, the kept mask and the samples.
+ *
+ * Per chunk of rows (all rows at once unless the batch is huge):
+ * 1. naive_keys: order keys tkp_order_key(x) of every token (invalid tokens: key 0), and
+ *    the segment offsets.
+ * 2. cub::DeviceSegmentedRadixSort::SortKeysDescending on the keys (DoubleBuffer, so CUB's
+ *    own temporary storage is small). Only keys are sorted: the kept set is "every token
+ *    whose key is above the boundary key Kb, plus the first `ties` tokens (in index order)
+ *    whose key equals Kb", which the index-order pass of step 3 decides by itself, so no
+ *    index permutation is needed (and the sort's stability does not matter).
+ * 3. naive_finish, one 512-thread block per row, on the sorted keys of the row:
+ *    valid = number of non-zero keys (a block-parallel partition search), n = min(k, valid),
+ *    m = the value of the first key; top-p over the first n sorted keys with exactly the CPU
+ *    rule (fixed-point weights tkp_weight, target tkp_topp_target, keep j iff j == 0 or the
+ *    exclusive prefix < target) -> nk kept and their total weight; Kb = sorted[nk-1] and the
+ *    number of ties at Kb to keep; then one pass over the row in index order writes every
+ *    mask byte exactly once and, for sampling, scans the kept weights in index order and
+ *    resolves each draw (target = tkp_scale_u64(philox, total), first token whose inclusive
+ *    prefix exceeds it), exactly tkp_sample_kept's rule.
+ * Every quantity is an integer or a value computed with the shared host-device functions,
+ * so the output is bit-identical to the CPU's and independent of the launch shape. */
+#include <cub/cub.cuh>
+#include <stdint.h>
+
+#include "../common/cuda_util.h"
+#include "../common/philox.h"
+#include "../common/prob.h"
+#include "naive_sort_gpu.h"
+
+namespace {
+
+constexpr int KEY_THREADS = 256, KEY_ITEMS = 4;
+constexpr int FIN_THREADS = 512, FIN_ITEMS = 8, FIN_TILE = FIN_THREADS * FIN_ITEMS;
+/* At most this many keys per sort call: CUB counts items in an int, and two key buffers of
+ * 2^28 keys (2 GiB) bound the workspace. */
+constexpr int64_t MAX_CHUNK_KEYS = (int64_t)1 << 28;
+constexpr int64_t MAX_CHUNK_ROWS = 65535; /* gridDim.y of naive_keys */
+
+__global__ void __launch_bounds__(KEY_THREADS)
+    naive_keys(const float *__restrict__ logits, int64_t stride, int64_t vocab, int64_t row0,
+               int rows, uint32_t *__restrict__ keys, int *__restrict__ offsets)
+{
+    const int lr = blockIdx.y;
+    const float *x = logits + (row0 + lr) * stride;
+    uint32_t *out = keys + (int64_t)lr * vocab;
+    const int64_t base = (int64_t)blockIdx.x * (KEY_THREADS * KEY_ITEMS) + threadIdx.x;
+#pragma unroll
+    for (int j = 0; j < KEY_ITEMS; j++) {
+        int64_t i = base + (int64_t)j * KEY_THREADS;
+        if (i < vocab)
+            out[i] = tkp_order_key(x[i]);
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        offsets[lr] = (int)((int64_t)lr * vocab);
+        if (lr == rows - 1)
+            offsets[rows] = (int)((int64_t)rows * vocab);
+    }
+}
+
+using ScanW = cub::BlockScan<uint64_t, FIN_THREADS>;
+using ScanI = cub::BlockScan<int, FIN_THREADS>;
+using RedW = cub::BlockReduce<uint64_t, FIN_THREADS>;
+using RedI = cub::BlockReduce<int, FIN_THREADS>;
+
+struct FinShared {
+    union {
+        ScanW::TempStorage sw;
+        ScanI::TempStorage si;
+        RedW::TempStorage rw;
+        RedI::TempStorage ri;
+    } tmp;
+    uint64_t cum[FIN_TILE]; /* tile-local inclusive prefix of the kept weights */
+    uint64_t bc_u64;
+    int bc_int;
+};
+
+/* Block-wide sums, the result given to every thread. The leading barrier protects the
+ * temporary storage and the broadcast slot from their previous use. */
+__device__ uint64_t block_sum_u64(FinShared &sh, uint64_t v)
+{
+    __syncthreads();
+    uint64_t s = RedW(sh.tmp.rw).Sum(v);
+    if (threadIdx.x == 0)
+        sh.bc_u64 = s;
+    __syncthreads();
+    return sh.bc_u64;
+}
+
+__device__ int block_sum_int(FinShared &sh, int v)
+{
+    __syncthreads();
+    int s = RedI(sh.tmp.ri).Sum(v);
+    if (threadIdx.x == 0)
+        sh.bc_int = s;
+    __syncthreads();
+    return sh.bc_int;
+}
+
+/* The first position in [lo, hi) where pred is false, given that pred holds on a prefix of
+ * [lo, hi) (hi when it holds everywhere). Every thread of the block must call it with the
+ * same lo and hi; each round probes FIN_THREADS evenly spaced positions. */
+template <class Pred>
+__device__ int64_t block_partition_point(int64_t lo, int64_t hi, Pred pred)
+{
+    while (lo < hi) {
+        const int64_t step = (hi - lo + FIN_THREADS - 1) / FIN_THREADS;
+        const int64_t q = lo + (int64_t)threadIdx.x * step;
+        const int c = __syncthreads_count(q < hi && pred(q));
+        if (c == 0)
+            return lo;
+        /* probes 0..c-1 hold, probe c (when inside) does not */
+        int64_t nlo = lo + (int64_t)(c - 1) * step + 1, nhi = lo + (int64_t)c * step;
+        lo = nlo;
+        hi = nhi < hi ? nhi : hi;
+    }
+    return lo;
+}
+
+__device__ __forceinline__ uint64_t draw_target(uint64_t seed, int64_t row, uint64_t offset,
+                                                int d, uint64_t total)
+{
+    return tkp_scale_u64(tkp_philox_u64(seed, (uint64_t)row, offset, (uint32_t)d), total);
+}
+
+__global__ void __launch_bounds__(FIN_THREADS)
+    naive_finish(const float *__restrict__ logits, int64_t stride, int64_t vocab,
+                 const int32_t *__restrict__ kk, const float *__restrict__ pp, int64_t row0,
+                 const uint32_t *__restrict__ sorted_keys, uint8_t *__restrict__ kept,
+                 int64_t *__restrict__ samples, int draws, uint64_t seed, uint64_t offset)
+{
+    __shared__ FinShared sh;
+    const int tid = threadIdx.x;
+    const int64_t row = row0 + blockIdx.x;
+    const uint32_t *srt = sorted_keys + (int64_t)blockIdx.x * vocab;
+    const float *x = logits + row * stride;
+    const int32_t k = kk[row];
+    const float p = pp[row];
+    const bool sampling = samples != nullptr && draws > 0;
+
+    /* valid tokens = non-zero keys, which the descending sort put first */
+    const int64_t valid = block_partition_point(0, vocab, [&](int64_t j) { return srt[j] != 0u; });
+    int64_t n = valid;
+    if (tkp_topk_on(k, vocab) && (int64_t)k < n)
+        n = k;
+    const float m = valid ? tkp_key_value(srt[0]) : 0.0f;
+
+    /* Total weight of the first n sorted tokens (top-p, or the sampling total). */
+    uint64_t total = 0;
+    const bool topp = tkp_topp_on(p);
+    if (n > 0 && (topp || sampling)) {
+        uint64_t mine = 0;
+        for (int64_t base = 0; base < n; base += FIN_TILE)
+#pragma unroll
+            for (int j = 0; j < FIN_ITEMS; j++) {
+                int64_t idx = base + (int64_t)j * FIN_THREADS + tid;
+                if (idx < n)
+                    mine += tkp_weight(tkp_key_value(srt[idx]), m);
+            }
+        total = block_sum_u64(sh, mine);
+    }
+
+    /* Top-p: nk = #{j < n : j == 0 or (mass before j) < target}, a prefix of the order. */
+    int64_t nk = n;
+    uint64_t kept_total = total;
+    if (n > 0 && topp) {
+        const uint64_t target = tkp_topp_target(p, total);
+        uint64_t carry = 0, mine_w = 0;
+        int mine_n = 0;
+        for (int64_t base = 0; base < n; base += FIN_TILE) {
+            uint64_t w[FIN_ITEMS], ex[FIN_ITEMS], agg;
+#pragma unroll
+            for (int j = 0; j < FIN_ITEMS; j++) {
+                int64_t idx = base + (int64_t)tid * FIN_ITEMS + j;
+                w[j] = idx < n ? tkp_weight(tkp_key_value(srt[idx]), m) : 0;
+            }
+            __syncthreads();
+            ScanW(sh.tmp.sw).ExclusiveSum(w, ex, agg);
+#pragma unroll
+            for (int j = 0; j < FIN_ITEMS; j++) {
+                int64_t idx = base + (int64_t)tid * FIN_ITEMS + j;
+                if (idx < n && (idx == 0 || carry + ex[j] < target)) {
+                    mine_n++;
+                    mine_w += w[j];
+                }
+            }
+            carry += agg;
+            if (carry >= target) /* every later token has at least this much before it */
+                break;
+        }
+        nk = block_sum_int(sh, mine_n);
+        kept_total = block_sum_u64(sh, mine_w);
+    }
+
+    /* The boundary: tokens with key > kb are kept, and the first `ties` with key == kb. */
+    uint32_t kb = 0xFFFFFFFFu; /* no valid key equals it (+inf is 0xFF800000) */
+    int64_t ties = 0;
+    bool tie_scan = false;
+    if (nk > 0) {
+        kb = srt[nk - 1];
+        const uint32_t b = kb;
+        const int64_t above =
+            block_partition_point(0, nk, [&](int64_t j) { return srt[j] > b; });
+        const int64_t upto =
+            block_partition_point(nk, vocab, [&](int64_t j) { return srt[j] >= b; });
+        ties = nk - above;
+        tie_scan = upto - above > ties; /* some ties at kb are dropped: rank them by index */
+    }
+
+    int64_t *out = sampling ? samples + row * draws : nullptr;
+    if (sampling && kept_total == 0)
+        for (int d = tid; d < draws; d += FIN_THREADS)
+            out[d] = -1;
+    const bool draw_here = sampling && kept_total > 0;
+    uint8_t *krow = kept ? kept + row * vocab : nullptr;
+    if (!krow && !draw_here)
+        return;
+
+    uint64_t my_target = 0;
+    if (draw_here && draws <= FIN_THREADS && tid < draws)
+        my_target = draw_target(seed, row, offset, tid, kept_total);
+
+    const bool x_vec = ((uintptr_t)x & 15) == 0;
+    int64_t tie_carry = 0;
+    uint64_t wcarry = 0;
+    for (int64_t base = 0; base < vocab; base += FIN_TILE) {
+        const int64_t i0 = base + (int64_t)tid * FIN_ITEMS;
+        float v[FIN_ITEMS];
+        if (x_vec && i0 + FIN_ITEMS <= vocab) {
+            const float4 *x4 = reinterpret_cast<const float4 *>(x + i0);
+#pragma unroll
+            for (int q = 0; q < FIN_ITEMS / 4; q++) {
+                float4 f = x4[q];
+                v[4 * q] = f.x;
+                v[4 * q + 1] = f.y;
+                v[4 * q + 2] = f.z;
+                v[4 * q + 3] = f.w;
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < FIN_ITEMS; j++)
+                v[j] = i0 + j < vocab ? x[i0 + j] : __int_as_float(0x7FC00000); /* NaN */
+        }
+        int eq[FIN_ITEMS], rank[FIN_ITEMS];
+        bool keep[FIN_ITEMS];
+#pragma unroll
+        for (int j = 0; j < FIN_ITEMS; j++) {
+            uint32_t key = tkp_order_key(v[j]);
+            eq[j] = nk > 0 && key == kb;
+            keep[j] = nk > 0 && key > kb;
+        }
+        if (tie_scan) {
+            int agg;
+            __syncthreads();
+            ScanI(sh.tmp.si).ExclusiveSum(eq, rank, agg);
+#pragma unroll
+            for (int j = 0; j < FIN_ITEMS; j++)
+                keep[j] = keep[j] || (eq[j] && tie_carry + rank[j] < ties);
+            tie_carry += agg;
+        } else {
+#pragma unroll
+            for (int j = 0; j < FIN_ITEMS; j++)
+                keep[j] = keep[j] || eq[j];
+        }
+        if (krow) {
+            uint8_t *kp = krow + i0;
+            if (i0 + FIN_ITEMS <= vocab && ((uintptr_t)kp & 7) == 0) {
+                uint2 pk;
+                pk.x = (uint32_t)keep[0] | (uint32_t)keep[1] << 8 | (uint32_t)keep[2] << 16 |
+                       (uint32_t)keep[3] << 24;
+                pk.y = (uint32_t)keep[4] | (uint32_t)keep[5] << 8 | (uint32_t)keep[6] << 16 |
+                       (uint32_t)keep[7] << 24;
+                *reinterpret_cast<uint2 *>(kp) = pk;
+            } else {
+#pragma unroll
+                for (int j = 0; j < FIN_ITEMS; j++)
+                    if (i0 + j < vocab)
+                        kp[j] = keep[j] ? 1 : 0;
+            }
+        }
+        if (draw_here) {
+            uint64_t w[FIN_ITEMS], ex[FIN_ITEMS], agg;
+#pragma unroll
+            for (int j = 0; j < FIN_ITEMS; j++)
+                w[j] = keep[j] ? tkp_weight(v[j], m) : 0;
+            __syncthreads(); /* the previous tile's draws are done with cum[] */
+            ScanW(sh.tmp.sw).ExclusiveSum(w, ex, agg);
+#pragma unroll
+            for (int j = 0; j < FIN_ITEMS; j++)
+                sh.cum[tid * FIN_ITEMS + j] = ex[j] + w[j];
+            __syncthreads();
+            if (agg > 0)
+                for (int d = tid; d < draws; d += FIN_THREADS) {
+                    uint64_t t = draws <= FIN_THREADS ? my_target
+                                                      : draw_target(seed, row, offset, d, kept_total);
+                    if (t >= wcarry && t - wcarry < agg) {
+                        const uint64_t local = t - wcarry;
+                        int lo = 0, hi = FIN_TILE - 1; /* first position with cum > local */
+                        while (lo < hi) {
+                            int mid = (lo + hi) >> 1;
+                            if (sh.cum[mid] > local)
+                                hi = mid;
+                            else
+                                lo = mid + 1;
+                        }
+                        out[d] = base + lo;
+                    }
+                }
+            wcarry += agg;
+            if (!krow && wcarry >= kept_total) /* every draw is resolved */
+                break;
+        }
+    }
+}
+
+} // namespace
+
+extern "C" int naive_gpu_plan(const struct tkp_problem *pb, struct naive_gpu_plan *plan,
+                              struct tkp_error *err)
+{
+    const int64_t vocab = pb->vocab;
+    int64_t rows = MAX_CHUNK_KEYS / vocab;
+    if (rows < 1)
+        rows = 1;
+    if (rows > MAX_CHUNK_ROWS)
+        rows = MAX_CHUNK_ROWS;
+    if (rows > pb->batch)
+        rows = pb->batch;
+    if (rows < 1)
+        rows = 1;
+    plan->chunk_rows = rows;
+    const int64_t items = rows * vocab;
+    cub::DoubleBuffer<uint32_t> keys(nullptr, nullptr);
+    const int *no_offsets = nullptr; /* a size query reads no offsets */
+    size_t temp = 0;
+    TKP_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeysDescending(
+                     nullptr, temp, keys, (int)items, (int)rows, no_offsets, no_offsets, 0, 32,
+                     (cudaStream_t)0),
+                 err);
+    plan->temp_bytes = temp;
+    char *cur = nullptr;
+    tkp_carve(&cur, sizeof(int) * (size_t)(rows + 1));
+    tkp_carve(&cur, sizeof(uint32_t) * (size_t)items);
+    tkp_carve(&cur, sizeof(uint32_t) * (size_t)items);
+    tkp_carve(&cur, temp);
+    plan->workspace = (size_t)(uintptr_t)cur;
+    return TKP_OK;
+}
+
+extern "C" int naive_gpu_run(const struct naive_gpu_plan *plan, const struct tkp_problem *pb,
+                             const struct tkp_io *io, void *workspace, void *stream,
+                             struct tkp_error *err)
+{
+    cudaStream_t st = (cudaStream_t)stream;
+    const int64_t vocab = pb->vocab, batch = pb->batch;
+    if (batch == 0 || (!io->kept && !io->samples))
+        return TKP_OK;
+    char *cur = (char *)workspace;
+    int *offsets = (int *)tkp_carve(&cur, sizeof(int) * (size_t)(plan->chunk_rows + 1));
+    uint32_t *buf0 = (uint32_t *)tkp_carve(&cur, sizeof(uint32_t) * (size_t)(plan->chunk_rows * vocab));
+    uint32_t *buf1 = (uint32_t *)tkp_carve(&cur, sizeof(uint32_t) * (size_t)(plan->chunk_rows * vocab));
+    void *temp = tkp_carve(&cur, plan->temp_bytes);
+    const int draws = io->samples ? pb->draws : 0;
+
+    for (int64_t row0 = 0; row0 < batch; row0 += plan->chunk_rows) {
+        const int64_t rows = batch - row0 < plan->chunk_rows ? batch - row0 : plan->chunk_rows;
+        const int64_t items = rows * vocab;
+        dim3 kgrid((unsigned)((vocab + KEY_THREADS * KEY_ITEMS - 1) / (KEY_THREADS * KEY_ITEMS)),
+                   (unsigned)rows);
+        naive_keys<<<kgrid, KEY_THREADS, 0, st>>>(io->logits, pb->stride, vocab, row0, (int)rows,
+                                                  buf0, offsets);
+        TKP_LAUNCH_CHECK(err);
+        cub::DoubleBuffer<uint32_t> keys(buf0, buf1);
+        size_t temp_bytes = plan->temp_bytes;
+        TKP_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeysDescending(
+                         temp, temp_bytes, keys, (int)items, (int)rows, offsets, offsets + 1, 0,
+                         32, st),
+                     err);
+        naive_finish<<<(unsigned)rows, FIN_THREADS, 0, st>>>(
+            io->logits, pb->stride, vocab, io->k, io->p, row0, keys.Current(), io->kept,
+            io->samples, draws, io->seed, io->offset);
+        TKP_LAUNCH_CHECK(err);
+    }
+    return TKP_OK;
+}

@@ -1,0 +1,521 @@
+/* rtopk_gpu.cu — the CUDA backend of rtopk: the passes and decisions of rtopk.c, one
+ * thread-block cluster of `group` CTAs per row.
+ *
+ * Each CTA of a row's cluster owns `chunk` consecutive tokens (chunk a multiple of 4, the
+ * last CTA's share shorter, possibly empty) and, when `cached`, copies them into dynamic
+ * shared memory during the first pass, so that the search iterations and the selection
+ * read shared memory instead of HBM. Every pass ends with a block reduction (CUB) and an
+ * exchange of the CTAs' partial results through distributed shared memory: each CTA writes
+ * its partial into its own slot, cluster.sync(), then every thread combines the G slots in
+ * rank order. All CTAs therefore hold identical totals and take identical decisions.
+ *
+ * 1. scan: valid count, max and #(x == max), min and #(x == min).
+ * 2. search (rtopk_search of rtopk.c): mid = 0.5*lo + 0.5*hi (two IEEE roundings, no FMA,
+ *    no flush to zero; +inf enters as 2^127), stop when mid == lo or mid == hi (t = lo),
+ *    at the early stop (t = mid), or when #(x >= mid) == n (t = mid). Each counting pass
+ *    counts #(x >= mid) and #(x == mid) together (packed into one 64-bit sum), so that the
+ *    class sizes at the final threshold are known without another pass (except after an
+ *    early stop, where t = the uncounted midpoint gets one extra counting pass, not counted
+ *    as an iteration, as on the CPU).
+ * 3. select: passes A (x > t), B (x == t), C (valid x < t), each in index order until n are
+ *    kept, are equivalent to quotas qA = min(n, |A|), qB = min(n - qA, |B|), qC = the rest.
+ *    At most one class is taken partially; when none is, every mask byte is decided by its
+ *    own token (one elementwise pass). Otherwise the partial class is ranked in index order:
+ *    each CTA counts its chunk's members (exchanged: the CTA's starting rank = the sum over
+ *    lower ranks), then a block-wide exclusive scan per tile carries the rank across tiles.
+ * Counts are integers and min/max are exact, so any reduction order gives the same result:
+ * the mask is bit-identical to the CPU's for every launch shape. */
+#include <cooperative_groups.h>
+#include <cub/cub.cuh>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "../common/cuda_util.h"
+#include "../common/prob.h"
+#include "rtopk_gpu.h"
+
+namespace cg = cooperative_groups;
+
+namespace {
+
+constexpr int RT_THREADS = 512;
+/* Two CTAs per SM (64 registers: ptxas spills ~50 bytes, outside the streaming loops);
+ * with 1 the kernel needs ~100 registers and spills nothing, but an SM holds one CTA. */
+constexpr int RT_BLOCKS_PER_SM = 2;
+constexpr int RT_MAX_GROUP = 8;                 /* the portable cluster size limit */
+constexpr int64_t RT_PREF_CHUNK_BYTES = 96 << 10; /* two CTAs per SM can hold their chunks */
+constexpr int64_t RT_MIN_SPLIT = 4096;          /* split a row further only above this */
+
+struct Stat {
+    float hi;
+    int hi_n;
+    float lo;
+    int lo_n;
+    int valid;
+};
+
+__device__ __forceinline__ Stat stat_identity()
+{
+    Stat s;
+    s.hi = -INFINITY;
+    s.hi_n = 0;
+    s.lo = INFINITY;
+    s.lo_n = 0;
+    s.valid = 0;
+    return s;
+}
+
+/* Merge two partial scans: exact for any grouping (max/min by value, counts added). */
+struct StatOp {
+    __device__ __forceinline__ Stat operator()(const Stat &a, const Stat &b) const
+    {
+        Stat r;
+        if (a.hi > b.hi) {
+            r.hi = a.hi;
+            r.hi_n = a.hi_n;
+        } else if (b.hi > a.hi) {
+            r.hi = b.hi;
+            r.hi_n = b.hi_n;
+        } else {
+            r.hi = a.hi;
+            r.hi_n = a.hi_n + b.hi_n;
+        }
+        if (a.lo < b.lo) {
+            r.lo = a.lo;
+            r.lo_n = a.lo_n;
+        } else if (b.lo < a.lo) {
+            r.lo = b.lo;
+            r.lo_n = b.lo_n;
+        } else {
+            r.lo = a.lo;
+            r.lo_n = a.lo_n + b.lo_n;
+        }
+        r.valid = a.valid + b.valid;
+        return r;
+    }
+};
+
+__device__ __forceinline__ void stat_add(Stat &s, float v)
+{
+    if (!tkp_is_valid(v))
+        return;
+    s.valid++;
+    if (v > s.hi) {
+        s.hi = v;
+        s.hi_n = 1;
+    } else if (v == s.hi) {
+        s.hi_n++;
+    }
+    if (v < s.lo) {
+        s.lo = v;
+        s.lo_n = 1;
+    } else if (v == s.lo) {
+        s.lo_n++;
+    }
+}
+
+/* rtopk_midpoint of rtopk.c with explicit round-to-nearest operations (never contracted). */
+__device__ __forceinline__ float rt_midpoint(float lo, float hi)
+{
+    return __fadd_rn(__fmul_rn(0.5f, lo), hi == INFINITY ? 0x1p127f : __fmul_rn(0.5f, hi));
+}
+
+struct Xchg {
+    Stat s;
+    unsigned long long c;
+};
+
+using RedStat = cub::BlockReduce<Stat, RT_THREADS>;
+using RedCount = cub::BlockReduce<unsigned long long, RT_THREADS>;
+using ScanI = cub::BlockScan<int, RT_THREADS>;
+
+struct RtShared {
+    union {
+        RedStat::TempStorage rs;
+        RedCount::TempStorage rc;
+        ScanI::TempStorage si;
+    } tmp;
+    Xchg slot[2]; /* alternate slots: one cluster.sync per exchange suffices */
+};
+
+__device__ __forceinline__ float4 nan4()
+{
+    const float q = __int_as_float(0x7FC00000);
+    return make_float4(q, q, q, q);
+}
+
+/* The token classes of the selection passes. */
+enum { CLS_NONE = -1, CLS_A = 0, CLS_B = 1, CLS_C = 2 };
+
+__device__ __forceinline__ int rt_class(float v, float t)
+{
+    if (v > t)
+        return CLS_A;
+    if (v == t)
+        return CLS_B;
+    if (v < t && tkp_is_valid(v))
+        return CLS_C;
+    return CLS_NONE;
+}
+
+template <bool CACHED>
+__global__ void __launch_bounds__(RT_THREADS, RT_BLOCKS_PER_SM)
+    rtopk_kernel(const float *__restrict__ logits, int64_t stride, int64_t vocab,
+                 const int32_t *__restrict__ kk, uint8_t *__restrict__ kept, int chunk,
+                 int max_iter, int32_t *__restrict__ iters)
+{
+    extern __shared__ float4 cache[];
+    __shared__ RtShared sh;
+    cg::cluster_group cluster = cg::this_cluster();
+    const unsigned G = cluster.num_blocks();
+    const unsigned rank = cluster.block_rank();
+    const int tid = threadIdx.x;
+    const int64_t row = blockIdx.x / G;
+    const int64_t c0 = (int64_t)rank * chunk;
+    const int len = c0 < vocab ? (int)(vocab - c0 < chunk ? vocab - c0 : chunk) : 0;
+    const int groups = (len + 3) >> 2;
+    const float *x = logits + row * stride + (c0 < vocab ? c0 : 0);
+    const bool xvec = ((uintptr_t)x & 15) == 0;
+    uint8_t *kr = kept + row * vocab + (c0 < vocab ? c0 : 0);
+    const bool kvec = ((uintptr_t)kr & 3) == 0;
+    int slot = 0;
+
+    /* Group g = tokens 4g..4g+3 of the chunk; NaN past its end (never counted or kept). */
+    auto load = [&](int g) -> float4 {
+        const int i = 4 * g;
+        if (xvec && i + 3 < len)
+            return reinterpret_cast<const float4 *>(x)[g];
+        float4 f = nan4();
+        if (i < len)
+            f.x = x[i];
+        if (i + 1 < len)
+            f.y = x[i + 1];
+        if (i + 2 < len)
+            f.z = x[i + 2];
+        if (i + 3 < len)
+            f.w = x[i + 3];
+        return f;
+    };
+    auto get = [&](int g) -> float4 { return CACHED ? cache[g] : load(g); };
+    auto write = [&](int g, bool k0, bool k1, bool k2, bool k3) {
+        const int i = 4 * g;
+        if (kvec && i + 3 < len) {
+            *reinterpret_cast<uchar4 *>(kr + i) =
+                make_uchar4((unsigned char)k0, (unsigned char)k1, (unsigned char)k2,
+                            (unsigned char)k3);
+        } else {
+            if (i < len)
+                kr[i] = k0;
+            if (i + 1 < len)
+                kr[i + 1] = k1;
+            if (i + 2 < len)
+                kr[i + 2] = k2;
+            if (i + 3 < len)
+                kr[i + 3] = k3;
+        }
+    };
+    /* Sum a per-thread count over the cluster: every thread gets the total. */
+    auto cluster_sum = [&](unsigned long long v) -> unsigned long long {
+        unsigned long long b = RedCount(sh.tmp.rc).Sum(v);
+        if (tid == 0)
+            sh.slot[slot].c = b;
+        cluster.sync();
+        unsigned long long all = 0;
+        for (unsigned j = 0; j < G; j++)
+            all += cluster.map_shared_rank(&sh.slot[slot], j)->c;
+        slot ^= 1;
+        return all;
+    };
+    /* #(x >= t) << 32 | #(x == t) over the row. */
+    auto count_ge_eq = [&](float t) -> unsigned long long {
+        unsigned ge = 0, eq = 0;
+        for (int g = tid; g < groups; g += RT_THREADS) {
+            float4 f = get(g);
+            ge += (f.x >= t) + (f.y >= t) + (f.z >= t) + (f.w >= t);
+            eq += (f.x == t) + (f.y == t) + (f.z == t) + (f.w == t);
+        }
+        return cluster_sum((unsigned long long)ge << 32 | eq);
+    };
+
+    /* 1. scan (and fill the cache) */
+    Stat st = stat_identity();
+    for (int g = tid; g < groups; g += RT_THREADS) {
+        float4 f = load(g);
+        if (CACHED)
+            cache[g] = f;
+        stat_add(st, f.x);
+        stat_add(st, f.y);
+        stat_add(st, f.z);
+        stat_add(st, f.w);
+    }
+    {
+        Stat b = RedStat(sh.tmp.rs).Reduce(st, StatOp());
+        if (tid == 0)
+            sh.slot[slot].s = b;
+        cluster.sync();
+        st = stat_identity();
+        for (unsigned j = 0; j < G; j++)
+            st = StatOp()(st, cluster.map_shared_rank(&sh.slot[slot], j)->s);
+        slot ^= 1;
+    }
+
+    /* 2. search */
+    /* counts fit an int: vocab <= 2^23 */
+    const int valid = st.valid;
+    const int32_t k = kk[row];
+    const int n = tkp_topk_on(k, vocab) && k < valid ? (int)k : valid;
+    float t;
+    int cnt_a, cnt_b; /* #(x > t), #(x == t) (cnt_b only where its quota can be > 0) */
+    int its = 0;
+    if (n == valid) { /* keep every valid token: threshold -inf, pass A takes them all */
+        t = -INFINITY;
+        cnt_a = valid;
+        cnt_b = 0;
+    } else if (st.hi_n >= n) {
+        t = st.hi;
+        cnt_a = 0;
+        cnt_b = st.hi_n;
+    } else {
+        float lo = st.lo, hi = st.hi;
+        int lo_ge = valid, lo_eq = st.lo_n; /* #(x >= lo), #(x == lo) */
+        for (int it = 0;; it++) {
+            const float mid = rt_midpoint(lo, hi);
+            if (mid == lo || mid == hi) {
+                t = lo;
+                cnt_a = lo_ge - lo_eq;
+                cnt_b = lo_eq;
+                break;
+            }
+            const unsigned long long c = count_ge_eq(mid);
+            const int ge = (int)(c >> 32), eq = (int)(c & 0xFFFFFFFFull);
+            if (max_iter > 0 && it == max_iter) { /* early stop: this pass is not an iteration */
+                t = mid;
+                cnt_a = ge - eq;
+                cnt_b = eq;
+                break;
+            }
+            its++;
+            if (ge == n) {
+                t = mid;
+                cnt_a = ge - eq;
+                cnt_b = eq;
+                break;
+            }
+            if (ge < n) {
+                hi = mid;
+            } else {
+                lo = mid;
+                lo_ge = ge;
+                lo_eq = eq;
+            }
+        }
+    }
+
+    /* 3. select */
+    const int cnt_c = valid - cnt_a - cnt_b;
+    const int qa = n < cnt_a ? n : cnt_a;
+    const int qb = n - qa < cnt_b ? n - qa : cnt_b;
+    const int qc = n - qa - qb;
+    /* A class is taken whole (q == its size), not at all (q == 0), or partially. */
+    const bool all_a = qa > 0 && qa == cnt_a, all_b = qb > 0 && qb == cnt_b,
+               all_c = qc > 0 && qc == cnt_c;
+    int part = CLS_NONE, part_q = 0;
+    if (qa > 0 && qa < cnt_a) {
+        part = CLS_A;
+        part_q = qa;
+    } else if (qb > 0 && qb < cnt_b) {
+        part = CLS_B;
+        part_q = qb;
+    } else if (qc > 0 && qc < cnt_c) {
+        part = CLS_C;
+        part_q = qc;
+    }
+    auto take_all = [&](int c) {
+        return (c == CLS_A && all_a) || (c == CLS_B && all_b) || (c == CLS_C && all_c);
+    };
+
+    if (part == CLS_NONE) {
+        for (int g = tid; g < groups; g += RT_THREADS) {
+            float4 f = get(g);
+            write(g, take_all(rt_class(f.x, t)), take_all(rt_class(f.y, t)),
+                  take_all(rt_class(f.z, t)), take_all(rt_class(f.w, t)));
+        }
+    } else {
+        int carry = 0; /* members of the partial class before this CTA's chunk */
+        if (G > 1) {
+            unsigned mine = 0;
+            for (int g = tid; g < groups; g += RT_THREADS) {
+                float4 f = get(g);
+                mine += (rt_class(f.x, t) == part) + (rt_class(f.y, t) == part) +
+                        (rt_class(f.z, t) == part) + (rt_class(f.w, t) == part);
+            }
+            unsigned long long b = RedCount(sh.tmp.rc).Sum((unsigned long long)mine);
+            if (tid == 0)
+                sh.slot[slot].c = b;
+            cluster.sync();
+            for (unsigned j = 0; j < rank; j++)
+                carry += (int)cluster.map_shared_rank(&sh.slot[slot], j)->c;
+            slot ^= 1;
+        }
+        for (int base = 0; base < groups; base += RT_THREADS) {
+            const int g = base + tid;
+            const float4 f = g < groups ? get(g) : nan4();
+            const int cls[4] = { rt_class(f.x, t), rt_class(f.y, t), rt_class(f.z, t),
+                                 rt_class(f.w, t) };
+            int flag[4], before[4], agg;
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                flag[j] = cls[j] == part;
+            __syncthreads(); /* the scan storage is free again */
+            ScanI(sh.tmp.si).ExclusiveSum(flag, before, agg);
+            bool keep[4];
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                keep[j] = take_all(cls[j]) || (flag[j] && carry + before[j] < part_q);
+            if (g < groups)
+                write(g, keep[0], keep[1], keep[2], keep[3]);
+            carry += agg;
+        }
+    }
+    if (rank == 0 && tid == 0)
+        iters[row] = its;
+    cluster.sync(); /* no CTA leaves while another may still read its slots */
+}
+
+template <bool CACHED>
+cudaError_t rt_launch(const struct rtopk_gpu_plan *plan, const struct tkp_problem *pb,
+                      const struct tkp_io *io, int max_iter, int32_t *iters, cudaStream_t st)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)(pb->batch * plan->group));
+    cfg.blockDim = dim3(RT_THREADS);
+    cfg.dynamicSmemBytes = CACHED ? plan->smem : 0;
+    cfg.stream = st;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = (unsigned)plan->group;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, rtopk_kernel<CACHED>, io->logits, (int64_t)pb->stride,
+                              (int64_t)pb->vocab, io->k, io->kept, plan->chunk, max_iter, iters);
+}
+
+/* How many clusters of this shape fit on the device at once (0: the launch would fail). */
+template <bool CACHED>
+int rt_clusters(const struct rtopk_gpu_plan *plan)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)plan->group);
+    cfg.blockDim = dim3(RT_THREADS);
+    cfg.dynamicSmemBytes = CACHED ? plan->smem : 0;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = (unsigned)plan->group;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, rtopk_kernel<CACHED>, &cfg) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+int64_t rt_chunk(int64_t vocab, int group)
+{
+    int64_t c = (vocab + group - 1) / group;
+    return (c + 3) & ~(int64_t)3;
+}
+
+} // namespace
+
+extern "C" int rtopk_gpu_plan(const struct tkp_problem *pb, struct rtopk_gpu_plan *plan,
+                              size_t *workspace_bytes, struct tkp_error *err)
+{
+    int dev = 0, sms = 0, optin = 0;
+    TKP_CUDA_TRY(cudaGetDevice(&dev), err);
+    TKP_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), err);
+    TKP_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
+                 err);
+    cudaFuncAttributes fa;
+    TKP_CUDA_TRY(cudaFuncGetAttributes(&fa, rtopk_kernel<true>), err);
+    const int64_t cap = (int64_t)optin - (int64_t)fa.sharedSizeBytes; /* dynamic smem limit */
+    TKP_CUDA_TRY(cudaFuncSetAttribute(rtopk_kernel<true>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)cap),
+                 err);
+
+    /* The fewest CTAs whose chunks fit comfortably in shared memory ... */
+    int group = 1, cached = 1;
+    while (group < RT_MAX_GROUP && rt_chunk(pb->vocab, group) * 4 > RT_PREF_CHUNK_BYTES)
+        group *= 2;
+    if (rt_chunk(pb->vocab, group) * 4 > cap)
+        cached = 0; /* a row longer than the cluster's shared memory: stream every pass */
+    /* ... and more of them while the batch leaves SMs idle. */
+    while (group < RT_MAX_GROUP && pb->batch * group < sms &&
+           rt_chunk(pb->vocab, group * 2) >= RT_MIN_SPLIT)
+        group *= 2;
+    plan->group = group;
+    plan->chunk = (int)rt_chunk(pb->vocab, group);
+    plan->cached = cached;
+    plan->smem = cached ? (size_t)plan->chunk * sizeof(float) : 0;
+    if (plan->cached && rt_clusters<true>(plan) == 0) {
+        plan->cached = 0; /* cannot co-schedule the cluster with that much shared memory */
+        plan->smem = 0;
+    }
+    if (!plan->cached && rt_clusters<false>(plan) == 0) {
+        tkp_error_set(err, "rtopk: no cluster of %d CTAs of %d threads fits on this device",
+                      plan->group, RT_THREADS);
+        return TKP_EDEVICE;
+    }
+    *workspace_bytes = sizeof(int32_t) * (size_t)(pb->batch > 0 ? pb->batch : 1);
+    return TKP_OK;
+}
+
+extern "C" int rtopk_gpu_run(const struct rtopk_gpu_plan *plan, const struct tkp_problem *pb,
+                             const struct tkp_io *io, int max_iter, void *workspace,
+                             void *stream, struct tkp_error *err)
+{
+    if (pb->batch == 0 || !io->kept)
+        return TKP_OK;
+    int32_t *iters = (int32_t *)workspace;
+    cudaStream_t st = (cudaStream_t)stream;
+    if (plan->cached)
+        TKP_CUDA_TRY(rt_launch<true>(plan, pb, io, max_iter, iters, st), err);
+    else
+        TKP_CUDA_TRY(rt_launch<false>(plan, pb, io, max_iter, iters, st), err);
+    TKP_LAUNCH_CHECK(err);
+    return TKP_OK;
+}
+
+extern "C" int rtopk_gpu_iterations(const void *workspace, int64_t batch, void *stream,
+                                    double *out, struct tkp_error *err)
+{
+    *out = 0;
+    if (batch <= 0 || !workspace)
+        return TKP_OK;
+    int32_t *h = (int32_t *)malloc(sizeof(int32_t) * (size_t)batch);
+    if (!h) {
+        tkp_error_set(err, "out of host memory");
+        return TKP_ENOMEM;
+    }
+    cudaStream_t st = (cudaStream_t)stream;
+    cudaError_t e = cudaMemcpyAsync(h, workspace, sizeof(int32_t) * (size_t)batch,
+                                    cudaMemcpyDeviceToHost, st);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(st);
+    if (e != cudaSuccess) {
+        free(h);
+        tkp_error_set(err, "rtopk: reading the iteration counters: %s", cudaGetErrorString(e));
+        return TKP_EDEVICE;
+    }
+    double sum = 0;
+    for (int64_t r = 0; r < batch; r++)
+        sum += h[r];
+    free(h);
+    *out = sum;
+    return TKP_OK;
+}

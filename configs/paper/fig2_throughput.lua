@@ -1,0 +1,44 @@
+-- fig2_throughput.lua — the Qrita paper's Figure 2 (arXiv 2602.01518, section 4.2): throughput
+-- (batch rows per second) against batch size at the five vocabularies of its models, in the
+-- three modes top-k 50, top-p 0.9 and top-k 50 then top-p 0.9, for every algorithm. rtopk does
+-- top-k only; its other cells are recorded 'unsupported' (as are cake's top-p-only cells on
+-- vocabularies above its 1024-entry slab).
+--
+-- Meant for the H200 (`topkp run configs/paper/fig2_throughput.lua --backend gpu`). The full
+-- grid is 5 vocabularies x 11 batches x 3 modes x 5 algorithms = 825 cells; on a 2-core CPU the
+-- batch-1024 cells alone take hours (a sort of 268M floats per call), so set SMALL = true for
+-- a CPU-sized run (batch <= 16: 375 cells, still about 40 minutes on 2 busy cores, measured:
+-- naive_sort sorts a 262208-token row in about 0.25 s).
+--
+-- Datasets: the paper uses WikiText-2 logits of five models; here each vocabulary gets the
+-- model-like synthetic dataset of its model (`topkp list`), paired by the `where` filter. Put
+-- "gaussian" (or file "x.h5" with real logits) in a `dataset` field to change one.
+local SMALL = false
+
+local models = {
+    { vocab = 128256, dataset = "model_llama3_8b" }, -- R1-Distill-Llama-8B
+    { vocab = 151936, dataset = "model_qwen3_8b" }, -- Qwen3-8B
+    { vocab = 201088, dataset = "model_gpt_oss_20b" }, -- GPT-OSS-20B
+    { vocab = 248320, dataset = "model_qwen35" }, -- Qwen3.5-35B-A3B
+    { vocab = 262208, dataset = "model_gemma3_4b" }, -- Gemma3-4B
+}
+local vocabs, datasets, dataset_of = {}, {}, {}
+for _, m in ipairs(models) do
+    vocabs[#vocabs + 1] = m.vocab
+    dataset_of[m.vocab] = m.dataset
+    if not datasets[m.dataset] then
+        datasets[m.dataset] = true
+        datasets[#datasets + 1] = m.dataset
+    end
+end
+
+sweep "fig2" {
+    algos = { "naive_sort", "rtopk", "qrita", "cake", "rejection" },
+    dataset = datasets,
+    vocab = vocabs,
+    batch = SMALL and pow2(0, 4) or pow2(0, 10),
+    k = { 0, 50 },   -- 0: top-k off
+    p = { 0.9, 1.0 }, -- 1.0: top-p off
+    where = function(c) return c.mode ~= "none" and dataset_of[c.vocab] == c.dataset end,
+    timing = SMALL and { warmup = 1, min_reps = 3, max_reps = 5, max_seconds = 0.2 } or nil,
+}

@@ -1,0 +1,18 @@
+-- fig4_memory.lua — the Qrita paper's Figure 4 (section 4.3): workspace memory of each
+-- algorithm against batch size at the five vocabularies of its models (top-k 50 then top-p
+-- 0.9; the workspace_bytes column, and peak_device_bytes on the GPU). Memory does not depend on
+-- timing, so each cell is timed once. Meant for the H200: the full grid (275 cells) needs hours
+-- on a 2-core CPU because of the batch-1024 sorts; SMALL = true stops at batch 16 (about 3.5
+-- minutes on 2 busy cores, measured). Workspace depends on the shape, not the values: the synthetic "gaussian" dataset
+-- serves every vocabulary.
+local SMALL = false
+
+sweep "fig4" {
+    algos = { "naive_sort", "rtopk", "qrita", "cake", "rejection" },
+    dataset = "gaussian",
+    vocab = { 128256, 151936, 201088, 248320, 262208 },
+    batch = SMALL and pow2(0, 4) or pow2(0, 10),
+    k = 50,
+    p = 0.9,
+    timing = { warmup = 0, min_reps = 1, max_reps = 1, max_seconds = 0.1 },
+}

@@ -1,0 +1,30 @@
+-- table1_hitrate.lua — the paper's Table 1 (Qrita, section 4.3): sigma-truncation hit rate,
+-- mean outlier count N_t at k=50 (p=1) and mean outlier mass S_t at p=0.9 (k=0), on the
+-- model-like profiles (datasets/model_like.c), each at its own model's vocabulary.
+-- Statistics matter, not time: one timed repetition, 128 rows per cell.
+-- scripts/calibrate_table1.sh runs it and prints the measured table beside the paper's;
+-- datasets/CALIBRATION.md documents the profiles. About a minute on two CPU cores.
+local profiles = {
+    model_llama3_8b = 128256,   -- R1-Distill-Llama-8B
+    model_qwen3_8b = 151936,    -- Qwen3-8B
+    model_gpt_oss_20b = 201088, -- GPT-OSS-20B
+    model_qwen35 = 248320,      -- Qwen3.5-35B-A3B (no Table 1 row: not calibrated)
+    model_gemma3_4b = 262208,   -- Gemma3-4B
+}
+
+sweep "table1" {
+    algos = { "qrita" },
+    dataset = { "model_llama3_8b", "model_qwen3_8b", "model_gpt_oss_20b", "model_qwen35",
+                "model_gemma3_4b" },
+    vocab = { 128256, 151936, 201088, 248320, 262208 },
+    batch = { 128 },
+    k = { 50, 0 },
+    p = { 1.0, 0.9 },
+    seed = 1,
+    verify = 2,
+    -- each profile at its own vocabulary; top-k alone (k=50, p=1) or top-p alone (k=0, p=0.9)
+    where = function(c)
+        return profiles[c.dataset] == c.vocab and ((c.k == 50) == (c.p >= 1))
+    end,
+    timing = { warmup = 0, min_reps = 1, max_reps = 1, max_seconds = 0.1 },
+}

@@ -1,0 +1,49 @@
+-- table4_ablation.lua — the Qrita paper's Table 4 (section 4.5): ablation of Qrita's techniques
+-- at k = 50, p = 0.9, vocabulary 128256, batch 1024. Rows A-J map onto qrita's options:
+--   paper column          -> option
+--   Trunc. Hit            -> truncation = "auto" (on a dataset where it hits: check hit_rate)
+--   Trunc. Fallback       -> truncation = "force_fallback" (gather, then search the row anyway)
+--   No Trunc.             -> truncation = "off"
+--   Quaternary/Binary/Sort-> search = "quaternary" / "binary" / "sort"
+--   Dup.                  -> dedup = "on" (off keeps every copy of the boundary value)
+--   Autotune              -> autotune = "on" (tiered block sizes; GPU only, recorded on the CPU)
+--   A  hit      quaternary  dup  autotune   the full Qrita (0.919 ms in the paper)
+--   B  hit      quaternary  dup  -          single block size (1.354)
+--   C  hit      quaternary  -    -          no duplicate handling (1.308)
+--   D  fallback quaternary  -    -          (5.373)
+--   E  none     quaternary  -    -          (4.931)
+--   F  hit      binary      -    -          (1.281)
+--   G  fallback binary      -    -          (7.773)
+--   H  none     binary      -    -          (7.274)
+--   I  hit      sort        -    -          (2.099)
+--   J  none     sort        -    -          = the naive PyTorch sort baseline (16.487)
+-- Meant for the H200. On a 2-core CPU the batch-1024 cells take about a minute each; set
+-- SMALL = true for batch 64 (about 4 minutes in all on 2 busy cores, measured).
+local SMALL = false
+
+local function qrita(truncation, search, dedup, autotune)
+    return { "qrita", truncation = truncation, search = search, dedup = dedup, autotune = autotune }
+end
+
+ablation "table4" {
+    base = {
+        dataset = "model_llama3_8b", -- R1-Distill-Llama-8B-like (the paper: its WikiText-2 logits)
+        vocab = 128256,
+        batch = SMALL and 64 or 1024,
+        k = 50,
+        p = 0.9,
+        timing = SMALL and { warmup = 1, min_reps = 3, max_reps = 5, max_seconds = 0.5 } or nil,
+    },
+    variants = {
+        A = qrita("auto", "quaternary", true, true),
+        B = qrita("auto", "quaternary", true, false),
+        C = qrita("auto", "quaternary", false, false),
+        D = qrita("force_fallback", "quaternary", false, false),
+        E = qrita("off", "quaternary", false, false),
+        F = qrita("auto", "binary", false, false),
+        G = qrita("force_fallback", "binary", false, false),
+        H = qrita("off", "binary", false, false),
+        I = qrita("auto", "sort", false, false),
+        J = qrita("off", "sort", false, false),
+    },
+}

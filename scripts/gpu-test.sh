@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# gpu-test.sh [BUNDLE] — on the GPU machine: every GPU test (bitwise CPU = GPU on the
+# adversarial suite, samplers, determinism), then compute-sanitizer memcheck and racecheck on
+# the small adversarial cases. BUNDLE is the folder `make gpu-bundle` wrote (build/gpu).
+# Prints "N passed, N failed" per stage; exits non-zero when anything failed.
+set -uo pipefail
+bundle=${1:-build/gpu}
+export TOPKP=$bundle/topkp
+status=0
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader || true
+echo "== GPU tests"
+"$bundle/topkp-tests" gpu_ || status=1
+if command -v compute-sanitizer >/dev/null; then
+    for tool in memcheck racecheck; do
+        echo "== compute-sanitizer $tool (small cases)"
+        compute-sanitizer --tool "$tool" --error-exitcode 3 "$bundle/topkp-tests" gpu_cases_ \
+            || status=1
+    done
+else
+    echo "compute-sanitizer not found: sanitizer stage not run"
+    status=1
+fi
+exit $status

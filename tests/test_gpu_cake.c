@@ -1,0 +1,225 @@
+/* test_gpu_cake.c — cake's CUDA backend against its CPU reference, bit for bit: the
+ * adversarial cases (and the oracle), large random batches at the benchmark shapes, rows that
+ * defeat the sampled candidate list (ties everywhere, ascending ramps, few valid tokens) so
+ * that the streaming fallback and the index-ordered tie collect run on every cluster size,
+ * and run-to-run determinism. Every test skips without a GPU. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../algos/common/prob.h"
+#include "../harness/gpu.h"
+#include "cases.h"
+#include "test.h"
+
+enum { DRAWS = 4 };
+
+static void free_batch(struct tkp_batch *b)
+{
+    free(b->logits);
+    free(b->k);
+    free(b->p);
+}
+
+/* Run cake on `backend`: kept masks and DRAWS samples per row. */
+static int run_cake(enum tkp_backend backend, const struct tkp_batch *b, uint64_t seed,
+                    uint8_t *kept, int64_t *samples)
+{
+    struct tkp_error err = { "" };
+    int rc = tkp_apply(tkp_algo_find("cake"), NULL, backend, b, kept, samples, DRAWS, seed, 5,
+                       NULL, &err);
+    CHECK(rc == TKP_OK, "cake %s: %s", backend == TKP_GPU ? "GPU" : "CPU", err.msg);
+    return rc;
+}
+
+/* CPU and GPU must agree on every kept byte and every draw of every row. */
+static void check_cpu_equals_gpu(const struct tkp_batch *b, const char *name, uint64_t seed)
+{
+    const size_t cells = (size_t)(b->batch * b->vocab), drawn = (size_t)(b->batch * DRAWS);
+    uint8_t *kc = malloc(cells), *kg = malloc(cells);
+    int64_t *sc = malloc(sizeof(int64_t) * drawn), *sg = malloc(sizeof(int64_t) * drawn);
+    int rc = run_cake(TKP_CPU, b, seed, kc, sc);
+    if (rc == TKP_OK)
+        rc = run_cake(TKP_GPU, b, seed, kg, sg);
+    int64_t bad = 0;
+    for (int64_t r = 0; rc == TKP_OK && r < b->batch; r++) {
+        const uint8_t *c = kc + r * b->vocab, *g = kg + r * b->vocab;
+        if (memcmp(c, g, (size_t)b->vocab)) {
+            int64_t i = 0, nc = 0, ng = 0;
+            while (c[i] == g[i])
+                i++;
+            for (int64_t j = 0; j < b->vocab; j++)
+                nc += c[j], ng += g[j];
+            if (bad++ < 3)
+                test_fail(__FILE__, __LINE__,
+                          "%s (seed %llu, B=%lld, V=%lld) row %lld k=%d p=%g: kept masks differ "
+                          "(first at token %lld: CPU %u GPU %u; CPU keeps %lld, GPU %lld)",
+                          name, (unsigned long long)seed, (long long)b->batch,
+                          (long long)b->vocab, (long long)r, b->k[r], (double)b->p[r],
+                          (long long)i, c[i], g[i], (long long)nc, (long long)ng);
+        }
+        if (memcmp(sc + r * DRAWS, sg + r * DRAWS, sizeof(int64_t) * DRAWS) && bad++ < 3)
+            test_fail(__FILE__, __LINE__,
+                      "%s (seed %llu, B=%lld, V=%lld) row %lld k=%d p=%g: draws differ "
+                      "(CPU %lld %lld, GPU %lld %lld)",
+                      name, (unsigned long long)seed, (long long)b->batch, (long long)b->vocab,
+                      (long long)r, b->k[r], (double)b->p[r], (long long)sc[r * DRAWS],
+                      (long long)sc[r * DRAWS + 1], (long long)sg[r * DRAWS],
+                      (long long)sg[r * DRAWS + 1]);
+    }
+    CHECK(bad == 0, "%s: %lld mismatches in total", name, (long long)bad);
+    free(kc), free(kg), free(sc), free(sg);
+}
+
+TEST(gpu_cake_matches_cpu_on_adversarial_cases)
+{
+    check_gpu_matches_cpu("cake", NULL);
+}
+
+/* A gaussian batch with one (k, p) on every row. */
+static void uniform_batch(struct test_case *c, uint64_t seed, int64_t batch, int64_t vocab,
+                          int32_t k, float p)
+{
+    case_gaussian(c, seed, batch, vocab, 1.0f);
+    for (int64_t r = 0; r < batch; r++) {
+        c->b.k[r] = k;
+        c->b.p[r] = p;
+    }
+}
+
+TEST(gpu_cake_benchmark_shapes_match_cpu)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    static const struct {
+        int64_t batch, vocab;
+        int32_t k;
+    } shapes[] = {
+        { 1, 128256, 50 },   { 1, 262144, 1000 }, { 16, 128256, 50 },  { 64, 128256, 50 },
+        { 64, 262144, 1000 }, { 128, 128256, 50 }, { 128, 128256, 1000 },
+        { 128, 262144, 50 }, { 128, 262144, 1000 }, { 1024, 32768, 50 },
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && !test_failed(); i++) {
+        struct test_case c;
+        uint64_t seed = 100 + i;
+        uniform_batch(&c, seed, shapes[i].batch, shapes[i].vocab, shapes[i].k, 0.9f);
+        check_cpu_equals_gpu(&c.b, "gaussian", seed);
+        free_batch(&c.b);
+    }
+}
+
+TEST(gpu_cake_mixed_rows_match_cpu)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    /* The standard (k, p) mix, clamped to the slab, at cluster sizes 8, 4, 2 and 1. */
+    static const int64_t batches[] = { 3, 20, 50, 130 };
+    for (size_t i = 0; i < 4 && !test_failed(); i++) {
+        struct test_case c;
+        uint64_t seed = 200 + i;
+        case_gaussian(&c, seed, batches[i], 100003, 2.0f);
+        cases_fit(tkp_algo_find("cake"), &c, 1);
+        check_cpu_equals_gpu(&c.b, "gaussian mix", seed);
+        free_batch(&c.b);
+    }
+}
+
+/* Rows that break the sampled candidate bound or force the index-ordered tie collect. */
+enum hard { H_EQUAL, H_RAMP_UP, H_COARSE, H_FEW_VALID, H_NAN_INF, H_TIE_AT_K, H_COUNT };
+
+static void fill_hard(float *x, int64_t vocab, enum hard h, uint64_t *s)
+{
+    for (int64_t i = 0; i < vocab; i++) {
+        *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+        const uint32_t u = (uint32_t)(*s >> 33);
+        const float g = (float)((int32_t)(u % 20001) - 10000) / 2500.0f; /* [-4, 4] */
+        switch (h) {
+        case H_EQUAL: x[i] = 0.25f; break;
+        case H_RAMP_UP: x[i] = (float)i * 1e-3f; break;        /* the best tokens come last */
+        case H_COARSE: x[i] = roundf(g * 2.0f) / 2.0f; break;  /* 17 values, huge ties */
+        case H_FEW_VALID: x[i] = (u % 5000 == 0) ? g : -INFINITY; break;
+        case H_NAN_INF:
+            x[i] = u % 997 == 0 ? INFINITY : (u % 7 == 0 ? NAN : (u % 11 == 0 ? -INFINITY : g));
+            break;
+        case H_TIE_AT_K: x[i] = i % 1000 == 999 ? 3.0f : (u % 3 == 0 ? 1.0f : g - 5.0f); break;
+        default: break;
+        }
+    }
+}
+
+TEST(gpu_cake_hard_rows_match_cpu)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    static const int32_t ks[] = { 1, 7, 50, 333, 1000, 1024 };
+    static const float ps[] = { 0.9f, 1.0f, 0.5f, 0.99f, 0.9f, 1e-7f };
+    /* 12 rows: clusters of 8 CTAs; 36: 2 (or 4); 168: 1 CTA per row, several waves */
+    static const int64_t batches[] = { 12, 6 * H_COUNT, 6 * H_COUNT * 28 / 6 };
+    static const int64_t vocabs[] = { 262144, 50001 };
+    for (int bi = 0; bi < 3 && !test_failed(); bi++)
+        for (int vi = 0; vi < 2 && !test_failed(); vi++) {
+            const int64_t B = batches[bi], V = vocabs[vi];
+            struct tkp_batch b = { B, V, malloc(sizeof(float) * (size_t)(B * V)),
+                                   malloc(sizeof(int32_t) * (size_t)B),
+                                   malloc(sizeof(float) * (size_t)B) };
+            uint64_t s = 77 + (uint64_t)(bi * 2 + vi);
+            for (int64_t r = 0; r < B; r++) {
+                fill_hard(b.logits + r * V, V, (enum hard)((r / 6 + r) % H_COUNT), &s);
+                b.k[r] = ks[r % 6];
+                b.p[r] = ps[r % 6];
+            }
+            check_cpu_equals_gpu(&b, "hard rows", (uint64_t)(bi * 2 + vi));
+            free_batch(&b);
+        }
+}
+
+TEST(gpu_cake_two_runs_are_identical)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    struct test_case c;
+    uniform_batch(&c, 9, 128, 128256, 1000, 0.9f);
+    for (int64_t r = 0; r < c.b.batch; r += 3) /* some boundary ties too */
+        for (int64_t i = 0; i < c.b.vocab; i++)
+            c.b.logits[r * c.b.vocab + i] = roundf(c.b.logits[r * c.b.vocab + i] * 4.0f);
+    const size_t cells = (size_t)(c.b.batch * c.b.vocab), drawn = (size_t)(c.b.batch * DRAWS);
+    uint8_t *k1 = malloc(cells), *k2 = malloc(cells);
+    int64_t *s1 = malloc(sizeof(int64_t) * drawn), *s2 = malloc(sizeof(int64_t) * drawn);
+    int rc = run_cake(TKP_GPU, &c.b, 3, k1, s1);
+    if (rc == TKP_OK)
+        rc = run_cake(TKP_GPU, &c.b, 3, k2, s2);
+    CHECK(rc != TKP_OK || memcmp(k1, k2, cells) == 0, "two GPU runs gave different kept masks");
+    CHECK(rc != TKP_OK || memcmp(s1, s2, sizeof(int64_t) * drawn) == 0,
+          "two GPU runs gave different samples");
+    free(k1), free(k2), free(s1), free(s2);
+    free_batch(&c.b);
+}
+
+TEST(gpu_cake_refuses_sets_beyond_the_slab)
+{
+    /* Runs without a GPU too: supports() alone decides. */
+    const struct tkp_algo *a = tkp_algo_find("cake");
+    REQUIRE(a, "no module cake");
+    CHECK(a->max_set == 1024, "cake max_set is %lld, not 1024", (long long)a->max_set);
+    if (!(a->backends & TKP_GPU)) {
+        test_skip("built without CUDA");
+        return;
+    }
+    struct tkp_problem pb = { .batch = 2, .vocab = 4096, .stride = 4096, .backend = TKP_GPU,
+                              .ops = TKP_TOPK, .outputs = TKP_OUT_SET, .k_max = 10,
+                              .set_max = 4096 };
+    const char *why = NULL;
+    CHECK(!a->supports(&pb, NULL, &why), "a row with top-k off and V = 4096 accepted on the GPU");
+    CHECK(why && strstr(why, "1024"), "the refusal does not name the limit: %s", why ? why : "");
+    pb.set_max = 1024;
+    pb.k_max = 1024;
+    CHECK(a->supports(&pb, NULL, &why), "k = 1024 refused on the GPU: %s", why);
+}

@@ -1,0 +1,278 @@
+/* test_gpu_rejection.c — the rejection sampler's CUDA backend against its CPU reference, bit
+ * for bit: the adversarial cases (default budget and the round-budget fallback, checked
+ * against the oracle too), the TV test, large gaussian batches at the benchmark shapes (peaked
+ * k=50 p=0.9, flat p=0.9, the mixed (k, p) rows, odd V and unaligned rows, batch 1 with many
+ * CTAs per row, batch 1024 with 512-thread CTAs), the statistics, run-to-run determinism and
+ * CUDA-graph replay. Every test skips without a GPU. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness/gpu.h"
+#include "cases.h"
+#include "test.h"
+
+static const char *const budget_1[] = { "max_rounds=1", NULL };
+static const char *const budget_2[] = { "max_rounds=2", NULL };
+
+static void free_case(struct test_case *c)
+{
+    free(c->b.logits);
+    free(c->b.k);
+    free(c->b.p);
+}
+
+static void *module_opts(const char *const *options)
+{
+    const struct tkp_algo *a = tkp_algo_find("rejection");
+    void *opts = calloc(1, a->opts_size);
+    struct tkp_error err;
+    tkp_options_defaults(a, opts);
+    for (int i = 0; options && options[i]; i++)
+        CHECK(tkp_option_assign(a, opts, options[i], &err) == TKP_OK, "%s", err.msg);
+    return opts;
+}
+
+static int run(enum tkp_backend backend, const struct tkp_batch *b, const char *const *options,
+               int32_t draws, uint64_t seed, uint64_t offset, int64_t *out, struct tkp_stats *st)
+{
+    struct tkp_error err = { "" };
+    void *opts = module_opts(options);
+    int rc = tkp_apply(tkp_algo_find("rejection"), opts, backend, b, NULL, out, draws, seed,
+                       offset, st, &err);
+    CHECK(rc == TKP_OK, "rejection %s (B=%lld V=%lld): %s", backend == TKP_GPU ? "GPU" : "CPU",
+          (long long)b->batch, (long long)b->vocab, err.msg);
+    free(opts);
+    return rc;
+}
+
+/* CPU and GPU draws of a batch must agree bit for bit; so must the statistics (the GPU's
+ * describe its latest run, the CPU's its only run). */
+static void check_batch(const char *name, const struct tkp_batch *b, const char *const *options,
+                        int32_t draws, uint64_t seed)
+{
+    const size_t n = (size_t)(b->batch * draws);
+    int64_t *sc = malloc(sizeof(int64_t) * n), *sg = malloc(sizeof(int64_t) * n);
+    struct tkp_stats stc, stg;
+    int rc = run(TKP_CPU, b, options, draws, seed, 7, sc, &stc);
+    if (rc == TKP_OK)
+        rc = run(TKP_GPU, b, options, draws, seed, 7, sg, &stg);
+    int64_t bad = 0;
+    for (int64_t r = 0; rc == TKP_OK && r < b->batch; r++) {
+        const int64_t *c = sc + r * draws, *g = sg + r * draws;
+        if (memcmp(c, g, sizeof(int64_t) * (size_t)draws) == 0)
+            continue;
+        int32_t d = 0;
+        while (c[d] == g[d])
+            d++;
+        if (bad++ < 4)
+            test_fail(__FILE__, __LINE__,
+                      "%s (seed %llu, B=%lld, V=%lld) row %lld k=%d p=%g: draw %d differs "
+                      "(CPU %lld, GPU %lld)",
+                      name, (unsigned long long)seed, (long long)b->batch, (long long)b->vocab,
+                      (long long)r, b->k[r], (double)b->p[r], d, (long long)c[d],
+                      (long long)g[d]);
+    }
+    CHECK(bad == 0, "%s: %lld rows differ in total", name, (long long)bad);
+    if (rc == TKP_OK) {
+        CHECK(stc.rows == stg.rows, "%s: rows CPU %lld GPU %lld", name, (long long)stc.rows,
+              (long long)stg.rows);
+        CHECK(stc.rounds == stg.rounds, "%s: rounds CPU %.0f GPU %.0f", name, stc.rounds,
+              stg.rounds);
+        CHECK(stc.fallbacks == stg.fallbacks, "%s: fallbacks CPU %lld GPU %lld", name,
+              (long long)stc.fallbacks, (long long)stg.fallbacks);
+        CHECK(stc.iterations == stg.iterations, "%s: iterations CPU %.0f GPU %.0f", name,
+              stc.iterations, stg.iterations);
+    }
+    free(sc);
+    free(sg);
+}
+
+/* Every row of a gaussian case gets the same (k, p); peaked rows get outliers 12 up. */
+static void gaussian(struct test_case *c, uint64_t seed, int64_t batch, int64_t vocab,
+                     float scale, int peaked, int32_t k, float p)
+{
+    case_gaussian(c, seed, batch, vocab, scale);
+    for (int64_t r = 0; r < batch; r++) {
+        c->b.k[r] = k;
+        c->b.p[r] = p;
+        if (peaked)
+            for (int64_t i = r % 97; i < vocab; i += 97)
+                c->b.logits[r * vocab + i] += 12.0f;
+    }
+}
+
+TEST(gpu_cases_rejection_matches_cpu)
+{
+    check_gpu_matches_cpu("rejection", NULL);
+}
+
+TEST(gpu_cases_rejection_fallback_matches_cpu)
+{
+    check_gpu_matches_cpu("rejection", budget_1);
+    check_gpu_matches_cpu("rejection", budget_2);
+}
+
+TEST(gpu_rejection_sampler_passes_tv_test)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    check_sampler_tv("rejection", NULL, TKP_GPU, 20000);
+}
+
+TEST(gpu_rejection_benchmark_shapes_match_cpu)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    struct test_case c;
+    gaussian(&c, 101, 32, 128256, 3.0f, 1, 50, 0.9f);
+    check_batch("peaked k=50 p=0.9", &c.b, NULL, 4, 101);
+    free_case(&c);
+    gaussian(&c, 102, 32, 128256, 1.0f, 0, 50, 0.9f);
+    check_batch("flat k=50 p=0.9", &c.b, NULL, 4, 102);
+    free_case(&c);
+    gaussian(&c, 103, 32, 128256, 1.0f, 0, 0, 0.9f);
+    check_batch("flat p=0.9", &c.b, NULL, 4, 103);
+    free_case(&c);
+    gaussian(&c, 104, 16, 128256, 1.0f, 0, 50, 1.0f);
+    check_batch("flat k=50", &c.b, NULL, 4, 104);
+    free_case(&c);
+}
+
+TEST(gpu_rejection_mixed_rows_odd_vocab_match_cpu)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    struct test_case c;
+    /* The standard (k, p) mix; V odd, so every other row starts off 16-byte alignment. */
+    case_gaussian(&c, 105, 34, 32003, 2.0f);
+    check_batch("mixed V=32003", &c.b, NULL, 6, 105);
+    check_batch("mixed V=32003 budget 2", &c.b, budget_2, 6, 105);
+    free_case(&c);
+    case_gaussian(&c, 106, 17, 4098, 1.0f); /* V % 4 == 2: scalar tail */
+    check_batch("mixed V=4098", &c.b, NULL, 6, 106);
+    free_case(&c);
+    case_gaussian(&c, 107, 17, 5, 1.0f); /* one partial tile */
+    check_batch("mixed V=5", &c.b, NULL, 6, 107);
+    free_case(&c);
+}
+
+TEST(gpu_rejection_batch_1_and_1024_match_cpu)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    struct test_case c;
+    /* One row, many draws: several CTAs per row. */
+    gaussian(&c, 108, 1, 128256, 3.0f, 1, 50, 0.9f);
+    check_batch("B=1 peaked, 300 draws", &c.b, NULL, 300, 108);
+    free_case(&c);
+    gaussian(&c, 109, 1, 128256, 1.0f, 0, 0, 0.9f);
+    check_batch("B=1 flat p=0.9", &c.b, NULL, 1, 109);
+    free_case(&c);
+    /* Many rows: 512-thread CTAs. */
+    case_gaussian(&c, 110, 1024, 8000, 2.0f);
+    check_batch("B=1024 mixed V=8000", &c.b, NULL, 2, 110);
+    free_case(&c);
+    gaussian(&c, 111, 1024, 8192, 1.0f, 0, 50, 0.9f);
+    check_batch("B=1024 flat k=50 p=0.9 V=8192", &c.b, NULL, 1, 111);
+    free_case(&c);
+}
+
+TEST(gpu_rejection_same_seed_same_draws)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    struct test_case c;
+    const int32_t draws = 16;
+    case_gaussian(&c, 112, 40, 20000, 1.5f);
+    const size_t bytes = sizeof(int64_t) * (size_t)(c.b.batch * draws);
+    int64_t *a = malloc(bytes), *b = malloc(bytes), *other = malloc(bytes);
+    int rc = run(TKP_GPU, &c.b, NULL, draws, 5, 9, a, NULL);
+    if (rc == TKP_OK)
+        rc = run(TKP_GPU, &c.b, NULL, draws, 5, 9, b, NULL);
+    if (rc == TKP_OK)
+        rc = run(TKP_GPU, &c.b, NULL, draws, 5, 10, other, NULL);
+    if (rc == TKP_OK) {
+        CHECK(memcmp(a, b, bytes) == 0, "seed 5 offset 9 gave different GPU draws on two runs");
+        CHECK(memcmp(a, other, bytes) != 0, "offsets 9 and 10 gave the same GPU draws");
+    }
+    free(a);
+    free(b);
+    free(other);
+    free_case(&c);
+}
+
+struct graph_ctx {
+    struct tkp_instance *in;
+    const struct tkp_io *io;
+};
+
+static int graph_launch(void *ctx, struct tkp_error *err)
+{
+    struct graph_ctx *g = ctx;
+    return tkp_instance_run(g->in, g->io, err);
+}
+
+/* Capture one run into a CUDA graph, replay it twice over poisoned outputs: the same draws as
+ * the CPU each time. */
+TEST(gpu_rejection_graph_replay_matches_cpu)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    struct test_case c;
+    const int32_t draws = 3;
+    case_gaussian(&c, 113, 24, 50000, 2.0f);
+    const size_t n = (size_t)(c.b.batch * draws);
+    int64_t *sc = malloc(sizeof(int64_t) * n), *sg = malloc(sizeof(int64_t) * n);
+    int rc = run(TKP_CPU, &c.b, NULL, draws, 3, 4, sc, NULL);
+    struct tkp_error err = { "" };
+    struct tkp_problem pb = tkp_problem_of(&c.b, TKP_GPU, TKP_OUT_SAMPLE, draws);
+    struct tkp_instance in;
+    struct tkp_staged st;
+    struct tkp_gpu_timer *timer = NULL;
+    int opened = 0, staged = 0;
+    if (rc == TKP_OK && (rc = tkp_instance_open(&in, tkp_algo_find("rejection"), NULL, &pb,
+                                                &err)) == TKP_OK)
+        opened = 1;
+    if (rc == TKP_OK && (rc = tkp_stage(&st, &c.b, TKP_GPU, NULL, sg, draws, 3, 4, &err)) ==
+                            TKP_OK)
+        staged = 1;
+    if (rc == TKP_OK)
+        rc = tkp_gpu_timer_open(&timer, &err);
+    struct graph_ctx ctx = { &in, &st.io };
+    if (rc == TKP_OK)
+        rc = tkp_gpu_timer_use_graph(timer, graph_launch, &ctx, &err);
+    for (int rep = 0; rc == TKP_OK && rep < 2; rep++) {
+        double us, mhz;
+        memset(sg, 0, sizeof(int64_t) * n);
+        rc = tkp_gpu_fill(st.io.samples, 0xAB, sizeof(int64_t) * n, &err);
+        if (rc == TKP_OK)
+            rc = tkp_gpu_time(timer, 0, graph_launch, &ctx, &us, &mhz, &err);
+        if (rc == TKP_OK)
+            rc = tkp_staged_fetch(&st, &err);
+        if (rc == TKP_OK)
+            CHECK(memcmp(sc, sg, sizeof(int64_t) * n) == 0,
+                  "graph replay %d: GPU draws differ from the CPU's", rep);
+    }
+    CHECK(rc == TKP_OK, "graph replay: %s", err.msg);
+    tkp_gpu_timer_close(timer);
+    if (staged)
+        tkp_staged_release(&st);
+    if (opened)
+        tkp_instance_close(&in);
+    free(sc);
+    free(sg);
+    free_case(&c);
+}
