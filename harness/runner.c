@@ -15,60 +15,95 @@
 #include "runner.h"
 #include "timing.h"
 
-/* The logits of the last cell, reused when the next cell asks for a prefix of them. */
-struct batch_cache {
+/* Generated or read logits, kept between cells: one entry per (dataset, seed, vocab), holding
+ * as many rows as the largest batch any cell of the plan asks of it, so that the cells of a
+ * batch sweep share one generation. Least recently used entries go first. */
+#define CACHE_ENTRIES 4
+struct cached_batch {
     char dataset[256];
     uint64_t seed;
     int64_t vocab, rows;
     float *logits;
+    uint64_t used; /* a tick of the last use */
 };
 
-static int cache_fill(struct batch_cache *c, const struct tkp_cell *cell, struct tkp_error *err)
+struct batch_cache {
+    struct cached_batch entry[CACHE_ENTRIES];
+    uint64_t tick;
+};
+
+static int same_data(const struct tkp_cell *a, const struct tkp_cell *b)
 {
-    if (c->logits && strcmp(c->dataset, cell->dataset) == 0 && c->seed == cell->seed &&
-        c->vocab == cell->vocab && c->rows >= cell->batch)
-        return TKP_OK;
-    free(c->logits);
-    memset(c, 0, sizeof *c);
-    size_t n = (size_t)(cell->batch * cell->vocab);
-    float *x = malloc(sizeof(float) * (n ? n : 1));
-    if (!x) {
-        tkp_error_set(err, "out of host memory for [%lld, %lld] logits", (long long)cell->batch,
-                      (long long)cell->vocab);
-        return TKP_ENOMEM;
+    return strcmp(a->dataset, b->dataset) == 0 && a->seed == b->seed && a->vocab == b->vocab;
+}
+
+/* Fill rows [0, rows) of x from the cell's dataset. */
+static int load_rows(const struct tkp_cell *cell, int64_t rows, float *x, struct tkp_error *err)
+{
+    if (strncmp(cell->dataset, "file:", 5) != 0)
+        return tkp_dataset_generate(cell->dataset, cell->seed, rows, cell->vocab, x, err);
+    struct tkp_batch file;
+    int rc = tkp_logits_read(cell->dataset + 5, 0, 1.0f, &file, err);
+    if (rc == TKP_OK && file.vocab != cell->vocab) {
+        tkp_error_set(err, "%s has V=%lld, the cell asks for V=%lld", cell->dataset + 5,
+                      (long long)file.vocab, (long long)cell->vocab);
+        rc = TKP_EINVAL;
+    } else if (rc == TKP_OK && file.batch == 0) {
+        tkp_error_set(err, "%s has no rows", cell->dataset + 5);
+        rc = TKP_EINVAL;
     }
-    if (strncmp(cell->dataset, "file:", 5) == 0) {
-        struct tkp_batch file;
-        int rc = tkp_logits_read(cell->dataset + 5, 0, 1.0f, &file, err);
-        if (rc == TKP_OK && file.vocab != cell->vocab) {
-            tkp_error_set(err, "%s has V=%lld, the cell asks for V=%lld", cell->dataset + 5,
-                          (long long)file.vocab, (long long)cell->vocab);
-            rc = TKP_EINVAL;
-        } else if (rc == TKP_OK && file.batch == 0) {
-            tkp_error_set(err, "%s has no rows", cell->dataset + 5);
-            rc = TKP_EINVAL;
-        }
-        for (int64_t r = 0; rc == TKP_OK && r < cell->batch; r++) /* rows repeat cyclically */
-            memcpy(x + r * cell->vocab, file.logits + (r % file.batch) * cell->vocab,
-                   sizeof(float) * (size_t)cell->vocab);
-        tkp_batch_free(&file);
-        if (rc) {
-            free(x);
-            return rc;
-        }
-    } else {
-        int rc = tkp_dataset_generate(cell->dataset, cell->seed, cell->batch, cell->vocab, x, err);
-        if (rc) {
-            free(x);
-            return rc;
-        }
+    for (int64_t r = 0; rc == TKP_OK && r < rows; r++) /* rows repeat cyclically */
+        memcpy(x + r * cell->vocab, file.logits + (r % file.batch) * cell->vocab,
+               sizeof(float) * (size_t)cell->vocab);
+    tkp_batch_free(&file);
+    return rc;
+}
+
+/* The logits of `cell` (at least cell->batch rows), generated once for the plan. */
+static const float *cache_get(struct batch_cache *c, const struct tkp_plan *plan,
+                              const struct tkp_cell *cell, struct tkp_error *err)
+{
+    struct cached_batch *e = NULL, *oldest = &c->entry[0];
+    for (int i = 0; i < CACHE_ENTRIES; i++) {
+        struct cached_batch *x = &c->entry[i];
+        if (x->logits && strcmp(x->dataset, cell->dataset) == 0 && x->seed == cell->seed &&
+            x->vocab == cell->vocab && x->rows >= cell->batch)
+            e = x;
+        if (x->used < oldest->used)
+            oldest = x;
     }
-    snprintf(c->dataset, sizeof c->dataset, "%s", cell->dataset);
-    c->seed = cell->seed;
-    c->vocab = cell->vocab;
-    c->rows = cell->batch;
-    c->logits = x;
-    return TKP_OK;
+    if (!e) {
+        int64_t rows = cell->batch;
+        for (size_t i = 0; i < plan->n; i++)
+            if (same_data(&plan->cells[i], cell) && plan->cells[i].batch > rows)
+                rows = plan->cells[i].batch;
+        e = oldest;
+        free(e->logits);
+        memset(e, 0, sizeof *e);
+        e->logits = malloc(sizeof(float) * (size_t)(rows * cell->vocab));
+        if (!e->logits) {
+            tkp_error_set(err, "out of host memory for [%lld, %lld] logits", (long long)rows,
+                          (long long)cell->vocab);
+            return NULL;
+        }
+        if (load_rows(cell, rows, e->logits, err)) {
+            free(e->logits);
+            e->logits = NULL;
+            return NULL;
+        }
+        snprintf(e->dataset, sizeof e->dataset, "%s", cell->dataset);
+        e->seed = cell->seed;
+        e->vocab = cell->vocab;
+        e->rows = rows;
+    }
+    e->used = ++c->tick;
+    return e->logits;
+}
+
+static void cache_free(struct batch_cache *c)
+{
+    for (int i = 0; i < CACHE_ENTRIES; i++)
+        free(c->entry[i].logits);
 }
 
 /* Check `rows` rows spread over the batch; returns rows equal to the oracle. */
@@ -172,16 +207,16 @@ struct run_env {
     struct batch_cache cache;
 };
 
-static void run_cell(const struct tkp_cell *cell, struct run_env *env, struct tkp_cell_row *row,
-                     double **samples, int64_t *n_samples)
+static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, struct run_env *env,
+                     struct tkp_cell_row *row, double **samples, int64_t *n_samples)
 {
     struct tkp_error err = { "" };
     *samples = NULL;
     *n_samples = 0;
     enum tkp_backend backend = env->backend;
-    int rc = cache_fill(&env->cache, cell, &err);
-    if (rc) {
-        set_status(row, rc, err.msg);
+    const float *logits = cache_get(&env->cache, plan, cell, &err);
+    if (!logits) {
+        set_status(row, TKP_EINVAL, err.msg);
         return;
     }
     int32_t *k = malloc(sizeof(int32_t) * (size_t)cell->batch);
@@ -190,7 +225,7 @@ static void run_cell(const struct tkp_cell *cell, struct run_env *env, struct tk
         k[r] = cell->k;
         p[r] = cell->p;
     }
-    struct tkp_batch b = { cell->batch, cell->vocab, env->cache.logits, k, p };
+    struct tkp_batch b = { cell->batch, cell->vocab, (float *)logits, k, p };
     const struct tkp_algo *a = cell->algo;
     int32_t draws = (a->outputs & TKP_OUT_SAMPLE) ? cell->draws : 0;
     struct tkp_problem pb = tkp_problem_of(&b, backend, a->outputs, draws);
@@ -337,7 +372,7 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
         }
         double t0 = tkp_now_us(), *samples;
         int64_t n;
-        run_cell(c, &env, &row, &samples, &n);
+        run_cell(&plan, c, &env, &row, &samples, &n);
         row.cell_seconds = (tkp_now_us() - t0) * 1e-6;
         rc = tkp_results_append(res, c->sweep, &row, samples, n, err);
         free(samples);
@@ -355,7 +390,7 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     tkp_utc_now(now, sizeof now);
     tkp_results_attr(res, "end_time", now);
     tkp_results_close(res);
-    free(env.cache.logits);
+    cache_free(&env.cache);
     tkp_gpu_timer_close(env.gpu);
     tkp_plan_free(&plan);
     return rc;

@@ -17,6 +17,9 @@
 
 #include "../tkp.h"
 #include "qrita.h"
+#ifdef TKP_HAVE_CUDA
+#include "qrita_gpu.h"
+#endif
 
 static const double qrita_quantile[QRITA_QUANTILE_BINS - 1] = QRITA_NORMAL_QUANTILES;
 
@@ -52,6 +55,10 @@ struct qrita_state {
     struct qrita_opts opts;
     int64_t capacity; /* outlier buffer, in keys */
     struct tkp_stats stats;
+#ifdef TKP_HAVE_CUDA
+    struct qrita_gpu_plan gpu;
+    const void *gpu_workspace; /* the last run's, for stats() */
+#endif
 };
 
 /* Workspace: the outlier buffer, and for search=sort a row of keys and its radix-sort scratch. */
@@ -75,11 +82,20 @@ static int64_t outlier_capacity(int64_t vocab)
 static int qrita_supports(const struct tkp_problem *pb, const void *opts, const char **why)
 {
     (void)opts;
+#ifdef TKP_HAVE_CUDA
+    if (pb->backend == TKP_GPU && pb->vocab >= ((int64_t)1 << 31)) {
+        *why = "qrita: the GPU kernels index a row with 32 bits";
+        return 0;
+    }
+    (void)why;
+    return 1;
+#else
     if (pb->backend != TKP_CPU) {
-        *why = "qrita: the GPU implementation is not written yet";
+        *why = "qrita: built without CUDA";
         return 0;
     }
     return 1;
+#endif
 }
 
 static int qrita_approximate(const void *opts)
@@ -100,6 +116,17 @@ static int qrita_init(void *state, const struct tkp_problem *pb, const void *opt
     s->opts = *(const struct qrita_opts *)opts;
     s->capacity = outlier_capacity(pb->vocab);
     memset(&s->stats, 0, sizeof s->stats);
+#ifdef TKP_HAVE_CUDA
+    s->gpu_workspace = NULL;
+    if (pb->backend == TKP_GPU) {
+        const struct qrita_opts *o = &s->opts;
+        int rc = qrita_gpu_plan(&s->gpu, pb->batch, pb->vocab, pb->stride, pb->ops,
+                                o->truncation, o->search, o->dedup, o->autotune, o->sigma_margin,
+                                o->sample_block, o->max_iter, s->capacity, err);
+        *workspace_bytes = s->gpu.ws_bytes;
+        return rc;
+    }
+#endif
     size_t sort_keys = s->opts.search == QRITA_SORT ? 2 * (size_t)pb->vocab : 0;
     *workspace_bytes = ((size_t)s->capacity + sort_keys) * sizeof(uint32_t);
     return TKP_OK;
@@ -222,6 +249,12 @@ static int qrita_run(void *state, const struct tkp_io *io, void *workspace, void
         tkp_error_set(err, "qrita: outputs a kept set only; no kept buffer was given");
         return TKP_EINVAL;
     }
+#ifdef TKP_HAVE_CUDA
+    if (s->pb.backend == TKP_GPU) {
+        s->gpu_workspace = workspace;
+        return qrita_gpu_run(&s->gpu, io, workspace, stream, err);
+    }
+#endif
     struct qrita_work w = { .outliers = workspace };
     if (s->opts.search == QRITA_SORT) {
         w.sorted = w.outliers + s->capacity;
@@ -235,7 +268,16 @@ static int qrita_run(void *state, const struct tkp_io *io, void *workspace, void
 
 static void qrita_stats(const void *state, struct tkp_stats *out)
 {
-    *out = ((const struct qrita_state *)state)->stats;
+    const struct qrita_state *s = state;
+#ifdef TKP_HAVE_CUDA
+    /* GPU: the statistics of the last run (per-row values summed in row order, as the CPU). */
+    if (s->pb.backend == TKP_GPU) {
+        if (qrita_gpu_stats(&s->gpu, s->gpu_workspace, out) != TKP_OK)
+            memset(out, 0, sizeof *out);
+        return;
+    }
+#endif
+    *out = s->stats;
 }
 
 const struct tkp_algo tkp_algo_qrita = {
@@ -244,7 +286,11 @@ const struct tkp_algo tkp_algo_qrita = {
     .summary = "sigma-truncation + quaternary pivot search with duplicate handling",
     .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP,
     .outputs = TKP_OUT_SET,
+#ifdef TKP_HAVE_CUDA
+    .backends = TKP_CPU | TKP_GPU,
+#else
     .backends = TKP_CPU,
+#endif
     .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = qrita_options,
     .opts_size = sizeof(struct qrita_opts),

@@ -1,0 +1,159 @@
+/* test_gpu_qrita.c — Qrita on the GPU: the kept mask equals the CPU's bit for bit on the
+ * adversarial cases for every truncation x search combination, dedup off, autotune off and a
+ * short iteration cap; on larger Gaussian batches (B = 8 and 200, V = 128256) the masks and the
+ * statistics (hits, fallbacks, outliers, outlier mass, iterations) equal the CPU's. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness/gpu.h"
+#include "cases.h"
+#include "test.h"
+
+static void cases_with(const char *a, const char *b, const char *c)
+{
+    const char *options[] = { a, b, c, NULL };
+    check_gpu_matches_cpu("qrita", options);
+}
+
+TEST(gpu_cases_qrita_defaults)
+{
+    check_gpu_matches_cpu("qrita", NULL);
+}
+
+static const char *const searches[] = { "search=quaternary", "search=ternary", "search=binary",
+                                        "search=sort" };
+
+static void every_search(const char *truncation)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    for (int s = 0; s < 4 && !test_failed(); s++)
+        cases_with(truncation, searches[s], "dedup=on");
+}
+
+TEST(gpu_cases_qrita_truncation_auto_every_search) { every_search("truncation=auto"); }
+TEST(gpu_cases_qrita_truncation_off_every_search) { every_search("truncation=off"); }
+TEST(gpu_cases_qrita_force_fallback_every_search) { every_search("truncation=force_fallback"); }
+
+TEST(gpu_cases_qrita_dedup_off)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    cases_with("dedup=off", "autotune=off", NULL);
+    cases_with("dedup=off", "search=binary", "truncation=off");
+}
+
+TEST(gpu_cases_qrita_autotune_off)
+{
+    cases_with("autotune=off", NULL, NULL);
+}
+
+TEST(gpu_cases_qrita_short_iteration_cap)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    cases_with("max_iter=3", NULL, NULL);
+    cases_with("max_iter=4", "search=binary", "truncation=force_fallback");
+}
+
+TEST(gpu_cases_qrita_small_sample_block)
+{
+    cases_with("sample_block=7", "sigma_margin=0", NULL);
+}
+
+/* ---- larger random batches: masks and statistics ---- */
+
+static int run_one(enum tkp_backend backend, const char *const *options,
+                   const struct tkp_batch *b, uint8_t *kept, struct tkp_stats *st)
+{
+    const struct tkp_algo *a = tkp_algo_find("qrita");
+    struct tkp_error err = { "" };
+    void *opts = calloc(1, a->opts_size);
+    tkp_options_defaults(a, opts);
+    int rc = TKP_OK;
+    for (int i = 0; options && options[i] && rc == TKP_OK; i++)
+        rc = tkp_option_assign(a, opts, options[i], &err);
+    if (rc == TKP_OK)
+        rc = tkp_apply(a, opts, backend, b, kept, NULL, 0, 0, 0, st, &err);
+    if (rc != TKP_OK)
+        test_fail(__FILE__, __LINE__, "qrita %s: %s", backend == TKP_GPU ? "GPU" : "CPU",
+                  err.msg);
+    free(opts);
+    return rc;
+}
+
+static void gaussian_matches(int64_t batch, int32_t k, float p, float scale,
+                             const char *const *options)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    const int64_t V = 128256;
+    struct test_case c;
+    case_gaussian(&c, 1000 + (uint64_t)batch + (uint64_t)k, batch, V, scale);
+    /* a few dozen outliers 4..12 sigma up per row, as in the benchmark */
+    uint64_t s = 77;
+    for (int64_t r = 0; r < batch; r++) {
+        for (int j = 0; j < 40; j++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            int64_t i = (int64_t)((s >> 33) % (uint64_t)V);
+            c.b.logits[r * V + i] += scale * (4.0f + (float)((s >> 20) % 9));
+        }
+        c.b.k[r] = k;
+        c.b.p[r] = p;
+    }
+    size_t cells = (size_t)(batch * V);
+    uint8_t *cpu = malloc(cells), *gpu = malloc(cells);
+    struct tkp_stats sc, sg;
+    if (run_one(TKP_CPU, options, &c.b, cpu, &sc) == TKP_OK &&
+        run_one(TKP_GPU, options, &c.b, gpu, &sg) == TKP_OK) {
+        for (int64_t r = 0; r < batch; r++)
+            if (memcmp(cpu + r * V, gpu + r * V, (size_t)V)) {
+                test_fail(__FILE__, __LINE__, "B=%lld k=%d p=%g row %lld: GPU mask differs",
+                          (long long)batch, k, (double)p, (long long)r);
+                break;
+            }
+        CHECK(sc.rows == sg.rows, "rows %lld vs %lld", (long long)sc.rows, (long long)sg.rows);
+        CHECK(sc.trunc_hits == sg.trunc_hits && sc.fallbacks == sg.fallbacks,
+              "B=%lld k=%d p=%g: hits %lld/%lld, fallbacks %lld/%lld (CPU/GPU)",
+              (long long)batch, k, (double)p, (long long)sc.trunc_hits,
+              (long long)sg.trunc_hits, (long long)sc.fallbacks, (long long)sg.fallbacks);
+        CHECK(sc.outliers == sg.outliers, "outliers %.17g vs %.17g", sc.outliers, sg.outliers);
+        CHECK(sc.outlier_mass == sg.outlier_mass, "outlier mass %.17g vs %.17g",
+              sc.outlier_mass, sg.outlier_mass);
+        CHECK(sc.iterations == sg.iterations, "B=%lld k=%d p=%g: iterations %.17g vs %.17g",
+              (long long)batch, k, (double)p, sc.iterations, sg.iterations);
+    }
+    free(cpu);
+    free(gpu);
+    free(c.b.logits);
+    free(c.b.k);
+    free(c.b.p);
+}
+
+TEST(gpu_qrita_gaussian_b8_topk) { gaussian_matches(8, 50, 1.0f, 1.0f, NULL); }
+TEST(gpu_qrita_gaussian_b8_topk_topp) { gaussian_matches(8, 50, 0.9f, 1.0f, NULL); }
+TEST(gpu_qrita_gaussian_b8_topp) { gaussian_matches(8, 0, 0.9f, 2.0f, NULL); }
+TEST(gpu_qrita_gaussian_b200_topk) { gaussian_matches(200, 50, 1.0f, 1.0f, NULL); }
+TEST(gpu_qrita_gaussian_b200_topk_topp) { gaussian_matches(200, 50, 0.9f, 1.0f, NULL); }
+TEST(gpu_qrita_gaussian_b200_topp) { gaussian_matches(200, 0, 0.9f, 2.0f, NULL); }
+
+TEST(gpu_qrita_gaussian_b200_table4_options)
+{
+    static const char *const runs[][4] = {
+        { "autotune=off", NULL },
+        { "truncation=force_fallback", "dedup=off", "autotune=off", NULL },
+        { "truncation=off", "search=binary", NULL },
+        { "search=sort", NULL },
+        { "search=sort", "truncation=off", NULL },
+    };
+    for (int i = 0; i < 5 && !test_failed(); i++)
+        gaussian_matches(200, 50, 0.9f, 1.0f, runs[i]);
+}
