@@ -232,7 +232,7 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
     uint8_t *kept = (a->outputs & TKP_OUT_SET) ? malloc((size_t)(b.batch * b.vocab)) : NULL;
     int64_t *drawn = draws ? malloc(sizeof(int64_t) * (size_t)(b.batch * draws)) : NULL;
     struct tkp_instance in;
-    rc = tkp_validate_rows(&b, &err);
+    int rc = tkp_validate_rows(&b, &err);
     if (!rc)
         rc = tkp_instance_open(&in, a, cell->opts, &pb, &err);
     if (!rc) {
