@@ -332,6 +332,7 @@ static void expand(lua_State *L, int idx, const char *sweep, const char *what,
                             c.batch = (int64_t)batch[ib];
                             c.k = (int32_t)ks[ik];
                             c.p = (float)ps[ip];
+                            c.p_declared = ps[ip];
                             c.draws = draws;
                             c.seed = seed;
                             c.verify_rows = verify;

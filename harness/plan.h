@@ -27,6 +27,7 @@ struct tkp_cell {
     int64_t batch, vocab;
     int32_t k, draws;
     float p;
+    double p_declared; /* p as the config wrote it (p is its float32 rounding) */
     uint64_t seed;
     int verify_rows;
     struct tkp_timing timing;

@@ -307,7 +307,7 @@ static void fill_row_identity(const struct tkp_cell *c, enum tkp_backend backend
     row->batch = c->batch;
     row->vocab = c->vocab;
     row->k = c->k;
-    row->p = c->p;
+    row->p = c->p_declared;
     row->draws = c->draws;
     row->seed = (int64_t)c->seed;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-test.sh [BUNDLE] — on the GPU machine: every GPU test (bitwise CPU = GPU on the
 # adversarial suite, samplers, determinism), then compute-sanitizer memcheck and racecheck on
-# the small adversarial cases. BUNDLE is the folder `make gpu-bundle` wrote (build/gpu).
+# the small adversarial cases of every module. BUNDLE is the folder `make gpu-bundle` wrote (build/gpu).
 # Prints "N passed, N failed" per stage; exits non-zero when anything failed.
 set -uo pipefail
 bundle=${1:-build/gpu}
@@ -10,10 +10,12 @@ status=0
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader || true
 echo "== GPU tests"
 "$bundle/topkp-tests" gpu_ || status=1
+small=gpu_cases_,gpu_naive_sort_matches_cpu_on_adversarial,gpu_rtopk_matches_cpu_on_adversarial
+small=$small,gpu_cake_matches_cpu_on_adversarial
 if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck; do
         echo "== compute-sanitizer $tool (small cases)"
-        compute-sanitizer --tool "$tool" --error-exitcode 3 "$bundle/topkp-tests" gpu_cases_ \
+        compute-sanitizer --tool "$tool" --error-exitcode 3 "$bundle/topkp-tests" "$small" \
             || status=1
     done
 else

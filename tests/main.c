@@ -1,4 +1,5 @@
-/* main.c — runs every registered test (optionally those whose name contains argv[1]) and
+/* main.c — runs every registered test (or those whose name contains one of the
+ * comma-separated words of argv[1]) and
  * prints "N passed, N failed, N skipped". Exit status 1 when anything failed. */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -42,6 +43,17 @@ int test_failed(void) { return current_failed > 0; }
 
 void test_skip(const char *why) { current_skip = why; }
 
+/* Does `name` contain one of the comma-separated words of `filter`? */
+static int selected(const char *name, const char *filter)
+{
+    char words[1024];
+    snprintf(words, sizeof words, "%s", filter);
+    for (char *save, *w = strtok_r(words, ",", &save); w; w = strtok_r(NULL, ",", &save))
+        if (strstr(name, w))
+            return 1;
+    return 0;
+}
+
 static int by_name(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -53,7 +65,7 @@ int main(int argc, char **argv)
     qsort(tests, (size_t)n_tests, sizeof tests[0], by_name);
     int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < n_tests; i++) {
-        if (filter && !strstr(tests[i].name, filter))
+        if (filter && !selected(tests[i].name, filter))
             continue;
         current_failed = 0;
         current_skip = NULL;
