@@ -67,10 +67,11 @@ $(BUILD)/topkp: $(BUILD)/harness/main.o $(BUILD)/libtopkp.a
 $(BUILD)/topkp-tests: $(TEST_OBJS) $(BUILD)/libtopkp.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-# The git commit baked into results files; rewritten only when it changes.
+# The git commit baked into results files; rewritten only when it changes. TKP_COMMIT
+# overrides it (a bundle built from an exported tree names the commit it came from).
 $(BUILD)/version.h: FORCE
 	@mkdir -p $(BUILD)
-	@c="$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo +dirty)"; \
+	@c="$${TKP_COMMIT:-$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo +dirty)}"; \
 	echo "#define TKP_GIT_COMMIT \"$$c\"" > $@.tmp; cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 $(BUILD)/harness/provenance.o: $(BUILD)/version.h
 FORCE:

@@ -37,6 +37,9 @@ namespace cg = cooperative_groups;
 #define CK_SAMPLE_MIN 4096 /* sampled keys per CTA: max(CK_SAMPLE_MIN, CK_SAMPLE_PER_K * k) */
 #define CK_SAMPLE_PER_K 64
 #define CK_MIN_SLICE 2048 /* a cluster is not split finer than this many tokens per CTA */
+#define CK_MIN_SLICE16 4096 /* ... and a 16-CTA (non-portable) cluster not finer than this */
+#define CK_MAXC 16        /* largest cluster (16 needs the non-portable cluster size) */
+#define CK_UNROLL 8       /* float4 loads in flight per thread in ck_stream */
 
 typedef unsigned long long u64;
 
@@ -63,8 +66,10 @@ struct ck_args {
     uint32_t slice;
 };
 
-/* f(key, index) on every token of row[lo, hi): scalar head up to 16-byte alignment, float4
- * body (four loads in flight per thread), scalar tail. Order of visits is unspecified. */
+/* f(key, index, ok) over row[lo, hi): a scalar head up to 16-byte alignment, the float4 body
+ * (CK_UNROLL loads in flight per thread), a scalar tail. Every loop is block-uniform, so f is
+ * called by all 32 lanes of every warp together (warp collectives inside f are allowed); a
+ * slot past the range calls f with ok = false and key 0. Order of visits is unspecified. */
 template <typename F>
 __device__ __forceinline__ void ck_stream(const float *__restrict__ row, uint32_t lo,
                                           uint32_t hi, F f)
@@ -74,35 +79,37 @@ __device__ __forceinline__ void ck_stream(const float *__restrict__ row, uint32_
     const uint32_t t = threadIdx.x;
     const uint32_t mis = (uint32_t)(((16u - ((uintptr_t)(row + lo) & 15u)) & 15u) >> 2);
     const uint32_t body = min(hi, lo + mis);
-    for (uint32_t i = lo + t; i < body; i += CK_THREADS)
-        f(tkp_order_key(row[i]), i);
+    if (lo < body) { /* fewer than 4 tokens: one block-wide step */
+        const uint32_t i = lo + t;
+        const bool ok = i < body;
+        f(ok ? tkp_order_key(row[i]) : 0u, i, ok);
+    }
     const uint32_t nvec = (hi - body) >> 2;
-    const float4 *v = reinterpret_cast<const float4 *>(row + body);
-    uint32_t j = t;
-    for (; j + 3 * CK_THREADS < nvec; j += 4 * CK_THREADS) {
-        float4 x[4];
+    const float4 *__restrict__ v = reinterpret_cast<const float4 *>(row + body);
+    for (uint32_t base = 0; base < nvec; base += CK_UNROLL * CK_THREADS) {
+        float4 x[CK_UNROLL];
 #pragma unroll
-        for (int u = 0; u < 4; u++)
-            x[u] = v[j + u * CK_THREADS];
+        for (int u = 0; u < CK_UNROLL; u++) {
+            const uint32_t j = base + t + (uint32_t)u * CK_THREADS;
+            x[u] = j < nvec ? __ldg(v + j) : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
 #pragma unroll
-        for (int u = 0; u < 4; u++) {
-            const uint32_t i = body + 4 * (j + u * CK_THREADS);
-            f(tkp_order_key(x[u].x), i);
-            f(tkp_order_key(x[u].y), i + 1);
-            f(tkp_order_key(x[u].z), i + 2);
-            f(tkp_order_key(x[u].w), i + 3);
+        for (int u = 0; u < CK_UNROLL; u++) {
+            const uint32_t j = base + t + (uint32_t)u * CK_THREADS;
+            const bool ok = j < nvec;
+            const uint32_t i = body + 4 * j;
+            f(ok ? tkp_order_key(x[u].x) : 0u, i, ok);
+            f(ok ? tkp_order_key(x[u].y) : 0u, i + 1, ok);
+            f(ok ? tkp_order_key(x[u].z) : 0u, i + 2, ok);
+            f(ok ? tkp_order_key(x[u].w) : 0u, i + 3, ok);
         }
     }
-    for (; j < nvec; j += CK_THREADS) {
-        const float4 x = v[j];
-        const uint32_t i = body + 4 * j;
-        f(tkp_order_key(x.x), i);
-        f(tkp_order_key(x.y), i + 1);
-        f(tkp_order_key(x.z), i + 2);
-        f(tkp_order_key(x.w), i + 3);
+    const uint32_t tail = body + 4 * nvec;
+    if (tail < hi) { /* fewer than 4 tokens */
+        const uint32_t i = tail + t;
+        const bool ok = i < hi;
+        f(ok ? tkp_order_key(row[i]) : 0u, i, ok);
     }
-    for (uint32_t i = body + 4 * nvec + t; i < hi; i += CK_THREADS)
-        f(tkp_order_key(row[i]), i);
 }
 
 /* Zero mask[lo, hi) with 16-byte stores where aligned. */
@@ -221,24 +228,46 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
     /* 1. sampled lower bound T of the pivot's top digit */
     uint32_t sample = max((uint32_t)CK_SAMPLE_MIN, (uint32_t)CK_SAMPLE_PER_K * keff);
     sample = min(sample, hi - lo);
-    ck_stream(row, lo, lo + sample,
-              [&](uint32_t key, uint32_t) { atomicAdd(&sm->hist[1][key >> 21], 1u); });
+    ck_stream(row, lo, lo + sample, [&](uint32_t key, uint32_t, bool ok) {
+        if (ok)
+            atomicAdd(&sm->hist[1][key >> 21], 1u);
+    });
     __syncthreads();
     ck_find_bucket(sm->hist[1], CK_BUCKETS, keff, sm);
     const uint32_t low_digit = sm->bucket == 0xFFFFFFFFu ? 0u : sm->bucket;
     const uint32_t thr = max(low_digit << 21, 1u);
 
-    /* 2. pass 1: the exact top-digit histogram of the slice, and the candidates */
-    ck_stream(row, lo, hi, [&](uint32_t key, uint32_t i) {
-        atomicAdd(&sm->hist[0][key >> 21], 1u);
-        if (key >= thr) {
-            const uint32_t pos = atomicAdd(&sm->cand_n, 1u);
-            if (pos < CK_CAP) {
-                sm->cand_key[pos] = key;
-                sm->cand_idx[pos] = i;
+    /* 2. pass 1: the top-digit histogram of the slice, exact on the buckets >= T (the only
+     * ones the bucket walk can stop in: every CTA's T is at most the row's pivot bucket, so
+     * the cluster sums are exact from the pivot bucket up) plus bucket 0 (the invalid keys,
+     * counted in registers), and every key >= T appended to the candidate list with one
+     * shared atomic per warp. Keys below T cost no shared-memory traffic at all. */
+    {
+        const uint32_t lane = t & 31;
+        uint32_t ninv = 0;
+        ck_stream(row, lo, hi, [&](uint32_t key, uint32_t i, bool ok) {
+            ninv += ok && key == 0;
+            const bool c = ok && key >= thr;
+            const uint32_t m = __ballot_sync(0xFFFFFFFFu, c);
+            if (m) {
+                uint32_t pos = 0;
+                if (lane == (uint32_t)(__ffs(m) - 1))
+                    pos = atomicAdd(&sm->cand_n, (uint32_t)__popc(m));
+                pos = __shfl_sync(0xFFFFFFFFu, pos, __ffs(m) - 1);
+                if (c) {
+                    atomicAdd(&sm->hist[0][key >> 21], 1u);
+                    pos += (uint32_t)__popc(m & ((1u << lane) - 1u));
+                    if (pos < CK_CAP) {
+                        sm->cand_key[pos] = key;
+                        sm->cand_idx[pos] = i;
+                    }
+                }
             }
-        }
-    });
+        });
+        ninv = __reduce_add_sync(0xFFFFFFFFu, ninv);
+        if (lane == 0 && ninv)
+            atomicAdd(&sm->hist[0][0], ninv);
+    }
 
     /* The radix select of cake.c, pass by pass, on the cluster-wide counts. */
     uint32_t prefix = 0, mask = 0, take = 0, k = 0;
@@ -251,14 +280,14 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
             for (uint32_t b = t; b < CK_BUCKETS; b += CK_THREADS)
                 h[b] = 0;
             __syncthreads();
-            auto count = [&](uint32_t key, uint32_t) {
-                if ((key & mask) == prefix)
+            auto count = [&](uint32_t key, uint32_t, bool ok) {
+                if (ok && (key & mask) == prefix)
                     atomicAdd(&h[(key >> shift) & dmask], 1u);
             };
             if (use_cand) {
                 const uint32_t n = sm->cand_n;
                 for (uint32_t i = t; i < n; i += CK_THREADS)
-                    count(sm->cand_key[i], 0);
+                    count(sm->cand_key[i], 0, true);
             } else {
                 ck_stream(row, lo, hi, count);
             }
@@ -268,10 +297,12 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
          * two passes ago is overwritten only after this barrier, which every reader of it
          * passed after its reads. */
         cluster.sync();
-        for (uint32_t b = t; b < nb; b += CK_THREADS) {
+        for (uint32_t b = t; b < nb; b += CK_THREADS) { /* all C remote loads in flight */
             uint32_t s = 0;
-            for (uint32_t q = 0; q < C; q++)
-                s += cluster.map_shared_rank(h, q)[b];
+#pragma unroll
+            for (uint32_t q = 0; q < CK_MAXC; q++)
+                if (q < C)
+                    s += cluster.map_shared_rank(h, q)[b];
             sm->tot[b] = s;
         }
         __syncthreads();
@@ -284,12 +315,13 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
         }
         ck_find_bucket(sm->tot, nb, take, sm);
         const uint32_t bucket = sm->bucket, above = sm->above;
-        if (t == 0) { /* ties of this digit in the CTAs before this one (index order) */
-            uint32_t before = 0;
-            for (uint32_t q = 0; q < rank; q++)
-                before += cluster.map_shared_rank(h, q)[bucket];
-            sm->tie_before = before;
-            sm->tie_mine = h[bucket];
+        if (t < 32) { /* ties of this digit in the CTAs before this one (index order) */
+            const uint32_t before = __reduce_add_sync(
+                0xFFFFFFFFu, t < rank ? cluster.map_shared_rank(h, t)[bucket] : 0u);
+            if (t == 0) {
+                sm->tie_before = before;
+                sm->tie_mine = h[bucket];
+            }
         }
         if (d == 0)
             use_cand = sm->cand_n <= CK_CAP && low_digit <= bucket;
@@ -306,15 +338,15 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
         const uint32_t tb = sm->tie_before, tm = sm->tie_mine;
         const uint32_t need = take > tb ? min(take - tb, tm) : 0;
         const int ties_all = need == tm;
-        auto collect = [&](uint32_t key, uint32_t i) {
+        auto collect = [&](uint32_t key, uint32_t i, bool ok) {
             const uint32_t high = key & mask;
-            if (high > prefix || (ties_all && high == prefix))
+            if (ok && (high > prefix || (ties_all && high == prefix)))
                 ck_push_mine(sm, key, i);
         };
         if (use_cand) {
             const uint32_t n = sm->cand_n;
             for (uint32_t i = t; i < n; i += CK_THREADS)
-                collect(sm->cand_key[i], sm->cand_idx[i]);
+                collect(sm->cand_key[i], sm->cand_idx[i], true);
         } else {
             ck_stream(row, lo, hi, collect);
         }
@@ -439,7 +471,10 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
 
 static size_t ck_smem_bytes(void) { return sizeof(ck_smem); }
 
-static int ck_cluster_index(int c) { return c == 1 ? 0 : c == 2 ? 1 : c == 4 ? 2 : 3; }
+static int ck_cluster_index(int c)
+{
+    return c == 1 ? 0 : c == 2 ? 1 : c == 4 ? 2 : c == 8 ? 3 : 4;
+}
 
 extern "C" int cake_gpu_plan(int64_t batch, int64_t vocab, struct cake_gpu_plan *plan,
                              struct tkp_error *err)
@@ -459,8 +494,13 @@ extern "C" int cake_gpu_plan(int64_t batch, int64_t vocab, struct cake_gpu_plan 
     TKP_CUDA_TRY(cudaFuncSetAttribute(cake_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)plan->smem_bytes),
                  err);
+    /* Clusters of 16 CTAs are non-portable (H100 / H200 allow them); without the attribute
+     * the capacity query below reports 0 for 16 and the plan never picks it. */
+    if (cudaFuncSetAttribute(cake_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+        cudaSuccess)
+        (void)cudaGetLastError();
     /* Measured capacity: co-resident clusters of each size on this device. */
-    for (int c = 1; c <= 8; c <<= 1) {
+    for (int c = 1; c <= CK_MAXC; c <<= 1) {
         cudaLaunchConfig_t cfg = {};
         cudaLaunchAttribute attr[1];
         attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -495,8 +535,9 @@ extern "C" int cake_gpu_plan(int64_t batch, int64_t vocab, struct cake_gpu_plan 
     /* Cost model: the biggest cluster that still runs the whole batch in one wave and gives
      * every CTA at least CK_MIN_SLICE tokens; otherwise one CTA per row. */
     plan->cluster = 1;
-    for (int c = 8; c >= 2; c >>= 1)
-        if (plan->max_clusters[ck_cluster_index(c)] >= batch && vocab >= (int64_t)c * CK_MIN_SLICE) {
+    for (int c = CK_MAXC; c >= 2; c >>= 1)
+        if (plan->max_clusters[ck_cluster_index(c)] >= batch &&
+            vocab >= (int64_t)c * (c > 8 ? CK_MIN_SLICE16 : CK_MIN_SLICE)) {
             plan->cluster = c;
             break;
         }

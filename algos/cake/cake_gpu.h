@@ -13,11 +13,11 @@ extern "C" {
 
 /* The launch shape chosen at init for one problem (batch, vocabulary). */
 struct cake_gpu_plan {
-    int cluster;           /* CTAs per row: 1, 2, 4 or 8 */
+    int cluster;           /* CTAs per row: 1, 2, 4, 8 or 16 (16: non-portable size) */
     uint32_t slice;        /* tokens per CTA (a multiple of 16) */
     size_t smem_bytes;     /* dynamic shared memory per CTA */
     int sm_count;          /* of the current device */
-    int max_clusters[4];   /* co-resident clusters of 1, 2, 4, 8 CTAs (0: not launchable) */
+    int max_clusters[5];   /* co-resident clusters of 1, 2, 4, 8, 16 CTAs (0: not launchable) */
 };
 
 /* Host side, once per problem (may call the CUDA runtime; never inside run): raise the

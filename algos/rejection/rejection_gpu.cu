@@ -24,6 +24,15 @@ namespace {
 constexpr unsigned kFull = 0xFFFFFFFFu;
 constexpr int kReduceUnroll = 4; /* tiles in flight per thread in the counting passes */
 constexpr int kStatWords = 3;    /* per CTA: rounds, fallbacks, iterations */
+/* Top-k-then-top-p: the first pass histograms the top kBucketBits bits of the order keys; the
+ * second gathers every token of the bucket holding the k-th key and above (at most kGather)
+ * into shared memory; when the first candidate set (keys >= the k-th) has at most kSmall
+ * tokens, it is kept there in index order and every round runs on it. */
+constexpr int kBucketBits = 11;
+constexpr int kBuckets = 1 << kBucketBits;
+constexpr int kBucketShift = 32 - kBucketBits;
+constexpr int kGather = 2048;
+constexpr int kSmall = 1024;
 
 typedef unsigned long long u64;
 
@@ -42,7 +51,13 @@ template <int THREADS> struct Shared {
     static constexpr int kWarps = THREADS / 32;
     u64 red[3][kWarps];  /* block reductions */
     u64 scan[2][kWarps]; /* warp totals of the inverse-CDF scan, double-buffered per tile */
-    unsigned hist[256];  /* radix-select histogram */
+    unsigned hist[kBuckets]; /* bucket histogram (pass 1); radix-select histogram (first 256) */
+    uint32_t g_key[kGather]; /* gathered tokens of the k-th key's bucket and above */
+    uint32_t g_idx[kGather];
+    u64 s_pos[kSmall];       /* the first candidate set in index order: positions */
+    u64 s_w[kSmall];         /* and fixed-point weights */
+    int nsmall;              /* its size when kept in shared memory, else 0 */
+    unsigned gcount, gabove, kth;
     u64 cand_pos;        /* the inverse-CDF pass: position and index of the candidate */
     int cand;
     unsigned digit, rank, ties; /* radix select: the chosen digit, the rank left in it */
@@ -52,6 +67,26 @@ template <int THREADS> struct Shared {
     uint64_t target, top, start, start_mass;
     u64 stat[kStatWords]; /* this CTA's rounds, fallbacks, iterations (thread 0 counts) */
 };
+
+
+/* tkp_weight(x, m) bit for bit, with the float -> fixed-point step done in integers: the weight
+ * f = tkp_expf(x - m) is a non-negative float (mantissa M with the hidden bit, biased exponent
+ * E), and (uint64_t)((double)f * 2^40) = floor(M * 2^(E - 110)), a shift of M (zero for a zero
+ * or subnormal f, which is below 2^-126). Spares the double conversions in every pass. */
+__device__ __forceinline__ uint64_t fix_weight(float x, float m)
+{
+    if (!tkp_is_valid(x))
+        return 0;
+    if (m == INFINITY)
+        return x == INFINITY ? TKP_FIX_ONE : 0;
+    const uint32_t b = __float_as_uint(tkp_expf(x - m));
+    const int e = (int)(b >> 23);
+    if (e == 0)
+        return 0;
+    const uint64_t mant = (uint64_t)((b & 0x7FFFFFu) | 0x800000u);
+    const int sh = e - 110;
+    return sh >= 0 ? mant << sh : (sh > -24 ? mant >> -sh : 0);
+}
 
 /* Four consecutive logits i .. i+3 of a row (i a multiple of 4); past the row: -inf, which
  * has order key 0, weight 0 and a position >= REJ_END. */
@@ -95,12 +130,12 @@ __device__ __forceinline__ void sweep(const float *__restrict__ x, int vocab, bo
     }
 }
 
-/* Warp-aggregated histogram increment; bucket >= 256 adds nothing. All 32 lanes call it. */
-__device__ __forceinline__ void hist_add(unsigned *hist, unsigned bucket)
+/* Warp-aggregated histogram increment; bucket >= nbins adds nothing. All 32 lanes call it. */
+__device__ __forceinline__ void hist_add(unsigned *hist, unsigned bucket, unsigned nbins = 256)
 {
     const unsigned peers = __match_any_sync(kFull, bucket);
     const int leader = __ffs(peers) - 1;
-    if ((int)(threadIdx.x & 31) == leader && bucket < 256)
+    if ((int)(threadIdx.x & 31) == leader && bucket < nbins)
         atomicAdd(&hist[bucket], (unsigned)__popc(peers));
 }
 
@@ -191,7 +226,7 @@ __device__ void tally2(Shared<THREADS> &sh, const float *__restrict__ x, int voc
         const uint64_t pos = rej_pos(tkp_order_key(v), i);
         if (pos < bound) {
             const bool ia = pos < a, ib = pos < b;
-            const uint64_t w = tkp_weight(v, max);
+            const uint64_t w = fix_weight(v, max);
             ma += ia ? w : 0;
             mb += ib ? w : 0;
             counts += (u64)ia | ((u64)ib << 32);
@@ -245,7 +280,7 @@ __device__ void pick(Shared<THREADS> &sh, const float *__restrict__ x, int vocab
         uint64_t w[4], s = 0;
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-            w[j] = rej_pos(tkp_order_key(v[j]), base + t4 + j) < lo ? tkp_weight(v[j], max) : 0;
+            w[j] = rej_pos(tkp_order_key(v[j]), base + t4 + j) < lo ? fix_weight(v[j], max) : 0;
             s += w[j];
         }
         const u64 incl = warp_scan(s);
@@ -313,7 +348,7 @@ __device__ void select_digit(Shared<THREADS> &sh, unsigned rank, bool mass_above
             for (int j = 0; j < 8; j++) {
                 const unsigned bin = 255 - 8 * lane - j;
                 if (bin > d && h[j])
-                    m += (u64)h[j] * tkp_weight(tkp_key_value(prefix | bin), max);
+                    m += (u64)h[j] * fix_weight(tkp_key_value(prefix | bin), max);
             }
             m = warp_sum(m);
             if (lane == 0)
@@ -321,6 +356,193 @@ __device__ void select_digit(Shared<THREADS> &sh, unsigned rank, bool mass_above
         }
     }
     __syncthreads();
+}
+
+/* Exclusive block scan of one integer per thread (thread order); ends with a barrier. */
+template <int THREADS>
+__device__ __forceinline__ u64 block_excl_scan(Shared<THREADS> &sh, u64 s)
+{
+    constexpr int warps = Shared<THREADS>::kWarps;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const u64 incl = warp_scan(s);
+    if (lane == 31)
+        sh.scan[0][warp] = incl;
+    __syncthreads();
+    const u64 wincl = warp_scan(lane < warps ? sh.scan[0][lane] : 0);
+    const u64 wbefore = __shfl_sync(kFull, wincl, (warp + 31) & 31);
+    __syncthreads();
+    return (warp ? wbefore : 0) + incl - s;
+}
+
+/* The bucket (top kBucketBits key bits) holding the key of rank `rank` (1 = largest) in the
+ * pass-1 histogram: sh.digit = the bucket, sh.rank = the rank left inside it, sh.ties = its
+ * count, sh.gabove = the count of the buckets above. Thread t owns buckets
+ * kBuckets - 1 - per * t downwards. Called after a barrier that made the histogram visible;
+ * ends with a barrier. */
+template <int THREADS>
+__device__ void select_bucket(Shared<THREADS> &sh, unsigned rank)
+{
+    constexpr int per = kBuckets / THREADS;
+    unsigned h[per], s = 0;
+#pragma unroll
+    for (int j = 0; j < per; j++) {
+        h[j] = sh.hist[kBuckets - 1 - per * (int)threadIdx.x - j];
+        s += h[j];
+    }
+    unsigned run = (unsigned)block_excl_scan(sh, s);
+#pragma unroll
+    for (int j = 0; j < per; j++) {
+        if (run < rank && run + h[j] >= rank) {
+            sh.digit = kBuckets - 1 - per * threadIdx.x - j;
+            sh.rank = rank - run;
+            sh.ties = h[j];
+            sh.gabove = run;
+        }
+        run += h[j];
+    }
+    __syncthreads();
+}
+
+/* Inverse CDF over B(lo) restricted to the first candidate set kept in shared memory (index
+ * order; it holds B(lo), so the crossing token is the one pick() finds). Thread t owns the
+ * entries per * t .. per * t + per - 1. */
+template <int THREADS>
+__device__ void pick_small(Shared<THREADS> &sh, const float *__restrict__ x, int vocab,
+                           uint64_t lo, uint64_t mass, uint64_t u, int &c, uint64_t &pc)
+{
+    constexpr int per = kSmall / THREADS;
+    const int n = sh.nsmall, j0 = per * (int)threadIdx.x;
+    const uint64_t t = tkp_scale_u64(u, mass);
+    if (threadIdx.x == 0) { /* the CPU's answer when nothing crosses (impossible: t < mass) */
+        sh.cand = vocab - 1;
+        sh.cand_pos = rej_pos(tkp_order_key(x[vocab - 1]), vocab - 1);
+    }
+    uint64_t w[per], s = 0;
+#pragma unroll
+    for (int j = 0; j < per; j++) {
+        w[j] = j0 + j < n && sh.s_pos[j0 + j] < lo ? sh.s_w[j0 + j] : 0;
+        s += w[j];
+    }
+    uint64_t before = block_excl_scan(sh, s); /* its barriers order thread 0's default */
+#pragma unroll
+    for (int j = 0; j < per; j++) {
+        if (before <= t && before + w[j] > t) {
+            const uint64_t pos = sh.s_pos[j0 + j];
+            sh.cand = (int)(uint32_t)pos;
+            sh.cand_pos = pos;
+        }
+        before += w[j];
+    }
+    __syncthreads();
+    c = sh.cand;
+    pc = sh.cand_pos;
+}
+
+/* tally2 over the first candidate set in shared memory (every pivot used holds only its
+ * tokens before it). */
+template <int THREADS>
+__device__ void tally2_small(Shared<THREADS> &sh, uint64_t a, uint64_t b, Tally &ta, Tally &tb)
+{
+    constexpr int per = kSmall / THREADS;
+    const int n = sh.nsmall, j0 = per * (int)threadIdx.x;
+    u64 counts = 0, ma = 0, mb = 0;
+#pragma unroll
+    for (int j = 0; j < per; j++) {
+        if (j0 + j < n) {
+            const uint64_t pos = sh.s_pos[j0 + j], w = sh.s_w[j0 + j];
+            const bool ia = pos < a, ib = pos < b;
+            ma += ia ? w : 0;
+            mb += ib ? w : 0;
+            counts += (u64)ia | ((u64)ib << 32);
+        }
+    }
+    block_sum3(sh, counts, ma, mb);
+    ta.count = (int64_t)(counts & 0xFFFFFFFFu);
+    ta.mass = ma;
+    tb.count = (int64_t)(counts >> 32);
+    tb.mass = mb;
+}
+
+/* Top-k-then-top-p from the pass-1 bucket histogram, when the k-th key's bucket and the ones
+ * above hold at most kGather tokens: one more pass gathers them into shared memory; the k-th
+ * key K (the one with fewer than k larger keys and at least k keys >= it), the counts above
+ * and equal to it and the mass above it come from the gathered tokens (exact integers, so
+ * rej_kth_key's and rej_prepare's numbers). When the first candidate set (keys >= K) has at
+ * most kSmall tokens, they are stored in index order (rank by index) with their positions and
+ * weights, and sh.nsmall says so. Returns K; above/ties/mass_above by reference. */
+template <int THREADS>
+__device__ uint32_t gather_select(Shared<THREADS> &sh, const float *__restrict__ x, int vocab,
+                                  bool vec, float max, int64_t k_limit, uint64_t &above,
+                                  uint64_t &ties, uint64_t &mass_above)
+{
+    const int lane = threadIdx.x & 31;
+    const unsigned bucket = sh.digit;
+    if (threadIdx.x == 0)
+        sh.gcount = 0;
+    __syncthreads();
+    sweep<THREADS>(x, vocab, vec, [&](float v, int i, bool in_row) {
+        const uint32_t key = tkp_order_key(v);
+        const bool take = in_row && (key >> kBucketShift) >= bucket;
+        const unsigned ballot = __ballot_sync(kFull, take);
+        if (ballot) {
+            unsigned base = 0;
+            if (lane == 0)
+                base = atomicAdd(&sh.gcount, (unsigned)__popc(ballot));
+            base = __shfl_sync(kFull, base, 0);
+            if (take) {
+                const unsigned slot = base + __popc(ballot & ((1u << lane) - 1u));
+                sh.g_key[slot] = key;
+                sh.g_idx[slot] = (uint32_t)i;
+            }
+        }
+    });
+    __syncthreads();
+    const int n = (int)sh.gcount; /* = gabove + ties of the bucket, <= kGather */
+    /* K: only a key of the bucket can be it. */
+    for (int i = threadIdx.x; i < n; i += THREADS) {
+        const uint32_t ki = sh.g_key[i];
+        if ((ki >> kBucketShift) != bucket)
+            continue;
+        int64_t gt = 0, eq = 0;
+        for (int j = 0; j < n; j++) {
+            const uint32_t kj = sh.g_key[j];
+            gt += kj > ki;
+            eq += kj == ki;
+        }
+        if (gt < k_limit && gt + eq >= k_limit)
+            sh.kth = ki; /* every writer writes the same key */
+    }
+    __syncthreads();
+    const uint32_t kth = sh.kth;
+    u64 a = 0, t = 0, m = 0;
+    for (int i = threadIdx.x; i < n; i += THREADS) {
+        const uint32_t ki = sh.g_key[i];
+        a += ki > kth;
+        t += ki == kth;
+        m += ki > kth ? fix_weight(tkp_key_value(ki), max) : 0;
+    }
+    block_sum3(sh, a, t, m); /* ends with a barrier */
+    above = a;
+    ties = t;
+    mass_above = m;
+    const int n0 = (int)(a + t);
+    if (n0 <= kSmall) {
+        for (int i = threadIdx.x; i < n; i += THREADS) {
+            const uint32_t ki = sh.g_key[i];
+            if (ki < kth)
+                continue;
+            const uint32_t ii = sh.g_idx[i];
+            int rank = 0;
+            for (int j = 0; j < n; j++)
+                rank += sh.g_key[j] >= kth && sh.g_idx[j] < ii;
+            sh.s_pos[rank] = rej_pos(ki, ii);
+            sh.s_w[rank] = fix_weight(tkp_key_value(ki), max);
+        }
+    }
+    if (threadIdx.x == 0)
+        sh.nsmall = n0 <= kSmall ? n0 : 0;
+    __syncthreads();
+    return kth;
 }
 
 /* Prepare row r in shared memory (rej_prepare): the row max, the number of valid tokens, the
@@ -331,19 +553,24 @@ __device__ __forceinline__ u64 prepare_row(Shared<THREADS> &sh, const float *__r
                                         int vocab, bool vec, int32_t k, float p, float &max)
 {
     /* Pass 1: the largest order key (the row max), the number of valid tokens, and, when the
-     * row might need top-k-then-top-p, the histogram of the first key digit. */
+     * row might need top-k-then-top-p, the histogram of the top kBucketBits key bits. */
     const bool may_select = tkp_topp_on(p) && tkp_topk_on(k, vocab);
-    if (threadIdx.x < 256)
-        sh.hist[threadIdx.x] = 0;
+    for (int i = threadIdx.x; i < kBuckets; i += THREADS)
+        sh.hist[i] = 0;
+    if (threadIdx.x == 0)
+        sh.nsmall = 0;
     __syncthreads();
     u64 valid = 0, maxkey = 0;
+    uint32_t vcount = 0, kmax = 0;
     sweep<THREADS>(x, vocab, vec, [&](float v, int, bool in_row) {
         const uint32_t key = tkp_order_key(v);
-        valid += key != 0;
-        maxkey = key > maxkey ? key : maxkey;
+        vcount += key != 0;
+        kmax = key > kmax ? key : kmax;
         if (may_select)
-            hist_add(sh.hist, in_row ? key >> 24 : 256u);
+            hist_add(sh.hist, in_row ? key >> kBucketShift : (unsigned)kBuckets, kBuckets);
     });
+    valid = vcount;
+    maxkey = kmax;
     block_sum_max(sh, valid, maxkey); /* ends with a barrier: the histogram is visible */
     max = -INFINITY;
     if (valid == 0)
@@ -351,7 +578,37 @@ __device__ __forceinline__ u64 prepare_row(Shared<THREADS> &sh, const float *__r
     max = tkp_key_value((uint32_t)maxkey);
     const int64_t k_limit = rej_k_limit(k, vocab, (int64_t)valid);
     uint64_t start = REJ_END, start_mass, set_mass;
+    bool selected = false;
     if (rej_needs_set_mass(p, k_limit, (int64_t)valid)) {
+        select_bucket(sh, (unsigned)k_limit);
+        if (sh.gabove + sh.ties <= (unsigned)kGather) {
+            /* The usual case: one gathering pass, the rest in shared memory. */
+            uint64_t above, ties, mass_above;
+            const uint32_t kth =
+                gather_select(sh, x, vocab, vec, max, k_limit, above, ties, mass_above);
+            const uint64_t kth_weight = fix_weight(tkp_key_value(kth), max);
+            set_mass = mass_above + (uint64_t)(k_limit - (int64_t)above) * kth_weight;
+            start = rej_pos(kth, 0xFFFFFFFFu);
+            start_mass = mass_above + ties * kth_weight;
+            if (threadIdx.x == 0 && blockIdx.y == 0) /* the CPU's radix passes, once per row */
+                sh.stat[2] += REJ_DIGIT_PASSES;
+            selected = true;
+        } else {
+            /* A crowded bucket: fold the histogram into the first 8-bit digit's and run the
+             * radix select over the row. */
+            unsigned s8 = 0;
+            if (threadIdx.x < 256)
+                for (int j = 0; j < (1 << (kBucketBits - 8)); j++)
+                    s8 += sh.hist[(threadIdx.x << (kBucketBits - 8)) + j];
+            __syncthreads();
+            if (threadIdx.x < 256)
+                sh.hist[threadIdx.x] = s8;
+            __syncthreads();
+        }
+    }
+    if (selected) {
+        /* K, total_S and the first candidate set come from the gathered tokens */
+    } else if (rej_needs_set_mass(p, k_limit, (int64_t)valid)) {
         /* Radix select of the k-th key K (rej_kth_key; digit 1's histogram is ready), then
          * the mass above K: tokens above K in their top 24 bits are summed during the last
          * histogram pass, the others (same top 24 bits, larger last digit) from the last
@@ -371,7 +628,7 @@ __device__ __forceinline__ u64 prepare_row(Shared<THREADS> &sh, const float *__r
                     hist_add(sh.hist,
                              in_row && (key & mask) == prefix ? (key >> shift) & 0xFFu : 256u);
                     if (last && (key >> 8) > (prefix >> 8))
-                        mass_high += tkp_weight(v, max);
+                        mass_high += fix_weight(v, max);
                 });
                 if (last) {
                     u64 unused1 = 0, unused2 = 0;
@@ -388,7 +645,7 @@ __device__ __forceinline__ u64 prepare_row(Shared<THREADS> &sh, const float *__r
         }
         const uint64_t ties = sh.ties, mass_above = mass_high + sh.level_mass;
         const int64_t above = k_limit - (int64_t)rank;
-        const uint64_t kth_weight = tkp_weight(tkp_key_value(prefix), max);
+        const uint64_t kth_weight = fix_weight(tkp_key_value(prefix), max);
         set_mass = mass_above + (uint64_t)(k_limit - above) * kth_weight;
         start = rej_pos(prefix, 0xFFFFFFFFu);
         start_mass = mass_above + ties * kth_weight;
@@ -396,7 +653,7 @@ __device__ __forceinline__ u64 prepare_row(Shared<THREADS> &sh, const float *__r
             sh.stat[2] += REJ_DIGIT_PASSES;
     } else {
         u64 total = 0, unused1 = 0, unused2 = 0;
-        sweep<THREADS>(x, vocab, vec, [&](float v, int, bool) { total += tkp_weight(v, max); });
+        sweep<THREADS>(x, vocab, vec, [&](float v, int, bool) { total += fix_weight(v, max); });
         block_sum3(sh, total, unused1, unused2);
         start_mass = set_mass = total;
     }
@@ -420,6 +677,7 @@ __device__ __forceinline__ int draw_one(Shared<THREADS> &sh, const float *__rest
                                      int vocab, bool vec, float max, const Params &prm, int d)
 {
     const int rounds = prm.max_rounds;
+    const bool small = sh.nsmall > 0; /* the first candidate set is in shared memory */
     uint64_t hi = sh.top, lo = sh.start, mass = sh.start_mass;
     int c = 0;
     for (int round = 0;; round++) {
@@ -431,7 +689,11 @@ __device__ __forceinline__ int draw_one(Shared<THREADS> &sh, const float *__rest
         if (round == rounds - 1) {
             while (lo - hi > 1) {
                 const uint64_t mid = hi + (lo - hi) / 2;
-                const Tally tm = tally1(sh, x, vocab, vec, max, mid);
+                Tally tm, same;
+                if (small)
+                    tally2_small(sh, mid, mid, tm, same);
+                else
+                    tm = tally1(sh, x, vocab, vec, max, mid);
                 if (rej_kept(tm.count, tm.mass, sh.k_limit, sh.target))
                     hi = mid;
                 else
@@ -442,14 +704,26 @@ __device__ __forceinline__ int draw_one(Shared<THREADS> &sh, const float *__rest
             lo = hi + 1;
             if (threadIdx.x == 0)
                 sh.stat[1] += 1;
-            const Tally tl = tally1(sh, x, vocab, vec, max, lo);
-            pick(sh, x, vocab, vec, max, lo, tl.mass, u, c, pc);
+            if (small) {
+                Tally tl, same;
+                tally2_small(sh, lo, lo, tl, same);
+                pick_small(sh, x, vocab, lo, tl.mass, u, c, pc);
+            } else {
+                const Tally tl = tally1(sh, x, vocab, vec, max, lo);
+                pick(sh, x, vocab, vec, max, lo, tl.mass, u, c, pc);
+            }
             return c;
         }
-        pick(sh, x, vocab, vec, max, lo, mass, u, c, pc);
+        if (small)
+            pick_small(sh, x, vocab, lo, mass, u, c, pc);
+        else
+            pick(sh, x, vocab, vec, max, lo, mass, u, c, pc);
         const uint64_t p1 = rej_second_pivot(hi, pc);
         Tally tc, t1;
-        tally2(sh, x, vocab, vec, max, pc, p1, tc, t1);
+        if (small)
+            tally2_small(sh, pc, p1, tc, t1);
+        else
+            tally2(sh, x, vocab, vec, max, pc, p1, tc, t1);
         if (rej_kept(tc.count, tc.mass, sh.k_limit, sh.target))
             return c;
         if (rej_kept(t1.count, t1.mass, sh.k_limit, sh.target)) {
