@@ -14,7 +14,8 @@ fig=$out/fig
 gen=$out/gen
 export BASELINE=${BASELINE:-naive_sort}
 
-bash "$here/install-tex.sh"
+# pdflatex, graphicx, booktabs, longtable
+bash "$top/scripts/install-deps.sh" texlive-latex-base texlive-latex-recommended
 rm -rf "$out"
 mkdir -p "$fig" "$gen"
 stems=()

@@ -58,14 +58,22 @@ static void list_choices(const struct tkp_option *o, char *buf, size_t n)
         used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", o->choices[i]);
 }
 
+/* The option `name` of module a, or NULL with the error set. */
+static const struct tkp_option *find_or_fail(const struct tkp_algo *a, const char *name,
+                                             struct tkp_error *err)
+{
+    const struct tkp_option *o = tkp_option_find(a, name);
+    if (!o)
+        tkp_error_set(err, "%s has no option '%s'", a->name, name);
+    return o;
+}
+
 int tkp_option_set_number(const struct tkp_algo *a, void *opts, const char *name, double v,
                           struct tkp_error *err)
 {
-    const struct tkp_option *o = tkp_option_find(a, name);
-    if (!o) {
-        tkp_error_set(err, "%s has no option '%s'", a->name, name);
+    const struct tkp_option *o = find_or_fail(a, name, err);
+    if (!o)
         return TKP_EINVAL;
-    }
     if (o->type == TKP_OPT_ENUM) {
         int count = 0;
         while (o->choices[count])
@@ -94,11 +102,9 @@ int tkp_option_set_number(const struct tkp_algo *a, void *opts, const char *name
 int tkp_option_set(const struct tkp_algo *a, void *opts, const char *name, const char *value,
                    struct tkp_error *err)
 {
-    const struct tkp_option *o = tkp_option_find(a, name);
-    if (!o) {
-        tkp_error_set(err, "%s has no option '%s'", a->name, name);
+    const struct tkp_option *o = find_or_fail(a, name, err);
+    if (!o)
         return TKP_EINVAL;
-    }
     if (o->type == TKP_OPT_ENUM) {
         for (int i = 0; o->choices[i]; i++)
             if (strcmp(o->choices[i], value) == 0)
