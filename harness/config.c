@@ -6,6 +6,7 @@
  *   ablation "name" { base = { <sweep keys but algos> }, variants = { A = {"qrita", ...} } }
  *   pow2(a, b) -> {2^a, ..., 2^b}        range(a, b [, step]) -> {a, a+step, ..., <= b}
  *   file "x.h5" -> a dataset name that reads logits from x.h5 (relative to the config)
+ *   backend     -> "cpu" or "gpu": the backend of this run, so a config can size itself
  * Every declaration is validated when it is called, against the modules' option tables, so
  * an error names the config's file:line. */
 #include <lauxlib.h>
@@ -565,7 +566,8 @@ static void open_sandbox(lua_State *L)
     }
 }
 
-int tkp_config_load(const char *path, struct tkp_plan *plan, struct tkp_error *err)
+int tkp_config_load(const char *path, enum tkp_backend backend, struct tkp_plan *plan,
+                    struct tkp_error *err)
 {
     memset(plan, 0, sizeof *plan);
     char *text = read_text(path);
@@ -589,6 +591,8 @@ int tkp_config_load(const char *path, struct tkp_plan *plan, struct tkp_error *e
         lua_pushcclosure(L, api[i].fn, 1);
         lua_setglobal(L, api[i].name);
     }
+    lua_pushstring(L, backend == TKP_GPU ? "gpu" : "cpu");
+    lua_setglobal(L, "backend");
     char chunk[600];
     snprintf(chunk, sizeof chunk, "@%s", path);
     int rc = luaL_loadbuffer(L, text, strlen(text), chunk) || lua_pcall(L, 0, 0, 0);

@@ -45,8 +45,11 @@ struct tkp_plan {
     size_t n_files;
 };
 
-/* Run a Lua config in a sandbox and expand its sweeps; errors name file:line. */
-int tkp_config_load(const char *path, struct tkp_plan *plan, struct tkp_error *err);
+/* Run a Lua config in a sandbox and expand its sweeps; errors name file:line. The config sees
+ * the backend the run will use as the global `backend` ("cpu" or "gpu"), so one file can size
+ * itself for either. */
+int tkp_config_load(const char *path, enum tkp_backend backend, struct tkp_plan *plan,
+                    struct tkp_error *err);
 void tkp_plan_free(struct tkp_plan *plan);
 /* "topk", "topp", "topk_topp" or "none" for a cell's k and p. */
 const char *tkp_mode_name(int32_t k, float p, int64_t vocab);

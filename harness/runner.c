@@ -327,7 +327,7 @@ void tkp_plan_print(const struct tkp_plan *plan, FILE *out)
 int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
 {
     struct tkp_plan plan;
-    int rc = tkp_config_load(args->config, &plan, err);
+    int rc = tkp_config_load(args->config, args->backend, &plan, err);
     if (rc)
         return rc;
     if (args->dry_run) {

@@ -14,7 +14,7 @@ static const char *load_error(const char *name, const char *text, size_t *cells)
     struct tkp_plan plan;
     err.msg[0] = 0;
     *cells = 0;
-    if (tkp_config_load(write_scratch(name, text), &plan, &err) == TKP_OK) {
+    if (tkp_config_load(write_scratch(name, text), TKP_CPU, &plan, &err) == TKP_OK) {
         *cells = plan.n;
         tkp_plan_free(&plan);
         return "";
@@ -48,7 +48,7 @@ TEST(config_ablation_carries_variant_labels_in_order)
                                      "  variants = { B = { \"rtopk\", max_iter = 2 },\n"
                                      "               A = \"rtopk\" },\n"
                                      "}\n");
-    REQUIRE(tkp_config_load(path, &plan, &err) == TKP_OK, "%s", err.msg);
+    REQUIRE(tkp_config_load(path, TKP_CPU, &plan, &err) == TKP_OK, "%s", err.msg);
     CHECK(plan.n == 4, "expected 4 cells, got %zu", plan.n);
     CHECK(strcmp(plan.cells[0].variant, "A") == 0 && strcmp(plan.cells[2].variant, "B") == 0,
           "variants must come in label order: %s %s", plan.cells[0].variant,
@@ -118,4 +118,19 @@ TEST(config_cli_dry_run_prints_the_plan_and_errors_exit_nonzero)
     CHECK(run_cmd(out, sizeof out, "%s run %s --dry-run", topkp_bin(), bad) != 0 &&
               strstr(out, "bad.lua:1:"),
           "a bad config must exit non-zero naming file:line: %s", out);
+}
+
+TEST(config_sees_the_backend_of_the_run)
+{
+    const char *path = write_scratch("backend.lua",
+                                     "sweep \"b\" { algos = { \"naive_sort\" }, vocab = 10,\n"
+                                     "  batch = backend == \"gpu\" and { 1, 2, 4 } or 1 }\n");
+    struct tkp_plan plan;
+    struct tkp_error err;
+    REQUIRE(tkp_config_load(path, TKP_CPU, &plan, &err) == TKP_OK, "%s", err.msg);
+    CHECK(plan.n == 1, "cpu: expected 1 cell, got %zu", plan.n);
+    tkp_plan_free(&plan);
+    REQUIRE(tkp_config_load(path, TKP_GPU, &plan, &err) == TKP_OK, "%s", err.msg);
+    CHECK(plan.n == 3, "gpu: expected 3 cells, got %zu", plan.n);
+    tkp_plan_free(&plan);
 }

@@ -1,5 +1,6 @@
 /* test_plans.c — every shipped config still expands to its golden plan
- * (tests/golden/<config>.plan, written by scripts/update-goldens.sh): a config edit that
+ * for the CPU backend (tests/golden/<config>.plan, written by scripts/update-goldens.sh): a
+ * config edit that
  * changes which cells run must be deliberate. */
 #include <dirent.h>
 #include <stdio.h>
@@ -50,7 +51,7 @@ TEST(plans_of_shipped_configs_match_their_goldens)
         if (!probe)
             continue;
         fclose(probe);
-        int rc = run_cmd(out, sizeof out, "%s run %s --dry-run 2>/dev/null", topkp_bin(), config);
+        int rc = run_cmd(out, sizeof out, "%s run %s --dry-run --backend cpu 2>/dev/null", topkp_bin(), config);
         char *golden = slurp(golden_path);
         CHECK(rc == 0 && golden && strcmp(out, golden) == 0,
               "%s no longer expands to %s (rerun scripts/update-goldens.sh if intended)", config,
