@@ -116,7 +116,8 @@ TEST(gpu_cake_mixed_rows_match_cpu)
         test_skip("no GPU");
         return;
     }
-    /* The standard (k, p) mix, clamped to the slab, at cluster sizes 8, 4, 2 and 1. */
+    /* The standard (k, p) mix, clamped to the slab, at cluster sizes 16 (8 where the device
+     * refuses 16-CTA clusters), 4, 2 and 1. */
     static const int64_t batches[] = { 3, 20, 50, 130 };
     for (size_t i = 0; i < 4 && !test_failed(); i++) {
         struct test_case c;
@@ -159,10 +160,11 @@ TEST(gpu_cake_hard_rows_match_cpu)
     }
     static const int32_t ks[] = { 1, 7, 50, 333, 1000, 1024 };
     static const float ps[] = { 0.9f, 1.0f, 0.5f, 0.99f, 0.9f, 1e-7f };
-    /* 12 rows: clusters of 8 CTAs; 36: 2 (or 4); 168: 1 CTA per row, several waves */
-    static const int64_t batches[] = { 12, 6 * H_COUNT, 6 * H_COUNT * 28 / 6 };
+    /* 6 rows: clusters of 16 CTAs where the device runs them (else 8); 12 rows: 8; 36: 2 (or
+     * 4); 168: 1 CTA per row, several waves */
+    static const int64_t batches[] = { H_COUNT, 12, 6 * H_COUNT, 6 * H_COUNT * 28 / 6 };
     static const int64_t vocabs[] = { 262144, 50001 };
-    for (int bi = 0; bi < 3 && !test_failed(); bi++)
+    for (int bi = 0; bi < 4 && !test_failed(); bi++)
         for (int vi = 0; vi < 2 && !test_failed(); vi++) {
             const int64_t B = batches[bi], V = vocabs[vi];
             struct tkp_batch b = { B, V, malloc(sizeof(float) * (size_t)(B * V)),

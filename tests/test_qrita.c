@@ -390,3 +390,32 @@ TEST(qrita_outlier_buffer_overflow_falls_back_and_stays_exact)
     free(kept);
     free_case(&c);
 }
+
+TEST(qrita_mass_floor_narrows_top_p_alone_and_stays_exact)
+{
+    /* N(0, 2) rows with a few outliers 8..24 above: the sigma threshold gathers ~27% of the row
+     * (an overflow), the mass floor leaves the outliers; the kept set stays naive_sort's. */
+    const int64_t batch = 4, vocab = 40000;
+    const uint64_t seed = 99;
+    struct test_case c;
+    case_gaussian(&c, seed, batch, vocab, 2.0f);
+    for (int64_t r = 0; r < batch; r++) {
+        for (int i = 0; i < 30; i++)
+            c.b.logits[r * vocab + (i * 1297 + r * 31) % vocab] += 8.0f + (float)(i % 17);
+        c.b.k[r] = 0;
+        c.b.p[r] = 0.9f;
+    }
+    struct tkp_stats st, ff;
+    uint8_t *kept = malloc((size_t)(batch * vocab));
+    const char *force[] = { "truncation=force_fallback", NULL };
+    REQUIRE(run_kept("qrita", NULL, &c.b, kept, &st) == TKP_OK, "auto");
+    REQUIRE(run_kept("qrita", force, &c.b, kept, &ff) == TKP_OK, "force_fallback");
+    printf("     qrita p=0.9 sigma 2 + outliers: %.2f iterations per row (force_fallback %.2f)\n",
+           st.iterations / (double)batch, ff.iterations / (double)batch);
+    CHECK(st.iterations < ff.iterations, "mass floor: %.0f iterations, full row %.0f",
+          st.iterations, ff.iterations);
+    struct comparison cmp = compare_with_naive(NULL, &c.b);
+    CHECK(cmp.equal == cmp.rows, "row %lld differs from naive_sort", (long long)cmp.first_diff);
+    free(kept);
+    free_case(&c);
+}

@@ -195,9 +195,9 @@ static void qrita_row(struct qrita_state *s, const float *x, int32_t k, float p,
         qrita_mask(x, vocab, qrita_all_valid(), kept);
         return;
     }
-    uint64_t row_total = 0, outlier_mass = 0;
+    uint64_t row_total = 0, outlier_mass = 0, hist[QRITA_MASS_BINS];
     if (!topk)
-        qrita_row_mass(x, vocab, scan.max, trunc_key, &row_total, &outlier_mass);
+        qrita_row_mass(x, vocab, scan.max, trunc_key, &row_total, &outlier_mass, hist);
     int hit = 0;
     if (truncate) {
         int fits = has_threshold && scan.gathered <= s->capacity;
@@ -223,6 +223,13 @@ static void qrita_row(struct qrita_state *s, const float *x, int32_t k, float p,
     struct qrita_measure weight = { 0, scan.max };
     struct qrita_query q = { hit ? trunc_key : scan.min_key - 1, scan.max_key, weight, 0,
                              scan.valid, qrita_all_valid() };
+    if (!topk && o->truncation == QRITA_TRUNC_AUTO) {
+        /* second-level truncation: start at the mass floor when it is tighter (qrita_rules.h) */
+        uint32_t mass_floor = qrita_mass_floor(hist, tkp_topp_target(p, row_total), scan.max,
+                                          scan.min_key, scan.max_key);
+        if (mass_floor > q.lo)
+            q.lo = mass_floor;
+    }
     struct qrita_boundary b = qrita_all_valid();
     if (topk) {
         struct qrita_query qk = q;

@@ -39,9 +39,10 @@ struct qrita_scan {
 struct qrita_scan qrita_scan_gather(const float *x, int64_t vocab, uint32_t above,
                                     uint32_t *buffer, int64_t capacity);
 
-/* Pass 2 (top-p without top-k): the fixed-point mass of the row, and of its keys > `above`. */
+/* Pass 2 (top-p without top-k): the fixed-point mass of the row, and of its keys > `above`;
+ * `hist` (QRITA_MASS_BINS entries) the mass of each bin of qrita_mass_bin. */
 void qrita_row_mass(const float *x, int64_t vocab, float max, uint32_t above, uint64_t *total,
-                    uint64_t *above_mass);
+                    uint64_t *above_mass, uint64_t *hist);
 
 /* The tokens a search reads: the outlier buffer (keys) or the whole row (values). */
 struct qrita_pool {

@@ -44,6 +44,8 @@ struct qr_row {
     unsigned trunc_key, flags;                  /* qr_prep: flags 1 = threshold, 2 = truncate */
     unsigned bkey, pool_ok;                     /* qr_search */
     int cut, pad;
+    unsigned lo2, gathered2;                    /* qr_gather2 (top-p alone, truncation=auto) */
+    unsigned pool_n, pad2;                      /* qr_search: entries of the buffer in use */
 };
 
 struct qr_args {
@@ -54,6 +56,8 @@ struct qr_args {
     qr_row *rows;
     qrita_gpu_rstat *rstat;
     uint32_t *keys, *idx;
+    u64 *hist; /* QRITA_MASS_BINS per row */
+    int gather2; /* qr_gather2 runs: top-p-alone rows skip the buffer writes of qr_scan */
     int64_t batch, vocab, stride, cap_gpu, cap_cpu, pitch, vpc;
     int trunc, search, dedup, sample_block, max_iter, pivots;
     double margin;
@@ -126,14 +130,23 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
     int has = 0;
     if (truncate) {
         const int64_t n = a.sample_block < V ? a.sample_block : V;
+        /* lane t adds i = t, t + 256, ... in order (the CPU's lanes); 16 loads in flight */
+        constexpr int PU = 16;
         double s = 0.0;
         unsigned long long c = 0;
-        for (int64_t i = t; i < n; i += QRITA_STAT_LANES) {
-            float v = x[i];
-            if (isfinite(v)) {
-                s += (double)v;
-                c++;
+        for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
+            float v[PU];
+#pragma unroll
+            for (int u = 0; u < PU; u++) {
+                const int64_t i = base + u * QRITA_STAT_LANES + t;
+                v[u] = i < n ? x[i] : NAN;
             }
+#pragma unroll
+            for (int u = 0; u < PU; u++)
+                if (isfinite(v[u])) {
+                    s += (double)v[u];
+                    c++;
+                }
         }
         if (t == 0)
             cnt_sh = 0;
@@ -150,12 +163,19 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
             const double mean = lane[0] / (double)count;
             __syncthreads();
             double s2 = 0.0;
-            for (int64_t i = t; i < n; i += QRITA_STAT_LANES) {
-                float v = x[i];
-                if (isfinite(v)) {
-                    double d = (double)v - mean;
-                    s2 += d * d;
+            for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
+                float v[PU];
+#pragma unroll
+                for (int u = 0; u < PU; u++) {
+                    const int64_t i = base + u * QRITA_STAT_LANES + t;
+                    v[u] = i < n ? x[i] : NAN;
                 }
+#pragma unroll
+                for (int u = 0; u < PU; u++)
+                    if (isfinite(v[u])) {
+                        double d = (double)v[u] - mean;
+                        s2 += d * d;
+                    }
             }
             lane[t] = s2;
             __syncthreads();
@@ -173,7 +193,10 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
             }
         }
     }
+    if (t < QRITA_MASS_BINS)
+        a.hist[r * QRITA_MASS_BINS + t] = 0;
     if (t == 0) {
+        row->lo2 = row->gathered2 = row->pool_n = 0;
         row->max_key = row->inv_min = row->valid = row->gathered = 0;
         row->total = row->above = 0;
         row->trunc_key = thr;
@@ -192,7 +215,9 @@ __global__ void __launch_bounds__(NT) qr_scan(qr_args a)
     uint32_t *keys = a.keys + r * a.pitch, *idx = a.idx + r * a.pitch;
     const unsigned lane = threadIdx.x & 31;
     const int64_t cap = a.cap_gpu;
-    unsigned kmax = 0, kinv = 0, valid = 0;
+    /* a top-p-alone row searches the buffer of qr_gather2: here its outliers are only counted */
+    const bool count_only = a.gather2 && !tkp_topk_on(a.k[r], a.vocab) && tkp_topp_on(a.p[r]);
+    unsigned kmax = 0, kinv = 0, valid = 0, counted = 0;
     auto f = [&](float v, int64_t e, bool ok) {
         uint32_t key = ok ? tkp_order_key(v) : 0u;
         if (key) {
@@ -200,7 +225,9 @@ __global__ void __launch_bounds__(NT) qr_scan(qr_args a)
             kmax = max(kmax, key);
             kinv = max(kinv, ~key);
         }
-        if (gather) {
+        if (gather && count_only) {
+            counted += key > thr;
+        } else if (gather) {
             bool g = key > thr;
             unsigned m = __ballot_sync(FULL, g);
             if (m) {
@@ -224,13 +251,15 @@ __global__ void __launch_bounds__(NT) qr_scan(qr_args a)
         kmax = max(kmax, __shfl_xor_sync(FULL, kmax, o));
         kinv = max(kinv, __shfl_xor_sync(FULL, kinv, o));
         valid += __shfl_xor_sync(FULL, valid, o);
+        counted += __shfl_xor_sync(FULL, counted, o);
     }
-    __shared__ unsigned sh[3][NT / 32];
+    __shared__ unsigned sh[4][NT / 32];
     const int w = threadIdx.x >> 5;
     if (lane == 0) {
         sh[0][w] = kmax;
         sh[1][w] = kinv;
         sh[2][w] = valid;
+        sh[3][w] = counted;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -238,7 +267,10 @@ __global__ void __launch_bounds__(NT) qr_scan(qr_args a)
             kmax = max(kmax, sh[0][i]);
             kinv = max(kinv, sh[1][i]);
             valid += sh[2][i];
+            counted += sh[3][i];
         }
+        if (counted)
+            atomicAdd(&row->gathered, counted);
         if (valid) {
             atomicMax(&row->max_key, kmax);
             atomicMax(&row->inv_min, kinv);
@@ -258,13 +290,23 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
         return;
     const float m = tkp_key_value(row->max_key);
     const uint32_t thr = row->trunc_key;
+    __shared__ u64 hs[QRITA_MASS_BINS];
+    if (threadIdx.x < QRITA_MASS_BINS)
+        hs[threadIdx.x] = 0;
+    __syncthreads();
     u64 tot = 0, ab = 0;
     auto f = [&](float v, int64_t, bool ok) {
         if (ok) {
             u64 w = tkp_weight(v, m);
             tot += w;
-            if (tkp_order_key(v) > thr)
+            const uint32_t key = tkp_order_key(v);
+            if (key > thr)
                 ab += w;
+            if (key && w) { /* only the tokens near max: few shared atomics */
+                const int bin = qrita_mass_bin(v, m);
+                if (bin < QRITA_MASS_BINS)
+                    atomicAdd(&hs[bin], w);
+            }
         }
     };
     stream_chunk(a.logits + r * a.stride, V, a.vpc, f);
@@ -289,6 +331,75 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
         if (ab)
             atomicAdd(&rw->above, ab);
     }
+    if (threadIdx.x < QRITA_MASS_BINS && hs[threadIdx.x])
+        atomicAdd(&a.hist[r * QRITA_MASS_BINS + threadIdx.x], hs[threadIdx.x]);
+}
+
+/* ---- qr_gather2: the second-level truncation of top-p-alone rows (truncation=auto) ----
+ * The search of such a row starts at lo2 = the CPU's q.lo raised to the mass floor
+ * (qrita_mass_floor); every key > lo2 (with its index) goes to the row's buffer, replacing the
+ * sigma outliers (which qr_scan only counted). */
+__device__ __forceinline__ bool qr_topp_alone(const qr_row *row, int32_t k, float p, int64_t V)
+{
+    const int64_t valid = row->valid;
+    return valid > 0 && !(tkp_topk_on(k, V) && k < valid) && tkp_topp_on(p);
+}
+
+__global__ void __launch_bounds__(NT) qr_gather2(qr_args a)
+{
+    const int64_t r = blockIdx.y, V = a.vocab;
+    qr_row *row = a.rows + r;
+    const int32_t k = a.k[r];
+    const float p = a.p[r];
+    if (!qr_topp_alone(row, k, p, V))
+        return;
+    __shared__ u64 hs[QRITA_MASS_BINS];
+    __shared__ uint32_t lo_sh;
+    const int t = threadIdx.x;
+    if (t < QRITA_MASS_BINS)
+        hs[t] = a.hist[r * QRITA_MASS_BINS + t];
+    __syncthreads();
+    if (t == 0) {
+        /* qrita_row: q.lo = hit ? trunc_key : min_key - 1, then the mass floor if above it */
+        const unsigned flags = row->flags;
+        const int64_t gathered = row->gathered;
+        const u64 total = row->total, target = tkp_topp_target(p, total);
+        const uint32_t max_key = row->max_key, min_key = ~row->inv_min;
+        const int hit = (flags & 2) && (flags & 1) && gathered <= a.cap_cpu && gathered >= 1 &&
+                        row->above >= target;
+        uint32_t lo = hit ? row->trunc_key : min_key - 1;
+        const uint32_t mf =
+            qrita_mass_floor((const uint64_t *)hs, target, tkp_key_value(max_key), min_key, max_key);
+        lo = mf > lo ? mf : lo;
+        lo_sh = lo;
+        if (blockIdx.x == 0)
+            row->lo2 = lo;
+    }
+    __syncthreads();
+    const uint32_t lo = lo_sh;
+    uint32_t *keys = a.keys + r * a.pitch, *idx = a.idx + r * a.pitch;
+    const unsigned lane = threadIdx.x & 31;
+    const int64_t cap = a.cap_gpu;
+    auto f = [&](float v, int64_t e, bool ok) {
+        const uint32_t key = ok ? tkp_order_key(v) : 0u;
+        const bool g = key > lo;
+        const unsigned m = __ballot_sync(FULL, g);
+        if (m) {
+            const int leader = __ffs(m) - 1;
+            unsigned base = 0;
+            if ((int)lane == leader)
+                base = atomicAdd(&row->gathered2, (unsigned)__popc(m));
+            base = __shfl_sync(FULL, base, leader);
+            if (g) {
+                const int64_t pos = (int64_t)base + __popc(m & ((1u << lane) - 1u));
+                if (pos < cap) {
+                    keys[pos] = key;
+                    idx[pos] = (uint32_t)e;
+                }
+            }
+        }
+    };
+    stream_chunk(a.logits + r * a.stride, V, a.vpc, f);
 }
 
 /* ---- qr_search: the CPU's decisions and searches, per row ---- */
@@ -343,10 +454,20 @@ struct Eng {
     int cur;   /* the shared-memory half the source lives in (kind 2) */
 };
 
+/* The state of one boundary search between iterations (shared by the block and the warp that
+ * takes over when the candidates are few). */
+struct SearchState {
+    uint32_t lo, hi, floor_key, first_min, acc_key;
+    int it;
+    bool first, accepted;
+    int64_t acc_count, acc_keep, iters;
+};
+
 struct SearchSmem {
     Slot scratch[32][NSLOT];
     unsigned wcnt[32];
     unsigned gcnt[8], found[8];
+    SearchState hand; /* the warp's result after a handoff */
 };
 
 template <int G>
@@ -504,21 +625,22 @@ __device__ __forceinline__ void eng_reset(Eng &e, const Src &s)
     e.cur = 0;
 }
 
-/* qrita_pivot_search, replayed: the same pivots, the same statistics per pivot (agg + source),
- * the same verdicts. `accepted` says whether a pivot was accepted; `first_min` is the smallest
- * candidate key above q.lo seen by the first pass; `acc_count` the accepted pivot's count. */
+/* Below this many candidates in shared memory a block-per-row search hands the rest of its
+ * iterations to its first warp: no block-wide reductions, no __syncthreads. */
+#define HANDOFF_N 1024
+
+/* Iterations of qrita_pivot_search until it ends (false) or, with `handoff` > 0, until the
+ * candidates are at most `handoff` keys in shared memory (true). */
 template <int G, int CAP>
-__device__ struct qrita_boundary search_stage(Eng &e, const struct qrita_query &q, int pivots,
-                                              int max_iter, int dedup, int64_t &iters,
-                                              bool &accepted, uint32_t &first_min,
-                                              int64_t &acc_count, uint32_t *pool,
-                                              unsigned *gcnt, SearchSmem &sm)
+__device__ bool search_iterations(Eng &e, const struct qrita_query &q, int pivots, int max_iter,
+                                  int dedup, SearchState &st_, uint32_t *pool, unsigned *gcnt,
+                                  SearchSmem &sm, int handoff)
 {
-    uint32_t lo = q.lo, hi = q.hi - 1, floor_key = q.lo;
-    accepted = false;
-    bool first = true;
-    for (int it = 0; it < max_iter && lo <= hi; it++) {
+    for (; st_.it < max_iter && st_.lo <= st_.hi; st_.it++) {
+        if (handoff && e.src.kind == 2 && e.src.n <= handoff)
+            return true;
         /* qrita_place_pivots, unrolled (same arithmetic) so the pivots stay in registers */
+        const uint32_t lo = st_.lo, hi = st_.hi;
         const uint64_t width = (uint64_t)hi - lo + 1;
         const int c = width <= (uint64_t)pivots ? (int)width : pivots;
         uint32_t thr[NSLOT];
@@ -541,17 +663,16 @@ __device__ struct qrita_boundary search_stage(Eng &e, const struct qrita_query &
         uint32_t gtot = 0;
         eval_pass<G>(e, thr, NSLOT, q.measure, res, gather, lo, hi, dst,
                      CAP, gcnt, sm, gtot);
-        if (first) {
-            first_min = res[0].min;
-            first = false;
+        if (st_.first) {
+            st_.first_min = res[0].min;
+            st_.first = false;
         }
-        iters++;
+        st_.iters++;
         int64_t lowc = res[0].cnt, highc = res[4].cnt;
         /* the statistics of each pivot as the CPU's qrita_evaluate gives them, then its verdicts
          * (unrolled over the three slots: no run-time indexing of register arrays) */
         const Slot agg = e.agg;
         bool done = false;
-        struct qrita_boundary acc_b = { 0, 0 };
 #pragma unroll
         for (int j = 0; j < 3; j++) {
             if (j < c && !done) {
@@ -565,17 +686,17 @@ __device__ struct qrita_boundary search_stage(Eng &e, const struct qrita_query &
                 qrita_restrict(&st, q.set);
                 enum qrita_verdict v = qrita_classify(&st, q.target, q.set_size);
                 if (v == QRITA_PIVOT_ACCEPT) {
-                    acc_b.key = st.min_key;
-                    acc_b.keep = dedup ? qrita_copies_kept(&st, q.target) : QRITA_KEEP_ALL;
-                    accepted = true;
-                    acc_count = st.count;
+                    st_.acc_key = st.min_key;
+                    st_.acc_keep = dedup ? qrita_copies_kept(&st, q.target) : QRITA_KEEP_ALL;
+                    st_.accepted = true;
+                    st_.acc_count = st.count;
                     done = true;
                 } else if (v == QRITA_PIVOT_LOW) {
-                    floor_key = thr[1 + j];
-                    lo = thr[1 + j] + 1;
+                    st_.floor_key = thr[1 + j];
+                    st_.lo = thr[1 + j] + 1;
                     lowc = pj.cnt;
                 } else {
-                    hi = thr[1 + j] - 1;
+                    st_.hi = thr[1 + j] - 1;
                     highc = pj.cnt;
                     done = true;
                 }
@@ -590,11 +711,59 @@ __device__ struct qrita_boundary search_stage(Eng &e, const struct qrita_query &
             e.H = thr[4];
             e.cur = 1 - e.cur;
         }
-        if (accepted)
-            return acc_b;
+        if (st_.accepted)
+            return false;
         e.U = lowc - highc;
     }
-    struct qrita_boundary unresolved = { floor_key, 0 };
+    return false;
+}
+
+/* qrita_pivot_search, replayed: the same pivots, the same statistics per pivot (agg + source),
+ * the same verdicts. `accepted` says whether a pivot was accepted; `first_min` is the smallest
+ * candidate key above q.lo seen by the first pass; `acc_count` the accepted pivot's count. */
+template <int G, int CAP>
+__device__ struct qrita_boundary search_stage(Eng &e, const struct qrita_query &q, int pivots,
+                                              int max_iter, int dedup, int64_t &iters,
+                                              bool &accepted, uint32_t &first_min,
+                                              int64_t &acc_count, uint32_t *pool,
+                                              unsigned *gcnt, SearchSmem &sm)
+{
+    SearchState st_;
+    st_.lo = q.lo;
+    st_.hi = q.hi - 1;
+    st_.floor_key = q.lo;
+    st_.first_min = UINT32_MAX;
+    st_.acc_key = 0;
+    st_.it = 0;
+    st_.first = true;
+    st_.accepted = false;
+    st_.acc_count = st_.acc_keep = st_.iters = 0;
+    if (G > 32) {
+        if (search_iterations<G, CAP>(e, q, pivots, max_iter, dedup, st_, pool, gcnt, sm,
+                                      HANDOFF_N)) {
+            if (threadIdx.x < 32) {
+                search_iterations<32, CAP>(e, q, pivots, max_iter, dedup, st_, pool, gcnt, sm,
+                                           0);
+                if (threadIdx.x == 0)
+                    sm.hand = st_;
+            }
+            __syncthreads();
+            st_ = sm.hand;
+            __syncthreads();
+        }
+    } else {
+        search_iterations<G, CAP>(e, q, pivots, max_iter, dedup, st_, pool, gcnt, sm, 0);
+    }
+    iters += st_.iters;
+    accepted = st_.accepted;
+    if (!st_.first)
+        first_min = st_.first_min;
+    if (st_.accepted) {
+        acc_count = st_.acc_count;
+        struct qrita_boundary b = { st_.acc_key, st_.acc_keep };
+        return b;
+    }
+    struct qrita_boundary unresolved = { st_.floor_key, 0 };
     return unresolved;
 }
 
@@ -624,6 +793,7 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
     const int topk = tkp_topk_on(k, V) && k < valid, topp = tkp_topp_on(p);
     uint32_t bkey = 0;
     int cut = -1, pool_ok = 0;
+    int64_t pool_n_out = 0;
     if (valid > 0 && (topk || topp)) {
         const int truncate = (flags & 2) != 0, has = (flags & 1) != 0;
         int hit = 0;
@@ -641,12 +811,21 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
         /* A row the CPU searches in full may still be searched on the buffer when the buffer is
          * complete and must hold the answer; the result is checked afterwards (README). */
         bool use_pool = hit, validate = false;
-        if (!hit && a.trunc == QRITA_TRUNC_AUTO && has && gathered <= a.cap_gpu &&
-            (topk ? gathered > k : gathered >= 1 && above >= tkp_topp_target(p, total))) {
+        int64_t pool_n = gathered;
+        uint32_t lo_q = hit ? trunc_key : min_key - 1;
+        if (!topk && a.trunc == QRITA_TRUNC_AUTO) {
+            /* top-p alone: the buffer of qr_gather2 holds every key above lo2 (the CPU's q.lo
+             * raised to the mass floor), the lower end of the CPU's search */
+            pool_n = row->gathered2;
+            lo_q = row->lo2;
+            use_pool = pool_n <= a.cap_gpu;
+        } else if (!hit && a.trunc == QRITA_TRUNC_AUTO && has && gathered <= a.cap_gpu &&
+                   topk && gathered > k) {
             use_pool = true;
             validate = true;
         }
-        const Src pool_src = { 0, a.keys + r * a.pitch, nullptr, gathered };
+        pool_n_out = pool_n;
+        const Src pool_src = { 0, a.keys + r * a.pitch, nullptr, pool_n };
         const Src row_src = { 1, nullptr, x, V };
         const int sort = a.search == QRITA_SORT;
         const int max_iter = sort ? 64 : a.max_iter;
@@ -658,8 +837,7 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
         for (;;) {
             iters = 0;
             const Src src = use_pool ? pool_src : row_src;
-            struct qrita_query q = { hit ? trunc_key : min_key - 1, max_key, weight, 0, valid,
-                                     qrita_all_valid() };
+            struct qrita_query q = { lo_q, max_key, weight, 0, valid, qrita_all_valid() };
             bool accepted = false, failed = false;
             uint32_t first_min = UINT32_MAX;
             int64_t acc_count = 0;
@@ -736,7 +914,7 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
         } else if (use_pool) {
             const uint32_t *pk = a.keys + r * a.pitch, *pi = a.idx + r * a.pitch;
             uint32_t c = 0;
-            for (int64_t i = tid; i < gathered; i += G)
+            for (int64_t i = tid; i < pool_n; i += G)
                 c += pk[i] == bkey;
             c = group_sum<G>(c, sm);
             if ((int64_t)c <= b.keep) {
@@ -746,7 +924,7 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
                 while (lo_i < hi_i) {
                     const int64_t mid = (lo_i + hi_i) / 2;
                     uint32_t n = 0;
-                    for (int64_t i = tid; i < gathered; i += G)
+                    for (int64_t i = tid; i < pool_n; i += G)
                         n += pk[i] == bkey && (int64_t)pi[i] <= mid;
                     n = group_sum<G>(n, sm);
                     if ((int64_t)n >= b.keep)
@@ -798,6 +976,7 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
         row->bkey = bkey;
         row->cut = cut;
         row->pool_ok = (unsigned)pool_ok;
+        row->pool_n = (unsigned)pool_n_out;
         a.rstat[r] = rs;
     }
 }
@@ -831,7 +1010,7 @@ __global__ void __launch_bounds__(NT) qr_mask(qr_args a)
     row_geom(x, V, h, nvec);
     const int64_t v0 = (int64_t)blockIdx.x * a.vpc, v1 = min(nvec, v0 + a.vpc);
     const int64_t e0 = h + 4 * min(v0, nvec), e1 = h + 4 * v1, tail = h + 4 * nvec;
-    const int64_t n = min((int64_t)row->gathered, a.cap_gpu);
+    const int64_t n = min((int64_t)row->pool_n, a.cap_gpu);
     const int64_t chunk = (e1 > e0 ? e1 - e0 : 0) + (blockIdx.x == 0 ? V - tail + h : 0);
     if (row->pool_ok && 8 * n <= chunk) {
         if (e1 > e0)
@@ -925,6 +1104,7 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     pl->ws_rstat = carve(&cur, sizeof(qrita_gpu_rstat) * (size_t)batch);
     pl->ws_keys = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch));
     pl->ws_idx = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch));
+    pl->ws_hist = carve(&cur, sizeof(u64) * QRITA_MASS_BINS * (size_t)batch);
     pl->ws_bytes = cur;
     return TKP_OK;
 }
@@ -943,6 +1123,8 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     a.rstat = (qrita_gpu_rstat *)(ws + pl->ws_rstat);
     a.keys = (uint32_t *)(ws + pl->ws_keys);
     a.idx = (uint32_t *)(ws + pl->ws_idx);
+    a.hist = (u64 *)(ws + pl->ws_hist);
+    a.gather2 = pl->need_mass && pl->truncation == QRITA_TRUNC_AUTO;
     a.batch = pl->batch;
     a.vocab = pl->vocab;
     a.stride = pl->stride;
@@ -966,6 +1148,10 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     TKP_LAUNCH_CHECK(err);
     if (pl->need_mass) {
         qr_mass<<<grid, NT, 0, st>>>(a);
+        TKP_LAUNCH_CHECK(err);
+    }
+    if (a.gather2) {
+        qr_gather2<<<grid, NT, 0, st>>>(a);
         TKP_LAUNCH_CHECK(err);
     }
     if (pl->group == 32)

@@ -61,14 +61,21 @@ struct qrita_scan qrita_scan_gather(const float *x, int64_t vocab, uint32_t abov
 }
 
 void qrita_row_mass(const float *x, int64_t vocab, float max, uint32_t above, uint64_t *total,
-                    uint64_t *above_mass)
+                    uint64_t *above_mass, uint64_t *hist)
 {
     *total = *above_mass = 0;
+    memset(hist, 0, QRITA_MASS_BINS * sizeof *hist);
     for (int64_t i = 0; i < vocab; i++) {
         uint64_t w = tkp_weight(x[i], max);
         *total += w;
-        if (tkp_order_key(x[i]) > above)
+        uint32_t key = tkp_order_key(x[i]);
+        if (key > above)
             *above_mass += w;
+        if (key) {
+            int bin = qrita_mass_bin(x[i], max);
+            if (bin < QRITA_MASS_BINS)
+                hist[bin] += w;
+        }
     }
 }
 

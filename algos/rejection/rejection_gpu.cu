@@ -111,11 +111,13 @@ __device__ __forceinline__ void load4(const float *__restrict__ x, int vocab, bo
  * count is the same in every thread and f runs with the whole warp converged (f may use warp
  * collectives). */
 template <int THREADS, class F>
-__device__ __forceinline__ void sweep(const float *__restrict__ x, int vocab, bool vec, F &&f)
+__device__ __forceinline__ void sweep(const float *__restrict__ x, int vocab, bool vec, F &&f,
+                                      int begin = 0, int end = 0x7FFFFFFF)
 {
     constexpr int tile = 4 * THREADS;
     const int t4 = 4 * (int)threadIdx.x;
-    for (int base = 0; base < vocab; base += kReduceUnroll * tile) {
+    const int stop = end < vocab ? end : vocab;
+    for (int base = begin; base < stop; base += kReduceUnroll * tile) {
         float v[kReduceUnroll][4];
 #pragma unroll
         for (int u = 0; u < kReduceUnroll; u++)
@@ -489,8 +491,8 @@ __device__ uint32_t gather_select(Shared<THREADS> &sh, const float *__restrict__
             if (lane == 0)
                 base = atomicAdd(&sh.gcount, (unsigned)__popc(ballot));
             base = __shfl_sync(kFull, base, 0);
-            if (take) {
-                const unsigned slot = base + __popc(ballot & ((1u << lane) - 1u));
+            const unsigned slot = base + __popc(ballot & ((1u << lane) - 1u));
+            if (take && slot < (unsigned)kGather) { /* always: pass 1 counted them */
                 sh.g_key[slot] = key;
                 sh.g_idx[slot] = (uint32_t)i;
             }
@@ -562,13 +564,31 @@ __device__ __forceinline__ u64 prepare_row(Shared<THREADS> &sh, const float *__r
     __syncthreads();
     u64 valid = 0, maxkey = 0;
     uint32_t vcount = 0, kmax = 0;
-    sweep<THREADS>(x, vocab, vec, [&](float v, int, bool in_row) {
+    /* Only buckets at or above `floor` are counted: after the first chunk of the row, floor is
+     * the bucket of that chunk's k-th key, a lower bound of the row's k-th key's bucket (so
+     * every bucket select_bucket or the radix select reads above it stays exact); warps with
+     * no token at or above it skip the histogram. */
+    unsigned floor = 0;
+    auto scan = [&](float v, int, bool in_row) {
         const uint32_t key = tkp_order_key(v);
         vcount += key != 0;
         kmax = key > kmax ? key : kmax;
-        if (may_select)
-            hist_add(sh.hist, in_row ? key >> kBucketShift : (unsigned)kBuckets, kBuckets);
-    });
+        if (may_select) {
+            const bool counted = in_row && (key >> kBucketShift) >= floor;
+            if (__any_sync(kFull, counted))
+                hist_add(sh.hist, counted ? key >> kBucketShift : (unsigned)kBuckets, kBuckets);
+        }
+    };
+    constexpr int chunk = kReduceUnroll * 4 * THREADS;
+    if (may_select && vocab > chunk && k <= chunk) {
+        sweep<THREADS>(x, vocab, vec, scan, 0, chunk);
+        __syncthreads();
+        select_bucket(sh, (unsigned)k); /* the chunk holds >= k tokens; ends with a barrier */
+        floor = sh.digit;
+        sweep<THREADS>(x, vocab, vec, scan, chunk);
+    } else {
+        sweep<THREADS>(x, vocab, vec, scan);
+    }
     valid = vcount;
     maxkey = kmax;
     block_sum_max(sh, valid, maxkey); /* ends with a barrier: the histogram is visible */
