@@ -312,6 +312,7 @@ __device__ void pick(Shared<THREADS> &sh, const float *__restrict__ x, int vocab
     __syncthreads();
     c = sh.cand;
     pc = sh.cand_pos;
+    __syncthreads(); /* everyone has read sh.cand before the next pick's thread 0 rewrites it */
 }
 
 /* Radix select, one digit (rej_kth_key's loop over a histogram): warp 0 finds the digit d
@@ -438,6 +439,7 @@ __device__ void pick_small(Shared<THREADS> &sh, const float *__restrict__ x, int
     __syncthreads();
     c = sh.cand;
     pc = sh.cand_pos;
+    __syncthreads(); /* everyone has read sh.cand before the next pick's thread 0 rewrites it */
 }
 
 /* tally2 over the first candidate set in shared memory (every pivot used holds only its
