@@ -31,6 +31,13 @@ enum { TKP_TOPK = 1u, TKP_TOPP = 2u, TKP_TOPK_TOPP = 4u };
 enum { TKP_OUT_SET = 1u, TKP_OUT_SAMPLE = 2u };
 /* backends */
 enum tkp_backend { TKP_CPU = 1u, TKP_GPU = 2u };
+/* What a module with a CUDA implementation offers in this build (the GPU only when the
+ * kernels were compiled in). */
+#ifdef TKP_HAVE_CUDA
+#define TKP_BUILT_BACKENDS (TKP_CPU | TKP_GPU)
+#else
+#define TKP_BUILT_BACKENDS TKP_CPU
+#endif
 /* flags */
 enum { TKP_EXACT = 1u, TKP_DETERMINISTIC = 2u, TKP_NOT_IMPLEMENTED = 4u };
 

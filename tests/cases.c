@@ -183,6 +183,34 @@ static int make_opts(const struct tkp_algo *a, const char *const *options, void 
     return 0;
 }
 
+void *module_options(const char *algo, const char *const *options)
+{
+    const struct tkp_algo *a = tkp_algo_find(algo);
+    void *opts = a ? calloc(1, a->opts_size) : NULL;
+    if (!a)
+        test_fail(__FILE__, __LINE__, "no module %s", algo);
+    else if (make_opts(a, options, opts)) {
+        free(opts);
+        opts = NULL;
+    }
+    return opts;
+}
+
+int apply_kept(const char *algo, const char *const *options, enum tkp_backend backend,
+               const struct tkp_batch *b, uint8_t *kept, struct tkp_stats *stats)
+{
+    void *opts = module_options(algo, options);
+    if (!opts)
+        return TKP_EINVAL;
+    struct tkp_error err = { "" };
+    int rc = tkp_apply(tkp_algo_find(algo), opts, backend, b, kept, NULL, 0, 0, 0, stats, &err);
+    if (rc != TKP_OK)
+        test_fail(__FILE__, __LINE__, "%s on the %s: %s", algo,
+                  backend == TKP_GPU ? "GPU" : "CPU", err.msg);
+    free(opts);
+    return rc;
+}
+
 /* Check one case: returns the number of rows equal to the oracle. */
 static int64_t check_case(const struct tkp_algo *a, const void *opts, enum tkp_backend backend,
                           const struct test_case *c, int report)

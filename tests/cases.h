@@ -7,12 +7,32 @@
 #include <stdint.h>
 
 #include "../harness/apply.h"
+#include "../harness/gpu.h"
+#include "test.h"
 
 struct test_case {
     char name[64];
     uint64_t seed; /* printed on failure */
     struct tkp_batch b;
 };
+
+/* Skip the running test when no GPU is present. */
+#define REQUIRE_GPU()                                                                    \
+    do {                                                                                 \
+        if (!tkp_gpu_present()) {                                                        \
+            test_skip("no GPU");                                                         \
+            return;                                                                      \
+        }                                                                                \
+    } while (0)
+
+/* The options of module `algo` set from "name=value" strings (NULL-terminated; NULL for the
+ * defaults). A bad one fails the running test and gives NULL. Free with free(). */
+void *module_options(const char *algo, const char *const *options);
+
+/* Run `algo` (options as for module_options) on one backend for its kept set; a failure
+ * fails the running test. Returns the tkp_apply status. */
+int apply_kept(const char *algo, const char *const *options, enum tkp_backend backend,
+               const struct tkp_batch *b, uint8_t *kept, struct tkp_stats *stats);
 
 /* All adversarial cases; free with cases_free. */
 int cases_build(struct test_case **out);

@@ -60,14 +60,6 @@ static void gpu_vs_cpu(const struct tkp_batch *b, int with_set, int32_t draws, u
     free(kc), free(kg), free(sc), free(sg);
 }
 
-#define NEED_GPU()                                                                       \
-    do {                                                                                 \
-        if (!tkp_gpu_present()) {                                                        \
-            test_skip("no GPU");                                                         \
-            return;                                                                      \
-        }                                                                                \
-    } while (0)
-
 TEST(gpu_naive_sort_matches_cpu_on_adversarial_cases)
 {
     check_gpu_matches_cpu("naive_sort", NULL);
@@ -76,7 +68,7 @@ TEST(gpu_naive_sort_matches_cpu_on_adversarial_cases)
 /* The acceptance shape: B = 64, V = 128256, k = 50 with p = 0.9 and with p = 1. */
 TEST(gpu_naive_sort_large_gaussian_k50_matches_cpu)
 {
-    NEED_GPU();
+    REQUIRE_GPU();
     const float ps[2] = { 0.9f, 1.0f };
     for (int i = 0; i < 2 && !test_failed(); i++) {
         struct test_case c;
@@ -95,7 +87,7 @@ TEST(gpu_naive_sort_large_gaussian_k50_matches_cpu)
  * than the finishing kernel has threads. */
 TEST(gpu_naive_sort_mixed_rows_odd_vocab_many_draws)
 {
-    NEED_GPU();
+    REQUIRE_GPU();
     struct test_case c;
     case_gaussian(&c, 77, 34, 128257, 2.0f);
     gpu_vs_cpu(&c.b, 1, 700, c.seed, "mixed rows V=128257, 700 draws");
@@ -104,7 +96,7 @@ TEST(gpu_naive_sort_mixed_rows_odd_vocab_many_draws)
 
 TEST(gpu_naive_sort_batch_1_and_samples_only)
 {
-    NEED_GPU();
+    REQUIRE_GPU();
     struct test_case c;
     case_gaussian(&c, 91, 1, 262144, 1.5f);
     c.b.k[0] = 50;
@@ -121,6 +113,6 @@ TEST(gpu_naive_sort_batch_1_and_samples_only)
 
 TEST(gpu_naive_sort_sampler_passes_tv_test)
 {
-    NEED_GPU();
+    REQUIRE_GPU();
     check_sampler_tv("naive_sort", NULL, TKP_GPU, 20000);
 }

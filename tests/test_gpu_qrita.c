@@ -69,25 +69,6 @@ TEST(gpu_cases_qrita_small_sample_block)
 
 /* ---- larger random batches: masks and statistics ---- */
 
-static int run_one(enum tkp_backend backend, const char *const *options,
-                   const struct tkp_batch *b, uint8_t *kept, struct tkp_stats *st)
-{
-    const struct tkp_algo *a = tkp_algo_find("qrita");
-    struct tkp_error err = { "" };
-    void *opts = calloc(1, a->opts_size);
-    tkp_options_defaults(a, opts);
-    int rc = TKP_OK;
-    for (int i = 0; options && options[i] && rc == TKP_OK; i++)
-        rc = tkp_option_assign(a, opts, options[i], &err);
-    if (rc == TKP_OK)
-        rc = tkp_apply(a, opts, backend, b, kept, NULL, 0, 0, 0, st, &err);
-    if (rc != TKP_OK)
-        test_fail(__FILE__, __LINE__, "qrita %s: %s", backend == TKP_GPU ? "GPU" : "CPU",
-                  err.msg);
-    free(opts);
-    return rc;
-}
-
 static void gaussian_matches(int64_t batch, int32_t k, float p, float scale,
                              const char *const *options)
 {
@@ -112,8 +93,8 @@ static void gaussian_matches(int64_t batch, int32_t k, float p, float scale,
     size_t cells = (size_t)(batch * V);
     uint8_t *cpu = malloc(cells), *gpu = malloc(cells);
     struct tkp_stats sc, sg;
-    if (run_one(TKP_CPU, options, &c.b, cpu, &sc) == TKP_OK &&
-        run_one(TKP_GPU, options, &c.b, gpu, &sg) == TKP_OK) {
+    if (apply_kept("qrita", options, TKP_CPU, &c.b, cpu, &sc) == TKP_OK &&
+        apply_kept("qrita", options, TKP_GPU, &c.b, gpu, &sg) == TKP_OK) {
         for (int64_t r = 0; r < batch; r++)
             if (memcmp(cpu + r * V, gpu + r * V, (size_t)V)) {
                 test_fail(__FILE__, __LINE__, "B=%lld k=%d p=%g row %lld: GPU mask differs",

@@ -22,22 +22,11 @@ static void free_case(struct test_case *c)
     free(c->b.p);
 }
 
-static void *module_opts(const char *const *options)
-{
-    const struct tkp_algo *a = tkp_algo_find("rejection");
-    void *opts = calloc(1, a->opts_size);
-    struct tkp_error err;
-    tkp_options_defaults(a, opts);
-    for (int i = 0; options && options[i]; i++)
-        CHECK(tkp_option_assign(a, opts, options[i], &err) == TKP_OK, "%s", err.msg);
-    return opts;
-}
-
 static int run(enum tkp_backend backend, const struct tkp_batch *b, const char *const *options,
                int32_t draws, uint64_t seed, uint64_t offset, int64_t *out, struct tkp_stats *st)
 {
     struct tkp_error err = { "" };
-    void *opts = module_opts(options);
+    void *opts = module_options("rejection", options);
     int rc = tkp_apply(tkp_algo_find("rejection"), opts, backend, b, NULL, out, draws, seed,
                        offset, st, &err);
     CHECK(rc == TKP_OK, "rejection %s (B=%lld V=%lld): %s", backend == TKP_GPU ? "GPU" : "CPU",

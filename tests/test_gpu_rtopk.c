@@ -13,14 +13,6 @@
 #include "cases.h"
 #include "test.h"
 
-#define NEED_GPU()                                                                       \
-    do {                                                                                 \
-        if (!tkp_gpu_present()) {                                                        \
-            test_skip("no GPU");                                                         \
-            return;                                                                      \
-        }                                                                                \
-    } while (0)
-
 static const char *const early2[] = { "max_iter=2", NULL };
 static const char *const early7[] = { "max_iter=7", NULL };
 
@@ -93,7 +85,7 @@ TEST(gpu_rtopk_early_stop_matches_cpu_on_adversarial_cases)
  * k = 1000 and the early stop. */
 TEST(gpu_rtopk_large_gaussian_matches_cpu)
 {
-    NEED_GPU();
+    REQUIRE_GPU();
     const int32_t ks[3] = { 50, 1000, 50 };
     for (int i = 0; i < 3 && !test_failed(); i++) {
         struct test_case c;
@@ -130,7 +122,7 @@ static void fill_rows(struct test_case *c, enum shape_fill f, uint64_t seed)
  * long to cache (streamed), and many short rows. */
 TEST(gpu_rtopk_shapes_and_ties_match_cpu)
 {
-    NEED_GPU();
+    REQUIRE_GPU();
     static const struct {
         int64_t batch, vocab;
         enum shape_fill fill;
@@ -165,7 +157,7 @@ TEST(gpu_rtopk_shapes_and_ties_match_cpu)
  * over 1..V-1. */
 TEST(gpu_rtopk_hostile_values_match_cpu)
 {
-    NEED_GPU();
+    REQUIRE_GPU();
     static const float pool[] = {
         FLT_MAX, -FLT_MAX, INFINITY, -INFINITY, NAN, 0.0f, -0.0f, FLT_MIN, -FLT_MIN,
         FLT_TRUE_MIN, -FLT_TRUE_MIN, 3 * FLT_TRUE_MIN, 5 * FLT_TRUE_MIN, 1e38f, -1e38f,

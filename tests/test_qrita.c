@@ -17,25 +17,6 @@ static const char *const searches[] = { "search=quaternary", "search=ternary", "
 #define N_TRUNCATIONS 3
 #define N_SEARCHES 4
 
-/* Run a module (options "name=value", NULL-terminated, NULL for defaults) on a batch. */
-static int run_kept(const char *algo, const char *const *options, const struct tkp_batch *b,
-                    uint8_t *kept, struct tkp_stats *stats)
-{
-    const struct tkp_algo *a = tkp_algo_find(algo);
-    struct tkp_error err = { "" };
-    void *opts = calloc(1, a->opts_size);
-    tkp_options_defaults(a, opts);
-    int rc = TKP_OK;
-    for (int i = 0; options && options[i] && rc == TKP_OK; i++)
-        rc = tkp_option_assign(a, opts, options[i], &err);
-    if (rc == TKP_OK)
-        rc = tkp_apply(a, opts, TKP_CPU, b, kept, NULL, 0, 0, 0, stats, &err);
-    if (rc != TKP_OK)
-        test_fail(__FILE__, __LINE__, "%s: %s", algo, err.msg);
-    free(opts);
-    return rc;
-}
-
 /* How qrita's kept set relates to naive_sort's on one batch. */
 struct comparison {
     int64_t rows, equal, superset; /* superset: every token naive keeps, qrita keeps too */
@@ -47,8 +28,8 @@ static struct comparison compare_with_naive(const char *const *options, const st
     struct comparison c = { b->batch, 0, 0, -1 };
     size_t bytes = (size_t)(b->batch * b->vocab);
     uint8_t *mine = malloc(bytes), *naive = malloc(bytes);
-    if (run_kept("qrita", options, b, mine, NULL) == TKP_OK &&
-        run_kept("naive_sort", NULL, b, naive, NULL) == TKP_OK)
+    if (apply_kept("qrita", options, TKP_CPU, b, mine, NULL) == TKP_OK &&
+        apply_kept("naive_sort", NULL, TKP_CPU, b, naive, NULL) == TKP_OK)
         for (int64_t r = 0; r < b->batch; r++) {
             const uint8_t *m = mine + r * b->vocab, *n = naive + r * b->vocab;
             int equal = memcmp(m, n, (size_t)b->vocab) == 0, superset = 1;
@@ -291,7 +272,7 @@ TEST(qrita_stats_count_truncation_hits_and_fallbacks)
     uint8_t *kept = malloc((size_t)(batch * vocab));
 
     const char *quaternary[] = { NULL };
-    REQUIRE(run_kept("qrita", quaternary, &c.b, kept, &st) == TKP_OK, "seed %llu", 
+    REQUIRE(apply_kept("qrita", quaternary, TKP_CPU, &c.b, kept, &st) == TKP_OK, "seed %llu", 
             (unsigned long long)seed);
     double per_row = st.outliers / (double)batch;
     printf("     qrita k=50 V=%lld (seed %llu): hits %lld/%lld, N_t %.0f per row, %.2f iterations "
@@ -307,26 +288,26 @@ TEST(qrita_stats_count_truncation_hits_and_fallbacks)
     double quaternary_iterations = st.iterations;
 
     const char *forced[] = { "truncation=force_fallback", NULL };
-    run_kept("qrita", forced, &c.b, kept, &st);
+    apply_kept("qrita", forced, TKP_CPU, &c.b, kept, &st);
     CHECK(st.trunc_hits == 0 && st.fallbacks == batch,
           "force_fallback: hits %lld fallbacks %lld", (long long)st.trunc_hits,
           (long long)st.fallbacks);
     CHECK(st.outliers / (double)batch == per_row, "force_fallback gathers differently");
 
     const char *off[] = { "truncation=off", NULL };
-    run_kept("qrita", off, &c.b, kept, &st);
+    apply_kept("qrita", off, TKP_CPU, &c.b, kept, &st);
     CHECK(st.trunc_hits == 0 && st.fallbacks == 0 && st.outliers == 0,
           "truncation=off: hits %lld fallbacks %lld outliers %.0f", (long long)st.trunc_hits,
           (long long)st.fallbacks, st.outliers);
 
     const char *binary[] = { "search=binary", NULL };
-    run_kept("qrita", binary, &c.b, kept, &st);
+    apply_kept("qrita", binary, TKP_CPU, &c.b, kept, &st);
     CHECK(st.iterations > quaternary_iterations,
           "seed %llu: binary %.0f iterations, quaternary %.0f", (unsigned long long)seed,
           st.iterations, quaternary_iterations);
 
     const char *sort[] = { "search=sort", NULL };
-    run_kept("qrita", sort, &c.b, kept, &st);
+    apply_kept("qrita", sort, TKP_CPU, &c.b, kept, &st);
     CHECK(st.iterations == 0 && st.trunc_hits == batch, "sort: %.0f iterations, %lld hits",
           st.iterations, (long long)st.trunc_hits);
     free(kept);
@@ -345,7 +326,7 @@ TEST(qrita_stats_top_p_outlier_mass_reaches_p_on_hits)
     }
     struct tkp_stats st;
     uint8_t *kept = malloc((size_t)(batch * vocab));
-    REQUIRE(run_kept("qrita", NULL, &c.b, kept, &st) == TKP_OK, "seed %llu",
+    REQUIRE(apply_kept("qrita", NULL, TKP_CPU, &c.b, kept, &st) == TKP_OK, "seed %llu",
             (unsigned long long)seed);
     printf("     qrita p=0.9 V=%lld (seed %llu): hits %lld/%lld, S_t %.3f, N_t %.0f per row\n",
            (long long)vocab, (unsigned long long)seed, (long long)st.trunc_hits,
@@ -378,7 +359,7 @@ TEST(qrita_outlier_buffer_overflow_falls_back_and_stays_exact)
     }
     struct tkp_stats st;
     uint8_t *kept = malloc((size_t)(batch * vocab));
-    REQUIRE(run_kept("qrita", NULL, &c.b, kept, &st) == TKP_OK, "seed %llu",
+    REQUIRE(apply_kept("qrita", NULL, TKP_CPU, &c.b, kept, &st) == TKP_OK, "seed %llu",
             (unsigned long long)seed);
     CHECK(st.fallbacks == batch && st.trunc_hits == 0, "seed %llu: hits %lld fallbacks %lld",
           (unsigned long long)seed, (long long)st.trunc_hits, (long long)st.fallbacks);
@@ -408,8 +389,8 @@ TEST(qrita_mass_floor_narrows_top_p_alone_and_stays_exact)
     struct tkp_stats st, ff;
     uint8_t *kept = malloc((size_t)(batch * vocab));
     const char *force[] = { "truncation=force_fallback", NULL };
-    REQUIRE(run_kept("qrita", NULL, &c.b, kept, &st) == TKP_OK, "auto");
-    REQUIRE(run_kept("qrita", force, &c.b, kept, &ff) == TKP_OK, "force_fallback");
+    REQUIRE(apply_kept("qrita", NULL, TKP_CPU, &c.b, kept, &st) == TKP_OK, "auto");
+    REQUIRE(apply_kept("qrita", force, TKP_CPU, &c.b, kept, &ff) == TKP_OK, "force_fallback");
     printf("     qrita p=0.9 sigma 2 + outliers: %.2f iterations per row (force_fallback %.2f)\n",
            st.iterations / (double)batch, ff.iterations / (double)batch);
     CHECK(st.iterations < ff.iterations, "mass floor: %.0f iterations, full row %.0f",

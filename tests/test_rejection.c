@@ -18,17 +18,6 @@ static struct tkp_batch one_row(float *x, int64_t vocab, int32_t *k, float *p)
     return (struct tkp_batch){ 1, vocab, x, k, p };
 }
 
-static void *module_opts(const char *const *options)
-{
-    const struct tkp_algo *a = tkp_algo_find("rejection");
-    void *opts = calloc(1, a->opts_size);
-    struct tkp_error err;
-    tkp_options_defaults(a, opts);
-    for (int i = 0; options && options[i]; i++)
-        CHECK(tkp_option_assign(a, opts, options[i], &err) == TKP_OK, "%s", err.msg);
-    return opts;
-}
-
 /* Draw `draws` times from row x under (k, p) and compare the histogram with the oracle's
  * renormalised distribution; the row must have an unambiguous kept set. */
 static void check_row_tv(const char *what, float *x, int64_t vocab, int32_t k, float p,
@@ -40,7 +29,7 @@ static void check_row_tv(const char *what, float *x, int64_t vocab, int32_t k, f
     long double *dist = calloc((size_t)n, sizeof *dist);
     double *count = calloc((size_t)vocab, sizeof *count);
     int64_t *s = malloc(sizeof *s * (size_t)draws);
-    void *opts = module_opts(options);
+    void *opts = module_options("rejection", options);
     struct tkp_batch b = one_row(x, vocab, &k, &p);
     struct tkp_error err = { "" };
     int rc = tkp_apply(tkp_algo_find("rejection"), opts, TKP_CPU, &b, NULL, s, draws, seed, 0,
@@ -254,7 +243,7 @@ TEST(rejection_refuses_more_draws_than_philox_counters)
     REQUIRE(a, "no module rejection");
     struct tkp_problem pb = { .batch = 1, .vocab = 10, .stride = 10, .backend = TKP_CPU,
                               .outputs = TKP_OUT_SAMPLE, .draws = 1 << 28 };
-    void *opts = module_opts(NULL);
+    void *opts = module_options("rejection", NULL);
     const char *why = NULL;
     CHECK(!a->supports(&pb, opts, &why), "2^28 draws x 32 rounds accepted");
     CHECK(why && strstr(why, "Philox"), "reason does not name the counters: %s",

@@ -309,11 +309,7 @@ const struct tkp_algo tkp_algo_cake = {
     .summary = "cluster radix-select top-k slab (k <= 1024), top-p on the slab, inverse CDF",
     .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP,
     .outputs = TKP_OUT_SET | TKP_OUT_SAMPLE,
-#ifdef TKP_HAVE_CUDA
-    .backends = TKP_CPU | TKP_GPU,
-#else
-    .backends = TKP_CPU,
-#endif
+    .backends = TKP_BUILT_BACKENDS,
     .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = cake_options,
     .opts_size = sizeof(int),

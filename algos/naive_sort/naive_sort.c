@@ -11,9 +11,6 @@
 #include "../tkp.h"
 #ifdef TKP_HAVE_CUDA
 #include "naive_sort_gpu.h"
-#define NAIVE_BACKENDS (TKP_CPU | TKP_GPU)
-#else
-#define NAIVE_BACKENDS TKP_CPU
 #endif
 
 struct naive_state {
@@ -133,7 +130,7 @@ const struct tkp_algo tkp_algo_naive_sort = {
     .summary = "stable sort + prefix sum (the PyTorch baseline)",
     .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP,
     .outputs = TKP_OUT_SET | TKP_OUT_SAMPLE,
-    .backends = NAIVE_BACKENDS,
+    .backends = TKP_BUILT_BACKENDS,
     .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = naive_options,
     .opts_size = sizeof(int),

@@ -293,11 +293,7 @@ const struct tkp_algo tkp_algo_qrita = {
     .summary = "sigma-truncation + quaternary pivot search with duplicate handling",
     .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP,
     .outputs = TKP_OUT_SET,
-#ifdef TKP_HAVE_CUDA
-    .backends = TKP_CPU | TKP_GPU,
-#else
-    .backends = TKP_CPU,
-#endif
+    .backends = TKP_BUILT_BACKENDS,
     .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = qrita_options,
     .opts_size = sizeof(struct qrita_opts),

@@ -20,9 +20,6 @@
 #include "rejection_rules.h"
 #ifdef TKP_HAVE_CUDA
 #include "rejection_gpu.h"
-#define REJ_BACKENDS (TKP_CPU | TKP_GPU)
-#else
-#define REJ_BACKENDS TKP_CPU
 #endif
 
 struct rej_opts {
@@ -68,7 +65,7 @@ static const struct tkp_option rej_options[] = {
 static int rej_supports(const struct tkp_problem *pb, const void *opts, const char **why)
 {
     const struct rej_opts *o = opts;
-    if (!(pb->backend & REJ_BACKENDS)) {
+    if (!(pb->backend & TKP_BUILT_BACKENDS)) {
         *why = "rejection: this build has no GPU implementation (built without CUDA)";
         return 0;
     }
@@ -320,7 +317,7 @@ const struct tkp_algo tkp_algo_rejection = {
     .summary = "FlashInfer-style dual-pivot rejection sampling (sorting-free)",
     .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP,
     .outputs = TKP_OUT_SAMPLE,
-    .backends = REJ_BACKENDS,
+    .backends = TKP_BUILT_BACKENDS,
     .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = rej_options,
     .opts_size = sizeof(struct rej_opts),

@@ -19,9 +19,6 @@
 #include "../tkp.h"
 #ifdef TKP_HAVE_CUDA
 #include "rtopk_gpu.h"
-#define RTOPK_BACKENDS (TKP_CPU | TKP_GPU)
-#else
-#define RTOPK_BACKENDS TKP_CPU
 #endif
 
 struct rtopk_opts {
@@ -243,7 +240,7 @@ const struct tkp_algo tkp_algo_rtopk = {
     .summary = "binary search on the threshold value, then index-order selection (RTop-k)",
     .ops = TKP_TOPK,
     .outputs = TKP_OUT_SET,
-    .backends = RTOPK_BACKENDS,
+    .backends = TKP_BUILT_BACKENDS,
     .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = rtopk_options,
     .opts_size = sizeof(struct rtopk_opts),
