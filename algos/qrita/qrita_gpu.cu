@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
 }
 
 /* ---- qr_scan: max, min, valid count, outlier gather ---- */
-__global__ void __launch_bounds__(NT) qr_scan(qr_args a)
+__global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
 {
     const int64_t r = blockIdx.y;
     const float *x = a.logits + r * a.stride;
@@ -218,35 +218,48 @@ __global__ void __launch_bounds__(NT) qr_scan(qr_args a)
     /* a top-p-alone row searches the buffer of qr_gather2: here its outliers are only counted */
     const bool count_only = a.gather2 && !tkp_topk_on(a.k[r], a.vocab) && tkp_topp_on(a.p[r]);
     unsigned kmax = 0, kinv = 0, valid = 0, counted = 0;
-    auto f = [&](float v, int64_t e, bool ok) {
-        uint32_t key = ok ? tkp_order_key(v) : 0u;
-        if (key) {
-            valid++;
-            kmax = max(kmax, key);
-            kinv = max(kinv, ~key);
-        }
-        if (gather && count_only) {
+    /* Two loops, the branch hoisted out of the stream: the gathering loop keeps the registers
+     * (and so the occupancy, 6 CTAs per SM) it had before count_only existed. */
+    if (gather && count_only) {
+        auto fc = [&](float v, int64_t, bool ok) {
+            uint32_t key = ok ? tkp_order_key(v) : 0u;
+            if (key) {
+                valid++;
+                kmax = max(kmax, key);
+                kinv = max(kinv, ~key);
+            }
             counted += key > thr;
-        } else if (gather) {
-            bool g = key > thr;
-            unsigned m = __ballot_sync(FULL, g);
-            if (m) {
-                int leader = __ffs(m) - 1;
-                unsigned base = 0;
-                if ((int)lane == leader)
-                    base = atomicAdd(&row->gathered, (unsigned)__popc(m));
-                base = __shfl_sync(FULL, base, leader);
-                if (g) {
-                    int64_t pos = (int64_t)base + __popc(m & ((1u << lane) - 1u));
-                    if (pos < cap) {
-                        keys[pos] = key;
-                        idx[pos] = (uint32_t)e;
+        };
+        stream_chunk(x, a.vocab, a.vpc, fc);
+    } else {
+        auto f = [&](float v, int64_t e, bool ok) {
+            uint32_t key = ok ? tkp_order_key(v) : 0u;
+            if (key) {
+                valid++;
+                kmax = max(kmax, key);
+                kinv = max(kinv, ~key);
+            }
+            if (gather) {
+                bool g = key > thr;
+                unsigned m = __ballot_sync(FULL, g);
+                if (m) {
+                    int leader = __ffs(m) - 1;
+                    unsigned base = 0;
+                    if ((int)lane == leader)
+                        base = atomicAdd(&row->gathered, (unsigned)__popc(m));
+                    base = __shfl_sync(FULL, base, leader);
+                    if (g) {
+                        int64_t pos = (int64_t)base + __popc(m & ((1u << lane) - 1u));
+                        if (pos < cap) {
+                            keys[pos] = key;
+                            idx[pos] = (uint32_t)e;
+                        }
                     }
                 }
             }
-        }
-    };
-    stream_chunk(x, a.vocab, a.vpc, f);
+        };
+        stream_chunk(x, a.vocab, a.vpc, f);
+    }
     for (int o = 16; o > 0; o >>= 1) {
         kmax = max(kmax, __shfl_xor_sync(FULL, kmax, o));
         kinv = max(kinv, __shfl_xor_sync(FULL, kinv, o));
