@@ -130,12 +130,15 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
     int has = 0;
     if (truncate) {
         const int64_t n = a.sample_block < V ? a.sample_block : V;
-        /* lane t adds i = t, t + 256, ... in order (the CPU's lanes); 16 loads in flight */
-        constexpr int PU = 16;
+        /* lane t adds i = t, t + 256, ... in order (the CPU's lanes); 32 loads in flight. With
+         * n <= 32 x 256 (sample_block 8192, the default) one batch holds every sample, and the
+         * variance pass reuses the registers instead of reading the samples again. */
+        constexpr int PU = 32;
+        const bool one = n <= (int64_t)PU * QRITA_STAT_LANES;
+        float v[PU];
         double s = 0.0;
         unsigned long long c = 0;
         for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
-            float v[PU];
 #pragma unroll
             for (int u = 0; u < PU; u++) {
                 const int64_t i = base + u * QRITA_STAT_LANES + t;
@@ -164,11 +167,12 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
             __syncthreads();
             double s2 = 0.0;
             for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
-                float v[PU];
+                if (!one) {
 #pragma unroll
-                for (int u = 0; u < PU; u++) {
-                    const int64_t i = base + u * QRITA_STAT_LANES + t;
-                    v[u] = i < n ? x[i] : NAN;
+                    for (int u = 0; u < PU; u++) {
+                        const int64_t i = base + u * QRITA_STAT_LANES + t;
+                        v[u] = i < n ? x[i] : NAN;
+                    }
                 }
 #pragma unroll
                 for (int u = 0; u < PU; u++)
@@ -506,19 +510,36 @@ __device__ __forceinline__ void reduce_slots(Slot (&s)[NSLOT], SearchSmem &sm)
             slot_add(s[j], b);
         }
     if (G > 32) {
+        /* the G/32 warp results folded by warp 0 with shuffles (slot_add is a sum and a
+         * (min, +) fold: order-free), the result broadcast through row G/32 of the scratch */
+        static_assert(G / 32 < 32, "scratch holds G/32 + 1 rows");
         const int w = threadIdx.x >> 5;
-        if ((threadIdx.x & 31) == 0)
+        const unsigned lane = threadIdx.x & 31;
+        if (lane == 0)
 #pragma unroll
             for (int j = 0; j < NSLOT; j++)
                 sm.scratch[w][j] = s[j];
         __syncthreads();
+        if (w == 0) {
 #pragma unroll
-        for (int j = 0; j < NSLOT; j++) {
-            Slot acc = sm.scratch[0][j];
-            for (int i = 1; i < G / 32; i++)
-                slot_add(acc, sm.scratch[i][j]);
-            s[j] = acc;
+            for (int j = 0; j < NSLOT; j++) {
+                Slot acc = lane < G / 32 ? sm.scratch[lane][j] : slot_empty();
+                for (int o = 16; o > 0; o >>= 1) {
+                    Slot b;
+                    b.cnt = __shfl_xor_sync(FULL, acc.cnt, o);
+                    b.min = __shfl_xor_sync(FULL, acc.min, o);
+                    b.copies = __shfl_xor_sync(FULL, acc.copies, o);
+                    b.mass = __shfl_xor_sync(FULL, acc.mass, o);
+                    slot_add(acc, b);
+                }
+                if (lane == 0)
+                    sm.scratch[G / 32][j] = acc;
+            }
         }
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < NSLOT; j++)
+            s[j] = sm.scratch[G / 32][j];
         __syncthreads();
     }
 }
@@ -572,6 +593,7 @@ __device__ void eval_pass(const Eng &e, const uint32_t (&thr)[NSLOT], int ns,
     if (gather && tid == 0)
         *gcnt = 0;
     gsync<G>();
+    uint32_t wbase = 0; /* G == 32: the warp's running gather count (no atomics) */
     const int64_t items = (e.src.n + 3) / 4;
     for (int64_t base = 0; base < items; base += EVAL_UNROLL * G) {
         uint32_t kk[EVAL_UNROLL][4];
@@ -607,7 +629,13 @@ __device__ void eval_pass(const Eng &e, const uint32_t (&thr)[NSLOT], int ns,
                 if (gather) {
                     const bool g = in && key > glo && key <= ghi;
                     const unsigned mk = __ballot_sync(FULL, g);
-                    if (mk) {
+                    if (G == 32) {
+                        /* one warp: the running count is warp-uniform, no atomic round trip */
+                        const uint32_t pos = wbase + __popc(mk & ((1u << lane) - 1u));
+                        if (g && pos < cap)
+                            dst[pos] = key;
+                        wbase += __popc(mk);
+                    } else if (mk) {
                         const int leader = __ffs(mk) - 1;
                         unsigned b = 0;
                         if ((int)lane == leader)
@@ -623,7 +651,7 @@ __device__ void eval_pass(const Eng &e, const uint32_t (&thr)[NSLOT], int ns,
     reduce_slots<G>(res, sm);
     if (gather) {
         gsync<G>();
-        gtotal = *gcnt;
+        gtotal = G == 32 ? wbase : *gcnt;
         gsync<G>();
     }
 }
