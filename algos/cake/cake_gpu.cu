@@ -12,9 +12,7 @@
  *     k_eff-th largest sampled key is a lower bound T of the row's pivot bucket (the k-th
  *     largest of a subset never exceeds the k-th largest of the row, k <= k_eff);
  *  2. pass 1 over the whole slice: the exact top-digit histogram, and every key whose top
- *     digit is >= T appended to a shared-memory candidate list (CK_CAP entries, one segment
- *     of CK_WCAP per warp); the slice is prefetched into L2 (TMA bulk prefetch) two 64 KB
- *     steps ahead of the loads;
+ *     digit is >= T appended to a shared-memory candidate list (capacity CK_CAP);
  *  3. passes 2 and 3 (when the select has not stopped) and the collect read the candidate
  *     list; a CTA whose list overflowed (or whose T lies above the pivot bucket) streams its
  *     slice from global memory instead — the counts are the same either way;
@@ -36,15 +34,12 @@ namespace cg = cooperative_groups;
 #define CK_BUCKETS 2048
 #define CK_SLAB 1024
 #define CK_CAP 16384      /* candidate list entries per CTA */
-#define CK_WCAP (CK_CAP / CK_WARPS) /* ... in one segment of 1024 per warp */
 #define CK_SAMPLE_MIN 4096 /* sampled keys per CTA: max(CK_SAMPLE_MIN, CK_SAMPLE_PER_K * k) */
 #define CK_SAMPLE_PER_K 64
 #define CK_MIN_SLICE 2048 /* a cluster is not split finer than this many tokens per CTA */
 #define CK_MIN_SLICE16 4096 /* ... and a 16-CTA (non-portable) cluster not finer than this */
 #define CK_MAXC 16        /* largest cluster (16 needs the non-portable cluster size) */
 #define CK_UNROLL 8       /* float4 loads in flight per thread in ck_stream */
-#define CK_CHUNK (CK_UNROLL * CK_THREADS) /* float4 per ck_stream step (64 KB) */
-#define CK_PF_AHEAD 2     /* ck_stream steps prefetched into L2 ahead of the loads */
 
 typedef unsigned long long u64;
 
@@ -55,8 +50,7 @@ struct ck_smem {
     u64 slab[CK_SLAB];            /* rank 0: the row's slab */
     uint32_t cand_key[CK_CAP], cand_idx[CK_CAP];
     u64 wsum[CK_WARPS];
-    uint32_t wcand[CK_WARPS]; /* candidates of warp w: cand_*[w * CK_WCAP + (0 .. wcand[w])) */
-    uint32_t cand_over, mine_n, slab_n, slab_off, cnt; /* cand_over: some warp overflowed */
+    uint32_t cand_n, mine_n, slab_n, slab_off, cnt;
     uint32_t bucket, above, tie_before, tie_mine;
 };
 
@@ -72,38 +66,19 @@ struct ck_args {
     uint32_t slice;
 };
 
-/* Hint: prefetch v[j0, j1) (float4, 16-byte aligned) into L2 with TMA bulk prefetches of at
- * most one ck_stream step each. Called by one thread; no data returns, nothing to wait for. */
-__device__ __forceinline__ void ck_prefetch(const float4 *v, uint32_t j0, uint32_t j1)
-{
-    if ((uintptr_t)v & 15u)
-        return;
-    for (; j0 < j1; j0 += CK_CHUNK) {
-        const uint32_t bytes = 16u * min((uint32_t)CK_CHUNK, j1 - j0);
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(v + j0), "r"(bytes)
-                     : "memory");
-    }
-}
-
-/* The 16-byte aligned start of row[lo, hi) (as ck_stream splits it). */
-__device__ __forceinline__ uint32_t ck_body(const float *row, uint32_t lo, uint32_t hi)
-{
-    const uint32_t mis = (uint32_t)(((16u - ((uintptr_t)(row + lo) & 15u)) & 15u) >> 2);
-    return min(hi, lo + mis);
-}
-
 /* f(key, index, ok) over row[lo, hi): a scalar head up to 16-byte alignment, the float4 body
  * (CK_UNROLL loads in flight per thread), a scalar tail. Every loop is block-uniform, so f is
  * called by all 32 lanes of every warp together (warp collectives inside f are allowed); a
  * slot past the range calls f with ok = false and key 0. Order of visits is unspecified. */
 template <typename F>
 __device__ __forceinline__ void ck_stream(const float *__restrict__ row, uint32_t lo,
-                                          uint32_t hi, F f, uint32_t pf_hi = 0)
+                                          uint32_t hi, F f)
 {
     if (lo >= hi)
         return;
     const uint32_t t = threadIdx.x;
-    const uint32_t body = ck_body(row, lo, hi);
+    const uint32_t mis = (uint32_t)(((16u - ((uintptr_t)(row + lo) & 15u)) & 15u) >> 2);
+    const uint32_t body = min(hi, lo + mis);
     if (lo < body) { /* fewer than 4 tokens: one block-wide step */
         const uint32_t i = lo + t;
         const bool ok = i < body;
@@ -111,18 +86,7 @@ __device__ __forceinline__ void ck_stream(const float *__restrict__ row, uint32_
     }
     const uint32_t nvec = (hi - body) >> 2;
     const float4 *__restrict__ v = reinterpret_cast<const float4 *>(row + body);
-    /* L2 prefetch CK_PF_AHEAD steps ahead of the loads (up to pf_hi, which may lie past hi:
-     * the next stream over the same slice), so that each step's loads wait for L2, not DRAM:
-     * the register-resident loads alone leave the DRAM latency exposed once per step. */
-    const uint32_t pf_nvec = pf_hi > body ? max(nvec, (pf_hi - body) >> 2) : nvec;
-    if (t == 0)
-        ck_prefetch(v, 0, min(pf_nvec, (uint32_t)(CK_PF_AHEAD * CK_CHUNK)));
-    for (uint32_t base = 0; base < nvec; base += CK_CHUNK) {
-        if (t == 0) {
-            const uint32_t a0 = base + CK_PF_AHEAD * CK_CHUNK;
-            if (a0 < pf_nvec)
-                ck_prefetch(v, a0, min(pf_nvec, a0 + (uint32_t)CK_CHUNK));
-        }
+    for (uint32_t base = 0; base < nvec; base += CK_UNROLL * CK_THREADS) {
         float4 x[CK_UNROLL];
 #pragma unroll
         for (int u = 0; u < CK_UNROLL; u++) {
@@ -250,20 +214,13 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
     if (keff > CK_SLAB) /* refused by supports(); clamped so that nothing overflows */
         keff = CK_SLAB;
 
-    /* The first steps of the slice start coming into L2 while the mask is zeroed. */
-    if (t == 0 && lo < hi) {
-        const uint32_t body = ck_body(row, lo, hi);
-        ck_prefetch(reinterpret_cast<const float4 *>(row + body), 0,
-                    min((hi - body) >> 2, (uint32_t)(CK_PF_AHEAD * CK_CHUNK)));
-    }
-
     /* 0. the kept mask of this slice starts all zero */
     if (a.kept)
         ck_zero(a.kept + r * (int64_t)V, lo, hi);
     for (uint32_t b = t; b < CK_BUCKETS; b += CK_THREADS)
         sm->hist[0][b] = sm->hist[1][b] = 0;
     if (t == 0) {
-        sm->cand_over = sm->mine_n = sm->slab_n = sm->cnt = 0;
+        sm->cand_n = sm->mine_n = sm->slab_n = sm->cnt = 0;
         sm->tie_before = sm->tie_mine = 0;
     }
     __syncthreads();
@@ -274,7 +231,7 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
     ck_stream(row, lo, lo + sample, [&](uint32_t key, uint32_t, bool ok) {
         if (ok)
             atomicAdd(&sm->hist[1][key >> 21], 1u);
-    }, hi); /* prefetch ahead into pass 1's range */
+    });
     __syncthreads();
     ck_find_bucket(sm->hist[1], CK_BUCKETS, keff, sm);
     const uint32_t low_digit = sm->bucket == 0xFFFFFFFFu ? 0u : sm->bucket;
@@ -283,35 +240,33 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
     /* 2. pass 1: the top-digit histogram of the slice, exact on the buckets >= T (the only
      * ones the bucket walk can stop in: every CTA's T is at most the row's pivot bucket, so
      * the cluster sums are exact from the pivot bucket up) plus bucket 0 (the invalid keys,
-     * counted in registers), and every key >= T appended to its warp's segment of the
-     * candidate list (CK_WCAP entries per warp; the warp's count is a warp-uniform register
-     * advanced by the ballot's popcount, so no shared counter and no atomic round trip sits
-     * on the per-key path). Keys below T cost no shared-memory traffic at all. */
+     * counted in registers), and every key >= T appended to the candidate list with one
+     * shared atomic per warp. Keys below T cost no shared-memory traffic at all. */
     {
-        const uint32_t lane = t & 31, wseg = (t >> 5) * CK_WCAP;
-        uint32_t ninv = 0, wn = 0; /* wn: this warp's candidates so far (uniform) */
+        const uint32_t lane = t & 31;
+        uint32_t ninv = 0;
         ck_stream(row, lo, hi, [&](uint32_t key, uint32_t i, bool ok) {
             ninv += ok && key == 0;
             const bool c = ok && key >= thr;
             const uint32_t m = __ballot_sync(0xFFFFFFFFu, c);
-            if (c) {
-                atomicAdd(&sm->hist[0][key >> 21], 1u);
-                const uint32_t pos = wn + (uint32_t)__popc(m & ((1u << lane) - 1u));
-                if (pos < CK_WCAP) {
-                    sm->cand_key[wseg + pos] = key;
-                    sm->cand_idx[wseg + pos] = i;
+            if (m) {
+                uint32_t pos = 0;
+                if (lane == (uint32_t)(__ffs(m) - 1))
+                    pos = atomicAdd(&sm->cand_n, (uint32_t)__popc(m));
+                pos = __shfl_sync(0xFFFFFFFFu, pos, __ffs(m) - 1);
+                if (c) {
+                    atomicAdd(&sm->hist[0][key >> 21], 1u);
+                    pos += (uint32_t)__popc(m & ((1u << lane) - 1u));
+                    if (pos < CK_CAP) {
+                        sm->cand_key[pos] = key;
+                        sm->cand_idx[pos] = i;
+                    }
                 }
             }
-            wn += (uint32_t)__popc(m); /* warp-uniform: no shared counter, no round trip */
         });
         ninv = __reduce_add_sync(0xFFFFFFFFu, ninv);
         if (lane == 0 && ninv)
             atomicAdd(&sm->hist[0][0], ninv);
-        if (lane == 0) {
-            sm->wcand[t >> 5] = min(wn, (uint32_t)CK_WCAP);
-            if (wn > CK_WCAP)
-                sm->cand_over = 1; /* overflow: passes 2/3 and the collect stream the slice */
-        }
     }
 
     /* The radix select of cake.c, pass by pass, on the cluster-wide counts. */
@@ -330,9 +285,9 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
                     atomicAdd(&h[(key >> shift) & dmask], 1u);
             };
             if (use_cand) {
-                for (uint32_t i = t; i < CK_CAP; i += CK_THREADS)
-                    if (i % CK_WCAP < sm->wcand[i / CK_WCAP])
-                        count(sm->cand_key[i], 0, true);
+                const uint32_t n = sm->cand_n;
+                for (uint32_t i = t; i < n; i += CK_THREADS)
+                    count(sm->cand_key[i], 0, true);
             } else {
                 ck_stream(row, lo, hi, count);
             }
@@ -369,7 +324,7 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
             }
         }
         if (d == 0)
-            use_cand = sm->cand_over == 0 && low_digit <= bucket;
+            use_cand = sm->cand_n <= CK_CAP && low_digit <= bucket;
         prefix |= bucket << shift;
         mask |= dmask << shift;
         take -= above;
@@ -389,9 +344,9 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
                 ck_push_mine(sm, key, i);
         };
         if (use_cand) {
-            for (uint32_t i = t; i < CK_CAP; i += CK_THREADS)
-                if (i % CK_WCAP < sm->wcand[i / CK_WCAP])
-                    collect(sm->cand_key[i], sm->cand_idx[i], true);
+            const uint32_t n = sm->cand_n;
+            for (uint32_t i = t; i < n; i += CK_THREADS)
+                collect(sm->cand_key[i], sm->cand_idx[i], true);
         } else {
             ck_stream(row, lo, hi, collect);
         }
