@@ -216,16 +216,8 @@ static void cake_sample(const uint64_t *slab, const uint64_t *incl, int64_t kept
 {
     const uint64_t total = incl[kept - 1];
     for (int32_t d = 0; d < draws; d++) {
-        uint64_t u = tkp_scale_u64(tkp_philox_u64(seed, row, offset, (uint32_t)d), total);
-        int64_t lo = 0, hi = kept - 1;
-        while (lo < hi) {
-            int64_t mid = lo + (hi - lo) / 2;
-            if (incl[mid] > u)
-                hi = mid;
-            else
-                lo = mid + 1;
-        }
-        out[d] = cake_index(slab[lo]);
+        uint64_t u = tkp_draw_target(seed, row, offset, (uint32_t)d, total);
+        out[d] = cake_index(slab[tkp_first_above(incl, kept, u)]);
     }
 }
 

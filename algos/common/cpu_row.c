@@ -47,16 +47,8 @@ void tkp_sample_kept(const float *x, const uint8_t *kept, int64_t vocab, float m
             out[d] = -1;
             continue;
         }
-        uint64_t target = tkp_scale_u64(tkp_philox_u64(seed, row, offset, (uint32_t)d), total);
-        int64_t lo = 0, hi = vocab - 1; /* the first i with cum[i] > target */
-        while (lo < hi) {
-            int64_t mid = lo + (hi - lo) / 2;
-            if (cum[mid] > target)
-                hi = mid;
-            else
-                lo = mid + 1;
-        }
-        out[d] = lo;
+        out[d] = tkp_first_above(cum, vocab,
+                                 tkp_draw_target(seed, row, offset, (uint32_t)d, total));
     }
 }
 

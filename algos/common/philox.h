@@ -68,4 +68,27 @@ TKP_HD uint64_t tkp_scale_u64(uint64_t r, uint64_t n)
 #endif
 }
 
+/* The inverse-CDF target of draw `draw` of row `row` over a kept mass `total` > 0: a uniform
+ * integer in [0, total). The drawn token is the first whose inclusive prefix exceeds it. */
+TKP_HD uint64_t tkp_draw_target(uint64_t seed, uint64_t row, uint64_t offset, uint32_t draw,
+                                uint64_t total)
+{
+    return tkp_scale_u64(tkp_philox_u64(seed, row, offset, draw), total);
+}
+
+/* The first i in [0, n) with incl[i] > target, for a nondecreasing incl with
+ * incl[n - 1] > target (binary search). */
+TKP_HD int64_t tkp_first_above(const uint64_t *incl, int64_t n, uint64_t target)
+{
+    int64_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (incl[mid] > target)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
 #endif
