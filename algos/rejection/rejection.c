@@ -51,11 +51,6 @@ struct rej_row {
 };
 
 /* Count and fixed-point mass of the valid tokens canonically before a pivot. */
-struct rej_tally {
-    int64_t count;
-    uint64_t mass;
-};
-
 static const struct tkp_option rej_options[] = {
     { "max_rounds", "rejection rounds per draw; the last one samples the exact kept set",
       TKP_OPT_INT, offsetof(struct rej_opts, max_rounds), 32, 1, 4096, NULL },
@@ -183,16 +178,8 @@ static int64_t rej_draw(struct rej_state *s, const struct rej_row *row, const st
         uint64_t pc = rej_pos(row->key[c], c), p1 = rej_second_pivot(hi, pc);
         struct rej_tally tc, t1;
         rej_tally2(row, pc, p1, &tc, &t1);
-        if (rej_kept_row(row, tc))
+        if (rej_round_verdict(tc, t1, pc, p1, row->k_limit, row->target, &lo, &hi, &mass))
             return c;
-        if (rej_kept_row(row, t1)) {
-            hi = p1;
-            lo = pc;
-            mass = tc.mass;
-        } else {
-            lo = p1;
-            mass = t1.mass;
-        }
     }
 }
 

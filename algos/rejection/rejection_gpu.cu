@@ -213,10 +213,7 @@ __device__ __forceinline__ void block_sum_max(Shared<THREADS> &sh, u64 &a, u64 &
 }
 
 /* Count and fixed-point mass of the valid tokens before pivots a and b (rej_tally2). */
-struct Tally {
-    int64_t count;
-    uint64_t mass;
-};
+typedef struct rej_tally Tally;
 
 template <int THREADS>
 __device__ void tally2(Shared<THREADS> &sh, const float *__restrict__ x, int vocab, bool vec,
@@ -746,16 +743,8 @@ __device__ __forceinline__ int draw_one(Shared<THREADS> &sh, const float *__rest
             tally2_small(sh, pc, p1, tc, t1);
         else
             tally2(sh, x, vocab, vec, max, pc, p1, tc, t1);
-        if (rej_kept(tc.count, tc.mass, sh.k_limit, sh.target))
+        if (rej_round_verdict(tc, t1, pc, p1, sh.k_limit, sh.target, &lo, &hi, &mass))
             return c;
-        if (rej_kept(t1.count, t1.mass, sh.k_limit, sh.target)) {
-            hi = p1;
-            lo = pc;
-            mass = tc.mass;
-        } else {
-            lo = p1;
-            mass = t1.mass;
-        }
     }
 }
 

@@ -49,6 +49,32 @@ TKP_HD int rej_kept(int64_t count, uint64_t mass, int64_t k_limit, uint64_t targ
     return count < k_limit && (count == 0 || mass < target);
 }
 
+/* What one pass learns about a pivot: the tokens before it and their fixed mass. */
+struct rej_tally {
+    int64_t count;
+    uint64_t mass;
+};
+
+/* One round's verdict, given the tallies at the candidate's position pc and at the second
+ * pivot p1: 1 when the candidate is kept (the draw is accepted); otherwise 0, with the
+ * candidate set (lo, mass) and the kept bound hi narrowed the dual-pivot way. */
+TKP_HD int rej_round_verdict(struct rej_tally tc, struct rej_tally t1, uint64_t pc, uint64_t p1,
+                             int64_t k_limit, uint64_t target, uint64_t *lo, uint64_t *hi,
+                             uint64_t *mass)
+{
+    if (rej_kept(tc.count, tc.mass, k_limit, target))
+        return 1;
+    if (rej_kept(t1.count, t1.mass, k_limit, target)) {
+        *hi = p1;
+        *lo = pc;
+        *mass = tc.mass;
+    } else {
+        *lo = p1;
+        *mass = t1.mass;
+    }
+    return 0;
+}
+
 /* The second pivot, strictly between the kept bound `hi` and the rejected candidate at `pc`
  * whenever such a position exists: the value halfway between theirs (all tokens above it),
  * or, when no float lies strictly between, the midpoint of the two positions (which halves
