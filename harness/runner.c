@@ -120,9 +120,8 @@ static int64_t verify(const struct tkp_batch *b, const uint8_t *kept, const int6
         if (oracle_row_init(&o, b->logits + r * b->vocab, b->vocab, b->k[r], b->p[r]))
             break;
         char msg[256] = "";
-        int ok = !kept || oracle_check_kept(&o, kept + r * b->vocab, msg, sizeof msg);
-        for (int32_t d = 0; ok && samples && d < draws; d++)
-            ok = oracle_check_draw(&o, samples[r * draws + d], msg, sizeof msg);
+        int ok = oracle_check_row(&o, kept ? kept + r * b->vocab : NULL,
+                                  samples ? samples + r * draws : NULL, draws, msg, sizeof msg);
         if (!ok && !why[0])
             snprintf(why, why_n, "row %lld: %s", (long long)r, msg);
         exact += ok;

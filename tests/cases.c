@@ -236,12 +236,8 @@ static int64_t check_case(const struct tkp_algo *a, const void *opts, enum tkp_b
         struct oracle_row o;
         oracle_row_init(&o, b->logits + r * b->vocab, b->vocab, b->k[r], b->p[r]);
         char why[256];
-        int ok = 1;
-        if (kept && !oracle_check_kept(&o, kept + r * b->vocab, why, sizeof why))
-            ok = 0;
-        for (int32_t d = 0; ok && samples && d < draws; d++)
-            if (!oracle_check_draw(&o, samples[r * draws + d], why, sizeof why))
-                ok = 0;
+        int ok = oracle_check_row(&o, kept ? kept + r * b->vocab : NULL,
+                                  samples ? samples + r * draws : NULL, draws, why, sizeof why);
         if (!ok && report)
             test_fail(__FILE__, __LINE__, "%s case %s (seed %llu) row %lld k=%d p=%g: %s",
                       a->name, c->name, (unsigned long long)c->seed, (long long)r, b->k[r],

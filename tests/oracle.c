@@ -122,6 +122,17 @@ int oracle_check_draw(const struct oracle_row *o, int64_t token, char *why, size
     return 0;
 }
 
+int oracle_check_row(const struct oracle_row *o, const uint8_t *kept, const int64_t *draws,
+                     int32_t n, char *why, size_t len)
+{
+    if (kept && !oracle_check_kept(o, kept, why, len))
+        return 0;
+    for (int32_t d = 0; draws && d < n; d++)
+        if (!oracle_check_draw(o, draws[d], why, len))
+            return 0;
+    return 1;
+}
+
 void oracle_distribution(const struct oracle_row *o, int64_t n, long double *out)
 {
     long double total = 0;

@@ -24,6 +24,9 @@ void oracle_row_free(struct oracle_row *o);
 int oracle_check_kept(const struct oracle_row *o, const uint8_t *kept, char *why, size_t n);
 /* Is `token` an accepted draw (in the largest accepted kept prefix; -1 iff no valid token)? */
 int oracle_check_draw(const struct oracle_row *o, int64_t token, char *why, size_t n);
+/* Both checks for one row: the kept mask (may be NULL) and `n` draws (may be NULL). */
+int oracle_check_row(const struct oracle_row *o, const uint8_t *kept, const int64_t *draws,
+                     int32_t n, char *why, size_t len);
 /* Probability of each of the first n tokens of the canonical order renormalised over them. */
 void oracle_distribution(const struct oracle_row *o, int64_t n, long double *out);
 /* The total-variation bound of SEMANTICS.md for n kept tokens and N draws. */
