@@ -1,24 +1,30 @@
-/* cake_gpu.cu — cake on sm_90a: one thread-block cluster (1, 2, 4 or 8 CTAs of 512 threads)
- * per row, the three 11/11/10-bit radix passes of cake.c with the per-CTA histograms reduced
- * through distributed shared memory, the exact top-k slab gathered into rank 0's shared
- * memory, then (fused, in rank 0) the bitonic sort, top-p on exact uint64 prefix sums, the
- * kept mask and the inverse-CDF draws. Every decision is the CPU's (same counts, same
- * arithmetic from prob.h / philox.h), so slab, kept set and samples match cake.c bit for bit.
+/* cake_gpu.cu — cake on sm_90a: one thread-block cluster (1, 2, 4, 8 or 16 CTAs of 512 threads)
+ * per row, the 11/11/10-bit radix select of cake.c with the per-CTA histograms reduced through
+ * distributed shared memory, the exact top-k slab gathered into rank 0's shared memory, then
+ * (fused, in rank 0) the sort, top-p on exact uint64 prefix sums, the kept mask and the
+ * inverse-CDF draws. Every decision is the CPU's (same counts, same arithmetic from prob.h /
+ * philox.h), so slab, kept set and samples match cake.c bit for bit.
  *
  * Per CTA (slice [lo, hi) of the row, contiguous, in rank order):
  *  0. zero the CTA's slice of the kept mask (rank 0 writes the ones after the last cluster
  *     barrier, so the barriers order the two);
  *  1. sample: histogram the top digit of the first S keys of the slice; the bucket holding the
- *     k_eff-th largest sampled key is a lower bound T of the row's pivot bucket (the k-th
+ *     k_eff-th largest sampled key is a lower bound T of the row's pivot bucket P (the k-th
  *     largest of a subset never exceeds the k-th largest of the row, k <= k_eff);
- *  2. pass 1 over the whole slice: the exact top-digit histogram, and every key whose top
- *     digit is >= T appended to a shared-memory candidate list (capacity CK_CAP);
- *  3. passes 2 and 3 (when the select has not stopped) and the collect read the candidate
- *     list; a CTA whose list overflowed (or whose T lies above the pivot bucket) streams its
- *     slice from global memory instead — the counts are the same either way;
- *  4. the keys above the pivot and this CTA's share of the pivot ties (the ties of lower
- *     ranks come first: index order) go into rank 0's slab through DSMEM. */
+ *  2. pass 1 over the whole slice, compared as floats against the value of T's smallest key
+ *     (no order key, no shared memory for the ~97 % of keys below it): the count of invalid
+ *     keys, and every key whose top digit is >= T counted in the top-digit histogram and
+ *     appended to a shared-memory candidate list (capacity CK_CAP, one atomic per warp);
+ *  3. cluster barrier; every CTA sums the buckets >= its own T (exact from P up, since T <= P)
+ *     and bucket 0 over the cluster, and walks them: k, P, and G = #keys with top digit >= P;
+ *  4a. G <= CK_GATHER (the usual case): every CTA sends its keys with top digit >= P to rank 0,
+ *     which sorts the G composites; the slab is the first k (the top k of the row);
+ *  4b. otherwise passes 2 and 3 of cake.c on the candidate list (or, where it overflowed, on
+ *     the slice streamed again), and the keys above the pivot plus this CTA's share of the
+ *     pivot ties (the ties of lower ranks come first: index order) go to rank 0;
+ *  5. rank 0: sort, top-p, kept mask, draws. */
 #include <cooperative_groups.h>
+#include <float.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -33,21 +39,23 @@ namespace cg = cooperative_groups;
 #define CK_WARPS (CK_THREADS / 32)
 #define CK_BUCKETS 2048
 #define CK_SLAB 1024
+#define CK_GATHER 2048    /* entries rank 0 gathers and sorts (4 per thread in ck_sort_desc) */
 #define CK_CAP 16384      /* candidate list entries per CTA */
 #define CK_SAMPLE_MIN 4096 /* sampled keys per CTA: max(CK_SAMPLE_MIN, CK_SAMPLE_PER_K * k) */
 #define CK_SAMPLE_PER_K 64
 #define CK_MIN_SLICE 2048 /* a cluster is not split finer than this many tokens per CTA */
 #define CK_MIN_SLICE16 4096 /* ... and a 16-CTA (non-portable) cluster not finer than this */
 #define CK_MAXC 16        /* largest cluster (16 needs the non-portable cluster size) */
-#define CK_UNROLL 8       /* float4 loads in flight per thread in ck_stream */
+#define CK_UNROLL 8       /* float4 loads in flight per thread in ck_stream and pass 1 */
+#define CK_FULL 0xFFFFFFFFu
 
 typedef unsigned long long u64;
 
 struct ck_smem {
     uint32_t hist[2][CK_BUCKETS]; /* per-pass local histograms, read by the other CTAs */
     uint32_t tot[CK_BUCKETS];     /* the cluster-wide histogram of the current pass */
-    u64 mine[CK_SLAB];            /* this CTA's slab entries; rank 0 reuses it for incl */
-    u64 slab[CK_SLAB];            /* rank 0: the row's slab */
+    u64 mine[CK_GATHER];          /* this CTA's entries for rank 0; rank 0 reuses it for incl */
+    u64 slab[CK_GATHER];          /* rank 0: the gathered entries (the slab after the sort) */
     uint32_t cand_key[CK_CAP], cand_idx[CK_CAP];
     u64 wsum[CK_WARPS];
     uint32_t cand_n, mine_n, slab_n, slab_off, cnt;
@@ -130,6 +138,173 @@ __device__ __forceinline__ void ck_zero(uint8_t *mask, uint32_t lo, uint32_t hi)
         mask[i] = 0;
 }
 
+/* ---- pass 1 ---- */
+
+/* The float f with (x >= f) <=> (x valid and tkp_order_key(x) >= thr), for 1 <= thr: the order
+ * key is monotone on the valid floats (-0.0 and +0.0 share a key and compare equal), NaN
+ * compares false and -inf lies below -FLT_MAX. thr <= key(-FLT_MAX) = 0x00800000 (the smallest
+ * valid key) admits every valid value; above it, thr (a multiple of 2^21) is the key of a valid
+ * float up to key(+inf) = 0xFF800000 and of a NaN pattern beyond (then nothing is >= f, and no
+ * valid key is >= thr either). */
+__device__ __forceinline__ float ck_key_floor(uint32_t thr)
+{
+    return thr <= 0x00800000u ? -FLT_MAX : tkp_key_value(thr);
+}
+
+/* The first of c consecutive slots of *counter for this lane: a warp-inclusive scan and one
+ * shared atomic per warp. Called by the whole warp. */
+__device__ __forceinline__ uint32_t ck_reserve(uint32_t c, uint32_t *counter)
+{
+    const uint32_t lane = threadIdx.x & 31;
+    uint32_t incl = c;
+#pragma unroll
+    for (uint32_t d = 1; d < 32; d <<= 1) {
+        const uint32_t y = __shfl_up_sync(CK_FULL, incl, d);
+        if (lane >= d)
+            incl += y;
+    }
+    uint32_t base = 0;
+    if (lane == 31)
+        base = atomicAdd(counter, incl);
+    return __shfl_sync(CK_FULL, base, 31) + incl - c;
+}
+
+/* One candidate (x valid, key >= thr) at row index i: counted in hist, stored at slot pos. */
+__device__ __forceinline__ void ck_put_cand(ck_smem *sm, uint32_t *hist, float x, uint32_t i,
+                                            uint32_t &pos)
+{
+    const uint32_t key = tkp_order_key(x);
+    atomicAdd(&hist[key >> 21], 1u);
+    if (pos < CK_CAP) {
+        sm->cand_key[pos] = key;
+        sm->cand_idx[pos] = i;
+    }
+    pos++;
+}
+
+/* Pass 1 on one block-wide step of the float4 body: v[base + t + u * CK_THREADS] for
+ * u < CK_UNROLL, j < nvec checked only when EDGE (the last, partial step; the missing slots
+ * read NaN: never a candidate, and their invalid count is taken back). Per value: a float
+ * compare, a select-add and a float add; one vote per step; the candidates (a few per cent)
+ * are re-tested and appended after one ck_reserve per warp. */
+template <bool EDGE>
+__device__ __forceinline__ void ck_pass1_step(const float4 *__restrict__ v, uint32_t nvec,
+                                              uint32_t base, uint32_t body, float fthr,
+                                              uint32_t &ninv, uint32_t *hist, ck_smem *sm)
+{
+    const uint32_t t = threadIdx.x;
+    const float nan = __int_as_float(0x7FC00000);
+    float4 x[CK_UNROLL];
+#pragma unroll
+    for (int u = 0; u < CK_UNROLL; u++) {
+        const uint32_t j = base + t + (uint32_t)u * CK_THREADS;
+        if (!EDGE || j < nvec) {
+            x[u] = __ldg(v + j);
+        } else {
+            x[u] = make_float4(nan, nan, nan, nan);
+            ninv -= 4;
+        }
+    }
+    uint32_t c = 0;
+    float sum = 0.0f;
+#pragma unroll
+    for (int u = 0; u < CK_UNROLL; u++) {
+        c += (uint32_t)(x[u].x >= fthr) + (uint32_t)(x[u].y >= fthr) +
+             (uint32_t)(x[u].z >= fthr) + (uint32_t)(x[u].w >= fthr);
+        sum += (x[u].x + x[u].y) + (x[u].z + x[u].w);
+    }
+    /* A sum with a NaN or -inf term is NaN or -inf whatever the order (NaN propagates,
+     * -inf + y is -inf or NaN), so a sum >= -FLT_MAX proves every value valid; otherwise
+     * (an invalid value, or finite values overflowing to -inf) count exactly. */
+    if (!(sum >= -FLT_MAX)) {
+#pragma unroll
+        for (int u = 0; u < CK_UNROLL; u++)
+            ninv += (uint32_t)!(x[u].x >= -FLT_MAX) + (uint32_t)!(x[u].y >= -FLT_MAX) +
+                    (uint32_t)!(x[u].z >= -FLT_MAX) + (uint32_t)!(x[u].w >= -FLT_MAX);
+    }
+    if (__any_sync(CK_FULL, c != 0)) {
+        uint32_t pos = ck_reserve(c, &sm->cand_n);
+        if (c) {
+#pragma unroll
+            for (int u = 0; u < CK_UNROLL; u++) {
+                const uint32_t i = body + 4 * (base + t + (uint32_t)u * CK_THREADS);
+                if (x[u].x >= fthr)
+                    ck_put_cand(sm, hist, x[u].x, i, pos);
+                if (x[u].y >= fthr)
+                    ck_put_cand(sm, hist, x[u].y, i + 1, pos);
+                if (x[u].z >= fthr)
+                    ck_put_cand(sm, hist, x[u].z, i + 2, pos);
+                if (x[u].w >= fthr)
+                    ck_put_cand(sm, hist, x[u].w, i + 3, pos);
+            }
+        }
+    }
+}
+
+/* Pass 1 on row[i] for the i = (first + t) < end (a scalar head or tail, block-uniform). */
+__device__ __forceinline__ void ck_pass1_one(const float *__restrict__ row, uint32_t first,
+                                             uint32_t end, float fthr, uint32_t &ninv,
+                                             uint32_t *hist, ck_smem *sm)
+{
+    const uint32_t i = first + threadIdx.x;
+    const float x = i < end ? row[i] : __int_as_float(0x7FC00000);
+    ninv += (uint32_t)(i < end && !(x >= -FLT_MAX));
+    const uint32_t c = x >= fthr;
+    if (__any_sync(CK_FULL, c != 0)) {
+        uint32_t pos = ck_reserve(c, &sm->cand_n);
+        if (c)
+            ck_put_cand(sm, hist, x, i, pos);
+    }
+}
+
+/* Pass 1 over row[lo, hi): hist[b] += #keys with top digit b for every b >= T (the keys with
+ * x >= fthr, each also appended to the candidate list: sm->cand_n counts them all, stored or
+ * not) and hist[0] += #invalid keys. The other buckets are left alone. */
+__device__ void ck_pass1(const float *__restrict__ row, uint32_t lo, uint32_t hi, float fthr,
+                         uint32_t *hist, ck_smem *sm)
+{
+    uint32_t ninv = 0;
+    if (lo < hi) {
+        const uint32_t mis = (uint32_t)(((16u - ((uintptr_t)(row + lo) & 15u)) & 15u) >> 2);
+        const uint32_t body = min(hi, lo + mis);
+        if (lo < body)
+            ck_pass1_one(row, lo, body, fthr, ninv, hist, sm);
+        const uint32_t nvec = (hi - body) >> 2;
+        const float4 *__restrict__ v = reinterpret_cast<const float4 *>(row + body);
+        const uint32_t step = CK_UNROLL * CK_THREADS;
+        uint32_t base = 0;
+        for (; base + step <= nvec; base += step)
+            ck_pass1_step<false>(v, nvec, base, body, fthr, ninv, hist, sm);
+        if (base < nvec)
+            ck_pass1_step<true>(v, nvec, base, body, fthr, ninv, hist, sm);
+        const uint32_t tail = body + 4 * nvec;
+        if (tail < hi)
+            ck_pass1_one(row, tail, hi, fthr, ninv, hist, sm);
+    }
+    ninv = __reduce_add_sync(CK_FULL, ninv);
+    if ((threadIdx.x & 31) == 0 && ninv)
+        atomicAdd(&hist[0], ninv);
+}
+
+/* ---- cluster-wide decisions ---- */
+
+/* sm->tot[b] = the cluster's sum of h[b] for b = 0 and every b in [from, nb); 0 for the other
+ * b. For each bucket all C remote loads are in flight together. */
+__device__ __forceinline__ void ck_reduce(cg::cluster_group &cluster, uint32_t *h, uint32_t from,
+                                          uint32_t nb, uint32_t C, ck_smem *sm)
+{
+    for (uint32_t b = threadIdx.x; b < nb; b += CK_THREADS) {
+        uint32_t s = 0;
+        if (b == 0 || b >= from) {
+#pragma unroll
+            for (uint32_t q = 0; q < CK_MAXC; q++)
+                if (q < C)
+                    s += cluster.map_shared_rank(h, q)[b];
+        }
+        sm->tot[b] = s;
+    }
+}
+
 /* The bucket walk of cake_radix_select over h[0, nb): the bucket b with
  * above(b) < take <= above(b) + h[b], above(b) = sum of h over the buckets above b. Writes
  * sm->bucket (0xFFFFFFFF when the histogram holds fewer than `take` keys) and sm->above.
@@ -146,7 +321,7 @@ __device__ void ck_find_bucket(const uint32_t *h, uint32_t nb, uint32_t take, ck
     uint32_t x = s; /* inclusive suffix sum within the warp */
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
-        uint32_t y = __shfl_down_sync(0xFFFFFFFFu, x, d);
+        uint32_t y = __shfl_down_sync(CK_FULL, x, d);
         if (lane + d < 32)
             x += y;
     }
@@ -174,7 +349,7 @@ __device__ __forceinline__ u64 ck_scan_excl(u64 v, u64 *total, ck_smem *sm)
     u64 x = v;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
-        u64 y = __shfl_up_sync(0xFFFFFFFFu, x, d);
+        u64 y = __shfl_up_sync(CK_FULL, x, d);
         if (lane >= (uint32_t)d)
             x += y;
     }
@@ -194,9 +369,93 @@ __device__ __forceinline__ u64 ck_scan_excl(u64 v, u64 *total, ck_smem *sm)
 __device__ __forceinline__ void ck_push_mine(ck_smem *sm, uint32_t key, uint32_t idx)
 {
     const uint32_t pos = atomicAdd(&sm->mine_n, 1u);
-    if (pos < CK_SLAB) /* never false: a CTA contributes at most k <= 1024 entries */
+    if (pos < CK_GATHER) /* never false: a CTA sends at most max(k, G) <= CK_GATHER entries */
         sm->mine[pos] = ((u64)key << 32) | (uint32_t)~idx;
 }
+
+/* ---- rank 0's sort ---- */
+
+/* Compare-exchange of the entries at positions p < q: the larger goes first iff desc. */
+__device__ __forceinline__ void ck_cx(u64 &x, u64 &y, bool desc)
+{
+    const u64 hi = x > y ? x : y, lo = x > y ? y : x;
+    x = desc ? hi : lo;
+    y = desc ? lo : hi;
+}
+
+/* The stages of span `span` with strides s0, s0/2, ..., 1 (s0 < 128) on the 4 consecutive
+ * entries 4t..4t+3 each thread holds in v: partners within the warp through shuffles, within
+ * the thread in registers. Position p sits in a descending run iff (p & span) == 0; the lower
+ * position of a pair takes the larger entry in a descending run. */
+__device__ __forceinline__ void ck_sort_regs(u64 (&v)[4], uint32_t span, uint32_t s0)
+{
+    const uint32_t t = threadIdx.x;
+    for (uint32_t s = s0; s >= 4; s >>= 1) { /* partner thread t ^ (s / 4), same e */
+        const bool lower = (t & (s >> 2)) == 0, desc = ((4 * t) & span) == 0;
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const u64 y = __shfl_xor_sync(CK_FULL, v[e], s >> 2);
+            const bool keep_hi = lower == desc;
+            v[e] = keep_hi ? (v[e] > y ? v[e] : y) : (v[e] > y ? y : v[e]);
+        }
+    }
+    if (s0 >= 2) { /* span >= 4: one direction for the whole thread */
+        const bool desc = ((4 * t) & span) == 0;
+        ck_cx(v[0], v[2], desc);
+        ck_cx(v[1], v[3], desc);
+    }
+    /* s = 1: for span == 2 the pairs (0,1) and (2,3) run in opposite directions */
+    ck_cx(v[0], v[1], ((4 * t) & span) == 0);
+    ck_cx(v[2], v[3], ((4 * t + 2) & span) == 0);
+}
+
+/* Sort a[0, size) descending (size a power of two, 2 <= size <= CK_GATHER; a has CK_GATHER
+ * entries). A bitonic network: the strides below 128 run in registers (each thread holds 4
+ * consecutive entries; a warp holds 128), the larger strides in shared memory. Entries at or
+ * past `size` (in the only warp that holds some when size < 128) never meet an entry below
+ * size, so their contents do not matter. Called by every thread of the CTA. */
+__device__ void ck_sort_desc(u64 *a, uint32_t size)
+{
+    const uint32_t t = threadIdx.x;
+    const bool holds = 128 * (t >> 5) < size; /* warp-uniform */
+    u64 v[4];
+    __syncthreads();
+    if (holds) {
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            v[e] = a[4 * t + e];
+        for (uint32_t span = 2; span <= size && span <= 128; span <<= 1)
+            ck_sort_regs(v, span, span >> 1);
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            a[4 * t + e] = v[e];
+    }
+    __syncthreads();
+    for (uint32_t span = 256; span <= size; span <<= 1) {
+        for (uint32_t s = span >> 1; s >= 128; s >>= 1) {
+            for (uint32_t i = t; i < size / 2; i += CK_THREADS) {
+                const uint32_t p = ((i & ~(s - 1)) << 1) | (i & (s - 1)), q = p + s;
+                u64 x = a[p], y = a[q];
+                ck_cx(x, y, (p & span) == 0);
+                a[p] = x;
+                a[q] = y;
+            }
+            __syncthreads();
+        }
+        if (holds) {
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                v[e] = a[4 * t + e];
+            ck_sort_regs(v, span, 64);
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                a[4 * t + e] = v[e];
+        }
+        __syncthreads();
+    }
+}
+
+/* ---- the kernel ---- */
 
 __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
 {
@@ -235,106 +494,95 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
     __syncthreads();
     ck_find_bucket(sm->hist[1], CK_BUCKETS, keff, sm);
     const uint32_t low_digit = sm->bucket == 0xFFFFFFFFu ? 0u : sm->bucket;
-    const uint32_t thr = max(low_digit << 21, 1u);
 
     /* 2. pass 1: the top-digit histogram of the slice, exact on the buckets >= T (the only
      * ones the bucket walk can stop in: every CTA's T is at most the row's pivot bucket, so
-     * the cluster sums are exact from the pivot bucket up) plus bucket 0 (the invalid keys,
-     * counted in registers), and every key >= T appended to the candidate list with one
-     * shared atomic per warp. Keys below T cost no shared-memory traffic at all. */
-    {
-        const uint32_t lane = t & 31;
-        uint32_t ninv = 0;
-        ck_stream(row, lo, hi, [&](uint32_t key, uint32_t i, bool ok) {
-            ninv += ok && key == 0;
-            const bool c = ok && key >= thr;
-            const uint32_t m = __ballot_sync(0xFFFFFFFFu, c);
-            if (m) {
-                uint32_t pos = 0;
-                if (lane == (uint32_t)(__ffs(m) - 1))
-                    pos = atomicAdd(&sm->cand_n, (uint32_t)__popc(m));
-                pos = __shfl_sync(0xFFFFFFFFu, pos, __ffs(m) - 1);
-                if (c) {
-                    atomicAdd(&sm->hist[0][key >> 21], 1u);
-                    pos += (uint32_t)__popc(m & ((1u << lane) - 1u));
-                    if (pos < CK_CAP) {
-                        sm->cand_key[pos] = key;
-                        sm->cand_idx[pos] = i;
-                    }
+     * the cluster sums are exact from the pivot bucket up) and on bucket 0 (the invalid keys),
+     * and every key >= T in the candidate list. */
+    ck_pass1(row, lo, hi, ck_key_floor(max(low_digit << 21, 1u)), sm->hist[0], sm);
+
+    /* 3. The first digit on the cluster-wide counts. Every CTA's histogram is complete (and
+     * every CTA has started, rank 0's counters are initialised) before anyone reads it. Only
+     * the buckets >= this CTA's T and bucket 0 are summed: the walk stops in the pivot bucket
+     * P >= T after reading the buckets above it (exact), and every bucket b < P fails the
+     * walk's test however it is counted (above(b) >= above(P) + tot[P] >= take), so every
+     * CTA finds the same P, above and tot[P]. */
+    cluster.sync();
+    ck_reduce(cluster, sm->hist[0], low_digit, CK_BUCKETS, C, sm);
+    __syncthreads();
+    const uint32_t valid = V - sm->tot[0]; /* bucket 0 holds exactly the invalid keys */
+    const uint32_t k = min(keff, valid);
+    uint32_t pivot = 0, gathered = 0;
+    if (k > 0) { /* uniform over the cluster: every CTA has the same tot[0] */
+        ck_find_bucket(sm->tot, CK_BUCKETS, k, sm);
+        pivot = sm->bucket;
+        gathered = sm->above + sm->tot[pivot]; /* keys with top digit >= P, >= k */
+    }
+    /* T <= P always holds (see the sample); the test only guards the candidate list. */
+    const bool use_cand = sm->cand_n <= CK_CAP && low_digit <= pivot;
+
+    if (k > 0 && gathered <= CK_GATHER) {
+        /* 4a. The top k of the row are among its `gathered` keys with top digit >= P: send
+         * them all (composites key << 32 | ~index, distinct), rank 0 sorts them. */
+        auto push = [&](uint32_t key, uint32_t i, bool ok) {
+            if (ok && (key >> 21) >= pivot)
+                ck_push_mine(sm, key, i);
+        };
+        if (use_cand) {
+            const uint32_t n = sm->cand_n;
+            for (uint32_t i = t; i < n; i += CK_THREADS)
+                push(sm->cand_key[i], sm->cand_idx[i], true);
+        } else {
+            ck_stream(row, lo, hi, push);
+        }
+    } else if (k > 0) {
+        /* 4b. The radix select of cake.c, pass by pass, on the cluster-wide counts; the first
+         * digit's walk is done (sm->bucket, sm->above). */
+        uint32_t prefix = 0, mask = 0, take = k;
+        for (int d = 0; d < 3; d++) { /* digits (shift, bits): (21, 11), (10, 11), (0, 10) */
+            const int shift = d == 0 ? 21 : d == 1 ? 10 : 0;
+            const uint32_t nb = d < 2 ? 2048u : 1024u, dmask = nb - 1;
+            uint32_t *h = sm->hist[d & 1];
+            if (d > 0) { /* passes 2 and 3: keys matching the prefix found so far */
+                for (uint32_t b = t; b < CK_BUCKETS; b += CK_THREADS)
+                    h[b] = 0;
+                __syncthreads();
+                auto count = [&](uint32_t key, uint32_t, bool ok) {
+                    if (ok && (key & mask) == prefix)
+                        atomicAdd(&h[(key >> shift) & dmask], 1u);
+                };
+                if (use_cand) {
+                    const uint32_t n = sm->cand_n;
+                    for (uint32_t i = t; i < n; i += CK_THREADS)
+                        count(sm->cand_key[i], 0, true);
+                } else {
+                    ck_stream(row, lo, hi, count);
+                }
+                /* The histogram read two passes ago is overwritten only after this barrier,
+                 * which every reader of it passed after its reads. */
+                cluster.sync();
+                ck_reduce(cluster, h, 0, nb, C, sm);
+                __syncthreads();
+                ck_find_bucket(sm->tot, nb, take, sm);
+            }
+            const uint32_t bucket = sm->bucket, above = sm->above;
+            if (t < 32) { /* ties of this digit in the CTAs before this one (index order) */
+                const uint32_t before = __reduce_add_sync(
+                    CK_FULL, t < rank ? cluster.map_shared_rank(h, t)[bucket] : 0u);
+                if (t == 0) {
+                    sm->tie_before = before;
+                    sm->tie_mine = h[bucket];
                 }
             }
-        });
-        ninv = __reduce_add_sync(0xFFFFFFFFu, ninv);
-        if (lane == 0 && ninv)
-            atomicAdd(&sm->hist[0][0], ninv);
-    }
+            prefix |= bucket << shift;
+            mask |= dmask << shift;
+            take -= above;
+            if (sm->tot[bucket] == take)
+                break;
+        }
+        __syncthreads(); /* tie_before / tie_mine */
 
-    /* The radix select of cake.c, pass by pass, on the cluster-wide counts. */
-    uint32_t prefix = 0, mask = 0, take = 0, k = 0;
-    int use_cand = 0;
-    for (int d = 0; d < 3; d++) { /* digits (shift, bits): (21, 11), (10, 11), (0, 10) */
-        const int shift = d == 0 ? 21 : d == 1 ? 10 : 0;
-        const uint32_t nb = d < 2 ? 2048u : 1024u, dmask = nb - 1;
-        uint32_t *h = sm->hist[d & 1];
-        if (d > 0) { /* passes 2 and 3: keys matching the prefix found so far */
-            for (uint32_t b = t; b < CK_BUCKETS; b += CK_THREADS)
-                h[b] = 0;
-            __syncthreads();
-            auto count = [&](uint32_t key, uint32_t, bool ok) {
-                if (ok && (key & mask) == prefix)
-                    atomicAdd(&h[(key >> shift) & dmask], 1u);
-            };
-            if (use_cand) {
-                const uint32_t n = sm->cand_n;
-                for (uint32_t i = t; i < n; i += CK_THREADS)
-                    count(sm->cand_key[i], 0, true);
-            } else {
-                ck_stream(row, lo, hi, count);
-            }
-        }
-        /* Every CTA's histogram is complete (and, for d == 0, every CTA has started and
-         * rank 0's counters are initialised) before anyone reads it. The histogram read
-         * two passes ago is overwritten only after this barrier, which every reader of it
-         * passed after its reads. */
-        cluster.sync();
-        for (uint32_t b = t; b < nb; b += CK_THREADS) { /* all C remote loads in flight */
-            uint32_t s = 0;
-#pragma unroll
-            for (uint32_t q = 0; q < CK_MAXC; q++)
-                if (q < C)
-                    s += cluster.map_shared_rank(h, q)[b];
-            sm->tot[b] = s;
-        }
-        __syncthreads();
-        if (d == 0) {
-            const uint32_t valid = V - sm->tot[0]; /* bucket 0 holds exactly the invalid keys */
-            k = min(keff, valid);
-            take = k;
-            if (k == 0)
-                break; /* uniform over the cluster: every CTA has the same tot */
-        }
-        ck_find_bucket(sm->tot, nb, take, sm);
-        const uint32_t bucket = sm->bucket, above = sm->above;
-        if (t < 32) { /* ties of this digit in the CTAs before this one (index order) */
-            const uint32_t before = __reduce_add_sync(
-                0xFFFFFFFFu, t < rank ? cluster.map_shared_rank(h, t)[bucket] : 0u);
-            if (t == 0) {
-                sm->tie_before = before;
-                sm->tie_mine = h[bucket];
-            }
-        }
-        if (d == 0)
-            use_cand = sm->cand_n <= CK_CAP && low_digit <= bucket;
-        prefix |= bucket << shift;
-        mask |= dmask << shift;
-        take -= above;
-        if (sm->tot[bucket] == take)
-            break;
-    }
-    __syncthreads(); /* tie_before / tie_mine */
-
-    /* 4. collect: keys above the pivot, and this CTA's share of the ties */
-    if (k > 0) {
+        /* Collect: keys above the pivot, and this CTA's share of the ties */
         const uint32_t tb = sm->tie_before, tm = sm->tie_mine;
         const uint32_t need = take > tb ? min(take - tb, tm) : 0;
         const int ties_all = need == tm;
@@ -374,14 +622,16 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
                 running += (uint32_t)total;
             }
         }
+    }
+    if (k > 0) { /* this CTA's entries into rank 0's slab array */
         __syncthreads();
         if (t == 0)
             sm->slab_off = atomicAdd(cluster.map_shared_rank(&sm->slab_n, 0), sm->mine_n);
         __syncthreads();
         u64 *dst = cluster.map_shared_rank(sm->slab, 0);
-        const uint32_t off = sm->slab_off, n = min(sm->mine_n, (uint32_t)CK_SLAB);
+        const uint32_t off = sm->slab_off, n = min(sm->mine_n, (uint32_t)CK_GATHER);
         for (uint32_t i = t; i < n; i += CK_THREADS)
-            if (off + i < CK_SLAB)
+            if (off + i < CK_GATHER)
                 dst[off + i] = sm->mine[i];
     }
     /* Rank 0's slab is complete, every kept-mask zero is written, and no CTA reads another's
@@ -390,8 +640,9 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
     if (rank != 0)
         return;
 
-    /* Rank 0: sort, top-p, kept mask, samples. */
-    const uint32_t n = min(min(sm->slab_n, k), (uint32_t)CK_SLAB);
+    /* 5. Rank 0: sort (the slab is the first n entries), top-p, kept mask, samples. m is k
+     * on path 4b and `gathered` (>= k) on path 4a. */
+    const uint32_t m = min(sm->slab_n, (uint32_t)CK_GATHER), n = min(m, k);
     int64_t *out = a.samples ? a.samples + r * (int64_t)a.draws : NULL;
     if (n == 0) {
         if (out)
@@ -400,26 +651,12 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
         return;
     }
     u64 *slab = sm->slab;
-    uint32_t size = 1;
-    while (size < n)
+    uint32_t size = 2;
+    while (size < m)
         size <<= 1;
-    for (uint32_t i = n + t; i < size; i += CK_THREADS)
-        slab[i] = 0;
-    __syncthreads();
-    for (uint32_t span = 2; span <= size; span <<= 1)
-        for (uint32_t stride = span >> 1; stride > 0; stride >>= 1) {
-            for (uint32_t i = t; i < size / 2; i += CK_THREADS) {
-                const uint32_t lo_i = ((i & ~(stride - 1)) << 1) | (i & (stride - 1));
-                const uint32_t hi_i = lo_i + stride;
-                const u64 x = slab[lo_i], y = slab[hi_i];
-                const bool desc = (lo_i & span) == 0;
-                if (desc ? x < y : x > y) {
-                    slab[lo_i] = y;
-                    slab[hi_i] = x;
-                }
-            }
-            __syncthreads();
-        }
+    for (uint32_t i = m + t; i < max(size, 128u); i += CK_THREADS)
+        slab[i] = 0; /* below every valid composite (and the rest of warp 0's 128 entries) */
+    ck_sort_desc(slab, size);
 
     /* Inclusive fixed-point prefix of the slab: thread t owns entries 2t and 2t+1. */
     u64 *incl = sm->mine;

@@ -29,4 +29,37 @@ static inline void *tkp_carve(char **cursor, size_t bytes)
     return p;
 }
 
+/* Programmatic dependent launch (sm_90): a kernel launched with tkp_launch_dependent may start
+ * while the kernel before it on the stream is still running, once every CTA of that one has
+ * called tkp_allow_dependents(); it must call tkp_wait_prerequisite() before it reads anything
+ * the earlier kernel writes (the wait returns when that kernel has completed and its writes
+ * are visible; without the launch attribute both are no-ops). Hides the launch latency between
+ * the short kernels of one run. */
+__device__ __forceinline__ void tkp_allow_dependents(void)
+{
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
+__device__ __forceinline__ void tkp_wait_prerequisite(void)
+{
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
+template <typename... Params, typename... Args>
+static inline cudaError_t tkp_launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block,
+                                               size_t smem, cudaStream_t stream, Args... args)
+{
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
 #endif

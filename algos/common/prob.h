@@ -28,14 +28,15 @@ TKP_HD int tkp_canon_before(float a, int64_t ia, float b, int64_t ib)
 }
 
 /* An unsigned key ordered like the floats (-0.0 == +0.0); invalid values map to 0, below
- * every valid key. */
+ * every valid key. Branch-free: flip the sign bit of a positive float, every bit of a negative
+ * one; the valid keys are then exactly [key(-FLT_MAX), key(+inf)] = [0x00800000, 0xFF800000]
+ * (-inf and negative NaNs fall below, positive NaNs above). */
 TKP_HD uint32_t tkp_order_key(float x)
 {
     union { float f; uint32_t u; } c;
-    if (!tkp_is_valid(x))
-        return 0;
     c.f = x + 0.0f; /* -0.0 becomes +0.0 */
-    return (c.u & 0x80000000u) ? ~c.u : (c.u | 0x80000000u);
+    const uint32_t key = c.u ^ ((uint32_t)((int32_t)c.u >> 31) | 0x80000000u);
+    return key - 0x00800000u <= 0xFF000000u ? key : 0u;
 }
 
 /* The float whose order key is `key` (the inverse of tkp_order_key for valid keys). */
@@ -76,7 +77,17 @@ TKP_HD uint64_t tkp_weight(float x, float m)
         return 0;
     if (m == INFINITY)
         return x == INFINITY ? TKP_FIX_ONE : 0;
-    return (uint64_t)((double)tkp_expf(x - m) * (double)TKP_FIX_ONE);
+    /* floor(f * 2^40) for f = tkp_expf(x - m) in [0, 1], f = M * 2^(E - 150) (M the mantissa
+     * with its hidden bit, E the biased exponent; f is never subnormal): a shift of M, the
+     * integer form of (uint64_t)((double)f * 2^40) */
+    union { float f; uint32_t u; } c;
+    c.f = tkp_expf(x - m);
+    const int e = (int)(c.u >> 23);
+    if (e == 0)
+        return 0;
+    const uint64_t mant = (uint64_t)((c.u & 0x7FFFFFu) | 0x800000u);
+    const int sh = e - 110;
+    return sh >= 0 ? mant << sh : (sh > -24 ? mant >> -sh : 0);
 }
 
 /* The mass target of top-p over a set of fixed total `total`: keep j iff j == 0 or the mass

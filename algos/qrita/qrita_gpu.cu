@@ -66,8 +66,11 @@ struct qr_args {
 /* ---- streaming over one CTA's chunk of a row ----
  * The row is split at 16-byte alignment: h scalar head elements, nvec float4 vectors, a scalar
  * tail. CTA c of the row takes vectors [c vpc, (c + 1) vpc); CTA 0 also takes head and tail.
- * f(value, index, ok) is called by every thread the same number of times (ok = false for padding)
- * so that it may use warp votes. */
+ * stream_batches calls f(a, e, ok, width) with a batch of 4 float4 per thread: a[u] holds the
+ * elements e[u] .. e[u] + width - 1 when ok[u]; width is 4 in the body and 1 in the head/tail
+ * step. Every other slot holds NaN (order key 0, weight 0). Every thread of the CTA calls f the
+ * same number of times, so f may use warp votes. stream_chunk adapts it to f(value, index, ok)
+ * per element. */
 __device__ __forceinline__ void row_geom(const float *x, int64_t V, int64_t &h, int64_t &nvec)
 {
     h = (int64_t)((((16u - ((uintptr_t)x & 15u)) & 15u)) >> 2);
@@ -76,53 +79,205 @@ __device__ __forceinline__ void row_geom(const float *x, int64_t V, int64_t &h, 
     nvec = (V - h) >> 2;
 }
 
+/* Indices inside a row fit in 32 bits (V <= TKP_MAX_VOCAB = 2^23). */
 template <typename F>
-__device__ __forceinline__ void stream_chunk(const float *__restrict__ x, int64_t V, int64_t vpc,
-                                             F &f)
+__device__ __forceinline__ void stream_batches(const float *__restrict__ x, int64_t V,
+                                               int64_t vpc, F &f)
 {
-    int64_t h, nvec;
-    row_geom(x, V, h, nvec);
-    const int64_t v0 = (int64_t)blockIdx.x * vpc, v1 = min(nvec, v0 + vpc);
+    int64_t h64, nvec64;
+    row_geom(x, V, h64, nvec64);
+    const int h = (int)h64, nvec = (int)nvec64;
+    const int v0 = (int)blockIdx.x * (int)vpc, v1 = min(nvec, v0 + (int)vpc);
     const float4 *xv = reinterpret_cast<const float4 *>(x + h);
     const int t = threadIdx.x;
-    for (int64_t base = v0; base < v1; base += 4 * NT) {
+    const float4 pad = make_float4(NAN, NAN, NAN, NAN);
+    for (int base = v0; base < v1; base += 4 * NT) {
         float4 a[4];
+        int e[4];
         bool ok[4];
 #pragma unroll
         for (int u = 0; u < 4; u++) {
-            int64_t j = base + u * NT + t;
+            const int j = base + u * NT + t;
             ok[u] = j < v1;
-            a[u] = ok[u] ? __ldg(xv + j) : make_float4(0.f, 0.f, 0.f, 0.f);
+            e[u] = h + 4 * j;
+            a[u] = ok[u] ? __ldg(xv + j) : pad;
         }
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            int64_t e = h + 4 * (base + u * NT + t);
-            f(a[u].x, e, ok[u]);
-            f(a[u].y, e + 1, ok[u]);
-            f(a[u].z, e + 2, ok[u]);
-            f(a[u].w, e + 3, ok[u]);
-        }
+        f(a, e, ok, 4);
     }
     if (blockIdx.x == 0) {
-        const int64_t tail = h + 4 * nvec, extra = h + (V - tail); /* at most 6 */
-        for (int64_t base = 0; base < extra; base += NT) {
-            int64_t q = base + t;
-            bool ok = q < extra;
-            int64_t e = q < h ? q : tail + (q - h);
-            f(ok ? x[e] : 0.f, e, ok);
+        const int tail = h + 4 * nvec, extra = h + ((int)V - tail); /* at most 6 */
+        for (int base = 0; base < extra; base += NT) {
+            const int q = base + t;
+            float4 a[4] = { pad, pad, pad, pad };
+            int e[4] = { q < h ? q : tail + (q - h), 0, 0, 0 };
+            bool ok[4] = { q < extra, false, false, false };
+            if (ok[0])
+                a[0].x = x[e[0]];
+            f(a, e, ok, 1);
         }
     }
 }
 
+__device__ __forceinline__ float batch_elem(const float4 (&a)[4], int u, int c)
+{
+    return c == 0 ? a[u].x : c == 1 ? a[u].y : c == 2 ? a[u].z : a[u].w;
+}
+
+template <typename F>
+__device__ __forceinline__ void stream_chunk(const float *__restrict__ x, int64_t V, int64_t vpc,
+                                             F &f)
+{
+    auto each = [&](const float4 (&a)[4], const int (&e)[4], const bool (&ok)[4], int width) {
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                f(batch_elem(a, u, c), e[u] + c, ok[u] && c < width);
+    };
+    stream_batches(x, V, vpc, each);
+}
+
+/* Append every element of the batch whose key is > thr to the row's buffer (keys, idx; at most
+ * cap entries) at positions taken from *counter: one atomic per warp, the positions by a warp
+ * scan of the per-lane counts; predicated stores, no branch per element. keys[u][c] are the
+ * batch's order keys (0 for padding). Returns the lane's count. Called by whole warps. */
+__device__ __forceinline__ unsigned append_above(const uint32_t (&key)[4][4], const int (&e)[4],
+                                                 uint32_t thr, unsigned *counter, uint32_t *keys,
+                                                 uint32_t *idx, int64_t cap, bool write)
+{
+    unsigned hits = 0;
+#pragma unroll
+    for (int u = 0; u < 4; u++)
+#pragma unroll
+        for (int c = 0; c < 4; c++)
+            hits += key[u][c] > thr;
+    if (!write || !__any_sync(FULL, hits))
+        return hits;
+    const unsigned lane = threadIdx.x & 31;
+    unsigned incl = hits;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const unsigned y = __shfl_up_sync(FULL, incl, o);
+        if (lane >= (unsigned)o)
+            incl += y;
+    }
+    unsigned base = 0;
+    if (lane == 31)
+        base = atomicAdd(counter, incl);
+    base = __shfl_sync(FULL, base, 31);
+    if (hits) {
+        const unsigned capu = (unsigned)cap; /* cap <= V <= 2^23 */
+        const unsigned room = base < capu ? capu - base : 0u;
+        unsigned pos = incl - hits; /* relative to base */
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                const bool h = key[u][c] > thr;
+                if (h && pos < room) {
+                    keys[base + pos] = key[u][c];
+                    idx[base + pos] = (uint32_t)(e[u] + c);
+                }
+                pos += h;
+            }
+    }
+    return hits;
+}
+
+/* The order keys of a batch (0 for padding: NaN). */
+__device__ __forceinline__ void batch_keys(const float4 (&a)[4], uint32_t (&key)[4][4])
+{
+#pragma unroll
+    for (int u = 0; u < 4; u++)
+#pragma unroll
+        for (int c = 0; c < 4; c++)
+            key[u][c] = tkp_order_key(batch_elem(a, u, c));
+}
+
+/* Zero bytes [lo, hi) of a mask row with 16-byte stores where aligned. */
+__device__ __forceinline__ void zero_bytes(uint8_t *m, int lo, int hi)
+{
+    if (lo >= hi)
+        return;
+    const int t = threadIdx.x;
+    const int body = min(hi, lo + (int)((16u - ((uintptr_t)(m + lo) & 15u)) & 15u));
+    for (int i = lo + t; i < body; i += NT)
+        m[i] = 0;
+    uint4 *v = reinterpret_cast<uint4 *>(m + body);
+    const int nv = (hi - body) >> 4;
+    for (int j = t; j < nv; j += NT)
+        v[j] = make_uint4(0u, 0u, 0u, 0u);
+    for (int i = body + 16 * nv + t; i < hi; i += NT)
+        m[i] = 0;
+}
+
+/* Zero the CTA's share of a mask row: the bytes of its float4 vectors (and, for CTA 0, the
+ * scalar head and tail). */
+__device__ __forceinline__ void zero_chunk(uint8_t *kept, const float *x, int64_t V, int64_t vpc)
+{
+    int64_t h64, nvec64;
+    row_geom(x, V, h64, nvec64);
+    const int h = (int)h64, nvec = (int)nvec64;
+    const int v0 = min(nvec, (int)blockIdx.x * (int)vpc), v1 = min(nvec, v0 + (int)vpc);
+    zero_bytes(kept, h + 4 * v0, h + 4 * v1);
+    if (blockIdx.x == 0) {
+        zero_bytes(kept, 0, h);
+        zero_bytes(kept, h + 4 * nvec, (int)V);
+    }
+}
+
 /* ---- qr_prep: zero the accumulators, sample statistics, threshold ---- */
+
+/* The CPU's fold of the 256 lanes (qrita_passes.c: lane[j] += lane[j + half], half = 128 .. 1):
+ * the first three levels in shared memory, the last five (pairs inside one warp) by shuffles,
+ * which add the same pairs in the same order. Every thread gets the total. */
+__device__ double fold_lanes(double v, double *lane)
+{
+    const int t = threadIdx.x;
+    lane[t] = v;
+    __syncthreads();
+    for (int half = QRITA_STAT_LANES / 2; half >= 32; half /= 2) {
+        if (t < half)
+            lane[t] += lane[t + half];
+        __syncthreads();
+    }
+    if (t < 32) {
+        double r = lane[t];
+        for (int half = 16; half > 0; half /= 2)
+            r += __shfl_down_sync(FULL, r, half);
+        if (t == 0)
+            lane[0] = r;
+    }
+    __syncthreads();
+    const double total = lane[0];
+    __syncthreads();
+    return total;
+}
+
+/* The block-wide sum of one count per thread. */
+__device__ unsigned block_count(unsigned c, unsigned *part)
+{
+    c = __reduce_add_sync(FULL, c);
+    if ((threadIdx.x & 31) == 0)
+        part[threadIdx.x >> 5] = c;
+    __syncthreads();
+    unsigned total = 0;
+    for (int w = 0; w < NT / 32; w++)
+        total += part[w];
+    __syncthreads();
+    return total;
+}
+
 __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
 {
+    tkp_allow_dependents(); /* qr_scan may start launching (it waits for this kernel) */
+    static_assert(NT == QRITA_STAT_LANES, "one thread per statistics lane");
     const int64_t r = blockIdx.x, V = a.vocab;
     const float *x = a.logits + r * a.stride;
     qr_row *row = a.rows + r;
     const int t = threadIdx.x;
     __shared__ double lane[QRITA_STAT_LANES];
-    __shared__ unsigned long long cnt_sh;
+    __shared__ unsigned part[NT / 32];
     const int32_t k = a.k[r];
     const float p = a.p[r];
     const int truncate = a.trunc != QRITA_TRUNC_OFF && (tkp_topk_on(k, V) || tkp_topp_on(p));
@@ -137,7 +292,7 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
         const bool one = n <= (int64_t)PU * QRITA_STAT_LANES;
         float v[PU];
         double s = 0.0;
-        unsigned long long c = 0;
+        unsigned c = 0;
         for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
 #pragma unroll
             for (int u = 0; u < PU; u++) {
@@ -151,20 +306,10 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
                     c++;
                 }
         }
-        if (t == 0)
-            cnt_sh = 0;
-        lane[t] = s;
-        __syncthreads();
-        atomicAdd(&cnt_sh, c);
-        for (int half = QRITA_STAT_LANES / 2; half > 0; half /= 2) {
-            if (t < half)
-                lane[t] += lane[t + half];
-            __syncthreads();
-        }
-        const unsigned long long count = cnt_sh;
+        const unsigned count = block_count(c, part);
+        const double sum = fold_lanes(s, lane);
         if (count) {
-            const double mean = lane[0] / (double)count;
-            __syncthreads();
+            const double mean = sum / (double)count;
             double s2 = 0.0;
             for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
                 if (!one) {
@@ -181,14 +326,7 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
                         s2 += d * d;
                     }
             }
-            lane[t] = s2;
-            __syncthreads();
-            for (int half = QRITA_STAT_LANES / 2; half > 0; half /= 2) {
-                if (t < half)
-                    lane[t] += lane[t + half];
-                __syncthreads();
-            }
-            const double sd = sqrt(lane[0] / (double)count);
+            const double sd = sqrt(fold_lanes(s2, lane) / (double)count);
             double delta = tkp_topk_on(k, V) ? qrita_delta_topk(k, V, qr_quantile)
                                              : qrita_delta_topp(p, sd, qr_quantile);
             if (delta != -INFINITY) {
@@ -208,73 +346,47 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
     }
 }
 
-/* ---- qr_scan: max, min, valid count, outlier gather ---- */
+/* ---- qr_scan: max, min, valid count, outlier gather; zeroes the row's mask chunk ---- */
 __global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
 {
+    tkp_allow_dependents();
+    tkp_wait_prerequisite();
     const int64_t r = blockIdx.y;
     const float *x = a.logits + r * a.stride;
     qr_row *row = a.rows + r;
     const uint32_t thr = row->trunc_key;
-    const bool gather = thr != UINT32_MAX;
     uint32_t *keys = a.keys + r * a.pitch, *idx = a.idx + r * a.pitch;
-    const unsigned lane = threadIdx.x & 31;
+    uint8_t *kept = a.kept + r * a.vocab;
     const int64_t cap = a.cap_gpu;
     /* a top-p-alone row searches the buffer of qr_gather2: here its outliers are only counted */
     const bool count_only = a.gather2 && !tkp_topk_on(a.k[r], a.vocab) && tkp_topp_on(a.p[r]);
-    unsigned kmax = 0, kinv = 0, valid = 0, counted = 0;
-    /* Two loops, the branch hoisted out of the stream: the gathering loop keeps the registers
-     * (and so the occupancy, 6 CTAs per SM) it had before count_only existed. */
-    if (gather && count_only) {
-        auto fc = [&](float v, int64_t, bool ok) {
-            uint32_t key = ok ? tkp_order_key(v) : 0u;
-            if (key) {
-                valid++;
-                kmax = max(kmax, key);
-                kinv = max(kinv, ~key);
+    /* min over valid keys as min(key - 1): an invalid key (0) wraps to UINT32_MAX */
+    unsigned kmax = 0, kmin1 = UINT32_MAX, valid = 0, counted = 0;
+    auto f = [&](const float4 (&v)[4], const int (&e)[4], const bool (&)[4], int) {
+        uint32_t key[4][4];
+        batch_keys(v, key);
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                valid += key[u][c] != 0;
+                kmax = max(kmax, key[u][c]);
+                kmin1 = min(kmin1, key[u][c] - 1u);
             }
-            counted += key > thr;
-        };
-        stream_chunk(x, a.vocab, a.vpc, fc);
-    } else {
-        auto f = [&](float v, int64_t e, bool ok) {
-            uint32_t key = ok ? tkp_order_key(v) : 0u;
-            if (key) {
-                valid++;
-                kmax = max(kmax, key);
-                kinv = max(kinv, ~key);
-            }
-            if (gather) {
-                bool g = key > thr;
-                unsigned m = __ballot_sync(FULL, g);
-                if (m) {
-                    int leader = __ffs(m) - 1;
-                    unsigned base = 0;
-                    if ((int)lane == leader)
-                        base = atomicAdd(&row->gathered, (unsigned)__popc(m));
-                    base = __shfl_sync(FULL, base, leader);
-                    if (g) {
-                        int64_t pos = (int64_t)base + __popc(m & ((1u << lane) - 1u));
-                        if (pos < cap) {
-                            keys[pos] = key;
-                            idx[pos] = (uint32_t)e;
-                        }
-                    }
-                }
-            }
-        };
-        stream_chunk(x, a.vocab, a.vpc, f);
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-        kmax = max(kmax, __shfl_xor_sync(FULL, kmax, o));
-        kinv = max(kinv, __shfl_xor_sync(FULL, kinv, o));
-        valid += __shfl_xor_sync(FULL, valid, o);
-        counted += __shfl_xor_sync(FULL, counted, o);
-    }
+        counted += append_above(key, e, thr, &row->gathered, keys, idx, cap, !count_only);
+    };
+    /* qr_mask writes only the kept tokens of a row searched on its buffer */
+    zero_chunk(kept, x, a.vocab, a.vpc);
+    stream_batches(x, a.vocab, a.vpc, f);
+    kmax = __reduce_max_sync(FULL, kmax);
+    kmin1 = __reduce_min_sync(FULL, kmin1);
+    valid = __reduce_add_sync(FULL, valid);
+    counted = __reduce_add_sync(FULL, counted);
     __shared__ unsigned sh[4][NT / 32];
     const int w = threadIdx.x >> 5;
-    if (lane == 0) {
+    if ((threadIdx.x & 31) == 0) {
         sh[0][w] = kmax;
-        sh[1][w] = kinv;
+        sh[1][w] = kmin1;
         sh[2][w] = valid;
         sh[3][w] = counted;
     }
@@ -282,15 +394,15 @@ __global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
     if (threadIdx.x == 0) {
         for (int i = 1; i < NT / 32; i++) {
             kmax = max(kmax, sh[0][i]);
-            kinv = max(kinv, sh[1][i]);
+            kmin1 = min(kmin1, sh[1][i]);
             valid += sh[2][i];
             counted += sh[3][i];
         }
-        if (counted)
+        if (count_only && counted)
             atomicAdd(&row->gathered, counted);
         if (valid) {
             atomicMax(&row->max_key, kmax);
-            atomicMax(&row->inv_min, kinv);
+            atomicMax(&row->inv_min, ~(kmin1 + 1u));
             atomicAdd(&row->valid, valid);
         }
     }
@@ -299,6 +411,8 @@ __global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
 /* ---- qr_mass: fixed-point mass of a top-p-alone row ---- */
 __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
 {
+    tkp_allow_dependents();
+    tkp_wait_prerequisite();
     const int64_t r = blockIdx.y, V = a.vocab;
     const qr_row *row = a.rows + r;
     const int64_t valid = row->valid;
@@ -364,6 +478,8 @@ __device__ __forceinline__ bool qr_topp_alone(const qr_row *row, int32_t k, floa
 
 __global__ void __launch_bounds__(NT) qr_gather2(qr_args a)
 {
+    tkp_allow_dependents();
+    tkp_wait_prerequisite();
     const int64_t r = blockIdx.y, V = a.vocab;
     qr_row *row = a.rows + r;
     const int32_t k = a.k[r];
@@ -395,28 +511,12 @@ __global__ void __launch_bounds__(NT) qr_gather2(qr_args a)
     __syncthreads();
     const uint32_t lo = lo_sh;
     uint32_t *keys = a.keys + r * a.pitch, *idx = a.idx + r * a.pitch;
-    const unsigned lane = threadIdx.x & 31;
-    const int64_t cap = a.cap_gpu;
-    auto f = [&](float v, int64_t e, bool ok) {
-        const uint32_t key = ok ? tkp_order_key(v) : 0u;
-        const bool g = key > lo;
-        const unsigned m = __ballot_sync(FULL, g);
-        if (m) {
-            const int leader = __ffs(m) - 1;
-            unsigned base = 0;
-            if ((int)lane == leader)
-                base = atomicAdd(&row->gathered2, (unsigned)__popc(m));
-            base = __shfl_sync(FULL, base, leader);
-            if (g) {
-                const int64_t pos = (int64_t)base + __popc(m & ((1u << lane) - 1u));
-                if (pos < cap) {
-                    keys[pos] = key;
-                    idx[pos] = (uint32_t)e;
-                }
-            }
-        }
+    auto f = [&](const float4 (&v)[4], const int (&e)[4], const bool (&)[4], int) {
+        uint32_t key[4][4];
+        batch_keys(v, key);
+        append_above(key, e, lo, &row->gathered2, keys, idx, a.cap_gpu, true);
     };
-    stream_chunk(a.logits + r * a.stride, V, a.vpc, f);
+    stream_batches(a.logits + r * a.stride, V, a.vpc, f);
 }
 
 /* ---- qr_search: the CPU's decisions and searches, per row ---- */
@@ -496,23 +596,37 @@ __device__ __forceinline__ void gsync()
         __syncthreads();
 }
 
+/* The exact 64-bit sum over the warp from three redux.sync sums of 24-, 24- and 16-bit fields
+ * (each field sum stays below 2^32). */
+__device__ __forceinline__ u64 warp_sum_u64(u64 m)
+{
+    const u64 lo = __reduce_add_sync(FULL, (unsigned)(m & 0xFFFFFFu));
+    const u64 mid = __reduce_add_sync(FULL, (unsigned)((m >> 24) & 0xFFFFFFu));
+    const u64 hi = __reduce_add_sync(FULL, (unsigned)(m >> 48));
+    return lo + (mid << 24) + (hi << 48);
+}
+
+/* slot_add folded over the warp: sums, the smallest key and the copies of it. */
+__device__ __forceinline__ Slot warp_slot_reduce(const Slot &s)
+{
+    Slot r;
+    r.cnt = __reduce_add_sync(FULL, s.cnt);
+    r.min = __reduce_min_sync(FULL, s.min);
+    r.copies = __reduce_add_sync(FULL, s.min == r.min ? s.copies : 0u);
+    r.mass = warp_sum_u64(s.mass);
+    return r;
+}
+
 template <int G>
 __device__ __forceinline__ void reduce_slots(Slot (&s)[NSLOT], SearchSmem &sm)
 {
 #pragma unroll
     for (int j = 0; j < NSLOT; j++)
-        for (int o = 16; o > 0; o >>= 1) {
-            Slot b;
-            b.cnt = __shfl_xor_sync(FULL, s[j].cnt, o);
-            b.min = __shfl_xor_sync(FULL, s[j].min, o);
-            b.copies = __shfl_xor_sync(FULL, s[j].copies, o);
-            b.mass = __shfl_xor_sync(FULL, s[j].mass, o);
-            slot_add(s[j], b);
-        }
-    if (G > 32) {
-        /* the G/32 warp results folded by warp 0 with shuffles (slot_add is a sum and a
-         * (min, +) fold: order-free), the result broadcast through row G/32 of the scratch */
-        static_assert(G / 32 < 32, "scratch holds G/32 + 1 rows");
+        s[j] = warp_slot_reduce(s[j]);
+    if constexpr (G > 32) {
+        /* the G/32 warp results of slot j folded by warp j, the results broadcast through row
+         * G/32 of the scratch */
+        static_assert(G / 32 < 32 && G / 32 >= NSLOT, "scratch rows and one warp per slot");
         const int w = threadIdx.x >> 5;
         const unsigned lane = threadIdx.x & 31;
         if (lane == 0)
@@ -520,21 +634,10 @@ __device__ __forceinline__ void reduce_slots(Slot (&s)[NSLOT], SearchSmem &sm)
             for (int j = 0; j < NSLOT; j++)
                 sm.scratch[w][j] = s[j];
         __syncthreads();
-        if (w == 0) {
-#pragma unroll
-            for (int j = 0; j < NSLOT; j++) {
-                Slot acc = lane < G / 32 ? sm.scratch[lane][j] : slot_empty();
-                for (int o = 16; o > 0; o >>= 1) {
-                    Slot b;
-                    b.cnt = __shfl_xor_sync(FULL, acc.cnt, o);
-                    b.min = __shfl_xor_sync(FULL, acc.min, o);
-                    b.copies = __shfl_xor_sync(FULL, acc.copies, o);
-                    b.mass = __shfl_xor_sync(FULL, acc.mass, o);
-                    slot_add(acc, b);
-                }
-                if (lane == 0)
-                    sm.scratch[G / 32][j] = acc;
-            }
+        if (w < NSLOT) {
+            const Slot acc = warp_slot_reduce(lane < G / 32 ? sm.scratch[lane][w] : slot_empty());
+            if (lane == 0)
+                sm.scratch[G / 32][w] = acc;
         }
         __syncthreads();
 #pragma unroll
@@ -547,8 +650,7 @@ __device__ __forceinline__ void reduce_slots(Slot (&s)[NSLOT], SearchSmem &sm)
 template <int G>
 __device__ __forceinline__ uint32_t group_sum(uint32_t v, SearchSmem &sm)
 {
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(FULL, v, o);
+    v = __reduce_add_sync(FULL, v);
     if (G > 32) {
         if ((threadIdx.x & 31) == 0)
             sm.wcnt[threadIdx.x >> 5] = v;
@@ -669,6 +771,129 @@ __device__ __forceinline__ void eng_reset(Eng &e, const Src &s)
 /* Below this many candidates in shared memory a block-per-row search hands the rest of its
  * iterations to its first warp: no block-wide reductions, no __syncthreads. */
 #define HANDOFF_N 1024
+/* At most this many candidates per lane: the warp keeps them in registers for the rest of the
+ * search (register_iterations). */
+#define REG_KEYS 8
+
+/* The pivots of one iteration (qrita_place_pivots, unrolled so they stay in registers): thr[0]
+ * = lo, thr[1..3] the pivots (unused ones repeat hi), thr[4] = hi. Returns how many. */
+__device__ __forceinline__ int place_pivots(uint32_t lo, uint32_t hi, int pivots,
+                                            uint32_t (&thr)[NSLOT])
+{
+    const uint64_t width = (uint64_t)hi - lo + 1;
+    const int c = width <= (uint64_t)pivots ? (int)width : pivots;
+    thr[0] = lo;
+#pragma unroll
+    for (int j = 0; j < 3; j++) {
+        const uint64_t n = (uint64_t)j + 1;
+        /* n (width - pivots) / (pivots + 1), the divisor a constant per case */
+        const uint64_t span = n * (width - (uint64_t)pivots);
+        const uint64_t step = pivots == 3 ? span >> 2 : pivots == 1 ? span >> 1 : span / 3u;
+        const uint32_t pj = width <= (uint64_t)pivots ? lo + (uint32_t)j
+                                                      : lo + (uint32_t)j + (uint32_t)step;
+        thr[1 + j] = j < c ? pj : hi;
+    }
+    thr[4] = hi;
+    return c;
+}
+
+/* The CPU's verdicts on the c pivots of one iteration, given each pivot's statistics over the
+ * current source (res[1..3]) and those of the keys above the source's window (agg). Updates the
+ * search state; lowc/highc get the source counts at the new lo and hi. */
+__device__ __forceinline__ void judge_pivots(const Slot (&res)[NSLOT],
+                                             const uint32_t (&thr)[NSLOT], int c, const Slot &agg,
+                                             const struct qrita_query &q, int dedup,
+                                             SearchState &st_, int64_t &lowc, int64_t &highc)
+{
+    bool done = false;
+#pragma unroll
+    for (int j = 0; j < 3; j++) {
+        if (j < c && !done) {
+            const Slot &pj = res[1 + j];
+            struct qrita_pivot_stat st;
+            st.count = (int64_t)agg.cnt + pj.cnt;
+            st.mass = agg.mass + pj.mass;
+            st.min_key = pj.cnt ? pj.min : agg.min;
+            st.copies = pj.cnt ? pj.copies : agg.copies;
+            st.copy_weight = st.count ? qrita_measure_of(q.measure, st.min_key) : 0;
+            qrita_restrict(&st, q.set);
+            enum qrita_verdict v = qrita_classify(&st, q.target, q.set_size);
+            if (v == QRITA_PIVOT_ACCEPT) {
+                st_.acc_key = st.min_key;
+                st_.acc_keep = dedup ? qrita_copies_kept(&st, q.target) : QRITA_KEEP_ALL;
+                st_.accepted = true;
+                st_.acc_count = st.count;
+                done = true;
+            } else if (v == QRITA_PIVOT_LOW) {
+                st_.floor_key = thr[1 + j];
+                st_.lo = thr[1 + j] + 1;
+                lowc = pj.cnt;
+            } else {
+                st_.hi = thr[1 + j] - 1;
+                highc = pj.cnt;
+                done = true;
+            }
+        }
+    }
+}
+
+/* The statistics of the lane-held keys above `piv`, over the warp. Keys outside the window are
+ * held as 0, which is above no pivot. */
+__device__ __forceinline__ Slot warp_slot(const uint32_t (&key)[REG_KEYS],
+                                          const u64 (&w)[REG_KEYS], uint32_t piv)
+{
+    Slot s = slot_empty();
+#pragma unroll
+    for (int i = 0; i < REG_KEYS; i++)
+        if (key[i] > piv) {
+            s.cnt++;
+            s.mass += w[i];
+            if (key[i] < s.min) {
+                s.min = key[i];
+                s.copies = 1;
+            } else if (key[i] == s.min) {
+                s.copies++;
+            }
+        }
+    return warp_slot_reduce(s);
+}
+
+/* The rest of a search on at most 32 x REG_KEYS candidates in shared memory (e.src.kind 2), by
+ * one warp with the candidates in registers: the source no longer shrinks (its window and agg
+ * stay those at entry), so every pivot's statistics are agg + the lane-held keys above it, the
+ * same numbers the shrinking source gives. */
+__device__ void register_iterations(const Eng &e, const struct qrita_query &q, int pivots,
+                                    int max_iter, int dedup, SearchState &st_)
+{
+    const unsigned lane = threadIdx.x & 31;
+    uint32_t key[REG_KEYS];
+    u64 w[REG_KEYS];
+#pragma unroll
+    for (int i = 0; i < REG_KEYS; i++) {
+        const int64_t j = lane + 32 * i;
+        const uint32_t k = j < e.src.n ? e.src.keys[j] : 0u;
+        key[i] = k > e.L && k <= e.H ? k : 0u;
+        w[i] = key[i] ? qrita_measure_of(q.measure, key[i]) : 0;
+    }
+    for (; st_.it < max_iter && st_.lo <= st_.hi; st_.it++) {
+        uint32_t thr[NSLOT];
+        const int c = place_pivots(st_.lo, st_.hi, pivots, thr);
+        Slot res[NSLOT];
+        if (st_.first) {
+            const Slot s0 = warp_slot(key, w, thr[0]);
+            st_.first_min = s0.min;
+            st_.first = false;
+        }
+#pragma unroll
+        for (int j = 0; j < 3; j++)
+            res[1 + j] = j < c ? warp_slot(key, w, thr[1 + j]) : slot_empty();
+        st_.iters++;
+        int64_t lowc = 0, highc = 0;
+        judge_pivots(res, thr, c, e.agg, q, dedup, st_, lowc, highc);
+        if (st_.accepted)
+            return;
+    }
+}
 
 /* Iterations of qrita_pivot_search until it ends (false) or, with `handoff` > 0, until the
  * candidates are at most `handoff` keys in shared memory (true). */
@@ -680,23 +905,13 @@ __device__ bool search_iterations(Eng &e, const struct qrita_query &q, int pivot
     for (; st_.it < max_iter && st_.lo <= st_.hi; st_.it++) {
         if (handoff && e.src.kind == 2 && e.src.n <= handoff)
             return true;
-        /* qrita_place_pivots, unrolled (same arithmetic) so the pivots stay in registers */
-        const uint32_t lo = st_.lo, hi = st_.hi;
-        const uint64_t width = (uint64_t)hi - lo + 1;
-        const int c = width <= (uint64_t)pivots ? (int)width : pivots;
-        uint32_t thr[NSLOT];
-        thr[0] = lo;
-#pragma unroll
-        for (int j = 0; j < 3; j++) {
-            const uint64_t n = (uint64_t)j + 1;
-            const uint32_t pj =
-                width <= (uint64_t)pivots
-                    ? lo + (uint32_t)j
-                    : lo + (uint32_t)j +
-                          (uint32_t)(n * (width - (uint64_t)pivots) / (uint64_t)(pivots + 1));
-            thr[1 + j] = j < c ? pj : hi;
+        if (G == 32 && e.src.kind == 2 && e.src.n <= 32 * REG_KEYS) {
+            register_iterations(e, q, pivots, max_iter, dedup, st_);
+            return false;
         }
-        thr[4] = hi;
+        const uint32_t lo = st_.lo, hi = st_.hi;
+        uint32_t thr[NSLOT];
+        const int c = place_pivots(lo, hi, pivots, thr);
         /* slots: lo, the pivots (unused ones repeat hi), hi */
         const bool gather = e.U <= CAP;
         uint32_t *dst = pool + (1 - e.cur) * CAP;
@@ -710,39 +925,7 @@ __device__ bool search_iterations(Eng &e, const struct qrita_query &q, int pivot
         }
         st_.iters++;
         int64_t lowc = res[0].cnt, highc = res[4].cnt;
-        /* the statistics of each pivot as the CPU's qrita_evaluate gives them, then its verdicts
-         * (unrolled over the three slots: no run-time indexing of register arrays) */
-        const Slot agg = e.agg;
-        bool done = false;
-#pragma unroll
-        for (int j = 0; j < 3; j++) {
-            if (j < c && !done) {
-                const Slot &pj = res[1 + j];
-                struct qrita_pivot_stat st;
-                st.count = (int64_t)agg.cnt + pj.cnt;
-                st.mass = agg.mass + pj.mass;
-                st.min_key = pj.cnt ? pj.min : agg.min;
-                st.copies = pj.cnt ? pj.copies : agg.copies;
-                st.copy_weight = st.count ? qrita_measure_of(q.measure, st.min_key) : 0;
-                qrita_restrict(&st, q.set);
-                enum qrita_verdict v = qrita_classify(&st, q.target, q.set_size);
-                if (v == QRITA_PIVOT_ACCEPT) {
-                    st_.acc_key = st.min_key;
-                    st_.acc_keep = dedup ? qrita_copies_kept(&st, q.target) : QRITA_KEEP_ALL;
-                    st_.accepted = true;
-                    st_.acc_count = st.count;
-                    done = true;
-                } else if (v == QRITA_PIVOT_LOW) {
-                    st_.floor_key = thr[1 + j];
-                    st_.lo = thr[1 + j] + 1;
-                    lowc = pj.cnt;
-                } else {
-                    st_.hi = thr[1 + j] - 1;
-                    highc = pj.cnt;
-                    done = true;
-                }
-            }
-        }
+        judge_pivots(res, thr, c, e.agg, q, dedup, st_, lowc, highc);
         if (gather && gtot <= CAP) {
             slot_add(e.agg, res[4]);
             e.src.kind = 2;
@@ -811,6 +994,8 @@ __device__ struct qrita_boundary search_stage(Eng &e, const struct qrita_query &
 template <int G, int CAP>
 __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(qr_args a)
 {
+    tkp_allow_dependents();
+    tkp_wait_prerequisite();
     constexpr int GROUPS = G == 32 ? 8 : 1;
     extern __shared__ __align__(16) uint32_t qr_pool_smem[];
     __shared__ SearchSmem sm;
@@ -1022,62 +1207,38 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
     }
 }
 
-/* ---- qr_mask: every byte of the row's mask ---- */
-__device__ __forceinline__ void zero_bytes(uint8_t *p, int64_t n)
-{
-    const int t = threadIdx.x;
-    int64_t head = (int64_t)((16u - ((uintptr_t)p & 15u)) & 15u);
-    if (head > n)
-        head = n;
-    for (int64_t i = t; i < head; i += NT)
-        p[i] = 0;
-    uint4 *pv = reinterpret_cast<uint4 *>(p + head);
-    const int64_t nv = (n - head) >> 4;
-    for (int64_t i = t; i < nv; i += NT)
-        pv[i] = make_uint4(0u, 0u, 0u, 0u);
-    for (int64_t i = head + 16 * nv + t; i < n; i += NT)
-        p[i] = 0;
-}
-
+/* ---- qr_mask: the row's mask ----
+ * A row searched on its buffer: qr_scan zeroed the mask, so only the kept tokens (all in the
+ * buffer) are written, the buffer shared out over the row's CTAs. Any other row: every byte of
+ * the CTA's chunk, in one pass over the logits. */
 __global__ void __launch_bounds__(NT) qr_mask(qr_args a)
 {
+    tkp_allow_dependents();
+    tkp_wait_prerequisite();
     const int64_t r = blockIdx.y, V = a.vocab;
     const float *x = a.logits + r * a.stride;
     uint8_t *kept = a.kept + r * V;
     const qr_row *row = a.rows + r;
     const uint32_t bkey = row->bkey;
     const int64_t cut = row->cut;
-    int64_t h, nvec;
-    row_geom(x, V, h, nvec);
-    const int64_t v0 = (int64_t)blockIdx.x * a.vpc, v1 = min(nvec, v0 + a.vpc);
-    const int64_t e0 = h + 4 * min(v0, nvec), e1 = h + 4 * v1, tail = h + 4 * nvec;
-    const int64_t n = min((int64_t)row->pool_n, a.cap_gpu);
-    const int64_t chunk = (e1 > e0 ? e1 - e0 : 0) + (blockIdx.x == 0 ? V - tail + h : 0);
-    if (row->pool_ok && 8 * n <= chunk) {
-        if (e1 > e0)
-            zero_bytes(kept + e0, e1 - e0);
-        if (blockIdx.x == 0) {
-            zero_bytes(kept, h);
-            zero_bytes(kept + tail, V - tail);
-        }
-        __syncthreads();
+    if (row->pool_ok) {
+        const int64_t n = min((int64_t)row->pool_n, a.cap_gpu);
         const uint32_t *pk = a.keys + r * a.pitch, *pi = a.idx + r * a.pitch;
-        for (int64_t i = threadIdx.x; i < n; i += NT) {
-            const int64_t e = pi[i];
-            const bool mine = (e >= e0 && e < e1) || (blockIdx.x == 0 && (e < h || e >= tail));
+        for (int64_t i = (int64_t)blockIdx.x * NT + threadIdx.x; i < n; i += (int64_t)gridDim.x * NT) {
             const uint32_t key = pk[i];
-            if (mine && (key > bkey || (key == bkey && e <= cut)))
+            const int64_t e = pi[i];
+            if (key > bkey || (key == bkey && e <= cut))
                 kept[e] = 1;
         }
-    } else {
-        auto f = [&](float v, int64_t e, bool ok) {
-            if (ok) {
-                const uint32_t key = tkp_order_key(v);
-                kept[e] = (uint8_t)(key > bkey || (key == bkey && e <= cut));
-            }
-        };
-        stream_chunk(x, V, a.vpc, f);
+        return;
     }
+    auto f = [&](float v, int64_t e, bool ok) {
+        if (ok) {
+            const uint32_t key = tkp_order_key(v);
+            kept[e] = (uint8_t)(key > bkey || (key == bkey && e <= cut));
+        }
+    };
+    stream_chunk(x, V, a.vpc, f);
 }
 
 /* ---- host ---- */
@@ -1120,9 +1281,21 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     const int64_t nvec = vocab / 4 + 1;
     int64_t cpr;
     if (autotune == QRITA_ON) {
-        int64_t want = (8 * (int64_t)sms + batch - 1) / batch; /* ~8 CTAs of 256 per SM */
-        int64_t most = (nvec + NT - 1) / NT;                     /* at least a float4 a thread */
-        cpr = want < 1 ? 1 : want > most ? most : want;
+        /* CTAs per row: the fewest whole batches of 4 float4 per thread (the streaming
+         * kernels' step) that waste the least of the resident waves of qr_scan */
+        int per_sm = 0;
+        TKP_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, qr_scan, NT, 0), err);
+        const int64_t resident = (int64_t)(per_sm > 0 ? per_sm : 1) * sms;
+        const int64_t most = (nvec + 4 * NT - 1) / (4 * NT);
+        double best = 0.0;
+        cpr = 1;
+        for (int64_t c = 1; c <= most && c <= 64; c++) {
+            const double waves = (double)((batch * c + resident - 1) / resident) / (double)c;
+            if (c == 1 || waves < best * 0.95) {
+                best = waves;
+                cpr = c;
+            }
+        }
         pl->vec_per_cta = (nvec + cpr - 1) / cpr;
         /* a warp per row past B = #SMs; a 512-thread block per row below it, and for rows that
          * search the whole row (truncation off or forced fallback) */
@@ -1182,26 +1355,24 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     a.margin = pl->sigma_margin;
     if (pl->batch == 0)
         return TKP_OK;
-    const dim3 grid((unsigned)pl->cta_per_row, (unsigned)pl->batch);
+    /* qr_prep follows whatever came before on the stream; the rest are chained by programmatic
+     * dependent launch (each waits for its predecessor before reading its results) */
+    const dim3 grid((unsigned)pl->cta_per_row, (unsigned)pl->batch), nt(NT);
     qr_prep<<<(unsigned)pl->batch, NT, 0, st>>>(a);
     TKP_LAUNCH_CHECK(err);
-    qr_scan<<<grid, NT, 0, st>>>(a);
-    TKP_LAUNCH_CHECK(err);
-    if (pl->need_mass) {
-        qr_mass<<<grid, NT, 0, st>>>(a);
-        TKP_LAUNCH_CHECK(err);
-    }
-    if (a.gather2) {
-        qr_gather2<<<grid, NT, 0, st>>>(a);
-        TKP_LAUNCH_CHECK(err);
-    }
+    TKP_CUDA_TRY(tkp_launch_dependent(qr_scan, grid, nt, 0, st, a), err);
+    if (pl->need_mass)
+        TKP_CUDA_TRY(tkp_launch_dependent(qr_mass, grid, nt, 0, st, a), err);
+    if (a.gather2)
+        TKP_CUDA_TRY(tkp_launch_dependent(qr_gather2, grid, nt, 0, st, a), err);
     if (pl->group == 32)
-        qr_search<32, CAP_WARP><<<(unsigned)((pl->batch + 7) / 8), 256, 8 * 2 * CAP_WARP * 4, st>>>(a);
+        TKP_CUDA_TRY(tkp_launch_dependent(qr_search<32, CAP_WARP>,
+                                          dim3((unsigned)((pl->batch + 7) / 8)), dim3(256),
+                                          8 * 2 * CAP_WARP * 4, st, a), err);
     else
-        qr_search<BLOCK_G, CAP_BLOCK><<<(unsigned)pl->batch, BLOCK_G, 2 * CAP_BLOCK * 4, st>>>(a);
-    TKP_LAUNCH_CHECK(err);
-    qr_mask<<<grid, NT, 0, st>>>(a);
-    TKP_LAUNCH_CHECK(err);
+        TKP_CUDA_TRY(tkp_launch_dependent(qr_search<BLOCK_G, CAP_BLOCK>, dim3((unsigned)pl->batch),
+                                          dim3(BLOCK_G), 2 * CAP_BLOCK * 4, st, a), err);
+    TKP_CUDA_TRY(tkp_launch_dependent(qr_mask, grid, nt, 0, st, a), err);
     return TKP_OK;
 }
 
