@@ -102,6 +102,20 @@ TEST(gpu_cases_rejection_fallback_matches_cpu)
     check_gpu_matches_cpu("rejection", budget_2);
 }
 
+/* The cluster variant on every adversarial case (tiny and empty slices, NaN, +-inf, ties,
+ * odd V, the round-budget fallback), whatever the vocabulary: TKP_REJ_CLUSTER forces the
+ * cluster size the plan takes. */
+TEST(gpu_cases_rejection_forced_clusters_match_cpu)
+{
+    static const char *const sizes[] = { "16", "8", "2" };
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        setenv("TKP_REJ_CLUSTER", sizes[i], 1);
+        check_gpu_matches_cpu("rejection", NULL);
+        check_gpu_matches_cpu("rejection", budget_1);
+        unsetenv("TKP_REJ_CLUSTER");
+    }
+}
+
 TEST(gpu_rejection_sampler_passes_tv_test)
 {
     if (!tkp_gpu_present()) {

@@ -8,13 +8,16 @@
  * Per CTA (slice [lo, hi) of the row, contiguous, in rank order):
  *  0. zero the CTA's slice of the kept mask (rank 0 writes the ones after the last cluster
  *     barrier, so the barriers order the two);
- *  1. sample: histogram the top digit of the first S keys of the slice; the bucket holding the
+ *  1. sample: the first step of pass 1 (already in registers) histograms the top digit of its
+ *     first max(4096, 64 k_eff) values (at most the whole step); the bucket holding the
  *     k_eff-th largest sampled key is a lower bound T of the row's pivot bucket P (the k-th
  *     largest of a subset never exceeds the k-th largest of the row, k <= k_eff);
- *  2. pass 1 over the whole slice, compared as floats against the value of T's smallest key
- *     (no order key, no shared memory for the ~97 % of keys below it): the count of invalid
- *     keys, and every key whose top digit is >= T counted in the top-digit histogram and
- *     appended to a shared-memory candidate list (capacity CK_CAP, one atomic per warp);
+ *  2. pass 1 over the whole slice (the next step's loads in flight while one is processed),
+ *     compared as floats against the value of T's smallest key (no order key, no shared
+ *     memory for the ~99 % of keys below it): the count of invalid keys, and every key whose
+ *     top digit is >= T counted in the top-digit histogram and appended to a shared-memory
+ *     candidate list (capacity CK_CAP, one atomic per warp); after 1, 2, 4, 8, ... steps T is
+ *     raised to the bucket of the k_eff-th largest key read so far (same argument);
  *  3. cluster barrier; every CTA sums the buckets >= its own T (exact from P up, since T <= P)
  *     and bucket 0 over the cluster, and walks them: k, P, and G = #keys with top digit >= P;
  *  4a. G <= CK_GATHER (the usual case): every CTA sends its keys with top digit >= P to rank 0,
@@ -41,8 +44,7 @@ namespace cg = cooperative_groups;
 #define CK_SLAB 1024
 #define CK_GATHER 2048    /* entries rank 0 gathers and sorts (4 per thread in ck_sort_desc) */
 #define CK_CAP 16384      /* candidate list entries per CTA */
-#define CK_SAMPLE_MIN 4096 /* sampled keys per CTA: max(CK_SAMPLE_MIN, CK_SAMPLE_PER_K * k) */
-#define CK_SAMPLE_PER_K 64
+#define CK_SAMPLE_PER_K 64 /* sampled keys per CTA: 2048 * clamp(ceil(64 k / 2048), 2, CK_UNROLL) */
 #define CK_MIN_SLICE 2048 /* a cluster is not split finer than this many tokens per CTA */
 #define CK_MIN_SLICE16 4096 /* ... and a 16-CTA (non-portable) cluster not finer than this */
 #define CK_MAXC 16        /* largest cluster (16 needs the non-portable cluster size) */
@@ -140,6 +142,8 @@ __device__ __forceinline__ void ck_zero(uint8_t *mask, uint32_t lo, uint32_t hi)
 
 /* ---- pass 1 ---- */
 
+__device__ void ck_find_bucket(const uint32_t *h, uint32_t nb, uint32_t take, ck_smem *sm);
+
 /* The float f with (x >= f) <=> (x valid and tkp_order_key(x) >= thr), for 1 <= thr: the order
  * key is monotone on the valid floats (-0.0 and +0.0 share a key and compare equal), NaN
  * compares false and -inf lies below -FLT_MAX. thr <= key(-FLT_MAX) = 0x00800000 (the smallest
@@ -182,29 +186,48 @@ __device__ __forceinline__ void ck_put_cand(ck_smem *sm, uint32_t *hist, float x
     pos++;
 }
 
-/* Pass 1 on one block-wide step of the float4 body: v[base + t + u * CK_THREADS] for
- * u < CK_UNROLL, j < nvec checked only when EDGE (the last, partial step; the missing slots
- * read NaN: never a candidate, and their invalid count is taken back). Per value: a float
- * compare, a select-add and a float add; one vote per step; the candidates (a few per cent)
- * are re-tested and appended after one ck_reserve per warp. */
-template <bool EDGE>
-__device__ __forceinline__ void ck_pass1_step(const float4 *__restrict__ v, uint32_t nvec,
-                                              uint32_t base, uint32_t body, float fthr,
-                                              uint32_t &ninv, uint32_t *hist, ck_smem *sm)
+/* Load one block-wide step of the float4 body: x[u] = v[base + t + u * CK_THREADS] for
+ * u < CK_UNROLL; a slot at or past nvec reads NaN (never a candidate, never sampled) and its 4
+ * invalid counts are taken back from ninv in advance. */
+__device__ __forceinline__ void ck_load(float4 (&x)[CK_UNROLL], const float4 *__restrict__ v,
+                                        uint32_t nvec, uint32_t base, uint32_t &ninv)
 {
-    const uint32_t t = threadIdx.x;
     const float nan = __int_as_float(0x7FC00000);
-    float4 x[CK_UNROLL];
 #pragma unroll
     for (int u = 0; u < CK_UNROLL; u++) {
-        const uint32_t j = base + t + (uint32_t)u * CK_THREADS;
-        if (!EDGE || j < nvec) {
+        const uint32_t j = base + threadIdx.x + (uint32_t)u * CK_THREADS;
+        if (j < nvec) {
             x[u] = __ldg(v + j);
         } else {
             x[u] = make_float4(nan, nan, nan, nan);
             ninv -= 4;
         }
     }
+}
+
+/* The sample: the valid values of x[u], u < us, counted in S by top digit. */
+__device__ __forceinline__ void ck_sample(const float4 (&x)[CK_UNROLL], uint32_t us, uint32_t *S)
+{
+#pragma unroll
+    for (int u = 0; u < CK_UNROLL; u++) {
+        if ((uint32_t)u < us) {
+            const float e[4] = {x[u].x, x[u].y, x[u].z, x[u].w};
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                if (e[c] >= -FLT_MAX)
+                    atomicAdd(&S[tkp_order_key(e[c]) >> 21], 1u);
+        }
+    }
+}
+
+/* Pass 1 on one loaded step x (the values at body + 4 * (base + t + u * CK_THREADS)). Per
+ * value: a float compare, a select-add and a float add; one vote per step; the candidates
+ * (a few per cent) are re-tested and appended after one ck_reserve per warp. */
+__device__ __forceinline__ void ck_pass1_proc(const float4 (&x)[CK_UNROLL], uint32_t base,
+                                              uint32_t body, float fthr, uint32_t &ninv,
+                                              uint32_t *hist, ck_smem *sm)
+{
+    const uint32_t t = threadIdx.x;
     uint32_t c = 0;
     float sum = 0.0f;
 #pragma unroll
@@ -215,7 +238,8 @@ __device__ __forceinline__ void ck_pass1_step(const float4 *__restrict__ v, uint
     }
     /* A sum with a NaN or -inf term is NaN or -inf whatever the order (NaN propagates,
      * -inf + y is -inf or NaN), so a sum >= -FLT_MAX proves every value valid; otherwise
-     * (an invalid value, or finite values overflowing to -inf) count exactly. */
+     * (an invalid value, a NaN fill past the end, or finite values overflowing to -inf)
+     * count exactly (the fills were taken back at load time). */
     if (!(sum >= -FLT_MAX)) {
 #pragma unroll
         for (int u = 0; u < CK_UNROLL; u++)
@@ -257,26 +281,76 @@ __device__ __forceinline__ void ck_pass1_one(const float *__restrict__ row, uint
     }
 }
 
-/* Pass 1 over row[lo, hi): hist[b] += #keys with top digit b for every b >= T (the keys with
- * x >= fthr, each also appended to the candidate list: sm->cand_n counts them all, stored or
- * not) and hist[0] += #invalid keys. The other buckets are left alone. */
-__device__ void ck_pass1(const float *__restrict__ row, uint32_t lo, uint32_t hi, float fthr,
-                         uint32_t *hist, ck_smem *sm)
+/* Pass 1 over row[lo, hi) with a bound that tightens as it goes; returns the final bound T
+ * (block-uniform), a lower bound of the row's pivot bucket.
+ *
+ * The float4 body is streamed in steps of CK_UNROLL * CK_THREADS vectors, the next step's
+ * loads issued before the current step is processed. The first step, already in registers,
+ * gives the sample: its first us * 2048 values (us = clamp(ceil(64 keff / 2048), 2,
+ * CK_UNROLL)) are counted by top digit in S = sm->hist[1] and T = the bucket of the sample's
+ * keff-th largest key (0 when the sample holds fewer). Each step then counts in hist, and
+ * appends to the candidate list, its keys with top digit >= the current T (x >= fthr); after
+ * 1, 2, 4, 8, ... steps hist is walked again: the bucket b of the keff-th largest key seen so
+ * far replaces T when b > T (hist is exact on the buckets > T, which are all the walk reads
+ * before stopping in such a b). The scalar head and tail (< 4 tokens each) go last, against
+ * the final T.
+ *
+ * Why the result is exact where it matters: (a) every T is the bucket of the keff-th largest
+ * of a subset of the row's valid keys, so T <= the bucket of the row's keff-th largest
+ * <= the pivot bucket P (k <= keff); (b) T only grows, so a key with top digit >= the final T
+ * was >= the T in force when it was read: hist[b] is the slice's exact count for every
+ * b >= final T; (c) hist[0] += the slice's invalid count. The buckets in (0, final T) hold
+ * partial counts and the list holds some keys below the final T; neither is ever read as
+ * exact (the reductions start at T, the later filters all require top digit >= P). */
+__device__ uint32_t ck_pass1(const float *__restrict__ row, uint32_t lo, uint32_t hi,
+                             uint32_t keff, uint32_t *hist, ck_smem *sm)
 {
-    uint32_t ninv = 0;
+    uint32_t ninv = 0, T = 0;
+    float fthr = ck_key_floor(1u);
     if (lo < hi) {
         const uint32_t mis = (uint32_t)(((16u - ((uintptr_t)(row + lo) & 15u)) & 15u) >> 2);
         const uint32_t body = min(hi, lo + mis);
-        if (lo < body)
-            ck_pass1_one(row, lo, body, fthr, ninv, hist, sm);
         const uint32_t nvec = (hi - body) >> 2;
         const float4 *__restrict__ v = reinterpret_cast<const float4 *>(row + body);
         const uint32_t step = CK_UNROLL * CK_THREADS;
-        uint32_t base = 0;
-        for (; base + step <= nvec; base += step)
-            ck_pass1_step<false>(v, nvec, base, body, fthr, ninv, hist, sm);
-        if (base < nvec)
-            ck_pass1_step<true>(v, nvec, base, body, fthr, ninv, hist, sm);
+        if (nvec > 0) {
+            const uint32_t us =
+                min((uint32_t)CK_UNROLL,
+                    max(2u, (CK_SAMPLE_PER_K * keff + 4 * CK_THREADS - 1) / (4 * CK_THREADS)));
+            float4 x[CK_UNROLL], y[CK_UNROLL];
+            ck_load(x, v, nvec, 0, ninv);
+            uint32_t done = 0;
+            for (uint32_t base = 0; base < nvec; base += step) { /* block-uniform */
+                const bool more = nvec - base > step;
+                if (more)
+                    ck_load(y, v, nvec, base + step, ninv);
+                if (base == 0) {
+                    ck_sample(x, us, sm->hist[1]);
+                    __syncthreads();
+                    ck_find_bucket(sm->hist[1], CK_BUCKETS, keff, sm);
+                    T = sm->bucket == 0xFFFFFFFFu ? 0u : sm->bucket;
+                    fthr = ck_key_floor(max(T << 21, 1u));
+                }
+                ck_pass1_proc(x, base, body, fthr, ninv, hist, sm);
+                done++;
+                if (more) {
+                    if ((done & (done - 1)) == 0) { /* after 1, 2, 4, 8, ... steps */
+                        __syncthreads(); /* every count of the steps so far is in hist */
+                        ck_find_bucket(hist, CK_BUCKETS, keff, sm);
+                        const uint32_t b = sm->bucket;
+                        if (b != 0xFFFFFFFFu && b > T) {
+                            T = b;
+                            fthr = ck_key_floor(T << 21);
+                        }
+                    }
+#pragma unroll
+                    for (int u = 0; u < CK_UNROLL; u++)
+                        x[u] = y[u];
+                }
+            }
+        }
+        if (lo < body)
+            ck_pass1_one(row, lo, body, fthr, ninv, hist, sm);
         const uint32_t tail = body + 4 * nvec;
         if (tail < hi)
             ck_pass1_one(row, tail, hi, fthr, ninv, hist, sm);
@@ -284,6 +358,7 @@ __device__ void ck_pass1(const float *__restrict__ row, uint32_t lo, uint32_t hi
     ninv = __reduce_add_sync(CK_FULL, ninv);
     if ((threadIdx.x & 31) == 0 && ninv)
         atomicAdd(&hist[0], ninv);
+    return T;
 }
 
 /* ---- cluster-wide decisions ---- */
@@ -484,22 +559,12 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
     }
     __syncthreads();
 
-    /* 1. sampled lower bound T of the pivot's top digit */
-    uint32_t sample = max((uint32_t)CK_SAMPLE_MIN, (uint32_t)CK_SAMPLE_PER_K * keff);
-    sample = min(sample, hi - lo);
-    ck_stream(row, lo, lo + sample, [&](uint32_t key, uint32_t, bool ok) {
-        if (ok)
-            atomicAdd(&sm->hist[1][key >> 21], 1u);
-    });
-    __syncthreads();
-    ck_find_bucket(sm->hist[1], CK_BUCKETS, keff, sm);
-    const uint32_t low_digit = sm->bucket == 0xFFFFFFFFu ? 0u : sm->bucket;
-
-    /* 2. pass 1: the top-digit histogram of the slice, exact on the buckets >= T (the only
-     * ones the bucket walk can stop in: every CTA's T is at most the row's pivot bucket, so
-     * the cluster sums are exact from the pivot bucket up) and on bucket 0 (the invalid keys),
-     * and every key >= T in the candidate list. */
-    ck_pass1(row, lo, hi, ck_key_floor(max(low_digit << 21, 1u)), sm->hist[0], sm);
+    /* 1-2. pass 1 (its first step gives the sampled bound T, tightened as it goes): the
+     * top-digit histogram of the slice, exact on the buckets >= T (the only ones the bucket
+     * walk can stop in: every CTA's T is at most the row's pivot bucket, so the cluster sums
+     * are exact from the pivot bucket up) and on bucket 0 (the invalid keys), and every key
+     * whose top digit is >= T in the candidate list. */
+    const uint32_t low_digit = ck_pass1(row, lo, hi, keff, sm->hist[0], sm);
 
     /* 3. The first digit on the cluster-wide counts. Every CTA's histogram is complete (and
      * every CTA has started, rank 0's counters are initialised) before anyone reads it. Only
@@ -738,22 +803,7 @@ extern "C" int cake_gpu_plan(int64_t batch, int64_t vocab, struct cake_gpu_plan 
         (void)cudaGetLastError();
     /* Measured capacity: co-resident clusters of each size on this device. */
     for (int c = 1; c <= CK_MAXC; c <<= 1) {
-        cudaLaunchConfig_t cfg = {};
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = (unsigned)c;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        cfg.gridDim = dim3((unsigned)c * 64u);
-        cfg.blockDim = dim3(CK_THREADS);
-        cfg.dynamicSmemBytes = plan->smem_bytes;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        int n = 0;
-        if (cudaOccupancyMaxActiveClusters(&n, cake_kernel, &cfg) != cudaSuccess) {
-            (void)cudaGetLastError();
-            n = 0;
-        }
+        int n = tkp_active_clusters(cake_kernel, c, CK_THREADS, plan->smem_bytes);
         if (c == 1 && n < 1) { /* no cluster query: count plain co-resident CTAs */
             int per_sm = 0;
             if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, cake_kernel, CK_THREADS,
@@ -803,19 +853,10 @@ extern "C" int cake_gpu_run(const struct cake_gpu_plan *plan, int64_t batch, int
     a.draws = io->samples ? draws : 0;
     a.slice = plan->slice;
 
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = (unsigned)plan->cluster;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.gridDim = dim3((unsigned)(batch * plan->cluster));
-    cfg.blockDim = dim3(CK_THREADS);
-    cfg.dynamicSmemBytes = plan->smem_bytes;
-    cfg.stream = (cudaStream_t)stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    TKP_CUDA_TRY(cudaLaunchKernelEx(&cfg, cake_kernel, a), err);
+    TKP_CUDA_TRY(tkp_launch_cluster(cake_kernel, (int)plan->cluster,
+                                    dim3((unsigned)(batch * plan->cluster)), dim3(CK_THREADS),
+                                    plan->smem_bytes, (cudaStream_t)stream, a),
+                 err);
     TKP_LAUNCH_CHECK(err);
     return TKP_OK;
 }

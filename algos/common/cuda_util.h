@@ -45,13 +45,10 @@ __device__ __forceinline__ void tkp_wait_prerequisite(void)
     asm volatile("griddepcontrol.wait;" ::: "memory");
 }
 
-template <typename... Params, typename... Args>
-static inline cudaError_t tkp_launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block,
-                                               size_t smem, cudaStream_t stream, Args... args)
+/* A launch configuration with one attribute. */
+static inline cudaLaunchConfig_t tkp_config(cudaLaunchAttribute *attr, dim3 grid, dim3 block,
+                                            size_t smem, cudaStream_t stream)
 {
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
@@ -59,7 +56,56 @@ static inline cudaError_t tkp_launch_dependent(void (*kernel)(Params...), dim3 g
     cfg.stream = stream;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
+    return cfg;
+}
+
+template <typename... Params, typename... Args>
+static inline cudaError_t tkp_launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block,
+                                               size_t smem, cudaStream_t stream, Args... args)
+{
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    const cudaLaunchConfig_t cfg = tkp_config(attr, grid, block, smem, stream);
     return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
+/* Thread-block clusters along x: the launch attribute, a launch, and how many clusters of
+ * `cluster` CTAs (`threads` threads, `smem` dynamic bytes) can be co-resident (0 when none can,
+ * or the query fails; the failure is cleared). */
+static inline cudaLaunchAttribute tkp_cluster_attr(int cluster)
+{
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = (unsigned)cluster;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    return attr;
+}
+
+template <typename... Params, typename... Args>
+static inline cudaError_t tkp_launch_cluster(void (*kernel)(Params...), int cluster, dim3 grid,
+                                             dim3 block, size_t smem, cudaStream_t stream,
+                                             Args... args)
+{
+    cudaLaunchAttribute attr[1] = { tkp_cluster_attr(cluster) };
+    const cudaLaunchConfig_t cfg = tkp_config(attr, grid, block, smem, stream);
+    return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
+template <typename... Params>
+static inline int tkp_active_clusters(void (*kernel)(Params...), int cluster, int threads,
+                                      size_t smem)
+{
+    cudaLaunchAttribute attr[1] = { tkp_cluster_attr(cluster) };
+    const cudaLaunchConfig_t cfg =
+        tkp_config(attr, dim3((unsigned)cluster * 64u), dim3((unsigned)threads), smem, 0);
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
+        (void)cudaGetLastError();
+        n = 0;
+    }
+    return n;
 }
 
 #endif

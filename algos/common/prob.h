@@ -69,19 +69,25 @@ TKP_HD float tkp_expf(float x)
     return poly * scale.f;
 }
 
-/* The fixed-point weight of token value x in a row whose largest valid value is m; a row
- * holding +inf gives weight one to each +inf token and zero to the rest. */
-TKP_HD uint64_t tkp_weight(float x, float m)
+/* The weight of token value x in a row whose largest valid value is m, as a float in [0, 1]:
+ * 0 for an invalid x; in a row holding +inf, 1 for each +inf token and 0 for the rest; else
+ * tkp_expf(x - m). */
+TKP_HD float tkp_weight_float(float x, float m)
 {
     if (!tkp_is_valid(x))
-        return 0;
+        return 0.0f;
     if (m == INFINITY)
-        return x == INFINITY ? TKP_FIX_ONE : 0;
-    /* floor(f * 2^40) for f = tkp_expf(x - m) in [0, 1], f = M * 2^(E - 150) (M the mantissa
-     * with its hidden bit, E the biased exponent; f is never subnormal): a shift of M, the
-     * integer form of (uint64_t)((double)f * 2^40) */
+        return x == INFINITY ? 1.0f : 0.0f;
+    return tkp_expf(x - m);
+}
+
+/* floor(f * 2^40) for f in [0, 1] (f = M * 2^(E - 150), M the mantissa with its hidden bit, E
+ * the biased exponent; f is 0 or normal): a shift of M, the integer form of
+ * (uint64_t)((double)f * 2^40). 1.0f gives TKP_FIX_ONE. */
+TKP_HD uint64_t tkp_fix_of(float f)
+{
     union { float f; uint32_t u; } c;
-    c.f = tkp_expf(x - m);
+    c.f = f;
     const int e = (int)(c.u >> 23);
     if (e == 0)
         return 0;
@@ -89,6 +95,9 @@ TKP_HD uint64_t tkp_weight(float x, float m)
     const int sh = e - 110;
     return sh >= 0 ? mant << sh : (sh > -24 ? mant >> -sh : 0);
 }
+
+/* The fixed-point weight of token value x in a row whose largest valid value is m. */
+TKP_HD uint64_t tkp_weight(float x, float m) { return tkp_fix_of(tkp_weight_float(x, m)); }
 
 /* The mass target of top-p over a set of fixed total `total`: keep j iff j == 0 or the mass
  * before j is < target. p >= 1 keeps everything, p <= 0 keeps the first token only. */

@@ -15,8 +15,11 @@ extern "C" {
 /* The launch shape of one problem, fixed at init. */
 struct rej_gpu_plan {
     int threads;          /* threads per CTA: 1024 or 512 */
-    int groups;           /* CTAs per row; CTA g draws d = g, g + groups, ... */
-    int64_t slots;        /* per-CTA statistics slots: batch * groups */
+    int cluster;          /* CTAs per row and group: 1, or a thread-block cluster of 2 .. 16 */
+    int groups;           /* CTAs (clusters) per row; group g draws d = g, g + groups, ... */
+    int slice;            /* cluster: tokens of the row per CTA */
+    size_t smem;          /* cluster: dynamic shared memory per CTA */
+    int64_t slots;        /* per-CTA statistics slots: batch * groups * cluster */
     size_t workspace;     /* device bytes: the statistics slots */
 };
 
