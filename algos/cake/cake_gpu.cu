@@ -122,6 +122,22 @@ __device__ __forceinline__ void ck_stream(const float *__restrict__ row, uint32_
     }
 }
 
+/* f(key, index, ok) over the CTA's keys that a pass needs: the shared-memory candidate list
+ * when it holds them all (use_cand), else the slice row[lo, hi) streamed again. */
+template <typename F>
+__device__ __forceinline__ void ck_each_candidate(const ck_smem *sm, bool use_cand,
+                                                  const float *__restrict__ row, uint32_t lo,
+                                                  uint32_t hi, F f)
+{
+    if (use_cand) {
+        const uint32_t n = sm->cand_n;
+        for (uint32_t i = threadIdx.x; i < n; i += CK_THREADS)
+            f(sm->cand_key[i], sm->cand_idx[i], true);
+    } else {
+        ck_stream(row, lo, hi, f);
+    }
+}
+
 /* Zero mask[lo, hi) with 16-byte stores where aligned. */
 __device__ __forceinline__ void ck_zero(uint8_t *mask, uint32_t lo, uint32_t hi)
 {
@@ -593,13 +609,7 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
             if (ok && (key >> 21) >= pivot)
                 ck_push_mine(sm, key, i);
         };
-        if (use_cand) {
-            const uint32_t n = sm->cand_n;
-            for (uint32_t i = t; i < n; i += CK_THREADS)
-                push(sm->cand_key[i], sm->cand_idx[i], true);
-        } else {
-            ck_stream(row, lo, hi, push);
-        }
+        ck_each_candidate(sm, use_cand, row, lo, hi, push);
     } else if (k > 0) {
         /* 4b. The radix select of cake.c, pass by pass, on the cluster-wide counts; the first
          * digit's walk is done (sm->bucket, sm->above). */
@@ -616,13 +626,7 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
                     if (ok && (key & mask) == prefix)
                         atomicAdd(&h[(key >> shift) & dmask], 1u);
                 };
-                if (use_cand) {
-                    const uint32_t n = sm->cand_n;
-                    for (uint32_t i = t; i < n; i += CK_THREADS)
-                        count(sm->cand_key[i], 0, true);
-                } else {
-                    ck_stream(row, lo, hi, count);
-                }
+                ck_each_candidate(sm, use_cand, row, lo, hi, count);
                 /* The histogram read two passes ago is overwritten only after this barrier,
                  * which every reader of it passed after its reads. */
                 cluster.sync();
@@ -656,13 +660,7 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
             if (ok && (high > prefix || (ties_all && high == prefix)))
                 ck_push_mine(sm, key, i);
         };
-        if (use_cand) {
-            const uint32_t n = sm->cand_n;
-            for (uint32_t i = t; i < n; i += CK_THREADS)
-                collect(sm->cand_key[i], sm->cand_idx[i], true);
-        } else {
-            ck_stream(row, lo, hi, collect);
-        }
+        ck_each_candidate(sm, use_cand, row, lo, hi, collect);
         if (!ties_all) { /* the first `need` ties of the slice, in index order (uniform) */
             uint32_t running = 0;
             for (uint32_t base = lo; base < hi && running < need; base += 4 * CK_THREADS) {

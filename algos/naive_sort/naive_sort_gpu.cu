@@ -75,26 +75,18 @@ struct FinShared {
     int bc_int;
 };
 
-/* Block-wide sums, the result given to every thread. The leading barrier protects the
- * temporary storage and the broadcast slot from their previous use. */
-__device__ uint64_t block_sum_u64(FinShared &sh, uint64_t v)
+/* A block-wide sum (CUB's BlockReduce `Reduce` over its temporary storage), the result given
+ * to every thread through `slot`. The leading barrier protects the temporary storage and the
+ * slot from their previous use. */
+template <typename Reduce, typename T>
+__device__ T block_sum(typename Reduce::TempStorage &tmp, T &slot, T v)
 {
     __syncthreads();
-    uint64_t s = RedW(sh.tmp.rw).Sum(v);
+    const T s = Reduce(tmp).Sum(v);
     if (threadIdx.x == 0)
-        sh.bc_u64 = s;
+        slot = s;
     __syncthreads();
-    return sh.bc_u64;
-}
-
-__device__ int block_sum_int(FinShared &sh, int v)
-{
-    __syncthreads();
-    int s = RedI(sh.tmp.ri).Sum(v);
-    if (threadIdx.x == 0)
-        sh.bc_int = s;
-    __syncthreads();
-    return sh.bc_int;
+    return slot;
 }
 
 /* The first position in [lo, hi) where pred is false, given that pred holds on a prefix of
@@ -157,7 +149,7 @@ __global__ void __launch_bounds__(FIN_THREADS)
                 if (idx < n)
                     mine += tkp_weight(tkp_key_value(srt[idx]), m);
             }
-        total = block_sum_u64(sh, mine);
+        total = block_sum<RedW>(sh.tmp.rw, sh.bc_u64, mine);
     }
 
     /* Top-p: nk = #{j < n : j == 0 or (mass before j) < target}, a prefix of the order. */
@@ -188,8 +180,8 @@ __global__ void __launch_bounds__(FIN_THREADS)
             if (carry >= target) /* every later token has at least this much before it */
                 break;
         }
-        nk = block_sum_int(sh, mine_n);
-        kept_total = block_sum_u64(sh, mine_w);
+        nk = block_sum<RedI>(sh.tmp.ri, sh.bc_int, mine_n);
+        kept_total = block_sum<RedW>(sh.tmp.rw, sh.bc_u64, mine_w);
     }
 
     /* The boundary: tokens with key > kb are kept, and the first `ties` with key == kb. */

@@ -254,18 +254,22 @@ __device__ double fold_lanes(double v, double *lane)
     return total;
 }
 
-/* The block-wide sum of one count per thread. */
-__device__ unsigned block_count(unsigned c, unsigned *part)
+/* The sum of one count per thread over a group of G threads (a warp, or a block of G / 32
+ * warps with `part` holding G / 32 words of shared scratch). Every thread gets the sum. */
+template <int G>
+__device__ __forceinline__ uint32_t group_sum(uint32_t v, unsigned *part)
 {
-    c = __reduce_add_sync(FULL, c);
-    if ((threadIdx.x & 31) == 0)
-        part[threadIdx.x >> 5] = c;
-    __syncthreads();
-    unsigned total = 0;
-    for (int w = 0; w < NT / 32; w++)
-        total += part[w];
-    __syncthreads();
-    return total;
+    v = __reduce_add_sync(FULL, v);
+    if (G > 32) {
+        if ((threadIdx.x & 31) == 0)
+            part[threadIdx.x >> 5] = v;
+        __syncthreads();
+        v = 0;
+        for (int i = 0; i < G / 32; i++)
+            v += part[i];
+        __syncthreads();
+    }
+    return v;
 }
 
 __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
@@ -293,12 +297,15 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
         float v[PU];
         double s = 0.0;
         unsigned c = 0;
-        for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
+        auto load = [&](int64_t base) { /* v[u] = sample base + u * 256 + t (NaN past n) */
 #pragma unroll
             for (int u = 0; u < PU; u++) {
                 const int64_t i = base + u * QRITA_STAT_LANES + t;
                 v[u] = i < n ? x[i] : NAN;
             }
+        };
+        for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
+            load(base);
 #pragma unroll
             for (int u = 0; u < PU; u++)
                 if (isfinite(v[u])) {
@@ -306,19 +313,14 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
                     c++;
                 }
         }
-        const unsigned count = block_count(c, part);
+        const unsigned count = group_sum<NT>(c, part);
         const double sum = fold_lanes(s, lane);
         if (count) {
             const double mean = sum / (double)count;
             double s2 = 0.0;
             for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
-                if (!one) {
-#pragma unroll
-                    for (int u = 0; u < PU; u++) {
-                        const int64_t i = base + u * QRITA_STAT_LANES + t;
-                        v[u] = i < n ? x[i] : NAN;
-                    }
-                }
+                if (!one)
+                    load(base);
 #pragma unroll
                 for (int u = 0; u < PU; u++)
                     if (isfinite(v[u])) {
@@ -549,6 +551,19 @@ __device__ __forceinline__ void slot_add(Slot &a, const Slot &b)
     }
 }
 
+/* One more key above the slot's threshold, of measure w. */
+__device__ __forceinline__ void slot_push(Slot &s, uint32_t key, u64 w)
+{
+    s.cnt++;
+    s.mass += w;
+    if (key < s.min) {
+        s.min = key;
+        s.copies = 1;
+    } else if (key == s.min) {
+        s.copies++;
+    }
+}
+
 #define NSLOT 5
 #define EVAL_UNROLL 2 /* items of 4 keys in flight per thread */
 
@@ -647,22 +662,6 @@ __device__ __forceinline__ void reduce_slots(Slot (&s)[NSLOT], SearchSmem &sm)
     }
 }
 
-template <int G>
-__device__ __forceinline__ uint32_t group_sum(uint32_t v, SearchSmem &sm)
-{
-    v = __reduce_add_sync(FULL, v);
-    if (G > 32) {
-        if ((threadIdx.x & 31) == 0)
-            sm.wcnt[threadIdx.x >> 5] = v;
-        __syncthreads();
-        v = 0;
-        for (int i = 0; i < G / 32; i++)
-            v += sm.wcnt[i];
-        __syncthreads();
-    }
-    return v;
-}
-
 __device__ __forceinline__ void load4(const Src &s, int64_t item, uint32_t (&k)[4])
 {
     const int64_t i = 4 * item;
@@ -717,16 +716,8 @@ __device__ void eval_pass(const Eng &e, const uint32_t (&thr)[NSLOT], int ns,
                     const u64 w = qrita_measure_of(m, key);
 #pragma unroll
                     for (int j = 0; j < NSLOT; j++)
-                        if (j < ns && key > thr[j]) {
-                            res[j].cnt++;
-                            res[j].mass += w;
-                            if (key < res[j].min) {
-                                res[j].min = key;
-                                res[j].copies = 1;
-                            } else if (key == res[j].min) {
-                                res[j].copies++;
-                            }
-                        }
+                        if (j < ns && key > thr[j])
+                            slot_push(res[j], key, w);
                 }
                 if (gather) {
                     const bool g = in && key > glo && key <= ghi;
@@ -845,16 +836,8 @@ __device__ __forceinline__ Slot warp_slot(const uint32_t (&key)[REG_KEYS],
     Slot s = slot_empty();
 #pragma unroll
     for (int i = 0; i < REG_KEYS; i++)
-        if (key[i] > piv) {
-            s.cnt++;
-            s.mass += w[i];
-            if (key[i] < s.min) {
-                s.min = key[i];
-                s.copies = 1;
-            } else if (key[i] == s.min) {
-                s.copies++;
-            }
-        }
+        if (key[i] > piv)
+            slot_push(s, key[i], w[i]);
     return warp_slot_reduce(s);
 }
 
@@ -1142,7 +1125,7 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
             uint32_t c = 0;
             for (int64_t i = tid; i < pool_n; i += G)
                 c += pk[i] == bkey;
-            c = group_sum<G>(c, sm);
+            c = group_sum<G>(c, sm.wcnt);
             if ((int64_t)c <= b.keep) {
                 cut = (int)V;
             } else { /* the keep-th smallest index among the copies */
@@ -1152,7 +1135,7 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
                     uint32_t n = 0;
                     for (int64_t i = tid; i < pool_n; i += G)
                         n += pk[i] == bkey && (int64_t)pi[i] <= mid;
-                    n = group_sum<G>(n, sm);
+                    n = group_sum<G>(n, sm.wcnt);
                     if ((int64_t)n >= b.keep)
                         hi_i = mid;
                     else

@@ -111,17 +111,21 @@ constexpr size_t kClusterFixed = (sizeof(ClusterSmem) + 15) & ~(size_t)15;
 
 size_t cluster_smem_bytes(int slice) { return kClusterFixed + 8 * (size_t)slice; }
 
+__device__ __forceinline__ void unpack4(float4 q, float v[4])
+{
+    v[0] = q.x;
+    v[1] = q.y;
+    v[2] = q.z;
+    v[3] = q.w;
+}
+
 /* Four consecutive logits i .. i+3 of a row of n (i a multiple of 4); past the row: -inf,
  * which has order key 0, weight 0 and a position >= REJ_END. */
 __device__ __forceinline__ void load4(const float *__restrict__ x, int n, bool vec, int i,
                                       float v[4])
 {
     if (vec && i + 3 < n) {
-        float4 q = __ldg(reinterpret_cast<const float4 *>(x + i));
-        v[0] = q.x;
-        v[1] = q.y;
-        v[2] = q.z;
-        v[3] = q.w;
+        unpack4(__ldg(reinterpret_cast<const float4 *>(x + i)), v);
     } else {
 #pragma unroll
         for (int j = 0; j < 4; j++)
@@ -331,11 +335,7 @@ template <int THREADS, bool CLUSTER> struct Row {
     {
         if constexpr (CLUSTER) {
             if (j < n) {
-                const float4 q = *reinterpret_cast<const float4 *>(xs + j);
-                v[0] = q.x;
-                v[1] = q.y;
-                v[2] = q.z;
-                v[3] = q.w;
+                unpack4(*reinterpret_cast<const float4 *>(xs + j), v);
             } else {
 #pragma unroll
                 for (int k = 0; k < 4; k++)

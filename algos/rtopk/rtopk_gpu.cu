@@ -386,19 +386,9 @@ template <bool CACHED>
 cudaError_t rt_launch(const struct rtopk_gpu_plan *plan, const struct tkp_problem *pb,
                       const struct tkp_io *io, int max_iter, int32_t *iters, cudaStream_t st)
 {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)(pb->batch * plan->group));
-    cfg.blockDim = dim3(RT_THREADS);
-    cfg.dynamicSmemBytes = CACHED ? plan->smem : 0;
-    cfg.stream = st;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = (unsigned)plan->group;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, rtopk_kernel<CACHED>, io->logits, (int64_t)pb->stride,
+    return tkp_launch_cluster(rtopk_kernel<CACHED>, plan->group,
+                              dim3((unsigned)(pb->batch * plan->group)), dim3(RT_THREADS),
+                              CACHED ? plan->smem : 0, st, io->logits, (int64_t)pb->stride,
                               (int64_t)pb->vocab, io->k, io->kept, plan->chunk, max_iter, iters);
 }
 
@@ -406,23 +396,8 @@ cudaError_t rt_launch(const struct rtopk_gpu_plan *plan, const struct tkp_proble
 template <bool CACHED>
 int rt_clusters(const struct rtopk_gpu_plan *plan)
 {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)plan->group);
-    cfg.blockDim = dim3(RT_THREADS);
-    cfg.dynamicSmemBytes = CACHED ? plan->smem : 0;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = (unsigned)plan->group;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    int n = 0;
-    if (cudaOccupancyMaxActiveClusters(&n, rtopk_kernel<CACHED>, &cfg) != cudaSuccess) {
-        cudaGetLastError();
-        return 0;
-    }
-    return n;
+    return tkp_active_clusters(rtopk_kernel<CACHED>, plan->group, RT_THREADS,
+                               CACHED ? plan->smem : 0);
 }
 
 int64_t rt_chunk(int64_t vocab, int group)
