@@ -126,6 +126,13 @@ TEST(gpu_qrita_gaussian_b200_topk) { gaussian_matches(200, 50, 1.0f, 1.0f, NULL)
 TEST(gpu_qrita_gaussian_b200_topk_topp) { gaussian_matches(200, 50, 0.9f, 1.0f, NULL); }
 TEST(gpu_qrita_gaussian_b200_topp) { gaussian_matches(200, 0, 0.9f, 2.0f, NULL); }
 
+/* Past B = #SMs a warp searches each row; rows of flat logits have too many top-p candidates
+ * for a warp and go to the block kernel (qr_search_heavy): tens of thousands (scale 1, no
+ * mass floor to speak of) or the whole row (scale 0.25: the buffer overflows, the row falls
+ * back). */
+TEST(gpu_qrita_gaussian_b200_topp_flat_rows) { gaussian_matches(200, 0, 0.9f, 1.0f, NULL); }
+TEST(gpu_qrita_gaussian_b200_topp_near_uniform_rows) { gaussian_matches(200, 0, 0.5f, 0.25f, NULL); }
+
 TEST(gpu_qrita_gaussian_b200_table4_options)
 {
     static const char *const runs[][4] = {

@@ -1,4 +1,4 @@
-/* qrita_gpu.cu — Qrita on sm_90a. Four kernels per run, all on one stream (README.md, "GPU"):
+/* qrita_gpu.cu — Qrita on sm_90a. A chain of kernels per run, on one stream (README.md, "GPU"):
  *
  *  qr_prep   <<<B, 256>>>           zero the row's accumulators; sample statistics with the CPU's
  *                                   256-lane double fold; the gather threshold (qrita_rules.h);
@@ -8,12 +8,16 @@
  *                                   atomic counter per row: buffer order is nondeterministic);
  *  qr_mass   <<<(cpr, B), 256>>>    only when some row is top-p alone: the row's fixed-point mass
  *                                   and that of its outliers (integer atomics: order independent);
+ *  qr_gather2 <<<(cpr, B), 256>>>  only for top-p-alone rows (truncation=auto): every key above
+ *                                   the mass floor (qrita_rules.h) into the buffer;
  *  qr_search <<<., 256 or 512>>>    per row (a warp per row, 8 rows per block, past B = #SMs; a
  *                                   512-thread block per row below): the CPU's decisions and its
  *                                   pivot search, replayed on the buffer (or on the row when it
  *                                   falls back), with the candidates compacted into shared memory
  *                                   as the search range shrinks; the boundary (key, last kept
- *                                   index among its copies) per row;
+ *                                   index among its copies) per row. A warp lists a row with more
+ *                                   than HEAVY_N candidates instead, and
+ *  qr_search_heavy <<<#SMs, 512>>>  searches the listed rows, a block each;
  *  qr_mask   <<<(cpr, B), 256>>>    writes every byte of the mask: zero-fill + scatter from the
  *                                   buffer, or one pass over the row chunk.
  *
@@ -37,6 +41,7 @@ __constant__ double qr_quantile[QRITA_QUANTILE_BINS - 1] = QRITA_NORMAL_QUANTILE
 #define CAP_WARP 1024   /* shared-memory candidates per half, warp-per-row search */
 #define CAP_BLOCK 16384 /* shared-memory candidates per half, block-per-row search */
 #define BLOCK_G 512     /* threads of the block-per-row search */
+#define HEAVY_N 4096    /* warp-per-row search: rows with more candidates go to a block */
 
 struct qr_row {
     unsigned max_key, inv_min, valid, gathered; /* qr_scan (zeroed by qr_prep) */
@@ -57,6 +62,7 @@ struct qr_args {
     qrita_gpu_rstat *rstat;
     uint32_t *keys, *idx;
     u64 *hist; /* QRITA_MASS_BINS per row */
+    uint32_t *heavy; /* [0] how many rows the warp-per-row search left, [1..] which */
     int gather2; /* qr_gather2 runs: top-p-alone rows skip the buffer writes of qr_scan */
     int64_t batch, vocab, stride, cap_gpu, cap_cpu, pitch, vpc;
     int trunc, search, dedup, sample_block, max_iter, pivots;
@@ -339,6 +345,8 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
     }
     if (t < QRITA_MASS_BINS)
         a.hist[r * QRITA_MASS_BINS + t] = 0;
+    if (t == 0 && r == 0)
+        a.heavy[0] = 0;
     if (t == 0) {
         row->lo2 = row->gathered2 = row->pool_n = 0;
         row->max_key = row->inv_min = row->valid = row->gathered = 0;
@@ -766,66 +774,83 @@ __device__ __forceinline__ void eng_reset(Eng &e, const Src &s)
  * search (register_iterations). */
 #define REG_KEYS 8
 
-/* The pivots of one iteration (qrita_place_pivots, unrolled so they stay in registers): thr[0]
- * = lo, thr[1..3] the pivots (unused ones repeat hi), thr[4] = hi. Returns how many. */
+/* The pivots of one iteration (qrita_place_pivots): how many there are in [lo, hi], and the j-th
+ * (0-based) of them. */
+__device__ __forceinline__ int pivot_count(uint32_t lo, uint32_t hi, int pivots)
+{
+    const uint64_t width = (uint64_t)hi - lo + 1;
+    return width <= (uint64_t)pivots ? (int)width : pivots;
+}
+
+__device__ __forceinline__ uint32_t pivot_at(uint32_t lo, uint32_t hi, int pivots, int j)
+{
+    const uint64_t width = (uint64_t)hi - lo + 1;
+    if (width <= (uint64_t)pivots)
+        return lo + (uint32_t)j;
+    /* (j + 1) (width - pivots) / (pivots + 1), the divisor a constant per case */
+    const uint64_t span = (uint64_t)(j + 1) * (width - (uint64_t)pivots);
+    const uint64_t step = pivots == 3 ? span >> 2 : pivots == 1 ? span >> 1 : span / 3u;
+    return lo + (uint32_t)j + (uint32_t)step;
+}
+
+/* All of them at once, in registers: thr[0] = lo, thr[1..3] the pivots (unused ones repeat hi),
+ * thr[4] = hi. Returns how many. */
 __device__ __forceinline__ int place_pivots(uint32_t lo, uint32_t hi, int pivots,
                                             uint32_t (&thr)[NSLOT])
 {
-    const uint64_t width = (uint64_t)hi - lo + 1;
-    const int c = width <= (uint64_t)pivots ? (int)width : pivots;
+    const int c = pivot_count(lo, hi, pivots);
     thr[0] = lo;
 #pragma unroll
-    for (int j = 0; j < 3; j++) {
-        const uint64_t n = (uint64_t)j + 1;
-        /* n (width - pivots) / (pivots + 1), the divisor a constant per case */
-        const uint64_t span = n * (width - (uint64_t)pivots);
-        const uint64_t step = pivots == 3 ? span >> 2 : pivots == 1 ? span >> 1 : span / 3u;
-        const uint32_t pj = width <= (uint64_t)pivots ? lo + (uint32_t)j
-                                                      : lo + (uint32_t)j + (uint32_t)step;
-        thr[1 + j] = j < c ? pj : hi;
-    }
+    for (int j = 0; j < 3; j++)
+        thr[1 + j] = j < c ? pivot_at(lo, hi, pivots, j) : hi;
     thr[4] = hi;
     return c;
 }
 
-/* The CPU's verdicts on the c pivots of one iteration, given each pivot's statistics over the
- * current source (res[1..3]) and those of the keys above the source's window (agg). Updates the
- * search state; lowc/highc get the source counts at the new lo and hi. */
+/* The CPU's verdict on one pivot `piv` of an iteration, given its statistics over the current
+ * source (pj) and those of the keys above the source's window (agg). Updates the search state
+ * (lowc/highc get the source counts at the new lo and hi); true when the iteration ends here. */
+__device__ __forceinline__ bool judge_one(const Slot &pj, uint32_t piv, const Slot &agg,
+                                          const struct qrita_query &q, int dedup,
+                                          SearchState &st_, int64_t &lowc, int64_t &highc)
+{
+    struct qrita_pivot_stat st;
+    st.count = (int64_t)agg.cnt + pj.cnt;
+    st.mass = agg.mass + pj.mass;
+    st.min_key = pj.cnt ? pj.min : agg.min;
+    st.copies = pj.cnt ? pj.copies : agg.copies;
+    st.copy_weight = st.count ? qrita_measure_of(q.measure, st.min_key) : 0;
+    qrita_restrict(&st, q.set);
+    const enum qrita_verdict v = qrita_classify(&st, q.target, q.set_size);
+    if (v == QRITA_PIVOT_ACCEPT) {
+        st_.acc_key = st.min_key;
+        st_.acc_keep = dedup ? qrita_copies_kept(&st, q.target) : QRITA_KEEP_ALL;
+        st_.accepted = true;
+        st_.acc_count = st.count;
+        return true;
+    }
+    if (v == QRITA_PIVOT_LOW) {
+        st_.floor_key = piv;
+        st_.lo = piv + 1;
+        lowc = pj.cnt;
+        return false;
+    }
+    st_.hi = piv - 1;
+    highc = pj.cnt;
+    return true;
+}
+
+/* The verdicts on the c pivots thr[1..c] of one iteration, in order (res[1..3]: their
+ * statistics over the current source). */
 __device__ __forceinline__ void judge_pivots(const Slot (&res)[NSLOT],
                                              const uint32_t (&thr)[NSLOT], int c, const Slot &agg,
                                              const struct qrita_query &q, int dedup,
                                              SearchState &st_, int64_t &lowc, int64_t &highc)
 {
-    bool done = false;
 #pragma unroll
-    for (int j = 0; j < 3; j++) {
-        if (j < c && !done) {
-            const Slot &pj = res[1 + j];
-            struct qrita_pivot_stat st;
-            st.count = (int64_t)agg.cnt + pj.cnt;
-            st.mass = agg.mass + pj.mass;
-            st.min_key = pj.cnt ? pj.min : agg.min;
-            st.copies = pj.cnt ? pj.copies : agg.copies;
-            st.copy_weight = st.count ? qrita_measure_of(q.measure, st.min_key) : 0;
-            qrita_restrict(&st, q.set);
-            enum qrita_verdict v = qrita_classify(&st, q.target, q.set_size);
-            if (v == QRITA_PIVOT_ACCEPT) {
-                st_.acc_key = st.min_key;
-                st_.acc_keep = dedup ? qrita_copies_kept(&st, q.target) : QRITA_KEEP_ALL;
-                st_.accepted = true;
-                st_.acc_count = st.count;
-                done = true;
-            } else if (v == QRITA_PIVOT_LOW) {
-                st_.floor_key = thr[1 + j];
-                st_.lo = thr[1 + j] + 1;
-                lowc = pj.cnt;
-            } else {
-                st_.hi = thr[1 + j] - 1;
-                highc = pj.cnt;
-                done = true;
-            }
-        }
-    }
+    for (int j = 0; j < 3; j++)
+        if (j < c && judge_one(res[1 + j], thr[1 + j], agg, q, dedup, st_, lowc, highc))
+            break;
 }
 
 /* The statistics of the lane-held keys above `piv`, over the warp. Keys outside the window are
@@ -841,10 +866,12 @@ __device__ __forceinline__ Slot warp_slot(const uint32_t (&key)[REG_KEYS],
     return warp_slot_reduce(s);
 }
 
-/* The rest of a search on at most 32 x REG_KEYS candidates in shared memory (e.src.kind 2), by
- * one warp with the candidates in registers: the source no longer shrinks (its window and agg
- * stay those at entry), so every pivot's statistics are agg + the lane-held keys above it, the
- * same numbers the shrinking source gives. */
+/* The rest of a search on at most 32 x REG_KEYS candidates (e.src.kind 0 or 2), by one warp
+ * with the candidates in registers: the source no longer shrinks (its window and agg stay those
+ * at entry), so every pivot's statistics are agg + the lane-held keys above it, the same numbers
+ * the shrinking source gives. A pivot's statistics are computed only when it is judged (the
+ * verdicts go in order and stop at the first that ends the iteration), and the loops stay
+ * rolled: at small batch the search is bound by fetching its code (README, "GPU"). */
 __device__ void register_iterations(const Eng &e, const struct qrita_query &q, int pivots,
                                     int max_iter, int dedup, SearchState &st_)
 {
@@ -856,23 +883,39 @@ __device__ void register_iterations(const Eng &e, const struct qrita_query &q, i
         const int64_t j = lane + 32 * i;
         const uint32_t k = j < e.src.n ? e.src.keys[j] : 0u;
         key[i] = k > e.L && k <= e.H ? k : 0u;
-        w[i] = key[i] ? qrita_measure_of(q.measure, key[i]) : 0;
     }
-    for (; st_.it < max_iter && st_.lo <= st_.hi; st_.it++) {
-        uint32_t thr[NSLOT];
-        const int c = place_pivots(st_.lo, st_.hi, pivots, thr);
-        Slot res[NSLOT];
-        if (st_.first) {
-            const Slot s0 = warp_slot(key, w, thr[0]);
-            st_.first_min = s0.min;
-            st_.first = false;
-        }
+    /* the weights, one key at a time: the arrays rotate by one per step (static indices keep
+     * them in registers; one copy of the weight's code) */
+#pragma unroll 1
+    for (int i = 0; i < REG_KEYS; i++) {
+        const uint32_t k0 = key[0];
+        const u64 w0 = k0 ? qrita_measure_of(q.measure, k0) : 0;
 #pragma unroll
-        for (int j = 0; j < 3; j++)
-            res[1 + j] = j < c ? warp_slot(key, w, thr[1 + j]) : slot_empty();
+        for (int j = 0; j < REG_KEYS - 1; j++) {
+            key[j] = key[j + 1];
+            w[j] = w[j + 1];
+        }
+        key[REG_KEYS - 1] = k0;
+        w[REG_KEYS - 1] = w0;
+    }
+#pragma unroll 1
+    for (; st_.it < max_iter && st_.lo <= st_.hi; st_.it++) {
+        const uint32_t lo = st_.lo, hi = st_.hi;
+        const int c = pivot_count(lo, hi, pivots);
         st_.iters++;
         int64_t lowc = 0, highc = 0;
-        judge_pivots(res, thr, c, e.agg, q, dedup, st_, lowc, highc);
+        /* j = -1: the first pass's statistics at lo (only its smallest key is used) */
+#pragma unroll 1
+        for (int j = st_.first ? -1 : 0; j < c; j++) {
+            const uint32_t piv = j < 0 ? lo : pivot_at(lo, hi, pivots, j);
+            const Slot sj = warp_slot(key, w, piv);
+            if (j < 0) {
+                st_.first_min = sj.min;
+                st_.first = false;
+            } else if (judge_one(sj, piv, e.agg, q, dedup, st_, lowc, highc)) {
+                break;
+            }
+        }
         if (st_.accepted)
             return;
     }
@@ -886,9 +929,11 @@ __device__ bool search_iterations(Eng &e, const struct qrita_query &q, int pivot
                                   SearchSmem &sm, int handoff)
 {
     for (; st_.it < max_iter && st_.lo <= st_.hi; st_.it++) {
-        if (handoff && e.src.kind == 2 && e.src.n <= handoff)
+        /* few candidates left: the warp's register search (a block hands off to its warp) */
+        const bool few = e.src.kind != 1 && e.src.n <= 32 * REG_KEYS;
+        if (handoff && (few || (e.src.kind == 2 && e.src.n <= handoff)))
             return true;
-        if (G == 32 && e.src.kind == 2 && e.src.n <= 32 * REG_KEYS) {
+        if (G == 32 && few) {
             register_iterations(e, q, pivots, max_iter, dedup, st_);
             return false;
         }
@@ -974,20 +1019,13 @@ __device__ struct qrita_boundary search_stage(Eng &e, const struct qrita_query &
     return unresolved;
 }
 
+/* Row r's search by the G threads of group g (tid: the thread's index in the group; pool: the
+ * group's 2 x CAP words of shared memory). A warp (G = 32) leaves a row with more than HEAVY_N
+ * candidates to qr_search_heavy: it only lists it. */
 template <int G, int CAP>
-__global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(qr_args a)
+__device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int g, int tid,
+                                           uint32_t *pool, SearchSmem &sm)
 {
-    tkp_allow_dependents();
-    tkp_wait_prerequisite();
-    constexpr int GROUPS = G == 32 ? 8 : 1;
-    extern __shared__ __align__(16) uint32_t qr_pool_smem[];
-    __shared__ SearchSmem sm;
-    const int g = G == 32 ? (int)(threadIdx.x >> 5) : 0;
-    const int tid = G == 32 ? (int)(threadIdx.x & 31) : (int)threadIdx.x;
-    const int64_t r = (int64_t)blockIdx.x * GROUPS + g;
-    if (r >= a.batch)
-        return;
-    uint32_t *pool = qr_pool_smem + (size_t)g * 2 * CAP;
     unsigned *gcnt = &sm.gcnt[g];
     qr_row *row = a.rows + r;
     const int64_t V = a.vocab;
@@ -1032,6 +1070,11 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
                    topk && gathered > k) {
             use_pool = true;
             validate = true;
+        }
+        if (G == 32 && (use_pool ? pool_n : V) > HEAVY_N) {
+            if (tid == 0)
+                a.heavy[1 + atomicAdd(&a.heavy[0], 1u)] = (uint32_t)r;
+            return;
         }
         pool_n_out = pool_n;
         const Src pool_src = { 0, a.keys + r * a.pitch, nullptr, pool_n };
@@ -1190,6 +1233,39 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
     }
 }
 
+/* A warp per row (8 rows per block) past B = #SMs, a 512-thread block per row below. */
+template <int G, int CAP>
+__global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(qr_args a)
+{
+    tkp_allow_dependents();
+    tkp_wait_prerequisite();
+    constexpr int GROUPS = G == 32 ? 8 : 1;
+    extern __shared__ __align__(16) uint32_t qr_pool_smem[];
+    __shared__ SearchSmem sm;
+    const int g = G == 32 ? (int)(threadIdx.x >> 5) : 0;
+    const int64_t r = (int64_t)blockIdx.x * GROUPS + g;
+    if (r >= a.batch)
+        return;
+    search_row<G, CAP>(a, r, g, G == 32 ? (int)(threadIdx.x & 31) : (int)threadIdx.x,
+                       qr_pool_smem + (size_t)g * 2 * CAP, sm);
+}
+
+/* After the warp-per-row search: the rows it listed, a 512-thread block each (a grid of one
+ * block per SM takes them in turn). Which block takes which row does not matter: a row's
+ * result depends on its data only. */
+__global__ void __launch_bounds__(BLOCK_G, 1) qr_search_heavy(qr_args a)
+{
+    tkp_allow_dependents();
+    tkp_wait_prerequisite();
+    extern __shared__ __align__(16) uint32_t qr_pool_smem[];
+    __shared__ SearchSmem sm;
+    const unsigned n = a.heavy[0];
+    for (unsigned i = blockIdx.x; i < n; i += gridDim.x) {
+        search_row<BLOCK_G, CAP_BLOCK>(a, a.heavy[1 + i], 0, (int)threadIdx.x, qr_pool_smem, sm);
+        __syncthreads(); /* the next row reuses the shared memory */
+    }
+}
+
 /* ---- qr_mask: the row's mask ----
  * A row searched on its buffer: qr_scan zeroed the mask, so only the kept tokens (all in the
  * buffer) are written, the buffer shared out over the row's CTAs. Any other row: every byte of
@@ -1295,6 +1371,8 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search<BLOCK_G, CAP_BLOCK>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       2 * CAP_BLOCK * 4), err);
+    TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search_heavy, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      2 * CAP_BLOCK * 4), err);
     size_t cur = 0;
     const int64_t pitch = (pl->gpu_capacity + 3) & ~(int64_t)3;
     pl->ws_rows = carve(&cur, sizeof(qr_row) * (size_t)batch);
@@ -1302,6 +1380,7 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     pl->ws_keys = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch));
     pl->ws_idx = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch));
     pl->ws_hist = carve(&cur, sizeof(u64) * QRITA_MASS_BINS * (size_t)batch);
+    pl->ws_heavy = carve(&cur, sizeof(uint32_t) * (size_t)(batch + 1));
     pl->ws_bytes = cur;
     return TKP_OK;
 }
@@ -1321,6 +1400,7 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     a.keys = (uint32_t *)(ws + pl->ws_keys);
     a.idx = (uint32_t *)(ws + pl->ws_idx);
     a.hist = (u64 *)(ws + pl->ws_hist);
+    a.heavy = (uint32_t *)(ws + pl->ws_heavy);
     a.gather2 = pl->need_mass && pl->truncation == QRITA_TRUNC_AUTO;
     a.batch = pl->batch;
     a.vocab = pl->vocab;
@@ -1348,11 +1428,13 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
         TKP_CUDA_TRY(tkp_launch_dependent(qr_mass, grid, nt, 0, st, a), err);
     if (a.gather2)
         TKP_CUDA_TRY(tkp_launch_dependent(qr_gather2, grid, nt, 0, st, a), err);
-    if (pl->group == 32)
+    if (pl->group == 32) {
         TKP_CUDA_TRY(tkp_launch_dependent(qr_search<32, CAP_WARP>,
                                           dim3((unsigned)((pl->batch + 7) / 8)), dim3(256),
                                           8 * 2 * CAP_WARP * 4, st, a), err);
-    else
+        TKP_CUDA_TRY(tkp_launch_dependent(qr_search_heavy, dim3((unsigned)pl->sm_count),
+                                          dim3(BLOCK_G), 2 * CAP_BLOCK * 4, st, a), err);
+    } else
         TKP_CUDA_TRY(tkp_launch_dependent(qr_search<BLOCK_G, CAP_BLOCK>, dim3((unsigned)pl->batch),
                                           dim3(BLOCK_G), 2 * CAP_BLOCK * 4, st, a), err);
     TKP_CUDA_TRY(tkp_launch_dependent(qr_mask, grid, nt, 0, st, a), err);
