@@ -6,8 +6,9 @@
  * philox.h), so slab, kept set and samples match cake.c bit for bit.
  *
  * Per CTA (slice [lo, hi) of the row, contiguous, in rank order):
- *  0. zero the CTA's slice of the kept mask (rank 0 writes the ones after the last cluster
- *     barrier, so the barriers order the two);
+ *  0. zero the CTA's slice of the kept mask, a step's share at a time inside pass 1 (the stores
+ *     overlap the loads; rank 0 writes the ones after the last cluster barrier, so the
+ *     barriers order the two);
  *  1. sample: the first step of pass 1 (already in registers) histograms the top digit of its
  *     first max(4096, 64 k_eff) values (at most the whole step); the bucket holding the
  *     k_eff-th largest sampled key is a lower bound T of the row's pivot bucket P (the k-th
@@ -298,7 +299,8 @@ __device__ __forceinline__ void ck_pass1_one(const float *__restrict__ row, uint
 }
 
 /* Pass 1 over row[lo, hi) with a bound that tightens as it goes; returns the final bound T
- * (block-uniform), a lower bound of the row's pivot bucket.
+ * (block-uniform), a lower bound of the row's pivot bucket. With `mask`, mask[lo, hi) is
+ * zeroed on the way, each step's bytes while the next step's loads are in flight.
  *
  * The float4 body is streamed in steps of CK_UNROLL * CK_THREADS vectors, the next step's
  * loads issued before the current step is processed. The first step, already in registers,
@@ -319,7 +321,7 @@ __device__ __forceinline__ void ck_pass1_one(const float *__restrict__ row, uint
  * partial counts and the list holds some keys below the final T; neither is ever read as
  * exact (the reductions start at T, the later filters all require top digit >= P). */
 __device__ uint32_t ck_pass1(const float *__restrict__ row, uint32_t lo, uint32_t hi,
-                             uint32_t keff, uint32_t *hist, ck_smem *sm)
+                             uint32_t keff, uint32_t *hist, ck_smem *sm, uint8_t *mask)
 {
     uint32_t ninv = 0, T = 0;
     float fthr = ck_key_floor(1u);
@@ -340,6 +342,8 @@ __device__ uint32_t ck_pass1(const float *__restrict__ row, uint32_t lo, uint32_
                 const bool more = nvec - base > step;
                 if (more)
                     ck_load(y, v, nvec, base + step, ninv);
+                if (mask) /* this step's mask bytes, while the next step's loads fly */
+                    ck_zero(mask, body + 4 * base, body + 4 * min(nvec, base + step));
                 if (base == 0) {
                     ck_sample(x, us, sm->hist[1]);
                     __syncthreads();
@@ -370,6 +374,10 @@ __device__ uint32_t ck_pass1(const float *__restrict__ row, uint32_t lo, uint32_
         const uint32_t tail = body + 4 * nvec;
         if (tail < hi)
             ck_pass1_one(row, tail, hi, fthr, ninv, hist, sm);
+        if (mask) {
+            ck_zero(mask, lo, body);
+            ck_zero(mask, tail, hi);
+        }
     }
     ninv = __reduce_add_sync(CK_FULL, ninv);
     if ((threadIdx.x & 31) == 0 && ninv)
@@ -564,9 +572,6 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
     if (keff > CK_SLAB) /* refused by supports(); clamped so that nothing overflows */
         keff = CK_SLAB;
 
-    /* 0. the kept mask of this slice starts all zero */
-    if (a.kept)
-        ck_zero(a.kept + r * (int64_t)V, lo, hi);
     for (uint32_t b = t; b < CK_BUCKETS; b += CK_THREADS)
         sm->hist[0][b] = sm->hist[1][b] = 0;
     if (t == 0) {
@@ -579,8 +584,9 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
      * top-digit histogram of the slice, exact on the buckets >= T (the only ones the bucket
      * walk can stop in: every CTA's T is at most the row's pivot bucket, so the cluster sums
      * are exact from the pivot bucket up) and on bucket 0 (the invalid keys), and every key
-     * whose top digit is >= T in the candidate list. */
-    const uint32_t low_digit = ck_pass1(row, lo, hi, keff, sm->hist[0], sm);
+     * whose top digit is >= T in the candidate list; the slice's kept mask zeroed on the way. */
+    const uint32_t low_digit =
+        ck_pass1(row, lo, hi, keff, sm->hist[0], sm, a.kept ? a.kept + r * (int64_t)V : nullptr);
 
     /* 3. The first digit on the cluster-wide counts. Every CTA's histogram is complete (and
      * every CTA has started, rank 0's counters are initialised) before anyone reads it. Only
