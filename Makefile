@@ -56,7 +56,7 @@ $(BUILD)/%.o: %.c $(BUILD)/flags.txt
 
 $(BUILD)/%.o: %.cu $(BUILD)/flags.txt
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -c $< -o $@
+	$(NVCC) $(NVFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
 $(BUILD)/libtopkp.a: $(LIB_OBJS) Makefile
 	rm -f $@ && ar rcs $@ $^

@@ -1,0 +1,495 @@
+/* qrita_gpu_search.cuh — the pivot search of qrita_gpu.cu (included there, after FULL and the
+ * u64 type): per-threshold statistics (Slot) folded over a warp or a block, one pass over the
+ * candidates (eval_pass), the CPU's pivots and verdicts, the warp's register search, and
+ * search_stage, which replays one qrita_pivot_search. Everything here is called by a group of G
+ * threads (a warp, or a block of G / 32 warps). */
+
+/* ---- qr_search: the CPU's decisions and searches, per row ---- */
+
+/* Statistics of the keys above one threshold: count, measure, smallest key and its copies. */
+struct Slot {
+    uint32_t cnt, min, copies;
+    u64 mass;
+};
+
+__device__ __forceinline__ Slot slot_empty()
+{
+    Slot s;
+    s.cnt = 0;
+    s.min = UINT32_MAX;
+    s.copies = 0;
+    s.mass = 0;
+    return s;
+}
+
+__device__ __forceinline__ void slot_add(Slot &a, const Slot &b)
+{
+    a.cnt += b.cnt;
+    a.mass += b.mass;
+    if (b.min < a.min) {
+        a.min = b.min;
+        a.copies = b.copies;
+    } else if (b.min == a.min) {
+        a.copies += b.copies;
+    }
+}
+
+/* One more key above the slot's threshold, of measure w. */
+__device__ __forceinline__ void slot_push(Slot &s, uint32_t key, u64 w)
+{
+    s.cnt++;
+    s.mass += w;
+    if (key < s.min) {
+        s.min = key;
+        s.copies = 1;
+    } else if (key == s.min) {
+        s.copies++;
+    }
+}
+
+#define NSLOT 5
+#define EVAL_UNROLL 2 /* items of 4 keys in flight per thread */
+
+/* The candidates a search reads: kind 0 the row's buffer (global keys), 1 the row itself,
+ * 2 a shared-memory list. */
+struct Src {
+    int kind;
+    const uint32_t *keys;
+    const float *row;
+    int64_t n;
+};
+
+/* A search's view of its candidates: the source holds (a superset of) the keys in (L, H]; agg is
+ * the statistics of the keys > H, which every remaining pivot sees whole. */
+struct Eng {
+    Src src;
+    uint32_t L, H;
+    Slot agg;
+    int64_t U; /* an upper bound on the keys in the current window */
+    int cur;   /* the shared-memory half the source lives in (kind 2) */
+};
+
+/* The state of one boundary search between iterations (shared by the block and the warp that
+ * takes over when the candidates are few). */
+struct SearchState {
+    uint32_t lo, hi, floor_key, first_min, acc_key;
+    int it;
+    bool first, accepted;
+    int64_t acc_count, acc_keep, iters;
+};
+
+struct SearchSmem {
+    Slot scratch[32][NSLOT];
+    unsigned wcnt[32];
+    unsigned gcnt[8], found[8];
+    SearchState hand; /* the warp's result after a handoff */
+};
+
+template <int G>
+__device__ __forceinline__ void gsync()
+{
+    if (G == 32)
+        __syncwarp();
+    else
+        __syncthreads();
+}
+
+/* The exact 64-bit sum over the warp from three redux.sync sums of 24-, 24- and 16-bit fields
+ * (each field sum stays below 2^32). */
+__device__ __forceinline__ u64 warp_sum_u64(u64 m)
+{
+    const u64 lo = __reduce_add_sync(FULL, (unsigned)(m & 0xFFFFFFu));
+    const u64 mid = __reduce_add_sync(FULL, (unsigned)((m >> 24) & 0xFFFFFFu));
+    const u64 hi = __reduce_add_sync(FULL, (unsigned)(m >> 48));
+    return lo + (mid << 24) + (hi << 48);
+}
+
+/* slot_add folded over the warp: sums, the smallest key and the copies of it. */
+__device__ __forceinline__ Slot warp_slot_reduce(const Slot &s)
+{
+    Slot r;
+    r.cnt = __reduce_add_sync(FULL, s.cnt);
+    r.min = __reduce_min_sync(FULL, s.min);
+    r.copies = __reduce_add_sync(FULL, s.min == r.min ? s.copies : 0u);
+    r.mass = warp_sum_u64(s.mass);
+    return r;
+}
+
+template <int G>
+__device__ __forceinline__ void reduce_slots(Slot (&s)[NSLOT], SearchSmem &sm)
+{
+#pragma unroll
+    for (int j = 0; j < NSLOT; j++)
+        s[j] = warp_slot_reduce(s[j]);
+    if constexpr (G > 32) {
+        /* the G/32 warp results of slot j folded by warp j, the results broadcast through row
+         * G/32 of the scratch */
+        static_assert(G / 32 < 32 && G / 32 >= NSLOT, "scratch rows and one warp per slot");
+        const int w = threadIdx.x >> 5;
+        const unsigned lane = threadIdx.x & 31;
+        if (lane == 0)
+#pragma unroll
+            for (int j = 0; j < NSLOT; j++)
+                sm.scratch[w][j] = s[j];
+        __syncthreads();
+        if (w < NSLOT) {
+            const Slot acc = warp_slot_reduce(lane < G / 32 ? sm.scratch[lane][w] : slot_empty());
+            if (lane == 0)
+                sm.scratch[G / 32][w] = acc;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < NSLOT; j++)
+            s[j] = sm.scratch[G / 32][j];
+        __syncthreads();
+    }
+}
+
+__device__ __forceinline__ void load4(const Src &s, int64_t item, uint32_t (&k)[4])
+{
+    const int64_t i = 4 * item;
+    if (s.kind == 1) {
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            k[u] = i + u < s.n ? tkp_order_key(s.row[i + u]) : 0u;
+    } else {
+        uint4 v = *reinterpret_cast<const uint4 *>(s.keys + i);
+        k[0] = v.x;
+        k[1] = i + 1 < s.n ? v.y : 0u;
+        k[2] = i + 2 < s.n ? v.z : 0u;
+        k[3] = i + 3 < s.n ? v.w : 0u;
+    }
+}
+
+/* One pass over the source: the statistics of the keys above each of thr[0..ns) (ascending),
+ * and optionally the keys in (glo, ghi] copied to dst (at most cap; *gtotal counts them all). */
+template <int G>
+__device__ void eval_pass(const Eng &e, const uint32_t (&thr)[NSLOT], int ns,
+                          struct qrita_measure m, Slot (&res)[NSLOT], bool gather, uint32_t glo,
+                          uint32_t ghi, uint32_t *dst, uint32_t cap, unsigned *gcnt,
+                          SearchSmem &sm, uint32_t &gtotal)
+{
+    const int tid = G == 32 ? (threadIdx.x & 31) : threadIdx.x;
+    const unsigned lane = threadIdx.x & 31;
+#pragma unroll
+    for (int j = 0; j < NSLOT; j++)
+        res[j] = slot_empty();
+    if (gather && tid == 0)
+        *gcnt = 0;
+    gsync<G>();
+    uint32_t wbase = 0; /* G == 32: the warp's running gather count (no atomics) */
+    const int64_t items = (e.src.n + 3) / 4;
+    for (int64_t base = 0; base < items; base += EVAL_UNROLL * G) {
+        uint32_t kk[EVAL_UNROLL][4];
+#pragma unroll
+        for (int u = 0; u < EVAL_UNROLL; u++) {
+            int64_t it = base + u * G + tid;
+            if (it < items)
+                load4(e.src, it, kk[u]);
+            else
+                kk[u][0] = kk[u][1] = kk[u][2] = kk[u][3] = 0u;
+        }
+#pragma unroll
+        for (int u = 0; u < EVAL_UNROLL; u++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                const uint32_t key = kk[u][c];
+                const bool in = key > e.L && key <= e.H;
+                if (in && key > thr[0]) {
+                    const u64 w = qrita_measure_of(m, key);
+#pragma unroll
+                    for (int j = 0; j < NSLOT; j++)
+                        if (j < ns && key > thr[j])
+                            slot_push(res[j], key, w);
+                }
+                if (gather) {
+                    const bool g = in && key > glo && key <= ghi;
+                    const unsigned mk = __ballot_sync(FULL, g);
+                    if (G == 32) {
+                        /* one warp: the running count is warp-uniform, no atomic round trip */
+                        const uint32_t pos = wbase + __popc(mk & ((1u << lane) - 1u));
+                        if (g && pos < cap)
+                            dst[pos] = key;
+                        wbase += __popc(mk);
+                    } else if (mk) {
+                        const int leader = __ffs(mk) - 1;
+                        unsigned b = 0;
+                        if ((int)lane == leader)
+                            b = atomicAdd(gcnt, (unsigned)__popc(mk));
+                        b = __shfl_sync(FULL, b, leader);
+                        const unsigned pos = b + __popc(mk & ((1u << lane) - 1u));
+                        if (g && pos < cap)
+                            dst[pos] = key;
+                    }
+                }
+            }
+    }
+    reduce_slots<G>(res, sm);
+    if (gather) {
+        gsync<G>();
+        gtotal = G == 32 ? wbase : *gcnt;
+        gsync<G>();
+    }
+}
+
+__device__ __forceinline__ void eng_reset(Eng &e, const Src &s)
+{
+    e.src = s;
+    e.L = 0;
+    e.H = UINT32_MAX;
+    e.agg = slot_empty();
+    e.U = s.n;
+    e.cur = 0;
+}
+
+/* Below this many candidates in shared memory a block-per-row search hands the rest of its
+ * iterations to its first warp: no block-wide reductions, no __syncthreads. */
+#define HANDOFF_N 1024
+/* At most this many candidates per lane: the warp keeps them in registers for the rest of the
+ * search (register_iterations). */
+#define REG_KEYS 8
+
+/* The pivots of one iteration (qrita_place_pivots): how many there are in [lo, hi], and the j-th
+ * (0-based) of them. */
+__device__ __forceinline__ int pivot_count(uint32_t lo, uint32_t hi, int pivots)
+{
+    const uint64_t width = (uint64_t)hi - lo + 1;
+    return width <= (uint64_t)pivots ? (int)width : pivots;
+}
+
+__device__ __forceinline__ uint32_t pivot_at(uint32_t lo, uint32_t hi, int pivots, int j)
+{
+    const uint64_t width = (uint64_t)hi - lo + 1;
+    if (width <= (uint64_t)pivots)
+        return lo + (uint32_t)j;
+    /* (j + 1) (width - pivots) / (pivots + 1), the divisor a constant per case */
+    const uint64_t span = (uint64_t)(j + 1) * (width - (uint64_t)pivots);
+    const uint64_t step = pivots == 3 ? span >> 2 : pivots == 1 ? span >> 1 : span / 3u;
+    return lo + (uint32_t)j + (uint32_t)step;
+}
+
+/* All of them at once, in registers: thr[0] = lo, thr[1..3] the pivots (unused ones repeat hi),
+ * thr[4] = hi. Returns how many. */
+__device__ __forceinline__ int place_pivots(uint32_t lo, uint32_t hi, int pivots,
+                                            uint32_t (&thr)[NSLOT])
+{
+    const int c = pivot_count(lo, hi, pivots);
+    thr[0] = lo;
+#pragma unroll
+    for (int j = 0; j < 3; j++)
+        thr[1 + j] = j < c ? pivot_at(lo, hi, pivots, j) : hi;
+    thr[4] = hi;
+    return c;
+}
+
+/* The CPU's verdict on one pivot `piv` of an iteration, given its statistics over the current
+ * source (pj) and those of the keys above the source's window (agg). Updates the search state
+ * (lowc/highc get the source counts at the new lo and hi); true when the iteration ends here. */
+__device__ __forceinline__ bool judge_one(const Slot &pj, uint32_t piv, const Slot &agg,
+                                          const struct qrita_query &q, int dedup,
+                                          SearchState &st_, int64_t &lowc, int64_t &highc)
+{
+    struct qrita_pivot_stat st;
+    st.count = (int64_t)agg.cnt + pj.cnt;
+    st.mass = agg.mass + pj.mass;
+    st.min_key = pj.cnt ? pj.min : agg.min;
+    st.copies = pj.cnt ? pj.copies : agg.copies;
+    st.copy_weight = st.count ? qrita_measure_of(q.measure, st.min_key) : 0;
+    qrita_restrict(&st, q.set);
+    const enum qrita_verdict v = qrita_classify(&st, q.target, q.set_size);
+    if (v == QRITA_PIVOT_ACCEPT) {
+        st_.acc_key = st.min_key;
+        st_.acc_keep = dedup ? qrita_copies_kept(&st, q.target) : QRITA_KEEP_ALL;
+        st_.accepted = true;
+        st_.acc_count = st.count;
+        return true;
+    }
+    if (v == QRITA_PIVOT_LOW) {
+        st_.floor_key = piv;
+        st_.lo = piv + 1;
+        lowc = pj.cnt;
+        return false;
+    }
+    st_.hi = piv - 1;
+    highc = pj.cnt;
+    return true;
+}
+
+/* The verdicts on the c pivots thr[1..c] of one iteration, in order (res[1..3]: their
+ * statistics over the current source). */
+__device__ __forceinline__ void judge_pivots(const Slot (&res)[NSLOT],
+                                             const uint32_t (&thr)[NSLOT], int c, const Slot &agg,
+                                             const struct qrita_query &q, int dedup,
+                                             SearchState &st_, int64_t &lowc, int64_t &highc)
+{
+#pragma unroll
+    for (int j = 0; j < 3; j++)
+        if (j < c && judge_one(res[1 + j], thr[1 + j], agg, q, dedup, st_, lowc, highc))
+            break;
+}
+
+/* The statistics of the lane-held keys above `piv`, over the warp. Keys outside the window are
+ * held as 0, which is above no pivot. */
+__device__ __forceinline__ Slot warp_slot(const uint32_t (&key)[REG_KEYS],
+                                          const u64 (&w)[REG_KEYS], uint32_t piv)
+{
+    Slot s = slot_empty();
+#pragma unroll
+    for (int i = 0; i < REG_KEYS; i++)
+        if (key[i] > piv)
+            slot_push(s, key[i], w[i]);
+    return warp_slot_reduce(s);
+}
+
+/* The rest of a search on at most 32 x REG_KEYS candidates (e.src.kind 0 or 2), by one warp
+ * with the candidates in registers: the source no longer shrinks (its window and agg stay those
+ * at entry), so every pivot's statistics are agg + the lane-held keys above it, the same numbers
+ * the shrinking source gives. A pivot's statistics are computed only when it is judged (the
+ * verdicts go in order and stop at the first that ends the iteration), and the loops stay
+ * rolled: at small batch the search is bound by fetching its code (README, "GPU"). */
+__device__ void register_iterations(const Eng &e, const struct qrita_query &q, int pivots,
+                                    int max_iter, int dedup, SearchState &st_)
+{
+    const unsigned lane = threadIdx.x & 31;
+    uint32_t key[REG_KEYS];
+    u64 w[REG_KEYS];
+#pragma unroll
+    for (int i = 0; i < REG_KEYS; i++) {
+        const int64_t j = lane + 32 * i;
+        const uint32_t k = j < e.src.n ? e.src.keys[j] : 0u;
+        key[i] = k > e.L && k <= e.H ? k : 0u;
+    }
+    /* the weights, one key at a time: the arrays rotate by one per step (static indices keep
+     * them in registers; one copy of the weight's code) */
+#pragma unroll 1
+    for (int i = 0; i < REG_KEYS; i++) {
+        const uint32_t k0 = key[0];
+        const u64 w0 = k0 ? qrita_measure_of(q.measure, k0) : 0;
+#pragma unroll
+        for (int j = 0; j < REG_KEYS - 1; j++) {
+            key[j] = key[j + 1];
+            w[j] = w[j + 1];
+        }
+        key[REG_KEYS - 1] = k0;
+        w[REG_KEYS - 1] = w0;
+    }
+#pragma unroll 1
+    for (; st_.it < max_iter && st_.lo <= st_.hi; st_.it++) {
+        const uint32_t lo = st_.lo, hi = st_.hi;
+        const int c = pivot_count(lo, hi, pivots);
+        st_.iters++;
+        int64_t lowc = 0, highc = 0;
+        /* j = -1: the first pass's statistics at lo (only its smallest key is used) */
+#pragma unroll 1
+        for (int j = st_.first ? -1 : 0; j < c; j++) {
+            const uint32_t piv = j < 0 ? lo : pivot_at(lo, hi, pivots, j);
+            const Slot sj = warp_slot(key, w, piv);
+            if (j < 0) {
+                st_.first_min = sj.min;
+                st_.first = false;
+            } else if (judge_one(sj, piv, e.agg, q, dedup, st_, lowc, highc)) {
+                break;
+            }
+        }
+        if (st_.accepted)
+            return;
+    }
+}
+
+/* Iterations of qrita_pivot_search until it ends (false) or, with `handoff` > 0, until the
+ * candidates are at most `handoff` keys in shared memory (true). */
+template <int G, int CAP>
+__device__ bool search_iterations(Eng &e, const struct qrita_query &q, int pivots, int max_iter,
+                                  int dedup, SearchState &st_, uint32_t *pool, unsigned *gcnt,
+                                  SearchSmem &sm, int handoff)
+{
+    for (; st_.it < max_iter && st_.lo <= st_.hi; st_.it++) {
+        /* few candidates left: the warp's register search (a block hands off to its warp) */
+        const bool few = e.src.kind != 1 && e.src.n <= 32 * REG_KEYS;
+        if (handoff && (few || (e.src.kind == 2 && e.src.n <= handoff)))
+            return true;
+        if (G == 32 && few) {
+            register_iterations(e, q, pivots, max_iter, dedup, st_);
+            return false;
+        }
+        const uint32_t lo = st_.lo, hi = st_.hi;
+        uint32_t thr[NSLOT];
+        const int c = place_pivots(lo, hi, pivots, thr);
+        /* slots: lo, the pivots (unused ones repeat hi), hi */
+        const bool gather = e.U <= CAP;
+        uint32_t *dst = pool + (1 - e.cur) * CAP;
+        Slot res[NSLOT];
+        uint32_t gtot = 0;
+        eval_pass<G>(e, thr, NSLOT, q.measure, res, gather, lo, hi, dst,
+                     CAP, gcnt, sm, gtot);
+        if (st_.first) {
+            st_.first_min = res[0].min;
+            st_.first = false;
+        }
+        st_.iters++;
+        int64_t lowc = res[0].cnt, highc = res[4].cnt;
+        judge_pivots(res, thr, c, e.agg, q, dedup, st_, lowc, highc);
+        if (gather && gtot <= CAP) {
+            slot_add(e.agg, res[4]);
+            e.src.kind = 2;
+            e.src.keys = dst;
+            e.src.n = gtot;
+            e.L = thr[0];
+            e.H = thr[4];
+            e.cur = 1 - e.cur;
+        }
+        if (st_.accepted)
+            return false;
+        e.U = lowc - highc;
+    }
+    return false;
+}
+
+/* qrita_pivot_search, replayed: the same pivots, the same statistics per pivot (agg + source),
+ * the same verdicts. `accepted` says whether a pivot was accepted; `first_min` is the smallest
+ * candidate key above q.lo seen by the first pass; `acc_count` the accepted pivot's count. */
+template <int G, int CAP>
+__device__ struct qrita_boundary search_stage(Eng &e, const struct qrita_query &q, int pivots,
+                                              int max_iter, int dedup, int64_t &iters,
+                                              bool &accepted, uint32_t &first_min,
+                                              int64_t &acc_count, uint32_t *pool,
+                                              unsigned *gcnt, SearchSmem &sm)
+{
+    SearchState st_;
+    st_.lo = q.lo;
+    st_.hi = q.hi - 1;
+    st_.floor_key = q.lo;
+    st_.first_min = UINT32_MAX;
+    st_.acc_key = 0;
+    st_.it = 0;
+    st_.first = true;
+    st_.accepted = false;
+    st_.acc_count = st_.acc_keep = st_.iters = 0;
+    if (G > 32) {
+        if (search_iterations<G, CAP>(e, q, pivots, max_iter, dedup, st_, pool, gcnt, sm,
+                                      HANDOFF_N)) {
+            if (threadIdx.x < 32) {
+                search_iterations<32, CAP>(e, q, pivots, max_iter, dedup, st_, pool, gcnt, sm,
+                                           0);
+                if (threadIdx.x == 0)
+                    sm.hand = st_;
+            }
+            __syncthreads();
+            st_ = sm.hand;
+            __syncthreads();
+        }
+    } else {
+        search_iterations<G, CAP>(e, q, pivots, max_iter, dedup, st_, pool, gcnt, sm, 0);
+    }
+    iters += st_.iters;
+    accepted = st_.accepted;
+    if (!st_.first)
+        first_min = st_.first_min;
+    if (st_.accepted) {
+        acc_count = st_.acc_count;
+        struct qrita_boundary b = { st_.acc_key, st_.acc_keep };
+        return b;
+    }
+    struct qrita_boundary unresolved = { st_.floor_key, 0 };
+    return unresolved;
+}

@@ -1,0 +1,166 @@
+/* qrita_gpu_stream.cuh — the streaming helpers of qrita_gpu.cu (included there, after NT and
+ * FULL): a CTA's chunk of a row in batches of 4 float4 per thread, the append of the keys above a
+ * threshold to the row's buffer, and the zeroing of the CTA's share of the mask. */
+
+/* ---- streaming over one CTA's chunk of a row ----
+ * The row is split at 16-byte alignment: h scalar head elements, nvec float4 vectors, a scalar
+ * tail. CTA c of the row takes vectors [c vpc, (c + 1) vpc); CTA 0 also takes head and tail.
+ * stream_batches calls f(a, e, ok, width) with a batch of 4 float4 per thread: a[u] holds the
+ * elements e[u] .. e[u] + width - 1 when ok[u]; width is 4 in the body and 1 in the head/tail
+ * step. Every other slot holds NaN (order key 0, weight 0). Every thread of the CTA calls f the
+ * same number of times, so f may use warp votes. stream_chunk adapts it to f(value, index, ok)
+ * per element. */
+__device__ __forceinline__ void row_geom(const float *x, int64_t V, int64_t &h, int64_t &nvec)
+{
+    h = (int64_t)((((16u - ((uintptr_t)x & 15u)) & 15u)) >> 2);
+    if (h > V)
+        h = V;
+    nvec = (V - h) >> 2;
+}
+
+/* Indices inside a row fit in 32 bits (V <= TKP_MAX_VOCAB = 2^23). */
+template <typename F>
+__device__ __forceinline__ void stream_batches(const float *__restrict__ x, int64_t V,
+                                               int64_t vpc, F &f)
+{
+    int64_t h64, nvec64;
+    row_geom(x, V, h64, nvec64);
+    const int h = (int)h64, nvec = (int)nvec64;
+    const int v0 = (int)blockIdx.x * (int)vpc, v1 = min(nvec, v0 + (int)vpc);
+    const float4 *xv = reinterpret_cast<const float4 *>(x + h);
+    const int t = threadIdx.x;
+    const float4 pad = make_float4(NAN, NAN, NAN, NAN);
+    for (int base = v0; base < v1; base += 4 * NT) {
+        float4 a[4];
+        int e[4];
+        bool ok[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int j = base + u * NT + t;
+            ok[u] = j < v1;
+            e[u] = h + 4 * j;
+            a[u] = ok[u] ? __ldg(xv + j) : pad;
+        }
+        f(a, e, ok, 4);
+    }
+    if (blockIdx.x == 0) {
+        const int tail = h + 4 * nvec, extra = h + ((int)V - tail); /* at most 6 */
+        for (int base = 0; base < extra; base += NT) {
+            const int q = base + t;
+            float4 a[4] = { pad, pad, pad, pad };
+            int e[4] = { q < h ? q : tail + (q - h), 0, 0, 0 };
+            bool ok[4] = { q < extra, false, false, false };
+            if (ok[0])
+                a[0].x = x[e[0]];
+            f(a, e, ok, 1);
+        }
+    }
+}
+
+__device__ __forceinline__ float batch_elem(const float4 (&a)[4], int u, int c)
+{
+    return c == 0 ? a[u].x : c == 1 ? a[u].y : c == 2 ? a[u].z : a[u].w;
+}
+
+template <typename F>
+__device__ __forceinline__ void stream_chunk(const float *__restrict__ x, int64_t V, int64_t vpc,
+                                             F &f)
+{
+    auto each = [&](const float4 (&a)[4], const int (&e)[4], const bool (&ok)[4], int width) {
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                f(batch_elem(a, u, c), e[u] + c, ok[u] && c < width);
+    };
+    stream_batches(x, V, vpc, each);
+}
+
+/* Append every element of the batch whose key is > thr to the row's buffer (keys, idx; at most
+ * cap entries) at positions taken from *counter: one atomic per warp, the positions by a warp
+ * scan of the per-lane counts; predicated stores, no branch per element. keys[u][c] are the
+ * batch's order keys (0 for padding). Returns the lane's count. Called by whole warps. */
+__device__ __forceinline__ unsigned append_above(const uint32_t (&key)[4][4], const int (&e)[4],
+                                                 uint32_t thr, unsigned *counter, uint32_t *keys,
+                                                 uint32_t *idx, int64_t cap, bool write)
+{
+    unsigned hits = 0;
+#pragma unroll
+    for (int u = 0; u < 4; u++)
+#pragma unroll
+        for (int c = 0; c < 4; c++)
+            hits += key[u][c] > thr;
+    if (!write || !__any_sync(FULL, hits))
+        return hits;
+    const unsigned lane = threadIdx.x & 31;
+    unsigned incl = hits;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const unsigned y = __shfl_up_sync(FULL, incl, o);
+        if (lane >= (unsigned)o)
+            incl += y;
+    }
+    unsigned base = 0;
+    if (lane == 31)
+        base = atomicAdd(counter, incl);
+    base = __shfl_sync(FULL, base, 31);
+    if (hits) {
+        const unsigned capu = (unsigned)cap; /* cap <= V <= 2^23 */
+        const unsigned room = base < capu ? capu - base : 0u;
+        unsigned pos = incl - hits; /* relative to base */
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                const bool h = key[u][c] > thr;
+                if (h && pos < room) {
+                    keys[base + pos] = key[u][c];
+                    idx[base + pos] = (uint32_t)(e[u] + c);
+                }
+                pos += h;
+            }
+    }
+    return hits;
+}
+
+/* The order keys of a batch (0 for padding: NaN). */
+__device__ __forceinline__ void batch_keys(const float4 (&a)[4], uint32_t (&key)[4][4])
+{
+#pragma unroll
+    for (int u = 0; u < 4; u++)
+#pragma unroll
+        for (int c = 0; c < 4; c++)
+            key[u][c] = tkp_order_key(batch_elem(a, u, c));
+}
+
+/* Zero bytes [lo, hi) of a mask row with 16-byte stores where aligned. */
+__device__ __forceinline__ void zero_bytes(uint8_t *m, int lo, int hi)
+{
+    if (lo >= hi)
+        return;
+    const int t = threadIdx.x;
+    const int body = min(hi, lo + (int)((16u - ((uintptr_t)(m + lo) & 15u)) & 15u));
+    for (int i = lo + t; i < body; i += NT)
+        m[i] = 0;
+    uint4 *v = reinterpret_cast<uint4 *>(m + body);
+    const int nv = (hi - body) >> 4;
+    for (int j = t; j < nv; j += NT)
+        v[j] = make_uint4(0u, 0u, 0u, 0u);
+    for (int i = body + 16 * nv + t; i < hi; i += NT)
+        m[i] = 0;
+}
+
+/* Zero the CTA's share of a mask row: the bytes of its float4 vectors (and, for CTA 0, the
+ * scalar head and tail). */
+__device__ __forceinline__ void zero_chunk(uint8_t *kept, const float *x, int64_t V, int64_t vpc)
+{
+    int64_t h64, nvec64;
+    row_geom(x, V, h64, nvec64);
+    const int h = (int)h64, nvec = (int)nvec64;
+    const int v0 = min(nvec, (int)blockIdx.x * (int)vpc), v1 = min(nvec, v0 + (int)vpc);
+    zero_bytes(kept, h + 4 * v0, h + 4 * v1);
+    if (blockIdx.x == 0) {
+        zero_bytes(kept, 0, h);
+        zero_bytes(kept, h + 4 * nvec, (int)V);
+    }
+}
