@@ -78,7 +78,8 @@ static void gaussian_matches(int64_t batch, int32_t k, float p, float scale,
     }
     const int64_t V = 128256;
     struct test_case c;
-    case_gaussian(&c, 1000 + (uint64_t)batch + (uint64_t)k, batch, V, scale);
+    const uint64_t seed = 1000 + (uint64_t)batch + (uint64_t)k;
+    case_gaussian(&c, seed, batch, V, scale);
     /* a few dozen outliers 4..12 sigma up per row, as in the benchmark */
     uint64_t s = 77;
     for (int64_t r = 0; r < batch; r++) {
@@ -97,8 +98,10 @@ static void gaussian_matches(int64_t batch, int32_t k, float p, float scale,
         apply_kept("qrita", options, TKP_GPU, &c.b, gpu, &sg) == TKP_OK) {
         for (int64_t r = 0; r < batch; r++)
             if (memcmp(cpu + r * V, gpu + r * V, (size_t)V)) {
-                test_fail(__FILE__, __LINE__, "B=%lld k=%d p=%g row %lld: GPU mask differs",
-                          (long long)batch, k, (double)p, (long long)r);
+                test_fail(__FILE__, __LINE__,
+                          "seed %llu B=%lld k=%d p=%g scale %g row %lld: GPU mask differs",
+                          (unsigned long long)seed, (long long)batch, k, (double)p, (double)scale,
+                          (long long)r);
                 break;
             }
         CHECK(sc.rows == sg.rows, "rows %lld vs %lld", (long long)sc.rows, (long long)sg.rows);
