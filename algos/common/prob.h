@@ -47,12 +47,14 @@ TKP_HD float tkp_key_value(uint32_t key)
     return c.f;
 }
 
-/* exp(x) for x <= 0; 0 below -87 (no subnormals). Cody-Waite reduction, degree-7 Taylor. */
+/* exp(x) for x <= 0; 0 below -87 (no subnormals). Cody-Waite reduction, degree-7 Taylor.
+ * Written without branches (the cut-off is a select), so that a GPU thread can interleave the
+ * weights of several tokens. */
 TKP_HD float tkp_expf(float x)
 {
     const float log2e = 1.44269504f, ln2_hi = 0.693145752f, ln2_lo = 1.42860677e-6f;
-    if (!(x >= -87.0f))
-        return 0.0f;
+    const int in_range = x >= -87.0f;
+    x = in_range ? x : 0.0f;
     float n = floorf(fmaf(x, log2e, 0.5f));
     float r = fmaf(n, -ln2_hi, x);
     r = fmaf(n, -ln2_lo, r);
@@ -66,7 +68,7 @@ TKP_HD float tkp_expf(float x)
     poly = fmaf(poly, r, 1.0f);
     union { float f; uint32_t u; } scale;
     scale.u = (uint32_t)((int)n + 127) << 23;
-    return poly * scale.f;
+    return in_range ? poly * scale.f : 0.0f;
 }
 
 /* The weight of token value x in a row whose largest valid value is m, as a float in [0, 1]:
@@ -74,11 +76,9 @@ TKP_HD float tkp_expf(float x)
  * tkp_expf(x - m). */
 TKP_HD float tkp_weight_float(float x, float m)
 {
-    if (!tkp_is_valid(x))
-        return 0.0f;
-    if (m == INFINITY)
-        return x == INFINITY ? 1.0f : 0.0f;
-    return tkp_expf(x - m);
+    const float in_inf_row = x == INFINITY ? 1.0f : 0.0f;
+    const float w = m == INFINITY ? in_inf_row : tkp_expf(x - m);
+    return tkp_is_valid(x) ? w : 0.0f;
 }
 
 /* floor(f * 2^40) for f in [0, 1] (f = M * 2^(E - 150), M the mantissa with its hidden bit, E
@@ -89,11 +89,10 @@ TKP_HD uint64_t tkp_fix_of(float f)
     union { float f; uint32_t u; } c;
     c.f = f;
     const int e = (int)(c.u >> 23);
-    if (e == 0)
-        return 0;
-    const uint64_t mant = (uint64_t)((c.u & 0x7FFFFFu) | 0x800000u);
-    const int sh = e - 110;
-    return sh >= 0 ? mant << sh : (sh > -24 ? mant >> -sh : 0);
+    const uint64_t mant = e ? (uint64_t)((c.u & 0x7FFFFFu) | 0x800000u) : 0;
+    const int sh = e - 110; /* <= 17 for f <= 1 */
+    const int down = sh >= 0 ? 0 : (-sh < 63 ? -sh : 63);
+    return sh >= 0 ? mant << sh : mant >> down;
 }
 
 /* The fixed-point weight of token value x in a row whose largest valid value is m. */

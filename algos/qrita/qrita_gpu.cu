@@ -5,18 +5,26 @@
  *  qr_scan   <<<(cpr, B), 256>>>    one streaming pass (float4, 4 loads in flight per thread):
  *                                   max/min key, valid count, and every (key, index) above the
  *                                   threshold appended to the row's bounded buffer (warp-aggregated
- *                                   atomic counter per row: buffer order is nondeterministic);
+ *                                   atomic counter per row: buffer order is nondeterministic). A
+ *                                   top-p-alone row (truncation=auto) needs no threshold here: its
+ *                                   CTAs run while qr_prep still runs and leave their max, min and
+ *                                   count in per-CTA partials (qr_mass folds them);
  *  qr_mass   <<<(cpr, B), 256>>>    only when some row is top-p alone: the row's fixed-point mass
- *                                   and that of its outliers (integer atomics: order independent);
+ *                                   and that of its outliers, and their number (integer atomics:
+ *                                   order independent);
  *  qr_gather2 <<<(cpr, B), 256>>>  only for top-p-alone rows (truncation=auto): every key above
- *                                   the mass floor (qrita_rules.h) into the buffer;
+ *                                   the mass floor (qrita_rules.h; one warp, a 33-way search)
+ *                                   into the buffer;
  *  qr_search <<<., 256 or 512>>>    per row (a warp per row, 8 rows per block, past B = #SMs; a
  *                                   512-thread block per row below): the CPU's decisions and its
  *                                   pivot search, replayed on the buffer (or on the row when it
  *                                   falls back), with the candidates compacted into shared memory
  *                                   as the search range shrinks; the boundary (key, last kept
  *                                   index among its copies) per row. A warp lists a row with more
- *                                   than HEAVY_N candidates instead, and
+ *                                   than HEAVY_N candidates instead. At B <= 4 top-p alone,
+ *                                   block 0 first searches a synthetic row (the same code) while
+ *                                   the kernels before it run: the real search finds its code
+ *                                   fetched. And
  *  qr_search_heavy <<<#SMs, 512>>>  searches the listed rows, a block each;
  *  qr_mask   <<<(cpr, B), 256>>>    writes every byte of the mask: zero-fill + scatter from the
  *                                   buffer, or one pass over the row chunk.
@@ -43,6 +51,9 @@ __constant__ double qr_quantile[QRITA_QUANTILE_BINS - 1] = QRITA_NORMAL_QUANTILE
 #define CAP_BLOCK 16384 /* shared-memory candidates per half, block-per-row search */
 #define BLOCK_G 512     /* threads of the block-per-row search */
 #define HEAVY_N 4096    /* warp-per-row search: rows with more candidates go to a block */
+#define WARM_N 8        /* keys of the warm-up row of the block-per-row search */
+#define WARM_MAX_BATCH 4 /* ... for top-p-alone batches up to this size (measured: a loss from
+                          * B = 16, and with top-k) */
 
 struct qr_row {
     unsigned max_key, inv_min, valid, gathered; /* qr_scan (zeroed by qr_prep) */
@@ -54,6 +65,11 @@ struct qr_row {
     unsigned pool_n, pad2;                      /* qr_search: entries of the buffer in use */
 };
 
+/* One CTA's max key, ~(min key) and valid count of a top-p-alone row (qr_scan -> qr_mass). */
+struct qr_part {
+    unsigned max_key, inv_min, valid, pad;
+};
+
 struct qr_args {
     const float *logits;
     const int32_t *k;
@@ -63,9 +79,11 @@ struct qr_args {
     qrita_gpu_rstat *rstat;
     uint32_t *keys, *idx;
     u64 *hist; /* QRITA_MASS_BINS per row */
+    qr_part *part; /* cta_per_row per row */
     uint32_t *heavy; /* [0] how many rows the warp-per-row search left, [1..] which */
+    int warm; /* qr_search warms up on row `batch` (rows, rstat, keys, idx hold batch + 1 rows) */
     int gather2; /* qr_gather2 runs: top-p-alone rows skip the buffer writes of qr_scan */
-    int64_t batch, vocab, stride, cap_gpu, cap_cpu, pitch, vpc;
+    int64_t batch, vocab, stride, cap_gpu, cap_cpu, pitch, vpc, cpr;
     int trunc, search, dedup, sample_block, max_iter, pivots;
     double margin;
 };
@@ -200,18 +218,21 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
 __global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
 {
     tkp_allow_dependents();
-    tkp_wait_prerequisite();
     const int64_t r = blockIdx.y;
     const float *x = a.logits + r * a.stride;
     qr_row *row = a.rows + r;
-    const uint32_t thr = row->trunc_key;
+    /* a top-p-alone row searches the buffer of qr_gather2 and qr_mass counts its outliers: it
+     * reads nothing of qr_prep, and waits for it only at the end (so that qr_prep has finished
+     * when qr_scan has) */
+    const bool topp_alone = a.gather2 && !tkp_topk_on(a.k[r], a.vocab) && tkp_topp_on(a.p[r]);
+    if (!topp_alone)
+        tkp_wait_prerequisite();
+    const uint32_t thr = topp_alone ? UINT32_MAX : row->trunc_key;
     uint32_t *keys = a.keys + r * a.pitch, *idx = a.idx + r * a.pitch;
     uint8_t *kept = a.kept + r * a.vocab;
     const int64_t cap = a.cap_gpu;
-    /* a top-p-alone row searches the buffer of qr_gather2: here its outliers are only counted */
-    const bool count_only = a.gather2 && !tkp_topk_on(a.k[r], a.vocab) && tkp_topp_on(a.p[r]);
     /* min over valid keys as min(key - 1): an invalid key (0) wraps to UINT32_MAX */
-    unsigned kmax = 0, kmin1 = UINT32_MAX, valid = 0, counted = 0;
+    unsigned kmax = 0, kmin1 = UINT32_MAX, valid = 0;
     auto f = [&](const float4 (&v)[4], const int (&e)[4], const bool (&)[4], int) {
         uint32_t key[4][4];
         batch_keys(v, key);
@@ -223,7 +244,8 @@ __global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
                 kmax = max(kmax, key[u][c]);
                 kmin1 = min(kmin1, key[u][c] - 1u);
             }
-        counted += append_above(key, e, thr, &row->gathered, keys, idx, cap, !count_only);
+        if (!topp_alone)
+            append_above(key, e, thr, &row->gathered, keys, idx, cap, true);
     };
     /* qr_mask writes only the kept tokens of a row searched on its buffer */
     zero_chunk(kept, x, a.vocab, a.vpc);
@@ -231,14 +253,12 @@ __global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
     kmax = __reduce_max_sync(FULL, kmax);
     kmin1 = __reduce_min_sync(FULL, kmin1);
     valid = __reduce_add_sync(FULL, valid);
-    counted = __reduce_add_sync(FULL, counted);
-    __shared__ unsigned sh[4][NT / 32];
+    __shared__ unsigned sh[3][NT / 32];
     const int w = threadIdx.x >> 5;
     if ((threadIdx.x & 31) == 0) {
         sh[0][w] = kmax;
         sh[1][w] = kmin1;
         sh[2][w] = valid;
-        sh[3][w] = counted;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -246,71 +266,159 @@ __global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
             kmax = max(kmax, sh[0][i]);
             kmin1 = min(kmin1, sh[1][i]);
             valid += sh[2][i];
-            counted += sh[3][i];
         }
-        if (count_only && counted)
-            atomicAdd(&row->gathered, counted);
-        if (valid) {
+        if (topp_alone) {
+            const qr_part pt = { kmax, valid ? ~(kmin1 + 1u) : 0u, valid, 0u };
+            a.part[r * a.cpr + blockIdx.x] = pt;
+        } else if (valid) {
             atomicMax(&row->max_key, kmax);
             atomicMax(&row->inv_min, ~(kmin1 + 1u));
             atomicAdd(&row->valid, valid);
         }
     }
+    if (topp_alone)
+        tkp_wait_prerequisite();
 }
 
 /* ---- qr_mass: fixed-point mass of a top-p-alone row ---- */
+/* The row fields qr_scan leaves in per-CTA partials for a top-p-alone row: every CTA of qr_mass
+ * folds them (warp 0), and CTA 0 stores them in the row for the kernels after. */
+__device__ __forceinline__ void fold_parts(const qr_args &a, int64_t r, qr_row *row,
+                                           qr_part &folded)
+{
+    if (threadIdx.x < 32) {
+        unsigned kmax = 0, inv_min = 0, valid = 0;
+        /* two partials per lane per step, both loads in flight (cpr <= 64 with autotune) */
+#pragma unroll 1
+        for (int64_t c0 = threadIdx.x; c0 < a.cpr; c0 += 64) {
+            qr_part pt[2];
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const qr_part none = { 0u, 0u, 0u, 0u };
+                pt[h] = c0 + 32 * h < a.cpr ? a.part[r * a.cpr + c0 + 32 * h] : none;
+            }
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                kmax = max(kmax, pt[h].max_key);
+                inv_min = max(inv_min, pt[h].inv_min);
+                valid += pt[h].valid;
+            }
+        }
+        kmax = __reduce_max_sync(FULL, kmax);
+        inv_min = __reduce_max_sync(FULL, inv_min);
+        valid = __reduce_add_sync(FULL, valid);
+        if (threadIdx.x == 0) {
+            const qr_part f = { kmax, valid ? inv_min : 0u, valid, 0u };
+            folded = f;
+            if (blockIdx.x == 0) {
+                row->max_key = f.max_key;
+                row->inv_min = f.inv_min;
+                row->valid = f.valid;
+            }
+        }
+    }
+    __syncthreads();
+}
+
 __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
 {
     tkp_allow_dependents();
     tkp_wait_prerequisite();
     const int64_t r = blockIdx.y, V = a.vocab;
-    const qr_row *row = a.rows + r;
-    const int64_t valid = row->valid;
+    qr_row *row = a.rows + r;
     const int32_t k = a.k[r];
-    if (valid == 0 || (tkp_topk_on(k, V) && k < valid) || !tkp_topp_on(a.p[r]))
-        return;
-    const float m = tkp_key_value(row->max_key);
+    const bool topp_alone = a.gather2 && !tkp_topk_on(k, V) && tkp_topp_on(a.p[r]);
+    int64_t valid = 0;
+    float m = 0.0f;
+    if (!topp_alone) {
+        valid = row->valid;
+        if (valid == 0 || (tkp_topk_on(k, V) && k < valid) || !tkp_topp_on(a.p[r]))
+            return;
+        m = tkp_key_value(row->max_key);
+    }
     const uint32_t thr = row->trunc_key;
     __shared__ u64 hs[QRITA_MASS_BINS];
+    __shared__ qr_part whole;
     if (threadIdx.x < QRITA_MASS_BINS)
         hs[threadIdx.x] = 0;
-    __syncthreads();
+    /* a top-p-alone row's max comes from qr_scan's partials, folded while the CTA's first batch
+     * is loading; the barrier in it (or here) also orders the zeroing of hs */
+    bool first = true;
+    auto start = [&]() {
+        if (topp_alone) {
+            fold_parts(a, r, row, whole);
+            valid = whole.valid;
+            m = tkp_key_value(whole.max_key);
+        } else {
+            __syncthreads();
+        }
+        first = false;
+    };
     u64 tot = 0, ab = 0;
-    auto f = [&](float v, int64_t, bool ok) {
-        if (ok) {
-            u64 w = tkp_weight(v, m);
-            tot += w;
-            const uint32_t key = tkp_order_key(v);
-            if (key > thr)
-                ab += w;
-            if (key && w) { /* only the tokens near max: few shared atomics */
-                const int bin = qrita_mass_bin(v, m);
-                if (bin < QRITA_MASS_BINS)
-                    atomicAdd(&hs[bin], w);
+    unsigned n_above = 0; /* a top-p-alone row's outliers (qr_scan counts the others') */
+    auto f = [&](const float4 (&v)[4], const int (&)[4], const bool (&)[4], int) {
+        if (first)
+            start();
+        /* padding is NaN: weight 0, key 0. A float4 at a time, its four weights interleaved:
+         * a CTA runs this once per row chunk, so it is bound by fetching its instructions, and
+         * a rolled loop fetches a quarter of them (README, "Where the time goes") */
+        float4 q[4] = { v[0], v[1], v[2], v[3] };
+#pragma unroll 1
+        for (int u = 0; u < 4; u++) {
+            const float x[4] = { q[0].x, q[0].y, q[0].z, q[0].w };
+            q[0] = q[1]; /* the next float4 to the front: static indices stay in registers */
+            q[1] = q[2];
+            q[2] = q[3];
+            u64 w[4];
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                w[c] = tkp_weight(x[c], m);
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                const bool up = tkp_order_key(x[c]) > thr;
+                tot += w[c];
+                ab += up ? w[c] : 0u;
+                n_above += up;
             }
+#pragma unroll
+            for (int c = 0; c < 4; c++) /* only the tokens near max: few shared atomics */
+                if (w[c]) {
+                    const int bin = qrita_mass_bin(x[c], m);
+                    if (bin < QRITA_MASS_BINS)
+                        atomicAdd(&hs[bin], w[c]);
+                }
         }
     };
-    stream_chunk(a.logits + r * a.stride, V, a.vpc, f);
+    stream_batches(a.logits + r * a.stride, V, a.vpc, f);
+    if (first) /* a CTA with nothing to read */
+        start();
+    if (valid == 0)
+        return;
     for (int o = 16; o > 0; o >>= 1) {
         tot += __shfl_xor_sync(FULL, tot, o);
         ab += __shfl_xor_sync(FULL, ab, o);
     }
+    n_above = __reduce_add_sync(FULL, n_above);
     __shared__ u64 sh[2][NT / 32];
+    __shared__ unsigned shn[NT / 32];
     if ((threadIdx.x & 31) == 0) {
         sh[0][threadIdx.x >> 5] = tot;
         sh[1][threadIdx.x >> 5] = ab;
+        shn[threadIdx.x >> 5] = n_above;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
         for (int i = 1; i < NT / 32; i++) {
             tot += sh[0][i];
             ab += sh[1][i];
+            n_above += shn[i];
         }
-        qr_row *rw = a.rows + r;
         if (tot)
-            atomicAdd(&rw->total, tot);
+            atomicAdd(&row->total, tot);
         if (ab)
-            atomicAdd(&rw->above, ab);
+            atomicAdd(&row->above, ab);
+        if (topp_alone && n_above)
+            atomicAdd(&row->gathered, n_above);
     }
     if (threadIdx.x < QRITA_MASS_BINS && hs[threadIdx.x])
         atomicAdd(&a.hist[r * QRITA_MASS_BINS + threadIdx.x], hs[threadIdx.x]);
@@ -326,6 +434,46 @@ __device__ __forceinline__ bool qr_topp_alone(const qr_row *row, int32_t k, floa
     return valid > 0 && !(tkp_topk_on(k, V) && k < valid) && tkp_topp_on(p);
 }
 
+/* qrita_mass_floor by one warp (every lane gets the result): the first bin whose running mass
+ * reaches the target by a warp scan (two bins per lane), then the smallest key of bin <= b by a
+ * 33-way search (7 rounds instead of 32 bisection steps). The bin is non-increasing in the key,
+ * so any exact search for that key returns the CPU's. */
+__device__ uint32_t warp_mass_floor(const u64 *hist, u64 target, float max, uint32_t min_key,
+                                    uint32_t max_key)
+{
+    static_assert(QRITA_MASS_BINS == 64, "two bins per lane");
+    const unsigned lane = threadIdx.x & 31;
+    const u64 h0 = hist[2 * lane], h1 = hist[2 * lane + 1];
+    u64 acc = h0 + h1;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const u64 y = __shfl_up_sync(FULL, acc, o);
+        if (lane >= (unsigned)o)
+            acc += y;
+    }
+    const u64 before = acc - h0 - h1; /* the mass of bins < 2 lane */
+    const unsigned reach0 = __ballot_sync(FULL, before + h0 >= target);
+    const unsigned reach1 = __ballot_sync(FULL, acc >= target);
+    if (!reach1)
+        return min_key - 1;
+    const int l0 = __ffs(reach0) - 1, l1 = __ffs(reach1) - 1;
+    const int b = reach0 && l0 <= l1 ? 2 * l0 : 2 * l1 + 1;
+    /* the first key in [lo, hi] with bin <= b; hi always qualifies (bin(max_key) = 0) */
+    uint32_t lo = min_key, hi = max_key;
+    while (lo < hi) {
+        const uint64_t width = (uint64_t)hi - lo;
+        const uint32_t probe = lo + (uint32_t)(width * (lane + 1) / 33); /* < hi */
+        const unsigned ok = __ballot_sync(FULL, qrita_mass_bin(tkp_key_value(probe), max) <= b);
+        /* the lowest qualifying probe bounds hi; the probe below it (or lo) bounds lo */
+        const int first = ok ? __ffs(ok) - 1 : 32;
+        const uint32_t below = first == 0 ? lo : __shfl_sync(FULL, probe, (first + 31) & 31) + 1;
+        const uint32_t above = first < 32 ? __shfl_sync(FULL, probe, first & 31) : hi;
+        lo = first == 0 ? lo : below;
+        hi = above;
+    }
+    return lo - 1;
+}
+
 __global__ void __launch_bounds__(NT) qr_gather2(qr_args a)
 {
     tkp_allow_dependents();
@@ -336,13 +484,9 @@ __global__ void __launch_bounds__(NT) qr_gather2(qr_args a)
     const float p = a.p[r];
     if (!qr_topp_alone(row, k, p, V))
         return;
-    __shared__ u64 hs[QRITA_MASS_BINS];
     __shared__ uint32_t lo_sh;
     const int t = threadIdx.x;
-    if (t < QRITA_MASS_BINS)
-        hs[t] = a.hist[r * QRITA_MASS_BINS + t];
-    __syncthreads();
-    if (t == 0) {
+    if (t < 32) {
         /* qrita_row: q.lo = hit ? trunc_key : min_key - 1, then the mass floor if above it */
         const unsigned flags = row->flags;
         const int64_t gathered = row->gathered;
@@ -351,12 +495,14 @@ __global__ void __launch_bounds__(NT) qr_gather2(qr_args a)
         const int hit = (flags & 2) && (flags & 1) && gathered <= a.cap_cpu && gathered >= 1 &&
                         row->above >= target;
         uint32_t lo = hit ? row->trunc_key : min_key - 1;
-        const uint32_t mf =
-            qrita_mass_floor((const uint64_t *)hs, target, tkp_key_value(max_key), min_key, max_key);
+        const uint32_t mf = warp_mass_floor(a.hist + r * QRITA_MASS_BINS, target,
+                                            tkp_key_value(max_key), min_key, max_key);
         lo = mf > lo ? mf : lo;
-        lo_sh = lo;
-        if (blockIdx.x == 0)
-            row->lo2 = lo;
+        if (t == 0) {
+            lo_sh = lo;
+            if (blockIdx.x == 0)
+                row->lo2 = lo;
+        }
     }
     __syncthreads();
     const uint32_t lo = lo_sh;
@@ -371,12 +517,13 @@ __global__ void __launch_bounds__(NT) qr_gather2(qr_args a)
 
 #include "qrita_gpu_search.cuh"
 
-/* Row r's search by the G threads of group g (tid: the thread's index in the group; pool: the
- * group's 2 x CAP words of shared memory). A warp (G = 32) leaves a row with more than HEAVY_N
- * candidates to qr_search_heavy: it only lists it. */
+/* Row r's search with filters k and p by the G threads of group g (tid: the thread's index in
+ * the group; pool: the group's 2 x CAP words of shared memory); r = batch is the warm-up row of
+ * qr_search. A warp (G = 32) leaves a row with more than HEAVY_N candidates to qr_search_heavy:
+ * it only lists it. */
 template <int G, int CAP>
-__device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int g, int tid,
-                                           uint32_t *pool, SearchSmem &sm)
+__device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t k, float p, int g,
+                                           int tid, uint32_t *pool, SearchSmem &sm)
 {
     unsigned *gcnt = &sm.gcnt[g];
     qr_row *row = a.rows + r;
@@ -386,8 +533,7 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int g, i
     const uint32_t max_key = row->max_key, min_key = ~row->inv_min, trunc_key = row->trunc_key;
     const unsigned flags = row->flags;
     const u64 total = row->total, above = row->above;
-    const int32_t k = a.k[r];
-    const float p = a.p[r];
+    const uint32_t lo2 = row->lo2, gathered2 = row->gathered2; /* top-p alone (qr_gather2) */
     qrita_gpu_rstat rs = { 0, 0, 0, 0.0, 0 };
     const int topk = tkp_topk_on(k, V) && k < valid, topp = tkp_topp_on(p);
     uint32_t bkey = 0;
@@ -415,8 +561,8 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int g, i
         if (!topk && a.trunc == QRITA_TRUNC_AUTO) {
             /* top-p alone: the buffer of qr_gather2 holds every key above lo2 (the CPU's q.lo
              * raised to the mass floor), the lower end of the CPU's search */
-            pool_n = row->gathered2;
-            lo_q = row->lo2;
+            pool_n = gathered2;
+            lo_q = lo2;
             use_pool = pool_n <= a.cap_gpu;
         } else if (!hit && a.trunc == QRITA_TRUNC_AUTO && has && gathered <= a.cap_gpu &&
                    topk && gathered > k) {
@@ -585,21 +731,70 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int g, i
     }
 }
 
-/* A warp per row (8 rows per block) past B = #SMs, a 512-thread block per row below. */
+/* The warm-up row (r = batch, past the batch's rows in every per-row array): WARM_N distinct
+ * keys of a truncation hit (the buffer complete, its mass the row's). Reads only inputs and
+ * writes only that row. */
+__device__ __forceinline__ void warm_up_row(const qr_args &a)
+{
+    const int t = threadIdx.x;
+    const float top = 8.0f, step = 0.5f;
+    uint32_t *keys = a.keys + a.batch * a.pitch, *idx = a.idx + a.batch * a.pitch;
+    qr_row *row = a.rows + a.batch;
+    if (t < 32) {
+        const uint32_t key = t < WARM_N ? tkp_order_key(top - step * (float)t) : 0u;
+        const u64 w = warp_sum_u64(t < WARM_N ? tkp_weight(top - step * (float)t, top) : 0u);
+        if (t < WARM_N) {
+            keys[t] = key;
+            idx[t] = (uint32_t)t;
+        }
+        if (t == 0) {
+            const uint32_t low = tkp_order_key(top - step * (float)WARM_N);
+            row->valid = (unsigned)a.vocab;
+            row->gathered = row->gathered2 = WARM_N;
+            row->max_key = tkp_order_key(top);
+            row->inv_min = ~low;
+            row->trunc_key = row->lo2 = low;
+            row->flags = 3;
+            row->total = row->above = w;
+        }
+    }
+    __syncthreads();
+}
+
+/* A warp per row (8 rows per block) past B = #SMs, a 512-thread block per row below. At small
+ * batch a search is bound by fetching its code (README, "GPU"): block 0 first runs the same
+ * code on the warm-up row, while the streaming kernels before it still run. */
 template <int G, int CAP>
 __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(qr_args a)
 {
     tkp_allow_dependents();
-    tkp_wait_prerequisite();
     constexpr int GROUPS = G == 32 ? 8 : 1;
     extern __shared__ __align__(16) uint32_t qr_pool_smem[];
     __shared__ SearchSmem sm;
     const int g = G == 32 ? (int)(threadIdx.x >> 5) : 0;
     const int64_t r = (int64_t)blockIdx.x * GROUPS + g;
-    if (r >= a.batch)
-        return;
-    search_row<G, CAP>(a, r, g, G == 32 ? (int)(threadIdx.x & 31) : (int)threadIdx.x,
-                       qr_pool_smem + (size_t)g * 2 * CAP, sm);
+    const bool warm = G > 32 && blockIdx.x == 0 && a.warm;
+    /* pass 0: the warm-up row, with row 0's filters (k at most WARM_N / 2); pass 1: row r */
+#pragma unroll 1
+    for (int pass = warm ? 0 : 1; pass < 2; pass++) {
+        int64_t row = a.batch;
+        int32_t k = a.k[0];
+        if (pass == 0) {
+            warm_up_row(a);
+            k = tkp_topk_on(k, a.vocab) ? min(k, WARM_N / 2) : 0;
+        } else {
+            tkp_wait_prerequisite();
+            if (r >= a.batch)
+                return;
+            row = r;
+            k = a.k[r];
+        }
+        search_row<G, CAP>(a, row, k, a.p[pass ? r : 0], g,
+                           G == 32 ? (int)(threadIdx.x & 31) : (int)threadIdx.x,
+                           qr_pool_smem + (size_t)g * 2 * CAP, sm);
+        if (G > 32)
+            __syncthreads();
+    }
 }
 
 /* After the warp-per-row search: the rows it listed, a 512-thread block each (a grid of one
@@ -613,7 +808,8 @@ __global__ void __launch_bounds__(BLOCK_G, 1) qr_search_heavy(qr_args a)
     __shared__ SearchSmem sm;
     const unsigned n = a.heavy[0];
     for (unsigned i = blockIdx.x; i < n; i += gridDim.x) {
-        search_row<BLOCK_G, CAP_BLOCK>(a, a.heavy[1 + i], 0, (int)threadIdx.x, qr_pool_smem, sm);
+        const int64_t r = a.heavy[1 + i];
+        search_row<BLOCK_G, CAP_BLOCK>(a, r, a.k[r], a.p[r], 0, (int)threadIdx.x, qr_pool_smem, sm);
         __syncthreads(); /* the next row reuses the shared memory */
     }
 }
@@ -680,6 +876,7 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     pl->pivots = search == QRITA_TERNARY ? 2 : search == QRITA_BINARY ? 1 : 3;
     /* a row with top-k on but k >= its valid count is searched as top-p alone: any top-p */
     pl->need_mass = (ops & (TKP_TOPP | TKP_TOPK_TOPP)) != 0;
+    pl->ops = ops;
     pl->cpu_capacity = cpu_capacity;
     int64_t capg = vocab / 2 > 4096 ? vocab / 2 : 4096;
     pl->gpu_capacity = capg < vocab ? capg : vocab;
@@ -727,11 +924,13 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
                                       2 * CAP_BLOCK * 4), err);
     size_t cur = 0;
     const int64_t pitch = (pl->gpu_capacity + 3) & ~(int64_t)3;
-    pl->ws_rows = carve(&cur, sizeof(qr_row) * (size_t)batch);
-    pl->ws_rstat = carve(&cur, sizeof(qrita_gpu_rstat) * (size_t)batch);
-    pl->ws_keys = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch));
-    pl->ws_idx = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch));
+    /* one row more: the warm-up row of qr_search (WARM_N keys) */
+    pl->ws_rows = carve(&cur, sizeof(qr_row) * (size_t)(batch + 1));
+    pl->ws_rstat = carve(&cur, sizeof(qrita_gpu_rstat) * (size_t)(batch + 1));
+    pl->ws_keys = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch + WARM_N));
+    pl->ws_idx = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch + WARM_N));
     pl->ws_hist = carve(&cur, sizeof(u64) * QRITA_MASS_BINS * (size_t)batch);
+    pl->ws_part = carve(&cur, sizeof(qr_part) * (size_t)(cpr * batch));
     pl->ws_heavy = carve(&cur, sizeof(uint32_t) * (size_t)(batch + 1));
     pl->ws_bytes = cur;
     return TKP_OK;
@@ -752,7 +951,11 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     a.keys = (uint32_t *)(ws + pl->ws_keys);
     a.idx = (uint32_t *)(ws + pl->ws_idx);
     a.hist = (u64 *)(ws + pl->ws_hist);
+    a.part = (qr_part *)(ws + pl->ws_part);
     a.heavy = (uint32_t *)(ws + pl->ws_heavy);
+    /* the warm-up searches a buffer (truncation auto), in the block-per-row search */
+    a.warm = pl->group == BLOCK_G && pl->truncation == QRITA_TRUNC_AUTO && pl->ops == TKP_TOPP &&
+             pl->batch <= WARM_MAX_BATCH;
     a.gather2 = pl->need_mass && pl->truncation == QRITA_TRUNC_AUTO;
     a.batch = pl->batch;
     a.vocab = pl->vocab;
@@ -761,6 +964,7 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     a.cap_cpu = pl->cpu_capacity;
     a.pitch = (pl->gpu_capacity + 3) & ~(int64_t)3;
     a.vpc = pl->vec_per_cta;
+    a.cpr = pl->cta_per_row;
     a.trunc = pl->truncation;
     a.search = pl->search;
     a.dedup = pl->dedup;

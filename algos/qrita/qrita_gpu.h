@@ -28,11 +28,12 @@ struct qrita_gpu_plan {
     int cta_per_row;                    /* CTAs per row of the streaming kernels */
     int group;                          /* search: threads per row (32 or 512) */
     int need_mass;                      /* some row may be searched as top-p alone */
+    unsigned ops;                       /* the filters of the batch (TKP_TOPK ...) */
     int sm_count;
     /* options */
     int truncation, search, dedup, autotune, sample_block, max_iter, pivots;
     double sigma_margin;
-    size_t ws_rows, ws_rstat, ws_keys, ws_idx, ws_hist, ws_heavy, ws_bytes; /* workspace offsets */
+    size_t ws_rows, ws_rstat, ws_keys, ws_idx, ws_hist, ws_part, ws_heavy, ws_bytes; /* workspace offsets */
 };
 
 /* Host side, once per problem: options, launch shape, workspace size (may call the CUDA runtime

@@ -287,14 +287,18 @@ __device__ __forceinline__ int place_pivots(uint32_t lo, uint32_t hi, int pivots
  * (lowc/highc get the source counts at the new lo and hi); true when the iteration ends here. */
 __device__ __forceinline__ bool judge_one(const Slot &pj, uint32_t piv, const Slot &agg,
                                           const struct qrita_query &q, int dedup,
-                                          SearchState &st_, int64_t &lowc, int64_t &highc)
+                                          SearchState &st_, int64_t &lowc, int64_t &highc,
+                                          u64 pj_min_weight = UINT64_MAX)
 {
     struct qrita_pivot_stat st;
     st.count = (int64_t)agg.cnt + pj.cnt;
     st.mass = agg.mass + pj.mass;
     st.min_key = pj.cnt ? pj.min : agg.min;
     st.copies = pj.cnt ? pj.copies : agg.copies;
-    st.copy_weight = st.count ? qrita_measure_of(q.measure, st.min_key) : 0;
+    /* the measure of one copy (UINT64_MAX: not known to the caller) */
+    st.copy_weight = !st.count                                ? 0
+                     : pj.cnt && pj_min_weight != UINT64_MAX ? pj_min_weight
+                                                               : qrita_measure_of(q.measure, st.min_key);
     qrita_restrict(&st, q.set);
     const enum qrita_verdict v = qrita_classify(&st, q.target, q.set_size);
     if (v == QRITA_PIVOT_ACCEPT) {
@@ -341,6 +345,55 @@ __device__ __forceinline__ Slot warp_slot(const uint32_t (&key)[REG_KEYS],
     return warp_slot_reduce(s);
 }
 
+/* At most n <= 32 candidates, in lanes [0, n) (key, weight; 0 for none): sorted in descending
+ * key order across the warp (a bitonic network over the first power of two >= n lanes, the
+ * rest hold zeros; equal keys carry equal weights, so the order among them does not matter),
+ * with the inclusive prefix sums of the weights. */
+__device__ __forceinline__ void warp_sort_desc(uint32_t &key, u64 &w, u64 &prefix, int n)
+{
+    const unsigned lane = threadIdx.x & 31;
+#pragma unroll 1
+    for (unsigned k = 2; k < 2u * (unsigned)n; k <<= 1)
+#pragma unroll 1
+        for (unsigned j = k >> 1; j > 0; j >>= 1) {
+            const uint32_t ok = __shfl_xor_sync(FULL, key, j);
+            const u64 ow = __shfl_xor_sync(FULL, w, j);
+            /* the lower lane of a pair keeps the larger key in the blocks that end descending */
+            const bool take_max = ((lane & k) == 0) == ((lane & j) == 0);
+            if (take_max ? ok > key : ok < key) {
+                key = ok;
+                w = ow;
+            }
+        }
+    prefix = w;
+#pragma unroll 1
+    for (unsigned o = 1; o < 32; o <<= 1) {
+        const u64 y = __shfl_up_sync(FULL, prefix, o);
+        if (lane >= o)
+            prefix += y;
+    }
+}
+
+/* warp_slot on sorted candidates: the keys above `piv` are lanes [0, cnt), so the statistics
+ * are lookups (the smallest key, its weight and the mass up to it from lane cnt - 1). */
+__device__ __forceinline__ Slot sorted_slot(uint32_t key, u64 w, u64 prefix, uint32_t piv,
+                                            u64 &min_weight)
+{
+    Slot s = slot_empty();
+    s.cnt = __popc(__ballot_sync(FULL, key > piv));
+    const int last = s.cnt ? (int)s.cnt - 1 : 0;
+    const uint32_t m = __shfl_sync(FULL, key, last);
+    const u64 mass = __shfl_sync(FULL, prefix, last);
+    min_weight = __shfl_sync(FULL, w, last);
+    const unsigned copies = __popc(__ballot_sync(FULL, key == m));
+    if (s.cnt) {
+        s.min = m;
+        s.mass = mass;
+        s.copies = copies;
+    }
+    return s;
+}
+
 /* The rest of a search on at most 32 x REG_KEYS candidates (e.src.kind 0 or 2), by one warp
  * with the candidates in registers: the source no longer shrinks (its window and agg stay those
  * at entry), so every pivot's statistics are agg + the lane-held keys above it, the same numbers
@@ -361,6 +414,7 @@ __device__ void register_iterations(const Eng &e, const struct qrita_query &q, i
     }
     /* the weights, one key at a time: the arrays rotate by one per step (static indices keep
      * them in registers; one copy of the weight's code) */
+    const bool sorted = e.src.n <= 32;
 #pragma unroll 1
     for (int i = 0; i < REG_KEYS; i++) {
         const uint32_t k0 = key[0];
@@ -373,6 +427,10 @@ __device__ void register_iterations(const Eng &e, const struct qrita_query &q, i
         key[REG_KEYS - 1] = k0;
         w[REG_KEYS - 1] = w0;
     }
+    /* at most 32 candidates (one per lane, in key[0]): sorted once, each pivot a lookup */
+    u64 prefix = 0;
+    if (sorted)
+        warp_sort_desc(key[0], w[0], prefix, (int)e.src.n);
 #pragma unroll 1
     for (; st_.it < max_iter && st_.lo <= st_.hi; st_.it++) {
         const uint32_t lo = st_.lo, hi = st_.hi;
@@ -383,11 +441,13 @@ __device__ void register_iterations(const Eng &e, const struct qrita_query &q, i
 #pragma unroll 1
         for (int j = st_.first ? -1 : 0; j < c; j++) {
             const uint32_t piv = j < 0 ? lo : pivot_at(lo, hi, pivots, j);
-            const Slot sj = warp_slot(key, w, piv);
+            u64 min_weight = UINT64_MAX;
+            const Slot sj = sorted ? sorted_slot(key[0], w[0], prefix, piv, min_weight)
+                                   : warp_slot(key, w, piv);
             if (j < 0) {
                 st_.first_min = sj.min;
                 st_.first = false;
-            } else if (judge_one(sj, piv, e.agg, q, dedup, st_, lowc, highc)) {
+            } else if (judge_one(sj, piv, e.agg, q, dedup, st_, lowc, highc, min_weight)) {
                 break;
             }
         }
