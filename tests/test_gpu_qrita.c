@@ -1,6 +1,6 @@
 /* test_gpu_qrita.c — Qrita on the GPU: the kept mask equals the CPU's bit for bit on the
  * adversarial cases for every truncation x search combination, dedup off, autotune off and a
- * short iteration cap; on larger Gaussian batches (B = 8 and 200, V = 128256) the masks and the
+ * short iteration cap; on larger Gaussian batches (B = 1 to 200, V = 128256) the masks and the
  * statistics (hits, fallbacks, outliers, outlier mass, iterations) equal the CPU's. */
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +125,11 @@ static void gaussian_matches(int64_t batch, int32_t k, float p, float scale,
 TEST(gpu_qrita_gaussian_b8_topk) { gaussian_matches(8, 50, 1.0f, 1.0f, NULL); }
 TEST(gpu_qrita_gaussian_b8_topk_topp) { gaussian_matches(8, 50, 0.9f, 1.0f, NULL); }
 TEST(gpu_qrita_gaussian_b8_topp) { gaussian_matches(8, 0, 0.9f, 2.0f, NULL); }
+/* Top-p alone at B <= 4: qr_search warms up on a synthetic row first, and the few keys above
+ * the mass floor take the sorted-warp search (p = 0.99 leaves more of them than p = 0.5). */
+TEST(gpu_qrita_gaussian_b1_topp_warm_up) { gaussian_matches(1, 0, 0.9f, 2.0f, NULL); }
+TEST(gpu_qrita_gaussian_b3_topp_warm_up_p05) { gaussian_matches(3, 0, 0.5f, 2.0f, NULL); }
+TEST(gpu_qrita_gaussian_b4_topp_warm_up_p099) { gaussian_matches(4, 0, 0.99f, 2.0f, NULL); }
 TEST(gpu_qrita_gaussian_b200_topk) { gaussian_matches(200, 50, 1.0f, 1.0f, NULL); }
 TEST(gpu_qrita_gaussian_b200_topk_topp) { gaussian_matches(200, 50, 0.9f, 1.0f, NULL); }
 TEST(gpu_qrita_gaussian_b200_topp) { gaussian_matches(200, 0, 0.9f, 2.0f, NULL); }
