@@ -56,8 +56,8 @@ __constant__ double qr_quantile[QRITA_QUANTILE_BINS - 1] = QRITA_NORMAL_QUANTILE
                           * B = 16, and with top-k) */
 
 struct qr_row {
-    unsigned max_key, inv_min, valid, gathered; /* qr_scan (zeroed by qr_prep) */
-    u64 total, above;                           /* qr_mass (zeroed by qr_prep) */
+    unsigned max_key, inv_min, valid, gathered; /* qr_scan; qr_mass for a top-p-alone row */
+    u64 total, above;                           /* qr_mass (all zeroed by qr_prep) */
     unsigned trunc_key, flags;                  /* qr_prep: flags 1 = threshold, 2 = truncate */
     unsigned bkey, pool_ok;                     /* qr_search */
     int cut, pad;
@@ -308,7 +308,7 @@ __device__ __forceinline__ void fold_parts(const qr_args &a, int64_t r, qr_row *
         inv_min = __reduce_max_sync(FULL, inv_min);
         valid = __reduce_add_sync(FULL, valid);
         if (threadIdx.x == 0) {
-            const qr_part f = { kmax, valid ? inv_min : 0u, valid, 0u };
+            const qr_part f = { kmax, inv_min, valid, 0u }; /* inv_min 0: no valid key */
             folded = f;
             if (blockIdx.x == 0) {
                 row->max_key = f.max_key;
@@ -774,14 +774,13 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
     const int g = G == 32 ? (int)(threadIdx.x >> 5) : 0;
     const int64_t r = (int64_t)blockIdx.x * GROUPS + g;
     const bool warm = G > 32 && blockIdx.x == 0 && a.warm;
-    /* pass 0: the warm-up row, with row 0's filters (k at most WARM_N / 2); pass 1: row r */
+    /* pass 0: the warm-up row with row 0's p (a warm-up batch has no top-k row); pass 1: row r */
 #pragma unroll 1
     for (int pass = warm ? 0 : 1; pass < 2; pass++) {
         int64_t row = a.batch;
-        int32_t k = a.k[0];
+        int32_t k = 0;
         if (pass == 0) {
             warm_up_row(a);
-            k = tkp_topk_on(k, a.vocab) ? min(k, WARM_N / 2) : 0;
         } else {
             tkp_wait_prerequisite();
             if (r >= a.batch)
