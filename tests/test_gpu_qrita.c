@@ -130,6 +130,14 @@ TEST(gpu_qrita_gaussian_b8_topp) { gaussian_matches(8, 0, 0.9f, 2.0f, NULL); }
 TEST(gpu_qrita_gaussian_b1_topp_warm_up) { gaussian_matches(1, 0, 0.9f, 2.0f, NULL); }
 TEST(gpu_qrita_gaussian_b3_topp_warm_up_p05) { gaussian_matches(3, 0, 0.5f, 2.0f, NULL); }
 TEST(gpu_qrita_gaussian_b4_topp_warm_up_p099) { gaussian_matches(4, 0, 0.99f, 2.0f, NULL); }
+/* The same batches, rows whose candidates qr_mass's window does not hold (the mass floor's bin
+ * is past the window, or the window overflows): the fused search's CTAs gather the row and the
+ * last one to finish searches it. */
+TEST(gpu_qrita_gaussian_b1_topp_fused_gather) { gaussian_matches(1, 0, 0.9f, 1.0f, NULL); }
+TEST(gpu_qrita_gaussian_b3_topp_fused_gather_near_uniform)
+{
+    gaussian_matches(3, 0, 0.5f, 0.25f, NULL);
+}
 TEST(gpu_qrita_gaussian_b200_topk) { gaussian_matches(200, 50, 1.0f, 1.0f, NULL); }
 TEST(gpu_qrita_gaussian_b200_topk_topp) { gaussian_matches(200, 50, 0.9f, 1.0f, NULL); }
 TEST(gpu_qrita_gaussian_b200_topp) { gaussian_matches(200, 0, 0.9f, 2.0f, NULL); }

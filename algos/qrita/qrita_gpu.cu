@@ -11,10 +11,13 @@
  *                                   count in per-CTA partials (qr_mass folds them);
  *  qr_mass   <<<(cpr, B), 256>>>    only when some row is top-p alone: the row's fixed-point mass
  *                                   and that of its outliers, and their number (integer atomics:
- *                                   order independent);
- *  qr_gather2 <<<(cpr, B), 256>>>  only for top-p-alone rows (truncation=auto): every key above
- *                                   the mass floor (qrita_rules.h; one warp, a 33-way search)
- *                                   into the buffer;
+ *                                   order independent); and the row's window: its keys within
+ *                                   WIN_BINS mass bins of its max (at most WIN_ROW);
+ *  qr_gather2 <<<(cpr, B), 256>>>  only for top-p-alone rows (truncation=auto): the mass floor
+ *                                   (qrita_rules.h; one warp, a 33-way search); every key above
+ *                                   it into the buffer, unless the window holds them all (the
+ *                                   floor's bin inside it: on model-like rows) and the search
+ *                                   reads the window;
  *  qr_search <<<., 256 or 512>>>    per row (a warp per row, 8 rows per block, past B = #SMs; a
  *                                   512-thread block per row below): the CPU's decisions and its
  *                                   pivot search, replayed on the buffer (or on the row when it
@@ -24,10 +27,13 @@
  *                                   than HEAVY_N candidates instead. At B <= 4 top-p alone,
  *                                   block 0 first searches a synthetic row (the same code) while
  *                                   the kernels before it run: the real search finds its code
- *                                   fetched. And
+ *                                   fetched; and those batches are fused: a grid of (cpr, B)
+ *                                   blocks does qr_gather2's work (CTA 0 searches a row whose
+ *                                   window holds its candidates, else the last CTA to finish
+ *                                   gathering) and qr_mask's (the searching CTA). And
  *  qr_search_heavy <<<#SMs, 512>>>  searches the listed rows, a block each;
- *  qr_mask   <<<(cpr, B), 256>>>    writes every byte of the mask: zero-fill + scatter from the
- *                                   buffer, or one pass over the row chunk.
+ *  qr_mask   <<<(cpr, B), 256>>>    (not fused) writes every byte of the mask: zero-fill +
+ *                                   scatter from the buffer, or one pass over the row chunk.
  *
  * Determinism: every decision depends on the SET of buffered entries only (counts, integer
  * masses, the smallest key and its copies, the k-th smallest index), never on their order.
@@ -53,16 +59,22 @@ __constant__ double qr_quantile[QRITA_QUANTILE_BINS - 1] = QRITA_NORMAL_QUANTILE
 #define HEAVY_N 4096    /* warp-per-row search: rows with more candidates go to a block */
 #define WARM_N 8        /* keys of the warm-up row of the block-per-row search */
 #define WARM_MAX_BATCH 4 /* ... for top-p-alone batches up to this size (measured: a loss from
-                          * B = 16, and with top-k) */
+                          * B = 16, and with top-k); the same batches fuse qr_gather2 into
+                          * qr_search */
+#define WIN_BINS 16 /* the window of a top-p-alone row: its keys of mass bin < WIN_BINS */
+#define WIN_CTA 64  /* ... at most this many per CTA of qr_mass (more: the window overflows) */
+#define WIN_ROW 256 /* ... and per row */
 
 struct qr_row {
     unsigned max_key, inv_min, valid, gathered; /* qr_scan; qr_mass for a top-p-alone row */
     u64 total, above;                           /* qr_mass (all zeroed by qr_prep) */
     unsigned trunc_key, flags;                  /* qr_prep: flags 1 = threshold, 2 = truncate */
-    unsigned bkey, pool_ok;                     /* qr_search */
-    int cut, pad;
+    unsigned bkey, pool_ok;                     /* qr_search: pool_ok 1 = buffer, 2 = window */
+    int cut, pool_win;                          /* pool_win: the window holds the candidates */
     unsigned lo2, gathered2;                    /* qr_gather2 (top-p alone, truncation=auto) */
-    unsigned pool_n, pad2;                      /* qr_search: entries of the buffer in use */
+    unsigned pool_n, win_n;                     /* qr_search: entries of the buffer in use;
+                                                 * qr_mass: entries of the window */
+    unsigned ticket, pad;                       /* fused search: CTAs of the row done gathering */
 };
 
 /* One CTA's max key, ~(min key) and valid count of a top-p-alone row (qr_scan -> qr_mass). */
@@ -78,11 +90,14 @@ struct qr_args {
     qr_row *rows;
     qrita_gpu_rstat *rstat;
     uint32_t *keys, *idx;
+    uint32_t *wkeys, *widx; /* WIN_ROW per row: the window of qr_mass */
     u64 *hist; /* QRITA_MASS_BINS per row */
     qr_part *part; /* cta_per_row per row */
     uint32_t *heavy; /* [0] how many rows the warp-per-row search left, [1..] which */
     int warm; /* qr_search warms up on row `batch` (rows, rstat, keys, idx hold batch + 1 rows) */
-    int gather2; /* qr_gather2 runs: top-p-alone rows skip the buffer writes of qr_scan */
+    int gather2; /* top-p-alone rows take the second-level truncation: they skip the buffer
+                  * writes of qr_scan, qr_mass keeps their window, qr_gather2 runs */
+    int fuse;    /* qr_gather2's work is done by qr_search, a grid of (cpr, B) blocks */
     int64_t batch, vocab, stride, cap_gpu, cap_cpu, pitch, vpc, cpr;
     int trunc, search, dedup, sample_block, max_iter, pivots;
     double margin;
@@ -206,7 +221,8 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
     if (t == 0 && r == 0)
         a.heavy[0] = 0;
     if (t == 0) {
-        row->lo2 = row->gathered2 = row->pool_n = 0;
+        row->lo2 = row->gathered2 = row->pool_n = row->win_n = row->ticket = 0;
+        row->pool_win = 0;
         row->max_key = row->inv_min = row->valid = row->gathered = 0;
         row->total = row->above = 0;
         row->trunc_key = thr;
@@ -281,6 +297,14 @@ __global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
 }
 
 /* ---- qr_mass: fixed-point mass of a top-p-alone row ---- */
+/* A row searched as top-p alone: top-p on, and top-k off or at least its valid count (the
+ * second form needs the row's valid count; the first is the row's filters alone). */
+__device__ __forceinline__ bool qr_topp_alone(const qr_row *row, int32_t k, float p, int64_t V)
+{
+    const int64_t valid = row->valid;
+    return valid > 0 && !(tkp_topk_on(k, V) && k < valid) && tkp_topp_on(p);
+}
+
 /* The row fields qr_scan leaves in per-CTA partials for a top-p-alone row: every CTA of qr_mass
  * folds them (warp 0), and CTA 0 stores them in the row for the kernels after. */
 __device__ __forceinline__ void fold_parts(const qr_args &a, int64_t r, qr_row *row,
@@ -339,8 +363,16 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
     const uint32_t thr = row->trunc_key;
     __shared__ u64 hs[QRITA_MASS_BINS];
     __shared__ qr_part whole;
+    /* the CTA's part of the window (keys of mass bin < WIN_BINS) of a row that qr_gather2 or
+     * the fused search truncates again: qr_gather2 skips its pass when the window holds the
+     * candidates (on model-like rows a handful of keys) */
+    __shared__ uint32_t win_key[WIN_CTA], win_idx[WIN_CTA];
+    __shared__ unsigned win_cnt;
+    const bool window = a.gather2; /* every row that gets here is searched as top-p alone */
     if (threadIdx.x < QRITA_MASS_BINS)
         hs[threadIdx.x] = 0;
+    if (threadIdx.x == 0)
+        win_cnt = 0;
     /* a top-p-alone row's max comes from qr_scan's partials, folded while the CTA's first batch
      * is loading; the barrier in it (or here) also orders the zeroing of hs */
     bool first = true;
@@ -356,9 +388,10 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
     };
     u64 tot = 0, ab = 0;
     unsigned n_above = 0; /* a top-p-alone row's outliers (qr_scan counts the others') */
-    auto f = [&](const float4 (&v)[4], const int (&)[4], const bool (&)[4], int) {
+    auto f = [&](const float4 (&v)[4], const int (&e)[4], const bool (&)[4], int) {
         if (first)
             start();
+        const int e0 = e[0]; /* the index of v[u].x is e0 + 4 NT u (or e0, u = 0, in the head) */
         /* padding is NaN: weight 0, key 0. A float4 at a time, its four weights interleaved:
          * a CTA runs this once per row chunk, so it is bound by fetching its instructions, and
          * a rolled loop fetches a quarter of them (README, "Where the time goes") */
@@ -386,6 +419,13 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
                     const int bin = qrita_mass_bin(x[c], m);
                     if (bin < QRITA_MASS_BINS)
                         atomicAdd(&hs[bin], w[c]);
+                    if (window && bin < WIN_BINS) {
+                        const unsigned pos = atomicAdd(&win_cnt, 1u);
+                        if (pos < WIN_CTA) {
+                            win_key[pos] = tkp_order_key(x[c]);
+                            win_idx[pos] = (uint32_t)(e0 + 4 * NT * u + c);
+                        }
+                    }
                 }
         }
     };
@@ -420,6 +460,19 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
         if (topp_alone && n_above)
             atomicAdd(&row->gathered, n_above);
     }
+    if (window && threadIdx.x >= 32 && threadIdx.x < 64) { /* warp 1: the CTA's window */
+        const unsigned n = win_cnt, lane = threadIdx.x & 31;
+        if (n) {
+            unsigned base = 0;
+            if (lane == 0) /* an overflowing CTA pushes the row's count past WIN_ROW */
+                base = atomicAdd(&row->win_n, n <= WIN_CTA ? n : WIN_ROW + 1u);
+            base = __shfl_sync(FULL, base, 0);
+            for (unsigned i = lane; n <= WIN_CTA && i < n && base + i < WIN_ROW; i += 32) {
+                a.wkeys[r * WIN_ROW + base + i] = win_key[i];
+                a.widx[r * WIN_ROW + base + i] = win_idx[i];
+            }
+        }
+    }
     if (threadIdx.x < QRITA_MASS_BINS && hs[threadIdx.x])
         atomicAdd(&a.hist[r * QRITA_MASS_BINS + threadIdx.x], hs[threadIdx.x]);
 }
@@ -427,19 +480,14 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
 /* ---- qr_gather2: the second-level truncation of top-p-alone rows (truncation=auto) ----
  * The search of such a row starts at lo2 = the CPU's q.lo raised to the mass floor
  * (qrita_mass_floor); every key > lo2 (with its index) goes to the row's buffer, replacing the
- * sigma outliers (which qr_scan only counted). */
-__device__ __forceinline__ bool qr_topp_alone(const qr_row *row, int32_t k, float p, int64_t V)
-{
-    const int64_t valid = row->valid;
-    return valid > 0 && !(tkp_topk_on(k, V) && k < valid) && tkp_topp_on(p);
-}
+ * sigma outliers (which qr_scan only counted), unless qr_mass's window already holds them. */
 
 /* qrita_mass_floor by one warp (every lane gets the result): the first bin whose running mass
  * reaches the target by a warp scan (two bins per lane), then the smallest key of bin <= b by a
  * 33-way search (7 rounds instead of 32 bisection steps). The bin is non-increasing in the key,
- * so any exact search for that key returns the CPU's. */
+ * so any exact search for that key returns the CPU's. `bin` gets b (QRITA_MASS_BINS: none). */
 __device__ uint32_t warp_mass_floor(const u64 *hist, u64 target, float max, uint32_t min_key,
-                                    uint32_t max_key)
+                                    uint32_t max_key, int &bin)
 {
     static_assert(QRITA_MASS_BINS == 64, "two bins per lane");
     const unsigned lane = threadIdx.x & 31;
@@ -454,10 +502,12 @@ __device__ uint32_t warp_mass_floor(const u64 *hist, u64 target, float max, uint
     const u64 before = acc - h0 - h1; /* the mass of bins < 2 lane */
     const unsigned reach0 = __ballot_sync(FULL, before + h0 >= target);
     const unsigned reach1 = __ballot_sync(FULL, acc >= target);
+    bin = QRITA_MASS_BINS;
     if (!reach1)
         return min_key - 1;
     const int l0 = __ffs(reach0) - 1, l1 = __ffs(reach1) - 1;
     const int b = reach0 && l0 <= l1 ? 2 * l0 : 2 * l1 + 1;
+    bin = b;
     /* the first key in [lo, hi] with bin <= b; hi always qualifies (bin(max_key) = 0) */
     uint32_t lo = min_key, hi = max_key;
     while (lo < hi) {
@@ -474,45 +524,110 @@ __device__ uint32_t warp_mass_floor(const u64 *hist, u64 target, float max, uint
     return lo - 1;
 }
 
-__global__ void __launch_bounds__(NT) qr_gather2(qr_args a)
+/* The second level of a top-p-alone row, by one warp (every lane gets it): lo, the CPU's q.lo
+ * (qrita_row: hit ? trunc_key : min_key - 1) raised to the mass floor, and whether qr_mass's
+ * window holds every key > lo: the floor's bin is inside it (keys > floor have bin <= its bin)
+ * and no CTA overflowed it. */
+struct Second {
+    uint32_t lo;
+    bool window;
+};
+
+__device__ Second second_level(const qr_args &a, int64_t r, const qr_row *row, float p)
 {
-    tkp_allow_dependents();
-    tkp_wait_prerequisite();
-    const int64_t r = blockIdx.y, V = a.vocab;
-    qr_row *row = a.rows + r;
-    const int32_t k = a.k[r];
-    const float p = a.p[r];
-    if (!qr_topp_alone(row, k, p, V))
-        return;
-    __shared__ uint32_t lo_sh;
-    const int t = threadIdx.x;
-    if (t < 32) {
-        /* qrita_row: q.lo = hit ? trunc_key : min_key - 1, then the mass floor if above it */
-        const unsigned flags = row->flags;
-        const int64_t gathered = row->gathered;
-        const u64 total = row->total, target = tkp_topp_target(p, total);
-        const uint32_t max_key = row->max_key, min_key = ~row->inv_min;
-        const int hit = (flags & 2) && (flags & 1) && gathered <= a.cap_cpu && gathered >= 1 &&
-                        row->above >= target;
-        uint32_t lo = hit ? row->trunc_key : min_key - 1;
-        const uint32_t mf = warp_mass_floor(a.hist + r * QRITA_MASS_BINS, target,
-                                            tkp_key_value(max_key), min_key, max_key);
-        lo = mf > lo ? mf : lo;
-        if (t == 0) {
-            lo_sh = lo;
-            if (blockIdx.x == 0)
-                row->lo2 = lo;
-        }
-    }
-    __syncthreads();
-    const uint32_t lo = lo_sh;
+    const unsigned flags = row->flags;
+    const int64_t gathered = row->gathered;
+    const u64 total = row->total, target = tkp_topp_target(p, total);
+    const uint32_t max_key = row->max_key, min_key = ~row->inv_min;
+    const unsigned win_n = row->win_n;
+    const int hit = (flags & 2) && (flags & 1) && gathered <= a.cap_cpu && gathered >= 1 &&
+                    row->above >= target;
+    const uint32_t lo = hit ? row->trunc_key : min_key - 1;
+    int bin;
+    const uint32_t mf = warp_mass_floor(a.hist + r * QRITA_MASS_BINS, target,
+                                        tkp_key_value(max_key), min_key, max_key, bin);
+    Second s;
+    s.lo = mf > lo ? mf : lo;
+    s.window = bin < WIN_BINS && win_n <= WIN_ROW;
+    return s;
+}
+
+/* A CTA's share of the second-level gather (threads [0, NT) of the CTA): every key > lo of its
+ * chunk into the row's buffer. */
+__device__ __forceinline__ void gather_above(const qr_args &a, int64_t r, qr_row *row,
+                                             uint32_t lo)
+{
     uint32_t *keys = a.keys + r * a.pitch, *idx = a.idx + r * a.pitch;
     auto f = [&](const float4 (&v)[4], const int (&e)[4], const bool (&)[4], int) {
         uint32_t key[4][4];
         batch_keys(v, key);
         append_above(key, e, lo, &row->gathered2, keys, idx, a.cap_gpu, true);
     };
-    stream_batches(a.logits + r * a.stride, V, a.vpc, f);
+    stream_batches(a.logits + r * a.stride, a.vocab, a.vpc, f);
+}
+
+__global__ void __launch_bounds__(NT) qr_gather2(qr_args a)
+{
+    tkp_allow_dependents();
+    tkp_wait_prerequisite();
+    const int64_t r = blockIdx.y, V = a.vocab;
+    qr_row *row = a.rows + r;
+    const float p = a.p[r];
+    if (!qr_topp_alone(row, a.k[r], p, V))
+        return;
+    __shared__ Second sec;
+    if (threadIdx.x < 32) {
+        const Second s = second_level(a, r, row, p);
+        if (threadIdx.x == 0) {
+            sec = s;
+            if (blockIdx.x == 0) {
+                row->lo2 = s.lo;
+                row->pool_win = s.window;
+            }
+        }
+    }
+    __syncthreads();
+    if (!sec.window)
+        gather_above(a, r, row, sec.lo);
+}
+
+/* The candidates of a row searched on a buffer: the window of qr_mass, or the buffer. */
+__device__ __forceinline__ const uint32_t *pool_keys(const qr_args &a, int64_t r, bool win)
+{
+    return win ? a.wkeys + r * WIN_ROW : a.keys + r * a.pitch;
+}
+
+__device__ __forceinline__ const uint32_t *pool_idx(const qr_args &a, int64_t r, bool win)
+{
+    return win ? a.widx + r * WIN_ROW : a.idx + r * a.pitch;
+}
+
+/* The mask of a row searched on a buffer (qr_scan zeroed it): its kept entries, taken by the
+ * threads first, first + step, ... The buffer may have been appended to by other CTAs of the
+ * fused search: read past L1. */
+__device__ __forceinline__ void mask_from_pool(const qr_args &a, int64_t r, const qr_row *row,
+                                               int64_t first, int64_t step)
+{
+    const int64_t n = min((int64_t)row->pool_n, a.cap_gpu);
+    const bool win = row->pool_ok == 2;
+    const uint32_t *pk = pool_keys(a, r, win), *pi = pool_idx(a, r, win);
+    const uint32_t bkey = row->bkey;
+    const int64_t cut = row->cut;
+    uint8_t *kept = a.kept + r * a.vocab;
+    for (int64_t i = first; i < n; i += step) {
+        const uint32_t key = __ldcg(pk + i);
+        const int64_t e = __ldcg(pi + i);
+        if (key > bkey || (key == bkey && e <= cut))
+            kept[e] = 1;
+    }
+}
+
+/* The mask byte of token e of value v, given the row's boundary: keys above bkey, and the copies
+ * of bkey up to index cut. */
+__device__ __forceinline__ uint8_t kept_byte(float v, int64_t e, uint32_t bkey, int64_t cut)
+{
+    const uint32_t key = tkp_order_key(v);
+    return (uint8_t)(key > bkey || (key == bkey && e <= cut));
 }
 
 #include "qrita_gpu_search.cuh"
@@ -533,7 +648,11 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
     const uint32_t max_key = row->max_key, min_key = ~row->inv_min, trunc_key = row->trunc_key;
     const unsigned flags = row->flags;
     const u64 total = row->total, above = row->above;
-    const uint32_t lo2 = row->lo2, gathered2 = row->gathered2; /* top-p alone (qr_gather2) */
+    /* top-p alone: qr_gather2's (or the fused search's) lower end and buffer; the count of a
+     * buffer appended to by other CTAs of this kernel (fused) is read past L1 */
+    const uint32_t lo2 = row->lo2;
+    const bool win = row->pool_win != 0;
+    const uint32_t gathered2 = win ? row->win_n : __ldcg(&row->gathered2);
     qrita_gpu_rstat rs = { 0, 0, 0, 0.0, 0 };
     const int topk = tkp_topk_on(k, V) && k < valid, topp = tkp_topp_on(p);
     uint32_t bkey = 0;
@@ -559,8 +678,8 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
         int64_t pool_n = gathered;
         uint32_t lo_q = hit ? trunc_key : min_key - 1;
         if (!topk && a.trunc == QRITA_TRUNC_AUTO) {
-            /* top-p alone: the buffer of qr_gather2 holds every key above lo2 (the CPU's q.lo
-             * raised to the mass floor), the lower end of the CPU's search */
+            /* top-p alone: the buffer of qr_gather2 (or the window) holds every key above lo2
+             * (the CPU's q.lo raised to the mass floor), the lower end of the CPU's search */
             pool_n = gathered2;
             lo_q = lo2;
             use_pool = pool_n <= a.cap_gpu;
@@ -575,7 +694,8 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
             return;
         }
         pool_n_out = pool_n;
-        const Src pool_src = { 0, a.keys + r * a.pitch, nullptr, pool_n };
+        const bool in_win = win && !topk && a.trunc == QRITA_TRUNC_AUTO;
+        const Src pool_src = { 0, pool_keys(a, r, in_win), nullptr, pool_n };
         const Src row_src = { 1, nullptr, x, V };
         const int sort = a.search == QRITA_SORT;
         const int max_iter = sort ? 64 : a.max_iter;
@@ -655,17 +775,17 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
         }
         rs.iterations = sort ? 0 : iters;
         bkey = b.key;
-        pool_ok = use_pool;
+        pool_ok = use_pool ? 1 + in_win : 0;
         /* The mask keeps key > bkey, and the copies of bkey with index <= cut. */
         if (b.keep == QRITA_KEEP_ALL) {
             cut = (int)V;
         } else if (b.keep == 0) {
             cut = -1;
         } else if (use_pool) {
-            const uint32_t *pk = a.keys + r * a.pitch, *pi = a.idx + r * a.pitch;
+            const uint32_t *pk = pool_keys(a, r, in_win), *pi = pool_idx(a, r, in_win);
             uint32_t c = 0;
             for (int64_t i = tid; i < pool_n; i += G)
-                c += pk[i] == bkey;
+                c += __ldcg(pk + i) == bkey;
             c = group_sum<G>(c, sm.wcnt);
             if ((int64_t)c <= b.keep) {
                 cut = (int)V;
@@ -675,7 +795,7 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
                     const int64_t mid = (lo_i + hi_i) / 2;
                     uint32_t n = 0;
                     for (int64_t i = tid; i < pool_n; i += G)
-                        n += pk[i] == bkey && (int64_t)pi[i] <= mid;
+                        n += __ldcg(pk + i) == bkey && (int64_t)__ldcg(pi + i) <= mid;
                     n = group_sum<G>(n, sm.wcnt);
                     if ((int64_t)n >= b.keep)
                         hi_i = mid;
@@ -751,6 +871,7 @@ __device__ __forceinline__ void warm_up_row(const qr_args &a)
             const uint32_t low = tkp_order_key(top - step * (float)WARM_N);
             row->valid = (unsigned)a.vocab;
             row->gathered = row->gathered2 = WARM_N;
+            row->pool_win = 0;
             row->max_key = tkp_order_key(top);
             row->inv_min = ~low;
             row->trunc_key = row->lo2 = low;
@@ -761,9 +882,96 @@ __device__ __forceinline__ void warm_up_row(const qr_args &a)
     __syncthreads();
 }
 
-/* A warp per row (8 rows per block) past B = #SMs, a 512-thread block per row below. At small
- * batch a search is bound by fetching its code (README, "GPU"): block 0 first runs the same
- * code on the warm-up row, while the streaming kernels before it still run. */
+/* Fused (a.fuse): the cpr CTAs of row r do qr_gather2's work for it. The window holds the
+ * candidates: CTA 0 searches, the others leave. Otherwise each CTA gathers its chunk and the
+ * last one to finish (a ticket after a fence: it sees every append) searches. Returns whether
+ * this CTA searches row r. Called by the whole block. */
+__device__ bool fused_second_level(const qr_args &a, int64_t r)
+{
+    qr_row *row = a.rows + r;
+    const float p = a.p[r];
+    __shared__ Second sec;
+    __shared__ bool last;
+    if (!qr_topp_alone(row, a.k[r], p, a.vocab))
+        return blockIdx.x == 0;
+    if (threadIdx.x < 32) {
+        const Second s = second_level(a, r, row, p);
+        if (threadIdx.x == 0)
+            sec = s;
+    }
+    __syncthreads();
+    const Second s = sec;
+    if (s.window) {
+        if (blockIdx.x != 0)
+            return false;
+    } else {
+        if (threadIdx.x < NT)
+            gather_above(a, r, row, s.lo);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence();
+            last = atomicAdd(&row->ticket, 1u) == gridDim.x - 1;
+        }
+        __syncthreads();
+        if (!last)
+            return false;
+        __threadfence();
+    }
+    if (threadIdx.x == 0) {
+        row->lo2 = s.lo;
+        row->pool_win = s.window;
+    }
+    __syncthreads();
+    return true;
+}
+
+/* Fused: qr_mask's work for row r, by the CTA that searched it: the kept entries of its buffer,
+ * or (a row searched in full, or without a filter) every byte of the row. */
+__device__ void fused_mask(const qr_args &a, int64_t r)
+{
+    const qr_row *row = a.rows + r;
+    if (row->pool_ok) {
+        mask_from_pool(a, r, row, threadIdx.x, blockDim.x);
+        return;
+    }
+    const float *x = a.logits + r * a.stride;
+    uint8_t *kept = a.kept + r * a.vocab;
+    const uint32_t bkey = row->bkey;
+    const int64_t cut = row->cut;
+    int64_t h, nvec;
+    row_geom(x, a.vocab, h, nvec);
+    const int64_t tail = h + 4 * nvec, extra = h + (a.vocab - tail);
+    for (int64_t q = threadIdx.x; q < extra; q += blockDim.x) { /* the scalar head and tail */
+        const int64_t i = q < h ? q : tail + (q - h);
+        kept[i] = kept_byte(x[i], i, bkey, cut);
+    }
+    /* the float4 body, 4 loads in flight per thread */
+    const float4 *xv = reinterpret_cast<const float4 *>(x + h);
+    for (int64_t base = threadIdx.x; base < nvec; base += 4 * (int64_t)blockDim.x) {
+        float4 v[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int64_t j = base + u * (int64_t)blockDim.x;
+            v[u] = j < nvec ? __ldg(xv + j) : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int64_t j = base + u * (int64_t)blockDim.x;
+            if (j < nvec) {
+                const int64_t e = h + 4 * j;
+                kept[e] = kept_byte(v[u].x, e, bkey, cut);
+                kept[e + 1] = kept_byte(v[u].y, e + 1, bkey, cut);
+                kept[e + 2] = kept_byte(v[u].z, e + 2, bkey, cut);
+                kept[e + 3] = kept_byte(v[u].w, e + 3, bkey, cut);
+            }
+        }
+    }
+}
+
+/* A warp per row (8 rows per block) past B = #SMs, a 512-thread block per row below (fused: a
+ * grid of cpr x B blocks, above). At small batch a search is bound by fetching its code
+ * (README, "GPU"): block 0 first runs the same code on the warm-up row, while the streaming
+ * kernels before it still run. */
 template <int G, int CAP>
 __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(qr_args a)
 {
@@ -772,8 +980,8 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
     extern __shared__ __align__(16) uint32_t qr_pool_smem[];
     __shared__ SearchSmem sm;
     const int g = G == 32 ? (int)(threadIdx.x >> 5) : 0;
-    const int64_t r = (int64_t)blockIdx.x * GROUPS + g;
-    const bool warm = G > 32 && blockIdx.x == 0 && a.warm;
+    const int64_t r = G > 32 && a.fuse ? (int64_t)blockIdx.y : (int64_t)blockIdx.x * GROUPS + g;
+    const bool warm = G > 32 && blockIdx.x == 0 && blockIdx.y == 0 && a.warm;
     /* pass 0: the warm-up row with row 0's p (a warm-up batch has no top-k row); pass 1: row r */
 #pragma unroll 1
     for (int pass = warm ? 0 : 1; pass < 2; pass++) {
@@ -785,6 +993,8 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
             tkp_wait_prerequisite();
             if (r >= a.batch)
                 return;
+            if (G > 32 && a.fuse && !fused_second_level(a, r))
+                return;
             row = r;
             k = a.k[r];
         }
@@ -794,6 +1004,8 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
         if (G > 32)
             __syncthreads();
     }
+    if (G > 32 && a.fuse)
+        fused_mask(a, r);
 }
 
 /* After the warp-per-row search: the rows it listed, a 512-thread block each (a grid of one
@@ -828,21 +1040,12 @@ __global__ void __launch_bounds__(NT) qr_mask(qr_args a)
     const uint32_t bkey = row->bkey;
     const int64_t cut = row->cut;
     if (row->pool_ok) {
-        const int64_t n = min((int64_t)row->pool_n, a.cap_gpu);
-        const uint32_t *pk = a.keys + r * a.pitch, *pi = a.idx + r * a.pitch;
-        for (int64_t i = (int64_t)blockIdx.x * NT + threadIdx.x; i < n; i += (int64_t)gridDim.x * NT) {
-            const uint32_t key = pk[i];
-            const int64_t e = pi[i];
-            if (key > bkey || (key == bkey && e <= cut))
-                kept[e] = 1;
-        }
+        mask_from_pool(a, r, row, (int64_t)blockIdx.x * NT + threadIdx.x, (int64_t)gridDim.x * NT);
         return;
     }
     auto f = [&](float v, int64_t e, bool ok) {
-        if (ok) {
-            const uint32_t key = tkp_order_key(v);
-            kept[e] = (uint8_t)(key > bkey || (key == bkey && e <= cut));
-        }
+        if (ok)
+            kept[e] = kept_byte(v, e, bkey, cut);
     };
     stream_chunk(x, V, a.vpc, f);
 }
@@ -928,6 +1131,8 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     pl->ws_rstat = carve(&cur, sizeof(qrita_gpu_rstat) * (size_t)(batch + 1));
     pl->ws_keys = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch + WARM_N));
     pl->ws_idx = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch + WARM_N));
+    pl->ws_wkeys = carve(&cur, sizeof(uint32_t) * WIN_ROW * (size_t)batch);
+    pl->ws_widx = carve(&cur, sizeof(uint32_t) * WIN_ROW * (size_t)batch);
     pl->ws_hist = carve(&cur, sizeof(u64) * QRITA_MASS_BINS * (size_t)batch);
     pl->ws_part = carve(&cur, sizeof(qr_part) * (size_t)(cpr * batch));
     pl->ws_heavy = carve(&cur, sizeof(uint32_t) * (size_t)(batch + 1));
@@ -949,6 +1154,8 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     a.rstat = (qrita_gpu_rstat *)(ws + pl->ws_rstat);
     a.keys = (uint32_t *)(ws + pl->ws_keys);
     a.idx = (uint32_t *)(ws + pl->ws_idx);
+    a.wkeys = (uint32_t *)(ws + pl->ws_wkeys);
+    a.widx = (uint32_t *)(ws + pl->ws_widx);
     a.hist = (u64 *)(ws + pl->ws_hist);
     a.part = (qr_part *)(ws + pl->ws_part);
     a.heavy = (uint32_t *)(ws + pl->ws_heavy);
@@ -956,6 +1163,7 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     a.warm = pl->group == BLOCK_G && pl->truncation == QRITA_TRUNC_AUTO && pl->ops == TKP_TOPP &&
              pl->batch <= WARM_MAX_BATCH;
     a.gather2 = pl->need_mass && pl->truncation == QRITA_TRUNC_AUTO;
+    a.fuse = a.warm; /* the same batches: qr_gather2's work moves into qr_search */
     a.batch = pl->batch;
     a.vocab = pl->vocab;
     a.stride = pl->stride;
@@ -981,7 +1189,7 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     TKP_CUDA_TRY(tkp_launch_dependent(qr_scan, grid, nt, 0, st, a), err);
     if (pl->need_mass)
         TKP_CUDA_TRY(tkp_launch_dependent(qr_mass, grid, nt, 0, st, a), err);
-    if (a.gather2)
+    if (a.gather2 && !a.fuse)
         TKP_CUDA_TRY(tkp_launch_dependent(qr_gather2, grid, nt, 0, st, a), err);
     if (pl->group == 32) {
         TKP_CUDA_TRY(tkp_launch_dependent(qr_search<32, CAP_WARP>,
@@ -990,9 +1198,11 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
         TKP_CUDA_TRY(tkp_launch_dependent(qr_search_heavy, dim3((unsigned)pl->sm_count),
                                           dim3(BLOCK_G), 2 * CAP_BLOCK * 4, st, a), err);
     } else
-        TKP_CUDA_TRY(tkp_launch_dependent(qr_search<BLOCK_G, CAP_BLOCK>, dim3((unsigned)pl->batch),
+        TKP_CUDA_TRY(tkp_launch_dependent(qr_search<BLOCK_G, CAP_BLOCK>,
+                                          a.fuse ? grid : dim3((unsigned)pl->batch),
                                           dim3(BLOCK_G), 2 * CAP_BLOCK * 4, st, a), err);
-    TKP_CUDA_TRY(tkp_launch_dependent(qr_mask, grid, nt, 0, st, a), err);
+    if (!a.fuse) /* fused: the search writes the masks */
+        TKP_CUDA_TRY(tkp_launch_dependent(qr_mask, grid, nt, 0, st, a), err);
     return TKP_OK;
 }
 

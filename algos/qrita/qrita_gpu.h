@@ -33,7 +33,8 @@ struct qrita_gpu_plan {
     /* options */
     int truncation, search, dedup, autotune, sample_block, max_iter, pivots;
     double sigma_margin;
-    size_t ws_rows, ws_rstat, ws_keys, ws_idx, ws_hist, ws_part, ws_heavy, ws_bytes; /* workspace offsets */
+    size_t ws_rows, ws_rstat, ws_keys, ws_idx, ws_wkeys, ws_widx, ws_hist, ws_part, ws_heavy;
+    size_t ws_bytes; /* workspace offsets and size */
 };
 
 /* Host side, once per problem: options, launch shape, workspace size (may call the CUDA runtime

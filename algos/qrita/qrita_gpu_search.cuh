@@ -153,7 +153,9 @@ __device__ __forceinline__ void load4(const Src &s, int64_t item, uint32_t (&k)[
         for (int u = 0; u < 4; u++)
             k[u] = i + u < s.n ? tkp_order_key(s.row[i + u]) : 0u;
     } else {
-        uint4 v = *reinterpret_cast<const uint4 *>(s.keys + i);
+        /* a global buffer may have been appended to by other CTAs of this kernel: past L1 */
+        const uint4 *q = reinterpret_cast<const uint4 *>(s.keys + i);
+        const uint4 v = s.kind == 0 ? __ldcg(q) : *q;
         k[0] = v.x;
         k[1] = i + 1 < s.n ? v.y : 0u;
         k[2] = i + 2 < s.n ? v.z : 0u;
@@ -282,15 +284,14 @@ __device__ __forceinline__ int place_pivots(uint32_t lo, uint32_t hi, int pivots
     return c;
 }
 
-/* The CPU's verdict on one pivot `piv` of an iteration, given its statistics over the current
- * source (pj) and those of the keys above the source's window (agg). Updates the search state
- * (lowc/highc get the source counts at the new lo and hi); true when the iteration ends here. */
-__device__ __forceinline__ bool judge_one(const Slot &pj, uint32_t piv, const Slot &agg,
-                                          const struct qrita_query &q, int dedup,
-                                          SearchState &st_, int64_t &lowc, int64_t &highc,
-                                          u64 pj_min_weight = UINT64_MAX)
+/* The CPU's verdict on a pivot whose statistics over the current source are pj, given those of
+ * the keys above the source's window (agg); st gets the pivot's statistics. It depends on pj
+ * only (agg and q are fixed during a search). */
+__device__ __forceinline__ enum qrita_verdict pivot_verdict(const Slot &pj, const Slot &agg,
+                                                           const struct qrita_query &q,
+                                                           struct qrita_pivot_stat &st,
+                                                           u64 pj_min_weight)
 {
-    struct qrita_pivot_stat st;
     st.count = (int64_t)agg.cnt + pj.cnt;
     st.mass = agg.mass + pj.mass;
     st.min_key = pj.cnt ? pj.min : agg.min;
@@ -300,23 +301,54 @@ __device__ __forceinline__ bool judge_one(const Slot &pj, uint32_t piv, const Sl
                      : pj.cnt && pj_min_weight != UINT64_MAX ? pj_min_weight
                                                                : qrita_measure_of(q.measure, st.min_key);
     qrita_restrict(&st, q.set);
-    const enum qrita_verdict v = qrita_classify(&st, q.target, q.set_size);
+    return qrita_classify(&st, q.target, q.set_size);
+}
+
+/* The search state after verdict v on pivot `piv` (an accepted pivot's key, kept copies and
+ * count given); lowc/highc get the source count pj_cnt at the new lo or hi. True when the
+ * iteration ends here. */
+__device__ __forceinline__ bool apply_verdict(enum qrita_verdict v, uint32_t piv, uint32_t pj_cnt,
+                                              uint32_t acc_key, int64_t acc_keep,
+                                              int64_t acc_count, SearchState &st_,
+                                              int64_t &lowc, int64_t &highc)
+{
     if (v == QRITA_PIVOT_ACCEPT) {
-        st_.acc_key = st.min_key;
-        st_.acc_keep = dedup ? qrita_copies_kept(&st, q.target) : QRITA_KEEP_ALL;
+        st_.acc_key = acc_key;
+        st_.acc_keep = acc_keep;
         st_.accepted = true;
-        st_.acc_count = st.count;
+        st_.acc_count = acc_count;
         return true;
     }
     if (v == QRITA_PIVOT_LOW) {
         st_.floor_key = piv;
         st_.lo = piv + 1;
-        lowc = pj.cnt;
+        lowc = pj_cnt;
         return false;
     }
     st_.hi = piv - 1;
-    highc = pj.cnt;
+    highc = pj_cnt;
     return true;
+}
+
+/* The copies of an accepted pivot's smallest key that the boundary keeps. */
+__device__ __forceinline__ int64_t kept_copies(const struct qrita_pivot_stat &st,
+                                               const struct qrita_query &q, int dedup)
+{
+    return dedup ? qrita_copies_kept(&st, q.target) : QRITA_KEEP_ALL;
+}
+
+/* The CPU's verdict on one pivot `piv` of an iteration, given its statistics over the current
+ * source (pj) and those of the keys above the source's window (agg). Updates the search state
+ * (lowc/highc get the source counts at the new lo and hi); true when the iteration ends here. */
+__device__ __forceinline__ bool judge_one(const Slot &pj, uint32_t piv, const Slot &agg,
+                                          const struct qrita_query &q, int dedup,
+                                          SearchState &st_, int64_t &lowc, int64_t &highc)
+{
+    struct qrita_pivot_stat st;
+    const enum qrita_verdict v = pivot_verdict(pj, agg, q, st, UINT64_MAX);
+    return apply_verdict(v, piv, pj.cnt, st.min_key,
+                         v == QRITA_PIVOT_ACCEPT ? kept_copies(st, q, dedup) : 0, st.count, st_,
+                         lowc, highc);
 }
 
 /* The verdicts on the c pivots thr[1..c] of one iteration, in order (res[1..3]: their
@@ -374,24 +406,34 @@ __device__ __forceinline__ void warp_sort_desc(uint32_t &key, u64 &w, u64 &prefi
     }
 }
 
-/* warp_slot on sorted candidates: the keys above `piv` are lanes [0, cnt), so the statistics
- * are lookups (the smallest key, its weight and the mass up to it from lane cnt - 1). */
-__device__ __forceinline__ Slot sorted_slot(uint32_t key, u64 w, u64 prefix, uint32_t piv,
-                                            u64 &min_weight)
+/* A pivot's verdict with what acting on it needs (qrita_pivot_stat's key, count, kept copies). */
+struct Verdict {
+    enum qrita_verdict v;
+    uint32_t min_key;
+    int64_t count, keep;
+};
+
+__device__ __forceinline__ Verdict verdict_of(const Slot &pj, const Slot &agg,
+                                              const struct qrita_query &q, int dedup,
+                                              u64 pj_min_weight)
 {
-    Slot s = slot_empty();
-    s.cnt = __popc(__ballot_sync(FULL, key > piv));
-    const int last = s.cnt ? (int)s.cnt - 1 : 0;
-    const uint32_t m = __shfl_sync(FULL, key, last);
-    const u64 mass = __shfl_sync(FULL, prefix, last);
-    min_weight = __shfl_sync(FULL, w, last);
-    const unsigned copies = __popc(__ballot_sync(FULL, key == m));
-    if (s.cnt) {
-        s.min = m;
-        s.mass = mass;
-        s.copies = copies;
-    }
-    return s;
+    struct qrita_pivot_stat st;
+    Verdict r;
+    r.v = pivot_verdict(pj, agg, q, st, pj_min_weight);
+    r.min_key = st.min_key;
+    r.count = st.count;
+    r.keep = r.v == QRITA_PIVOT_ACCEPT ? kept_copies(st, q, dedup) : 0;
+    return r;
+}
+
+__device__ __forceinline__ Verdict shfl_verdict(const Verdict &x, int lane)
+{
+    Verdict r;
+    r.v = (enum qrita_verdict)__shfl_sync(FULL, (int)x.v, lane);
+    r.min_key = __shfl_sync(FULL, x.min_key, lane);
+    r.count = __shfl_sync(FULL, x.count, lane);
+    r.keep = __shfl_sync(FULL, x.keep, lane);
+    return r;
 }
 
 /* The rest of a search on at most 32 x REG_KEYS candidates (e.src.kind 0 or 2), by one warp
@@ -409,7 +451,8 @@ __device__ void register_iterations(const Eng &e, const struct qrita_query &q, i
 #pragma unroll
     for (int i = 0; i < REG_KEYS; i++) {
         const int64_t j = lane + 32 * i;
-        const uint32_t k = j < e.src.n ? e.src.keys[j] : 0u;
+        const uint32_t *q = e.src.keys + j;
+        const uint32_t k = j >= e.src.n ? 0u : e.src.kind == 0 ? __ldcg(q) : *q;
         key[i] = k > e.L && k <= e.H ? k : 0u;
     }
     /* the weights, one key at a time: the arrays rotate by one per step (static indices keep
@@ -427,10 +470,22 @@ __device__ void register_iterations(const Eng &e, const struct qrita_query &q, i
         key[REG_KEYS - 1] = k0;
         w[REG_KEYS - 1] = w0;
     }
-    /* at most 32 candidates (one per lane, in key[0]): sorted once, each pivot a lookup */
+    /* at most 32 candidates (one per lane, in key[0]): sorted once. A pivot's verdict depends
+     * only on how many keys are above it, so lane L judges once the pivots with exactly L + 1
+     * keys above (lane L's key the smallest of them), every lane those with none; each pivot is
+     * then a ballot and a lookup */
     u64 prefix = 0;
-    if (sorted)
+    Verdict mine = {}, none = {};
+    if (sorted) {
         warp_sort_desc(key[0], w[0], prefix, (int)e.src.n);
+        Slot s;
+        s.cnt = lane + 1;
+        s.min = key[0];
+        s.mass = prefix;
+        s.copies = __popc(__match_any_sync(FULL, key[0]));
+        mine = verdict_of(s, e.agg, q, dedup, w[0]);
+        none = verdict_of(slot_empty(), e.agg, q, dedup, UINT64_MAX);
+    }
 #pragma unroll 1
     for (; st_.it < max_iter && st_.lo <= st_.hi; st_.it++) {
         const uint32_t lo = st_.lo, hi = st_.hi;
@@ -441,13 +496,25 @@ __device__ void register_iterations(const Eng &e, const struct qrita_query &q, i
 #pragma unroll 1
         for (int j = st_.first ? -1 : 0; j < c; j++) {
             const uint32_t piv = j < 0 ? lo : pivot_at(lo, hi, pivots, j);
-            u64 min_weight = UINT64_MAX;
-            const Slot sj = sorted ? sorted_slot(key[0], w[0], prefix, piv, min_weight)
-                                   : warp_slot(key, w, piv);
+            if (sorted) {
+                const unsigned cnt = __popc(__ballot_sync(FULL, key[0] > piv));
+                const int from = cnt ? (int)cnt - 1 : 0;
+                if (j < 0) {
+                    const uint32_t m = __shfl_sync(FULL, key[0], from);
+                    st_.first_min = cnt ? m : UINT32_MAX;
+                    st_.first = false;
+                    continue;
+                }
+                const Verdict v = cnt ? shfl_verdict(mine, from) : none;
+                if (apply_verdict(v.v, piv, cnt, v.min_key, v.keep, v.count, st_, lowc, highc))
+                    break;
+                continue;
+            }
+            const Slot sj = warp_slot(key, w, piv);
             if (j < 0) {
                 st_.first_min = sj.min;
                 st_.first = false;
-            } else if (judge_one(sj, piv, e.agg, q, dedup, st_, lowc, highc, min_weight)) {
+            } else if (judge_one(sj, piv, e.agg, q, dedup, st_, lowc, highc)) {
                 break;
             }
         }
