@@ -11,7 +11,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,
 echo "== GPU tests"
 "$bundle/topkp-tests" gpu_ || status=1
 small=gpu_cases_,gpu_naive_sort_matches_cpu_on_adversarial,gpu_rtopk_matches_cpu_on_adversarial
-small=$small,gpu_cake_matches_cpu_on_adversarial
+small=$small,gpu_cake_matches_cpu_on_adversarial,gpu_cake_chained_matches_cpu_on_adversarial
+small=$small,gpu_qrita_gaussian_b1_topp # the fused top-p search at B = 1 (window and gather)
 if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck; do
         echo "== compute-sanitizer $tool (small cases)"

@@ -2,7 +2,8 @@
  * adversarial cases (and the oracle), large random batches at the benchmark shapes, rows that
  * defeat the sampled candidate list (ties everywhere, ascending ramps, few valid tokens) so
  * that the streaming fallback and the index-ordered tie collect run on every cluster size,
- * and run-to-run determinism. Every test skips without a GPU. */
+ * and run-to-run determinism; each with top-p fused into the cluster kernel and chained to a
+ * second kernel. Every test skips without a GPU. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,16 +22,25 @@ static void free_batch(struct tkp_batch *b)
     free(b->p);
 }
 
+/* The options of the GPU runs ("topp_launch=..."; NULL: the defaults). */
+static const char *const *gpu_options;
+
 /* Run cake on `backend`: kept masks and DRAWS samples per row. */
 static int run_cake(enum tkp_backend backend, const struct tkp_batch *b, uint64_t seed,
                     uint8_t *kept, int64_t *samples)
 {
     struct tkp_error err = { "" };
-    int rc = tkp_apply(tkp_algo_find("cake"), NULL, backend, b, kept, samples, DRAWS, seed, 5,
+    void *opts = module_options("cake", backend == TKP_GPU ? gpu_options : NULL);
+    if (!opts)
+        return TKP_EINVAL;
+    int rc = tkp_apply(tkp_algo_find("cake"), opts, backend, b, kept, samples, DRAWS, seed, 5,
                        NULL, &err);
     CHECK(rc == TKP_OK, "cake %s: %s", backend == TKP_GPU ? "GPU" : "CPU", err.msg);
+    free(opts);
     return rc;
 }
+
+static const char *const chained[] = { "topp_launch=chained", NULL };
 
 /* CPU and GPU must agree on every kept byte and every draw of every row. */
 static void check_cpu_equals_gpu(const struct tkp_batch *b, const char *name, uint64_t seed)
@@ -76,6 +86,12 @@ TEST(gpu_cake_matches_cpu_on_adversarial_cases)
     check_gpu_matches_cpu("cake", NULL);
 }
 
+/* Top-p, mask and draws in a second, chained kernel (the default fuses them). */
+TEST(gpu_cake_chained_matches_cpu_on_adversarial_cases)
+{
+    check_gpu_matches_cpu("cake", chained);
+}
+
 /* A gaussian batch with one (k, p) on every row. */
 static void uniform_batch(struct test_case *c, uint64_t seed, int64_t batch, int64_t vocab,
                           int32_t k, float p)
@@ -87,7 +103,18 @@ static void uniform_batch(struct test_case *c, uint64_t seed, int64_t batch, int
     }
 }
 
-TEST(gpu_cake_benchmark_shapes_match_cpu)
+static void benchmark_shapes(void);
+
+TEST(gpu_cake_benchmark_shapes_match_cpu) { benchmark_shapes(); }
+
+TEST(gpu_cake_benchmark_shapes_match_cpu_chained)
+{
+    gpu_options = chained;
+    benchmark_shapes();
+    gpu_options = NULL;
+}
+
+static void benchmark_shapes(void)
 {
     if (!tkp_gpu_present()) {
         test_skip("no GPU");
@@ -152,7 +179,18 @@ static void fill_hard(float *x, int64_t vocab, enum hard h, uint64_t *s)
     }
 }
 
-TEST(gpu_cake_hard_rows_match_cpu)
+static void hard_rows(void);
+
+TEST(gpu_cake_hard_rows_match_cpu) { hard_rows(); }
+
+TEST(gpu_cake_hard_rows_match_cpu_chained)
+{
+    gpu_options = chained;
+    hard_rows();
+    gpu_options = NULL;
+}
+
+static void hard_rows(void)
 {
     if (!tkp_gpu_present()) {
         test_skip("no GPU");
@@ -195,12 +233,17 @@ TEST(gpu_cake_two_runs_are_identical)
     const size_t cells = (size_t)(c.b.batch * c.b.vocab), drawn = (size_t)(c.b.batch * DRAWS);
     uint8_t *k1 = malloc(cells), *k2 = malloc(cells);
     int64_t *s1 = malloc(sizeof(int64_t) * drawn), *s2 = malloc(sizeof(int64_t) * drawn);
+    /* fused twice, then chained: every run gives the same masks and draws */
     int rc = run_cake(TKP_GPU, &c.b, 3, k1, s1);
-    if (rc == TKP_OK)
+    for (int i = 0; i < 2 && rc == TKP_OK; i++) {
+        gpu_options = i ? chained : NULL;
         rc = run_cake(TKP_GPU, &c.b, 3, k2, s2);
-    CHECK(rc != TKP_OK || memcmp(k1, k2, cells) == 0, "two GPU runs gave different kept masks");
-    CHECK(rc != TKP_OK || memcmp(s1, s2, sizeof(int64_t) * drawn) == 0,
-          "two GPU runs gave different samples");
+        CHECK(rc != TKP_OK || memcmp(k1, k2, cells) == 0,
+              "two GPU runs (%s) gave different kept masks", i ? "fused, chained" : "fused");
+        CHECK(rc != TKP_OK || memcmp(s1, s2, sizeof(int64_t) * drawn) == 0,
+              "two GPU runs (%s) gave different samples", i ? "fused, chained" : "fused");
+    }
+    gpu_options = NULL;
     free(k1), free(k2), free(s1), free(s2);
     free_batch(&c.b);
 }

@@ -11,6 +11,7 @@
  *  3. inverse-CDF sampling over the kept slab entries, in slab order, driven by Philox.
  * The slab holds 1024 entries, so every row's effective k (k, or V when top-k is off) must
  * be at most 1024. */
+#include <stddef.h>
 #include <string.h>
 
 #include "../common/philox.h"
@@ -53,7 +54,18 @@ struct cake_pivot {
     int passes;
 };
 
-static const struct tkp_option cake_options[] = { { NULL } };
+struct cake_opts {
+    int topp_launch; /* enum cake_topp_launch (GPU only) */
+};
+
+static const char *const launch_choices[] = { "fused", "chained", NULL };
+
+static const struct tkp_option cake_options[] = {
+    { "topp_launch", "GPU: top-p, mask and draws in rank 0 of each cluster (fused), or in a "
+      "second kernel chained by programmatic dependent launch (chained; measured slower)",
+      TKP_OPT_ENUM, offsetof(struct cake_opts, topp_launch), 0, 0, 0, launch_choices },
+    { NULL },
+};
 
 /* The slab entries a row with top-k value k needs before counting its valid tokens. */
 static int64_t cake_effective_k(int32_t k, int64_t vocab)
@@ -94,13 +106,16 @@ static int cake_init(void *state, const struct tkp_problem *pb, const void *opts
 {
     (void)opts;
     (void)err;
+    const int launch = opts ? ((const struct cake_opts *)opts)->topp_launch : 0;
+    (void)launch;
     struct cake_state *s = state;
     s->pb = *pb;
     memset(&s->stats, 0, sizeof s->stats);
 #ifdef TKP_HAVE_CUDA
     if (pb->backend == TKP_GPU) {
-        *workspace_bytes = 0; /* everything lives in shared memory */
-        return cake_gpu_plan(pb->batch, pb->vocab, &s->plan, err);
+        int rc = cake_gpu_plan(pb->batch, pb->vocab, launch, &s->plan, err);
+        *workspace_bytes = s->plan.workspace_bytes; /* 0 unless chained */
+        return rc;
     }
 #endif
     *workspace_bytes = 2 * CAKE_SLAB * sizeof(uint64_t) +
@@ -266,7 +281,7 @@ static int cake_run(void *state, const struct tkp_io *io, void *workspace, void 
         /* supports() checked set_max <= 1024 for every row; the statistics that need the
          * per-row pass counts stay on the device, only rows are counted. */
         int rc = cake_gpu_run(&s->plan, s->pb.batch, s->pb.vocab, s->pb.stride, s->pb.draws,
-                              io, stream, err);
+                              io, workspace, stream, err);
         if (rc == TKP_OK)
             s->stats.rows += s->pb.batch;
         return rc;
@@ -304,7 +319,7 @@ const struct tkp_algo tkp_algo_cake = {
     .backends = TKP_BUILT_BACKENDS,
     .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = cake_options,
-    .opts_size = sizeof(int),
+    .opts_size = sizeof(struct cake_opts),
     .state_size = sizeof(struct cake_state),
     .supports = cake_supports,
     .init = cake_init,

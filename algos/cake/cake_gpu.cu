@@ -75,6 +75,9 @@ struct ck_args {
     int64_t vocab, stride;
     int32_t draws;
     uint32_t slice;
+    int chained;     /* cake_topp_kernel does step 5 from ws_slab / ws_count */
+    u64 *ws_slab;    /* chained: CK_GATHER gathered entries per row (unsorted) */
+    uint2 *ws_count; /* chained: (m gathered, n slab entries) per row */
 };
 
 /* f(key, index, ok) over row[lo, hi): a scalar head up to 16-byte alignment, the float4 body
@@ -441,8 +444,10 @@ __device__ void ck_find_bucket(const uint32_t *h, uint32_t nb, uint32_t take, ck
     __syncthreads();
 }
 
-/* Exclusive prefix sum of one value per thread over the CTA; *total gets the sum. */
-__device__ __forceinline__ u64 ck_scan_excl(u64 v, u64 *total, ck_smem *sm)
+/* Exclusive prefix sum of one value per thread over a CTA of NTH threads (wsum: NTH / 32
+ * words of shared scratch); *total gets the sum. */
+template <int NTH>
+__device__ __forceinline__ u64 ck_scan_excl(u64 v, u64 *total, u64 *wsum)
 {
     const uint32_t t = threadIdx.x, lane = t & 31, warp = t >> 5;
     u64 x = v;
@@ -453,12 +458,12 @@ __device__ __forceinline__ u64 ck_scan_excl(u64 v, u64 *total, ck_smem *sm)
             x += y;
     }
     if (lane == 31)
-        sm->wsum[warp] = x;
+        wsum[warp] = x;
     __syncthreads();
     u64 before = 0, all = 0;
-    for (uint32_t w = 0; w < CK_WARPS; w++) {
-        before += w < warp ? sm->wsum[w] : 0;
-        all += sm->wsum[w];
+    for (uint32_t w = 0; w < NTH / 32; w++) {
+        before += w < warp ? wsum[w] : 0;
+        all += wsum[w];
     }
     __syncthreads(); /* wsum is reused by the next call */
     *total = all;
@@ -508,6 +513,15 @@ __device__ __forceinline__ void ck_sort_regs(u64 (&v)[4], uint32_t span, uint32_
     ck_cx(v[2], v[3], ((4 * t + 2) & span) == 0);
 }
 
+/* The size ck_sort_desc sorts m entries over: the next power of two, at least 2. */
+__device__ __forceinline__ uint32_t ck_sort_size(uint32_t m)
+{
+    uint32_t size = 2;
+    while (size < m)
+        size <<= 1;
+    return size;
+}
+
 /* Sort a[0, size) descending (size a power of two, 2 <= size <= CK_GATHER; a has CK_GATHER
  * entries). A bitonic network: the strides below 128 run in registers (each thread holds 4
  * consecutive entries; a warp holds 128), the larger strides in shared memory. Entries at or
@@ -554,10 +568,77 @@ __device__ void ck_sort_desc(u64 *a, uint32_t size)
     }
 }
 
+/* ---- top-p, kept mask and draws on the sorted slab ---- */
+
+/* Row r's top-p, kept-mask ones and draws, by a CTA of NTH threads (2 NTH >= n): slab holds
+ * the n slab entries sorted descending; incl (n words), wsum (NTH / 32) and *cnt (zero) are
+ * shared scratch. The arithmetic of cake.c: exact uint64 prefix sums of tkp_weight,
+ * tkp_topp_target, and per draw the binary search of its Philox value. */
+template <int NTH>
+__device__ void ck_finish(const ck_args &a, int64_t r, const u64 *slab, uint32_t n, u64 *incl,
+                          u64 *wsum, uint32_t *cnt)
+{
+    const uint32_t t = threadIdx.x;
+    int64_t *out = a.samples ? a.samples + r * (int64_t)a.draws : NULL;
+    /* Inclusive fixed-point prefix of the slab: thread t owns entries 2t and 2t+1. */
+    const float top = tkp_key_value((uint32_t)(slab[0] >> 32));
+    const uint32_t j0 = 2 * t, j1 = 2 * t + 1;
+    const u64 w0 = j0 < n ? tkp_weight(tkp_key_value((uint32_t)(slab[j0] >> 32)), top) : 0;
+    const u64 w1 = j1 < n ? tkp_weight(tkp_key_value((uint32_t)(slab[j1] >> 32)), top) : 0;
+    u64 total;
+    const u64 before = ck_scan_excl<NTH>(w0 + w1, &total, wsum);
+    if (j0 < n)
+        incl[j0] = before + w0;
+    if (j1 < n)
+        incl[j1] = before + w0 + w1;
+    __syncthreads();
+    const uint64_t target = tkp_topp_target(a.p[r], incl[n - 1]);
+    /* kept = 1 + #{j in [1, n): incl[j-1] < target}; incl is non-decreasing, so this is the
+     * CPU's walk. */
+    uint32_t c = (j0 >= 1 && j0 < n && incl[j0 - 1] < target) +
+                 (j1 < n && incl[j1 - 1] < target);
+    if (c)
+        atomicAdd(cnt, c);
+    __syncthreads();
+    const uint32_t kept = 1 + *cnt;
+    if (a.kept) {
+        uint8_t *mrow = a.kept + r * a.vocab;
+        for (uint32_t j = t; j < kept; j += NTH)
+            mrow[(uint32_t)~(uint32_t)slab[j]] = 1;
+    }
+    if (out) {
+        const uint64_t kept_total = incl[kept - 1];
+        for (int32_t dr = (int32_t)t; dr < a.draws; dr += NTH) {
+            const uint64_t u =
+                tkp_scale_u64(tkp_philox_u64(a.seed, (uint64_t)r, a.offset, (uint32_t)dr),
+                              kept_total);
+            uint32_t l = 0, h = kept - 1;
+            while (l < h) {
+                const uint32_t mid = l + (h - l) / 2;
+                if (incl[mid] > u)
+                    h = mid;
+                else
+                    l = mid + 1;
+            }
+            out[dr] = (int64_t)(uint32_t)~(uint32_t)slab[l];
+        }
+    }
+}
+
+/* A row without a valid token: its draws are -1 (its mask stays zero). */
+template <int NTH>
+__device__ __forceinline__ void ck_no_draws(const ck_args &a, int64_t r)
+{
+    if (a.samples)
+        for (int32_t dr = (int32_t)threadIdx.x; dr < a.draws; dr += NTH)
+            a.samples[r * (int64_t)a.draws + dr] = -1;
+}
+
 /* ---- the kernel ---- */
 
 __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
 {
+    tkp_allow_dependents(); /* cake_topp_kernel (chained) may launch; it waits for this one */
     extern __shared__ __align__(16) unsigned char ck_raw[];
     ck_smem *sm = reinterpret_cast<ck_smem *>(ck_raw);
     cg::cluster_group cluster = cg::this_cluster();
@@ -678,7 +759,7 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
                     c += i < hi && (keys[e] & mask) == prefix;
                 }
                 u64 total;
-                uint32_t rnk = running + (uint32_t)ck_scan_excl(c, &total, sm);
+                uint32_t rnk = running + (uint32_t)ck_scan_excl<CK_THREADS>(c, &total, sm->wsum);
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const uint32_t i = base + 4 * t + e;
@@ -712,65 +793,50 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
     /* 5. Rank 0: sort (the slab is the first n entries), top-p, kept mask, samples. m is k
      * on path 4b and `gathered` (>= k) on path 4a. */
     const uint32_t m = min(sm->slab_n, (uint32_t)CK_GATHER), n = min(m, k);
-    int64_t *out = a.samples ? a.samples + r * (int64_t)a.draws : NULL;
+    if (a.chained) { /* 5'. hand the unsorted entries to cake_topp_kernel */
+        u64 *dst = a.ws_slab + r * CK_GATHER;
+        for (uint32_t i = t; i < m; i += CK_THREADS)
+            dst[i] = sm->slab[i];
+        if (t == 0)
+            a.ws_count[r] = make_uint2(m, n);
+        return;
+    }
     if (n == 0) {
-        if (out)
-            for (int32_t dr = (int32_t)t; dr < a.draws; dr += CK_THREADS)
-                out[dr] = -1;
+        ck_no_draws<CK_THREADS>(a, r);
         return;
     }
     u64 *slab = sm->slab;
-    uint32_t size = 2;
-    while (size < m)
-        size <<= 1;
+    const uint32_t size = ck_sort_size(m);
     for (uint32_t i = m + t; i < max(size, 128u); i += CK_THREADS)
         slab[i] = 0; /* below every valid composite (and the rest of warp 0's 128 entries) */
     ck_sort_desc(slab, size);
 
-    /* Inclusive fixed-point prefix of the slab: thread t owns entries 2t and 2t+1. */
-    u64 *incl = sm->mine;
-    const float top = tkp_key_value((uint32_t)(slab[0] >> 32));
-    const uint32_t j0 = 2 * t, j1 = 2 * t + 1;
-    const u64 w0 = j0 < n ? tkp_weight(tkp_key_value((uint32_t)(slab[j0] >> 32)), top) : 0;
-    const u64 w1 = j1 < n ? tkp_weight(tkp_key_value((uint32_t)(slab[j1] >> 32)), top) : 0;
-    u64 total;
-    const u64 before = ck_scan_excl(w0 + w1, &total, sm);
-    if (j0 < n)
-        incl[j0] = before + w0;
-    if (j1 < n)
-        incl[j1] = before + w0 + w1;
-    __syncthreads();
-    const uint64_t target = tkp_topp_target(a.p[r], incl[n - 1]);
-    /* kept = 1 + #{j in [1, n): incl[j-1] < target}; incl is non-decreasing, so this is the
-     * CPU's walk. */
-    uint32_t c = (j0 >= 1 && j0 < n && incl[j0 - 1] < target) +
-                 (j1 < n && incl[j1 - 1] < target);
-    if (c)
-        atomicAdd(&sm->cnt, c);
-    __syncthreads();
-    const uint32_t kept = 1 + sm->cnt;
-    if (a.kept) {
-        uint8_t *mrow = a.kept + r * (int64_t)V;
-        for (uint32_t j = t; j < kept; j += CK_THREADS)
-            mrow[(uint32_t)~(uint32_t)slab[j]] = 1;
+    ck_finish<CK_THREADS>(a, r, slab, n, sm->mine, sm->wsum, &sm->cnt);
+}
+
+/* The chained launch (option topp_launch=chained): after cake_kernel, one CTA of CK_THREADS
+ * per row does rank 0's step 5 (sort, top-p, mask, draws) on the m gathered entries that rank
+ * 0 left in the workspace. Measured slower than the fused launch at every k (README "GPU"). */
+__global__ void __launch_bounds__(CK_THREADS, 1) cake_topp_kernel(const ck_args a)
+{
+    __shared__ u64 slab[CK_GATHER], incl[CK_GATHER], wsum[CK_WARPS];
+    __shared__ uint32_t cnt;
+    const int64_t r = blockIdx.x;
+    const uint32_t t = threadIdx.x;
+    tkp_wait_prerequisite();
+    const uint2 mn = a.ws_count[r];
+    if (mn.y == 0) {
+        ck_no_draws<CK_THREADS>(a, r);
+        return;
     }
-    if (out) {
-        const uint64_t kept_total = incl[kept - 1];
-        for (int32_t dr = (int32_t)t; dr < a.draws; dr += CK_THREADS) {
-            const uint64_t u =
-                tkp_scale_u64(tkp_philox_u64(a.seed, (uint64_t)r, a.offset, (uint32_t)dr),
-                              kept_total);
-            uint32_t l = 0, h = kept - 1;
-            while (l < h) {
-                const uint32_t mid = l + (h - l) / 2;
-                if (incl[mid] > u)
-                    h = mid;
-                else
-                    l = mid + 1;
-            }
-            out[dr] = (int64_t)(uint32_t)~(uint32_t)slab[l];
-        }
-    }
+    if (t == 0)
+        cnt = 0;
+    const uint32_t size = ck_sort_size(mn.x);
+    const u64 *src = a.ws_slab + r * CK_GATHER;
+    for (uint32_t i = t; i < max(size, 128u); i += CK_THREADS)
+        slab[i] = i < mn.x ? src[i] : 0; /* 0: below every composite */
+    ck_sort_desc(slab, size);
+    ck_finish<CK_THREADS>(a, r, slab, mn.y, incl, wsum, &cnt);
 }
 
 /* ---- host side ---- */
@@ -782,8 +848,8 @@ static int ck_cluster_index(int c)
     return c == 1 ? 0 : c == 2 ? 1 : c == 4 ? 2 : c == 8 ? 3 : 4;
 }
 
-extern "C" int cake_gpu_plan(int64_t batch, int64_t vocab, struct cake_gpu_plan *plan,
-                             struct tkp_error *err)
+extern "C" int cake_gpu_plan(int64_t batch, int64_t vocab, int topp_launch,
+                             struct cake_gpu_plan *plan, struct tkp_error *err)
 {
     memset(plan, 0, sizeof *plan);
     int dev = 0;
@@ -835,12 +901,22 @@ extern "C" int cake_gpu_plan(int64_t batch, int64_t vocab, struct cake_gpu_plan 
     int64_t slice = (vocab + plan->cluster - 1) / plan->cluster;
     slice = (slice + 15) & ~(int64_t)15;
     plan->slice = (uint32_t)slice;
+    /* Top-p launch: fused unless asked (measured on the H200 at k = 50, 256 and 1000: the
+     * chained launch is slower everywhere; README "GPU") */
+    plan->chained = topp_launch == CAKE_TOPP_CHAINED;
+    plan->workspace_bytes =
+        plan->chained ? (size_t)batch * (CK_GATHER * sizeof(u64) + sizeof(uint2)) : 0;
+    if (plan->chained) {
+        /* the sort's shared memory is static; this only checks that the kernel loads */
+        cudaFuncAttributes fa;
+        TKP_CUDA_TRY(cudaFuncGetAttributes(&fa, cake_topp_kernel), err);
+    }
     return TKP_OK;
 }
 
 extern "C" int cake_gpu_run(const struct cake_gpu_plan *plan, int64_t batch, int64_t vocab,
-                            int64_t stride, int32_t draws, const struct tkp_io *io, void *stream,
-                            struct tkp_error *err)
+                            int64_t stride, int32_t draws, const struct tkp_io *io,
+                            void *workspace, void *stream, struct tkp_error *err)
 {
     if (batch == 0)
         return TKP_OK;
@@ -856,11 +932,18 @@ extern "C" int cake_gpu_run(const struct cake_gpu_plan *plan, int64_t batch, int
     a.stride = stride;
     a.draws = io->samples ? draws : 0;
     a.slice = plan->slice;
+    a.chained = plan->chained;
+    a.ws_slab = (u64 *)workspace;
+    a.ws_count = (uint2 *)((char *)workspace + (size_t)batch * CK_GATHER * sizeof(u64));
 
     TKP_CUDA_TRY(tkp_launch_cluster(cake_kernel, (int)plan->cluster,
                                     dim3((unsigned)(batch * plan->cluster)), dim3(CK_THREADS),
                                     plan->smem_bytes, (cudaStream_t)stream, a),
                  err);
     TKP_LAUNCH_CHECK(err);
+    if (plan->chained)
+        TKP_CUDA_TRY(tkp_launch_dependent(cake_topp_kernel, dim3((unsigned)batch),
+                                          dim3(CK_THREADS), 0, (cudaStream_t)stream, a),
+                     err);
     return TKP_OK;
 }

@@ -11,9 +11,16 @@
 extern "C" {
 #endif
 
+/* Where top-p, the mask's ones and the draws run (option `topp_launch`). */
+enum cake_topp_launch { CAKE_TOPP_FUSED, CAKE_TOPP_CHAINED };
+
 /* The launch shape chosen at init for one problem (batch, vocabulary). */
 struct cake_gpu_plan {
     int cluster;           /* CTAs per row: 1, 2, 4, 8 or 16 (16: non-portable size) */
+    int chained;           /* 1: a second kernel (programmatic dependent launch) sorts the
+                            * gathered entries and does top-p, mask and draws; 0: rank 0 of
+                            * each cluster does, in the same launch */
+    size_t workspace_bytes; /* chained: the gathered entries and their counts per row */
     uint32_t slice;        /* tokens per CTA (a multiple of 16) */
     size_t smem_bytes;     /* dynamic shared memory per CTA */
     int sm_count;          /* of the current device */
@@ -22,16 +29,18 @@ struct cake_gpu_plan {
 
 /* Host side, once per problem (may call the CUDA runtime; never inside run): raise the
  * kernel's shared-memory limit, measure how many clusters of each size fit on the device
- * and pick the cluster size for (batch, vocab). The kernel needs no device workspace. */
-int cake_gpu_plan(int64_t batch, int64_t vocab, struct cake_gpu_plan *plan,
+ * and pick the cluster size for (batch, vocab); topp_launch is an enum cake_topp_launch.
+ * Only the chained launch needs a device workspace (plan->workspace_bytes). */
+int cake_gpu_plan(int64_t batch, int64_t vocab, int topp_launch, struct cake_gpu_plan *plan,
                   struct tkp_error *err);
 
 /* Enqueue the whole of cake (slab, top-p, kept mask, samples) for every row on `stream`
- * (a cudaStream_t): one launch, no allocation, no synchronisation. io holds device
- * pointers; kept and samples may be NULL. */
+ * (a cudaStream_t): one launch (two when chained), no allocation, no synchronisation. io
+ * holds device pointers; kept and samples may be NULL; workspace has
+ * plan->workspace_bytes. */
 int cake_gpu_run(const struct cake_gpu_plan *plan, int64_t batch, int64_t vocab,
-                 int64_t stride, int32_t draws, const struct tkp_io *io, void *stream,
-                 struct tkp_error *err);
+                 int64_t stride, int32_t draws, const struct tkp_io *io, void *workspace,
+                 void *stream, struct tkp_error *err);
 
 #ifdef __cplusplus
 }
