@@ -695,7 +695,9 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
         }
         pool_n_out = pool_n;
         const bool in_win = win && !topk && a.trunc == QRITA_TRUNC_AUTO;
-        const Src pool_src = { 0, pool_keys(a, r, in_win), nullptr, pool_n };
+        /* fused, not the window: other CTAs of this kernel gathered the buffer */
+        const Src pool_src = { a.fuse && !in_win ? 3 : 0, pool_keys(a, r, in_win), nullptr,
+                               pool_n };
         const Src row_src = { 1, nullptr, x, V };
         const int sort = a.search == QRITA_SORT;
         const int max_iter = sort ? 64 : a.max_iter;

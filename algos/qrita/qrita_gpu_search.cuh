@@ -51,7 +51,8 @@ __device__ __forceinline__ void slot_push(Slot &s, uint32_t key, u64 w)
 #define EVAL_UNROLL 2 /* items of 4 keys in flight per thread */
 
 /* The candidates a search reads: kind 0 the row's buffer (global keys), 1 the row itself,
- * 2 a shared-memory list. */
+ * 2 a shared-memory list, 3 the row's buffer appended to by other CTAs of this kernel (the
+ * fused search: read past L1). */
 struct Src {
     int kind;
     const uint32_t *keys;
@@ -153,9 +154,8 @@ __device__ __forceinline__ void load4(const Src &s, int64_t item, uint32_t (&k)[
         for (int u = 0; u < 4; u++)
             k[u] = i + u < s.n ? tkp_order_key(s.row[i + u]) : 0u;
     } else {
-        /* a global buffer may have been appended to by other CTAs of this kernel: past L1 */
         const uint4 *q = reinterpret_cast<const uint4 *>(s.keys + i);
-        const uint4 v = s.kind == 0 ? __ldcg(q) : *q;
+        const uint4 v = s.kind == 3 ? __ldcg(q) : *q;
         k[0] = v.x;
         k[1] = i + 1 < s.n ? v.y : 0u;
         k[2] = i + 2 < s.n ? v.z : 0u;
@@ -436,7 +436,7 @@ __device__ __forceinline__ Verdict shfl_verdict(const Verdict &x, int lane)
     return r;
 }
 
-/* The rest of a search on at most 32 x REG_KEYS candidates (e.src.kind 0 or 2), by one warp
+/* The rest of a search on at most 32 x REG_KEYS candidates (e.src.kind 0, 2 or 3), by one warp
  * with the candidates in registers: the source no longer shrinks (its window and agg stay those
  * at entry), so every pivot's statistics are agg + the lane-held keys above it, the same numbers
  * the shrinking source gives. A pivot's statistics are computed only when it is judged (the
@@ -452,7 +452,7 @@ __device__ void register_iterations(const Eng &e, const struct qrita_query &q, i
     for (int i = 0; i < REG_KEYS; i++) {
         const int64_t j = lane + 32 * i;
         const uint32_t *q = e.src.keys + j;
-        const uint32_t k = j >= e.src.n ? 0u : e.src.kind == 0 ? __ldcg(q) : *q;
+        const uint32_t k = j >= e.src.n ? 0u : e.src.kind == 3 ? __ldcg(q) : *q;
         key[i] = k > e.L && k <= e.H ? k : 0u;
     }
     /* the weights, one key at a time: the arrays rotate by one per step (static indices keep
