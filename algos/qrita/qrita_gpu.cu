@@ -970,20 +970,22 @@ __device__ void fused_mask(const qr_args &a, int64_t r)
     }
 }
 
-/* A warp per row (8 rows per block) past B = #SMs, a 512-thread block per row below (fused: a
- * grid of cpr x B blocks, above). At small batch a search is bound by fetching its code
- * (README, "GPU"): block 0 first runs the same code on the warm-up row, while the streaming
+/* A warp per row (8 rows per block) past B = #SMs, a 512-thread block per row below. FUSED
+ * (a.fuse, its own instantiation so that the other searches carry none of its code: at small
+ * batch a search is bound by fetching its code, README "GPU"): a grid of cpr x B blocks
+ * (above), and block 0 first runs the same search code on the warm-up row while the streaming
  * kernels before it still run. */
-template <int G, int CAP>
+template <int G, int CAP, bool FUSED>
 __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(qr_args a)
 {
+    static_assert(!FUSED || G > 32, "the fused search is block-per-row");
     tkp_allow_dependents();
     constexpr int GROUPS = G == 32 ? 8 : 1;
     extern __shared__ __align__(16) uint32_t qr_pool_smem[];
     __shared__ SearchSmem sm;
     const int g = G == 32 ? (int)(threadIdx.x >> 5) : 0;
-    const int64_t r = G > 32 && a.fuse ? (int64_t)blockIdx.y : (int64_t)blockIdx.x * GROUPS + g;
-    const bool warm = G > 32 && blockIdx.x == 0 && blockIdx.y == 0 && a.warm;
+    const int64_t r = FUSED ? (int64_t)blockIdx.y : (int64_t)blockIdx.x * GROUPS + g;
+    const bool warm = FUSED && blockIdx.x == 0 && blockIdx.y == 0 && a.warm;
     /* pass 0: the warm-up row with row 0's p (a warm-up batch has no top-k row); pass 1: row r */
 #pragma unroll 1
     for (int pass = warm ? 0 : 1; pass < 2; pass++) {
@@ -995,7 +997,7 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
             tkp_wait_prerequisite();
             if (r >= a.batch)
                 return;
-            if (G > 32 && a.fuse && !fused_second_level(a, r))
+            if (FUSED && !fused_second_level(a, r))
                 return;
             row = r;
             k = a.k[r];
@@ -1006,7 +1008,7 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
         if (G > 32)
             __syncthreads();
     }
-    if (G > 32 && a.fuse)
+    if (FUSED)
         fused_mask(a, r);
 }
 
@@ -1118,10 +1120,13 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     }
     cpr = (nvec + pl->vec_per_cta - 1) / pl->vec_per_cta;
     pl->cta_per_row = (int)cpr;
-    TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search<32, CAP_WARP>,
+    TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search<32, CAP_WARP, false>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       8 * 2 * CAP_WARP * 4), err);
-    TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search<BLOCK_G, CAP_BLOCK>,
+    TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search<BLOCK_G, CAP_BLOCK, false>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      2 * CAP_BLOCK * 4), err);
+    TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search<BLOCK_G, CAP_BLOCK, true>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       2 * CAP_BLOCK * 4), err);
     TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search_heavy, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1194,15 +1199,19 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     if (a.gather2 && !a.fuse)
         TKP_CUDA_TRY(tkp_launch_dependent(qr_gather2, grid, nt, 0, st, a), err);
     if (pl->group == 32) {
-        TKP_CUDA_TRY(tkp_launch_dependent(qr_search<32, CAP_WARP>,
+        TKP_CUDA_TRY(tkp_launch_dependent(qr_search<32, CAP_WARP, false>,
                                           dim3((unsigned)((pl->batch + 7) / 8)), dim3(256),
                                           8 * 2 * CAP_WARP * 4, st, a), err);
         TKP_CUDA_TRY(tkp_launch_dependent(qr_search_heavy, dim3((unsigned)pl->sm_count),
                                           dim3(BLOCK_G), 2 * CAP_BLOCK * 4, st, a), err);
-    } else
-        TKP_CUDA_TRY(tkp_launch_dependent(qr_search<BLOCK_G, CAP_BLOCK>,
-                                          a.fuse ? grid : dim3((unsigned)pl->batch),
+    } else if (a.fuse) {
+        TKP_CUDA_TRY(tkp_launch_dependent(qr_search<BLOCK_G, CAP_BLOCK, true>, grid,
                                           dim3(BLOCK_G), 2 * CAP_BLOCK * 4, st, a), err);
+    } else {
+        TKP_CUDA_TRY(tkp_launch_dependent(qr_search<BLOCK_G, CAP_BLOCK, false>,
+                                          dim3((unsigned)pl->batch), dim3(BLOCK_G),
+                                          2 * CAP_BLOCK * 4, st, a), err);
+    }
     if (!a.fuse) /* fused: the search writes the masks */
         TKP_CUDA_TRY(tkp_launch_dependent(qr_mask, grid, nt, 0, st, a), err);
     return TKP_OK;
