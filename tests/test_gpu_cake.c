@@ -42,6 +42,14 @@ static int run_cake(enum tkp_backend backend, const struct tkp_batch *b, uint64_
 
 static const char *const chained[] = { "topp_launch=chained", NULL };
 
+/* A test body with the chained launch on the GPU side. */
+static void with_chained(void (*body)(void))
+{
+    gpu_options = chained;
+    body();
+    gpu_options = NULL;
+}
+
 /* CPU and GPU must agree on every kept byte and every draw of every row. */
 static void check_cpu_equals_gpu(const struct tkp_batch *b, const char *name, uint64_t seed)
 {
@@ -107,12 +115,7 @@ static void benchmark_shapes(void);
 
 TEST(gpu_cake_benchmark_shapes_match_cpu) { benchmark_shapes(); }
 
-TEST(gpu_cake_benchmark_shapes_match_cpu_chained)
-{
-    gpu_options = chained;
-    benchmark_shapes();
-    gpu_options = NULL;
-}
+TEST(gpu_cake_benchmark_shapes_match_cpu_chained) { with_chained(benchmark_shapes); }
 
 static void benchmark_shapes(void)
 {
@@ -183,12 +186,7 @@ static void hard_rows(void);
 
 TEST(gpu_cake_hard_rows_match_cpu) { hard_rows(); }
 
-TEST(gpu_cake_hard_rows_match_cpu_chained)
-{
-    gpu_options = chained;
-    hard_rows();
-    gpu_options = NULL;
-}
+TEST(gpu_cake_hard_rows_match_cpu_chained) { with_chained(hard_rows); }
 
 static void hard_rows(void)
 {

@@ -26,7 +26,9 @@
  *  4b. otherwise passes 2 and 3 of cake.c on the candidate list (or, where it overflowed, on
  *     the slice streamed again), and the keys above the pivot plus this CTA's share of the
  *     pivot ties (the ties of lower ranks come first: index order) go to rank 0;
- *  5. rank 0: sort, top-p, kept mask, draws. */
+ *  5. rank 0: sort, top-p, kept mask, draws; or (topp_launch=chained) rank 0 leaves the
+ *     gathered entries in the workspace and cake_topp_kernel, chained by programmatic
+ *     dependent launch, does step 5 with the same code. */
 #include <cooperative_groups.h>
 #include <float.h>
 #include <stdint.h>
