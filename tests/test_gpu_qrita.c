@@ -2,6 +2,7 @@
  * adversarial cases for every truncation x search combination, dedup off, autotune off and a
  * short iteration cap; on larger Gaussian batches (B = 1 to 200, V = 128256) the masks and the
  * statistics (hits, fallbacks, outliers, outlier mass, iterations) equal the CPU's. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +70,40 @@ TEST(gpu_cases_qrita_small_sample_block)
 
 /* ---- larger random batches: masks and statistics ---- */
 
+/* qrita on the CPU and the GPU over batch b: every row's mask and the statistics (hits,
+ * fallbacks, outliers, outlier mass, iterations) must be equal; `what` names the input. */
+static void cpu_equals_gpu(const struct tkp_batch *b, const char *const *options,
+                           const char *what)
+{
+    const int64_t V = b->vocab;
+    size_t cells = (size_t)(b->batch * V);
+    uint8_t *cpu = malloc(cells), *gpu = malloc(cells);
+    struct tkp_stats sc, sg;
+    if (apply_kept("qrita", options, TKP_CPU, b, cpu, &sc) == TKP_OK &&
+        apply_kept("qrita", options, TKP_GPU, b, gpu, &sg) == TKP_OK) {
+        for (int64_t r = 0; r < b->batch; r++)
+            if (memcmp(cpu + r * V, gpu + r * V, (size_t)V)) {
+                test_fail(__FILE__, __LINE__, "%s B=%lld row %lld (k=%d p=%g): GPU mask differs",
+                          what, (long long)b->batch, (long long)r, b->k[r], (double)b->p[r]);
+                break;
+            }
+        CHECK(sc.rows == sg.rows, "%s: rows %lld vs %lld", what, (long long)sc.rows,
+              (long long)sg.rows);
+        CHECK(sc.trunc_hits == sg.trunc_hits && sc.fallbacks == sg.fallbacks,
+              "%s: hits %lld/%lld, fallbacks %lld/%lld (CPU/GPU)", what,
+              (long long)sc.trunc_hits, (long long)sg.trunc_hits, (long long)sc.fallbacks,
+              (long long)sg.fallbacks);
+        CHECK(sc.outliers == sg.outliers, "%s: outliers %.17g vs %.17g", what, sc.outliers,
+              sg.outliers);
+        CHECK(sc.outlier_mass == sg.outlier_mass, "%s: outlier mass %.17g vs %.17g", what,
+              sc.outlier_mass, sg.outlier_mass);
+        CHECK(sc.iterations == sg.iterations, "%s: iterations %.17g vs %.17g", what,
+              sc.iterations, sg.iterations);
+    }
+    free(cpu);
+    free(gpu);
+}
+
 static void gaussian_matches(int64_t batch, int32_t k, float p, float scale,
                              const char *const *options)
 {
@@ -91,35 +126,42 @@ static void gaussian_matches(int64_t batch, int32_t k, float p, float scale,
         c.b.k[r] = k;
         c.b.p[r] = p;
     }
-    size_t cells = (size_t)(batch * V);
-    uint8_t *cpu = malloc(cells), *gpu = malloc(cells);
-    struct tkp_stats sc, sg;
-    if (apply_kept("qrita", options, TKP_CPU, &c.b, cpu, &sc) == TKP_OK &&
-        apply_kept("qrita", options, TKP_GPU, &c.b, gpu, &sg) == TKP_OK) {
-        for (int64_t r = 0; r < batch; r++)
-            if (memcmp(cpu + r * V, gpu + r * V, (size_t)V)) {
-                test_fail(__FILE__, __LINE__,
-                          "seed %llu B=%lld k=%d p=%g scale %g row %lld: GPU mask differs",
-                          (unsigned long long)seed, (long long)batch, k, (double)p, (double)scale,
-                          (long long)r);
-                break;
-            }
-        CHECK(sc.rows == sg.rows, "rows %lld vs %lld", (long long)sc.rows, (long long)sg.rows);
-        CHECK(sc.trunc_hits == sg.trunc_hits && sc.fallbacks == sg.fallbacks,
-              "B=%lld k=%d p=%g: hits %lld/%lld, fallbacks %lld/%lld (CPU/GPU)",
-              (long long)batch, k, (double)p, (long long)sc.trunc_hits,
-              (long long)sg.trunc_hits, (long long)sc.fallbacks, (long long)sg.fallbacks);
-        CHECK(sc.outliers == sg.outliers, "outliers %.17g vs %.17g", sc.outliers, sg.outliers);
-        CHECK(sc.outlier_mass == sg.outlier_mass, "outlier mass %.17g vs %.17g",
-              sc.outlier_mass, sg.outlier_mass);
-        CHECK(sc.iterations == sg.iterations, "B=%lld k=%d p=%g: iterations %.17g vs %.17g",
-              (long long)batch, k, (double)p, sc.iterations, sg.iterations);
-    }
-    free(cpu);
-    free(gpu);
+    char what[96];
+    snprintf(what, sizeof what, "gaussian seed %llu k=%d p=%g scale %g",
+             (unsigned long long)seed, k, (double)p, (double)scale);
+    cpu_equals_gpu(&c.b, options, what);
     free(c.b.logits);
     free(c.b.k);
     free(c.b.p);
+}
+
+/* The fused top-p search (B <= 4, every row top-p alone) on the first rows of every
+ * adversarial case (ties, -inf, NaN, +inf, all invalid, V = 1, 7, 1023): rows with p = 1 among
+ * them, so that the fused kernel also writes whole masks. */
+TEST(gpu_qrita_fused_topp_on_adversarial_cases)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    static const float ps[] = { 0.9f, 1.0f, 0.5f, 1e-7f };
+    struct test_case *c;
+    const int n = cases_build(&c);
+    for (int i = 0; i < n && !test_failed(); i++)
+        for (int64_t batch = 1; batch <= 4 && batch <= c[i].b.batch; batch += 3) {
+            struct tkp_batch b = c[i].b;
+            b.batch = batch;
+            for (int64_t r = 0; r < batch; r++) {
+                b.k[r] = 0;
+                b.p[r] = ps[(r + i) % 4];
+            }
+            b.p[0] = 0.9f; /* at least one top-p row: the batch is top-p alone */
+            char what[96];
+            snprintf(what, sizeof what, "case %s (seed %llu)", c[i].name,
+                     (unsigned long long)c[i].seed);
+            cpu_equals_gpu(&b, NULL, what);
+        }
+    cases_free(c, n);
 }
 
 TEST(gpu_qrita_gaussian_b8_topk) { gaussian_matches(8, 50, 1.0f, 1.0f, NULL); }

@@ -104,10 +104,9 @@ static int cake_supports(const struct tkp_problem *pb, const void *opts, const c
 static int cake_init(void *state, const struct tkp_problem *pb, const void *opts,
                      size_t *workspace_bytes, struct tkp_error *err)
 {
-    (void)opts;
     (void)err;
     const int launch = opts ? ((const struct cake_opts *)opts)->topp_launch : 0;
-    (void)launch;
+    (void)launch; /* GPU only */
     struct cake_state *s = state;
     s->pb = *pb;
     memset(&s->stats, 0, sizeof s->stats);

@@ -935,8 +935,10 @@ extern "C" int cake_gpu_run(const struct cake_gpu_plan *plan, int64_t batch, int
     a.draws = io->samples ? draws : 0;
     a.slice = plan->slice;
     a.chained = plan->chained;
-    a.ws_slab = (u64 *)workspace;
-    a.ws_count = (uint2 *)((char *)workspace + (size_t)batch * CK_GATHER * sizeof(u64));
+    a.ws_slab = plan->chained ? (u64 *)workspace : nullptr;
+    a.ws_count = plan->chained
+                     ? (uint2 *)((char *)workspace + (size_t)batch * CK_GATHER * sizeof(u64))
+                     : nullptr;
 
     TKP_CUDA_TRY(tkp_launch_cluster(cake_kernel, (int)plan->cluster,
                                     dim3((unsigned)(batch * plan->cluster)), dim3(CK_THREADS),

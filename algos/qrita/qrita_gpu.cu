@@ -26,8 +26,8 @@
  *                                   index among its copies) per row. A warp lists a row with more
  *                                   than HEAVY_N candidates instead. At B <= 4 top-p alone,
  *                                   block 0 first searches a synthetic row (the same code) while
- *                                   the kernels before it run: the real search finds its code
- *                                   fetched; and those batches are fused: a grid of (cpr, B)
+ *                                   the kernels before it run: a row it then searches itself
+ *                                   finds its code fetched; and those batches are fused: a grid of (cpr, B)
  *                                   blocks does qr_gather2's work (CTA 0 searches a row whose
  *                                   window holds its candidates, else the last CTA to finish
  *                                   gathering) and qr_mask's (the searching CTA). And
@@ -71,7 +71,8 @@ struct qr_row {
     unsigned trunc_key, flags;                  /* qr_prep: flags 1 = threshold, 2 = truncate */
     unsigned bkey, pool_ok;                     /* qr_search: pool_ok 1 = buffer, 2 = window */
     int cut, pool_win;                          /* pool_win: the window holds the candidates */
-    unsigned lo2, gathered2;                    /* qr_gather2 (top-p alone, truncation=auto) */
+    unsigned lo2, gathered2;                    /* qr_gather2 or the fused search (top-p alone,
+                                                 * truncation=auto) */
     unsigned pool_n, win_n;                     /* qr_search: entries of the buffer in use;
                                                  * qr_mass: entries of the window */
     unsigned ticket, pad;                       /* fused search: CTAs of the row done gathering */
@@ -237,9 +238,9 @@ __global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
     const int64_t r = blockIdx.y;
     const float *x = a.logits + r * a.stride;
     qr_row *row = a.rows + r;
-    /* a top-p-alone row searches the buffer of qr_gather2 and qr_mass counts its outliers: it
-     * reads nothing of qr_prep, and waits for it only at the end (so that qr_prep has finished
-     * when qr_scan has) */
+    /* a top-p-alone row searches the buffer of qr_gather2 (or qr_mass's window) and qr_mass
+     * counts its outliers: it reads nothing of qr_prep, and waits for it only at the end (so
+     * that qr_prep has finished when qr_scan has) */
     const bool topp_alone = a.gather2 && !tkp_topk_on(a.k[r], a.vocab) && tkp_topp_on(a.p[r]);
     if (!topp_alone)
         tkp_wait_prerequisite();
@@ -391,7 +392,7 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
     auto f = [&](const float4 (&v)[4], const int (&e)[4], const bool (&)[4], int) {
         if (first)
             start();
-        const int e0 = e[0]; /* the index of v[u].x is e0 + 4 NT u (or e0, u = 0, in the head) */
+        const int e0 = e[0]; /* v[u].x is token e0 + 4 NT u (head or tail step: only u = 0) */
         /* padding is NaN: weight 0, key 0. A float4 at a time, its four weights interleaved:
          * a CTA runs this once per row chunk, so it is bound by fetching its instructions, and
          * a rolled loop fetches a quarter of them (README, "Where the time goes") */

@@ -451,8 +451,8 @@ __device__ void register_iterations(const Eng &e, const struct qrita_query &q, i
 #pragma unroll
     for (int i = 0; i < REG_KEYS; i++) {
         const int64_t j = lane + 32 * i;
-        const uint32_t *q = e.src.keys + j;
-        const uint32_t k = j >= e.src.n ? 0u : e.src.kind == 3 ? __ldcg(q) : *q;
+        const uint32_t *at = e.src.keys + j;
+        const uint32_t k = j >= e.src.n ? 0u : e.src.kind == 3 ? __ldcg(at) : *at;
         key[i] = k > e.L && k <= e.H ? k : 0u;
     }
     /* the weights, one key at a time: the arrays rotate by one per step (static indices keep
