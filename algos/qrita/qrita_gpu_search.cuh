@@ -304,22 +304,42 @@ __device__ __forceinline__ enum qrita_verdict pivot_verdict(const Slot &pj, cons
     return qrita_classify(&st, q.target, q.set_size);
 }
 
-/* The search state after verdict v on pivot `piv` (an accepted pivot's key, kept copies and
- * count given); lowc/highc get the source count pj_cnt at the new lo or hi. True when the
- * iteration ends here. */
-__device__ __forceinline__ bool apply_verdict(enum qrita_verdict v, uint32_t piv, uint32_t pj_cnt,
-                                              uint32_t acc_key, int64_t acc_keep,
-                                              int64_t acc_count, SearchState &st_,
-                                              int64_t &lowc, int64_t &highc)
+/* A pivot's verdict with what acting on it needs: the pivot's smallest key, its count and, when
+ * accepted, the copies of that key the boundary keeps. */
+struct Verdict {
+    enum qrita_verdict v;
+    uint32_t min_key;
+    int64_t count, keep;
+};
+
+__device__ __forceinline__ Verdict verdict_of(const Slot &pj, const Slot &agg,
+                                              const struct qrita_query &q, int dedup,
+                                              u64 pj_min_weight)
 {
-    if (v == QRITA_PIVOT_ACCEPT) {
-        st_.acc_key = acc_key;
-        st_.acc_keep = acc_keep;
+    struct qrita_pivot_stat st;
+    Verdict r;
+    r.v = pivot_verdict(pj, agg, q, st, pj_min_weight);
+    r.min_key = st.min_key;
+    r.count = st.count;
+    r.keep = r.v != QRITA_PIVOT_ACCEPT ? 0
+             : dedup                   ? qrita_copies_kept(&st, q.target)
+                                       : QRITA_KEEP_ALL;
+    return r;
+}
+
+/* The search state after verdict v on pivot `piv`, whose count over the current source is
+ * pj_cnt (lowc/highc get it at the new lo or hi). True when the iteration ends here. */
+__device__ __forceinline__ bool apply_verdict(const Verdict &v, uint32_t piv, uint32_t pj_cnt,
+                                              SearchState &st_, int64_t &lowc, int64_t &highc)
+{
+    if (v.v == QRITA_PIVOT_ACCEPT) {
+        st_.acc_key = v.min_key;
+        st_.acc_keep = v.keep;
         st_.accepted = true;
-        st_.acc_count = acc_count;
+        st_.acc_count = v.count;
         return true;
     }
-    if (v == QRITA_PIVOT_LOW) {
+    if (v.v == QRITA_PIVOT_LOW) {
         st_.floor_key = piv;
         st_.lo = piv + 1;
         lowc = pj_cnt;
@@ -330,13 +350,6 @@ __device__ __forceinline__ bool apply_verdict(enum qrita_verdict v, uint32_t piv
     return true;
 }
 
-/* The copies of an accepted pivot's smallest key that the boundary keeps. */
-__device__ __forceinline__ int64_t kept_copies(const struct qrita_pivot_stat &st,
-                                               const struct qrita_query &q, int dedup)
-{
-    return dedup ? qrita_copies_kept(&st, q.target) : QRITA_KEEP_ALL;
-}
-
 /* The CPU's verdict on one pivot `piv` of an iteration, given its statistics over the current
  * source (pj) and those of the keys above the source's window (agg). Updates the search state
  * (lowc/highc get the source counts at the new lo and hi); true when the iteration ends here. */
@@ -344,11 +357,8 @@ __device__ __forceinline__ bool judge_one(const Slot &pj, uint32_t piv, const Sl
                                           const struct qrita_query &q, int dedup,
                                           SearchState &st_, int64_t &lowc, int64_t &highc)
 {
-    struct qrita_pivot_stat st;
-    const enum qrita_verdict v = pivot_verdict(pj, agg, q, st, UINT64_MAX);
-    return apply_verdict(v, piv, pj.cnt, st.min_key,
-                         v == QRITA_PIVOT_ACCEPT ? kept_copies(st, q, dedup) : 0, st.count, st_,
-                         lowc, highc);
+    return apply_verdict(verdict_of(pj, agg, q, dedup, UINT64_MAX), piv, pj.cnt, st_, lowc,
+                         highc);
 }
 
 /* The verdicts on the c pivots thr[1..c] of one iteration, in order (res[1..3]: their
@@ -404,26 +414,6 @@ __device__ __forceinline__ void warp_sort_desc(uint32_t &key, u64 &w, u64 &prefi
         if (lane >= o)
             prefix += y;
     }
-}
-
-/* A pivot's verdict with what acting on it needs (qrita_pivot_stat's key, count, kept copies). */
-struct Verdict {
-    enum qrita_verdict v;
-    uint32_t min_key;
-    int64_t count, keep;
-};
-
-__device__ __forceinline__ Verdict verdict_of(const Slot &pj, const Slot &agg,
-                                              const struct qrita_query &q, int dedup,
-                                              u64 pj_min_weight)
-{
-    struct qrita_pivot_stat st;
-    Verdict r;
-    r.v = pivot_verdict(pj, agg, q, st, pj_min_weight);
-    r.min_key = st.min_key;
-    r.count = st.count;
-    r.keep = r.v == QRITA_PIVOT_ACCEPT ? kept_copies(st, q, dedup) : 0;
-    return r;
 }
 
 __device__ __forceinline__ Verdict shfl_verdict(const Verdict &x, int lane)
@@ -506,7 +496,7 @@ __device__ void register_iterations(const Eng &e, const struct qrita_query &q, i
                     continue;
                 }
                 const Verdict v = cnt ? shfl_verdict(mine, from) : none;
-                if (apply_verdict(v.v, piv, cnt, v.min_key, v.keep, v.count, st_, lowc, highc))
+                if (apply_verdict(v, piv, cnt, st_, lowc, highc))
                     break;
                 continue;
             }
