@@ -95,10 +95,11 @@ struct qr_args {
     u64 *hist; /* QRITA_MASS_BINS per row */
     qr_part *part; /* cta_per_row per row */
     uint32_t *heavy; /* [0] how many rows the warp-per-row search left, [1..] which */
-    int warm; /* qr_search warms up on row `batch` (rows, rstat, keys, idx hold batch + 1 rows) */
     int gather2; /* top-p-alone rows take the second-level truncation: they skip the buffer
                   * writes of qr_scan, qr_mass keeps their window, qr_gather2 runs */
-    int fuse;    /* qr_gather2's work is done by qr_search, a grid of (cpr, B) blocks */
+    int fuse;    /* qr_gather2's and qr_mask's work is done by qr_search<., ., true>, a grid of
+                  * (cpr, B) blocks, whose block 0 first warms up on row `batch` (rows, rstat,
+                  * keys, idx hold batch + 1 rows) */
     int64_t batch, vocab, stride, cap_gpu, cap_cpu, pitch, vpc, cpr;
     int trunc, search, dedup, sample_block, max_iter, pivots;
     double margin;
@@ -986,7 +987,7 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
     __shared__ SearchSmem sm;
     const int g = G == 32 ? (int)(threadIdx.x >> 5) : 0;
     const int64_t r = FUSED ? (int64_t)blockIdx.y : (int64_t)blockIdx.x * GROUPS + g;
-    const bool warm = FUSED && blockIdx.x == 0 && blockIdx.y == 0 && a.warm;
+    const bool warm = FUSED && blockIdx.x == 0 && blockIdx.y == 0; /* launched when a.fuse */
     /* pass 0: the warm-up row with row 0's p (a warm-up batch has no top-k row); pass 1: row r */
 #pragma unroll 1
     for (int pass = warm ? 0 : 1; pass < 2; pass++) {
@@ -1167,11 +1168,10 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     a.hist = (u64 *)(ws + pl->ws_hist);
     a.part = (qr_part *)(ws + pl->ws_part);
     a.heavy = (uint32_t *)(ws + pl->ws_heavy);
-    /* the warm-up searches a buffer (truncation auto), in the block-per-row search */
-    a.warm = pl->group == BLOCK_G && pl->truncation == QRITA_TRUNC_AUTO && pl->ops == TKP_TOPP &&
-             pl->batch <= WARM_MAX_BATCH;
     a.gather2 = pl->need_mass && pl->truncation == QRITA_TRUNC_AUTO;
-    a.fuse = a.warm; /* the same batches: qr_gather2's work moves into qr_search */
+    /* small top-p-alone batches searched on a buffer (truncation auto), a block per row */
+    a.fuse = pl->group == BLOCK_G && pl->truncation == QRITA_TRUNC_AUTO && pl->ops == TKP_TOPP &&
+             pl->batch <= WARM_MAX_BATCH;
     a.batch = pl->batch;
     a.vocab = pl->vocab;
     a.stride = pl->stride;
