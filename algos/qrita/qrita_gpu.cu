@@ -604,11 +604,17 @@ __device__ __forceinline__ const uint32_t *pool_idx(const qr_args &a, int64_t r,
     return win ? a.widx + r * WIN_ROW : a.idx + r * a.pitch;
 }
 
+/* A word of a buffer; `fresh`: other CTAs of this kernel appended to it (the fused search's
+ * gather), so it is read past L1, which may hold lines this SM read before they were written. */
+__device__ __forceinline__ uint32_t pool_word(const uint32_t *p, bool fresh)
+{
+    return fresh ? __ldcg(p) : *p;
+}
+
 /* The mask of a row searched on a buffer (qr_scan zeroed it): its kept entries, taken by the
- * threads first, first + step, ... The buffer may have been appended to by other CTAs of the
- * fused search: read past L1. */
+ * threads first, first + step, ... (`fresh` as for pool_word). */
 __device__ __forceinline__ void mask_from_pool(const qr_args &a, int64_t r, const qr_row *row,
-                                               int64_t first, int64_t step)
+                                               int64_t first, int64_t step, bool fresh)
 {
     const int64_t n = min((int64_t)row->pool_n, a.cap_gpu);
     const bool win = row->pool_ok == 2;
@@ -617,8 +623,8 @@ __device__ __forceinline__ void mask_from_pool(const qr_args &a, int64_t r, cons
     const int64_t cut = row->cut;
     uint8_t *kept = a.kept + r * a.vocab;
     for (int64_t i = first; i < n; i += step) {
-        const uint32_t key = __ldcg(pk + i);
-        const int64_t e = __ldcg(pi + i);
+        const uint32_t key = pool_word(pk + i, fresh);
+        const int64_t e = pool_word(pi + i, fresh);
         if (key > bkey || (key == bkey && e <= cut))
             kept[e] = 1;
     }
@@ -650,11 +656,10 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
     const uint32_t max_key = row->max_key, min_key = ~row->inv_min, trunc_key = row->trunc_key;
     const unsigned flags = row->flags;
     const u64 total = row->total, above = row->above;
-    /* top-p alone: qr_gather2's (or the fused search's) lower end and buffer; the count of a
-     * buffer appended to by other CTAs of this kernel (fused) is read past L1 */
+    /* top-p alone: qr_gather2's (or the fused search's) lower end and buffer */
     const uint32_t lo2 = row->lo2;
     const bool win = row->pool_win != 0;
-    const uint32_t gathered2 = win ? row->win_n : __ldcg(&row->gathered2);
+    const uint32_t gathered2 = win ? row->win_n : pool_word(&row->gathered2, a.fuse);
     qrita_gpu_rstat rs = { 0, 0, 0, 0.0, 0 };
     const int topk = tkp_topk_on(k, V) && k < valid, topp = tkp_topp_on(p);
     uint32_t bkey = 0;
@@ -787,9 +792,10 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
             cut = -1;
         } else if (use_pool) {
             const uint32_t *pk = pool_keys(a, r, in_win), *pi = pool_idx(a, r, in_win);
+            const bool fresh = pool_src.kind == 3;
             uint32_t c = 0;
             for (int64_t i = tid; i < pool_n; i += G)
-                c += __ldcg(pk + i) == bkey;
+                c += pool_word(pk + i, fresh) == bkey;
             c = group_sum<G>(c, sm.wcnt);
             if ((int64_t)c <= b.keep) {
                 cut = (int)V;
@@ -799,7 +805,8 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
                     const int64_t mid = (lo_i + hi_i) / 2;
                     uint32_t n = 0;
                     for (int64_t i = tid; i < pool_n; i += G)
-                        n += __ldcg(pk + i) == bkey && (int64_t)__ldcg(pi + i) <= mid;
+                        n += pool_word(pk + i, fresh) == bkey &&
+                             (int64_t)pool_word(pi + i, fresh) <= mid;
                     n = group_sum<G>(n, sm.wcnt);
                     if ((int64_t)n >= b.keep)
                         hi_i = mid;
@@ -935,7 +942,7 @@ __device__ void fused_mask(const qr_args &a, int64_t r)
 {
     const qr_row *row = a.rows + r;
     if (row->pool_ok) {
-        mask_from_pool(a, r, row, threadIdx.x, blockDim.x);
+        mask_from_pool(a, r, row, threadIdx.x, blockDim.x, row->pool_ok == 1); /* gathered here */
         return;
     }
     const float *x = a.logits + r * a.stride;
@@ -1046,7 +1053,8 @@ __global__ void __launch_bounds__(NT) qr_mask(qr_args a)
     const uint32_t bkey = row->bkey;
     const int64_t cut = row->cut;
     if (row->pool_ok) {
-        mask_from_pool(a, r, row, (int64_t)blockIdx.x * NT + threadIdx.x, (int64_t)gridDim.x * NT);
+        mask_from_pool(a, r, row, (int64_t)blockIdx.x * NT + threadIdx.x, (int64_t)gridDim.x * NT,
+                       false);
         return;
     }
     auto f = [&](float v, int64_t e, bool ok) {

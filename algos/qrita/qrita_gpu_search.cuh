@@ -155,7 +155,7 @@ __device__ __forceinline__ void load4(const Src &s, int64_t item, uint32_t (&k)[
             k[u] = i + u < s.n ? tkp_order_key(s.row[i + u]) : 0u;
     } else {
         const uint4 *q = reinterpret_cast<const uint4 *>(s.keys + i);
-        const uint4 v = s.kind == 3 ? __ldcg(q) : *q;
+        const uint4 v = s.kind == 3 ? __ldcg(q) : *q; /* as pool_word */
         k[0] = v.x;
         k[1] = i + 1 < s.n ? v.y : 0u;
         k[2] = i + 2 < s.n ? v.z : 0u;
@@ -441,8 +441,7 @@ __device__ void register_iterations(const Eng &e, const struct qrita_query &q, i
 #pragma unroll
     for (int i = 0; i < REG_KEYS; i++) {
         const int64_t j = lane + 32 * i;
-        const uint32_t *at = e.src.keys + j;
-        const uint32_t k = j >= e.src.n ? 0u : e.src.kind == 3 ? __ldcg(at) : *at;
+        const uint32_t k = j >= e.src.n ? 0u : pool_word(e.src.keys + j, e.src.kind == 3);
         key[i] = k > e.L && k <= e.H ? k : 0u;
     }
     /* the weights, one key at a time: the arrays rotate by one per step (static indices keep
