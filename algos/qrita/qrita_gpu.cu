@@ -12,7 +12,11 @@
  *  qr_mass   <<<(cpr, B), 256>>>    only when some row is top-p alone: the row's fixed-point mass
  *                                   and that of its outliers, and their number (integer atomics:
  *                                   order independent); and the row's window: its keys within
- *                                   WIN_BINS mass bins of its max (at most WIN_ROW);
+ *                                   WIN_BINS mass bins of its max (at most WIN_ROW). For the
+ *                                   fused batches below, when its grid is resident at once, it
+ *                                   does qr_scan's work first (no qr_scan launch): the CTAs of
+ *                                   a row meet after the scan (a ticket) and read their chunk
+ *                                   again from L1;
  *  qr_gather2 <<<(cpr, B), 256>>>  only for top-p-alone rows (truncation=auto): the mass floor
  *                                   (qrita_rules.h; one warp, a 33-way search); every key above
  *                                   it into the buffer, unless the window holds them all (the
@@ -27,10 +31,11 @@
  *                                   than HEAVY_N candidates instead. At B <= 4 top-p alone,
  *                                   block 0 first searches a synthetic row (the same code) while
  *                                   the kernels before it run: a row it then searches itself
- *                                   finds its code fetched; and those batches are fused: a grid of (cpr, B)
- *                                   blocks does qr_gather2's work (CTA 0 searches a row whose
- *                                   window holds its candidates, else the last CTA to finish
- *                                   gathering) and qr_mask's (the searching CTA). And
+ *                                   finds its code fetched; and those batches are fused: a
+ *                                   grid of (cpr, B) blocks does qr_gather2's work (CTA 0
+ *                                   searches a row whose window holds its candidates, else the
+ *                                   last CTA to finish gathering) and qr_mask's (the searching
+ *                                   CTA). And
  *  qr_search_heavy <<<#SMs, 512>>>  searches the listed rows, a block each;
  *  qr_mask   <<<(cpr, B), 256>>>    (not fused) writes every byte of the mask: zero-fill +
  *                                   scatter from the buffer, or one pass over the row chunk.
@@ -75,7 +80,8 @@ struct qr_row {
                                                  * truncation=auto) */
     unsigned pool_n, win_n;                     /* qr_search: entries of the buffer in use;
                                                  * qr_mass: entries of the window */
-    unsigned ticket, pad;                       /* fused search: CTAs of the row done gathering */
+    unsigned ticket, met;                       /* fused search: CTAs of the row done gathering;
+                                                 * qr_mass (a.scan_in_mass): CTAs done scanning */
 };
 
 /* One CTA's max key, ~(min key) and valid count of a top-p-alone row (qr_scan -> qr_mass). */
@@ -100,6 +106,8 @@ struct qr_args {
     int fuse;    /* qr_gather2's and qr_mask's work is done by qr_search<., ., true>, a grid of
                   * (cpr, B) blocks, whose block 0 first warms up on row `batch` (rows, rstat,
                   * keys, idx hold batch + 1 rows) */
+    int scan_in_mass; /* a fused batch whose qr_mass grid is resident at once: qr_mass does
+                       * qr_scan's work, then the CTAs of a row meet (no qr_scan launch) */
     int64_t batch, vocab, stride, cap_gpu, cap_cpu, pitch, vpc, cpr;
     int trunc, search, dedup, sample_block, max_iter, pivots;
     double margin;
@@ -223,7 +231,7 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
     if (t == 0 && r == 0)
         a.heavy[0] = 0;
     if (t == 0) {
-        row->lo2 = row->gathered2 = row->pool_n = row->win_n = row->ticket = 0;
+        row->lo2 = row->gathered2 = row->pool_n = row->win_n = row->ticket = row->met = 0;
         row->pool_win = 0;
         row->max_key = row->inv_min = row->valid = row->gathered = 0;
         row->total = row->above = 0;
@@ -233,21 +241,15 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
 }
 
 /* ---- qr_scan: max, min, valid count, outlier gather; zeroes the row's mask chunk ---- */
-__global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
+
+/* One CTA's scan of its chunk of row r: the chunk's mask bytes zeroed, every key > thr appended
+ * to the row's buffer (thr = UINT32_MAX: none), and the chunk's max key, ~(min key) and valid
+ * count, which thread 0 returns (inv_min 0: no valid key). */
+__device__ qr_part scan_chunk(const qr_args &a, int64_t r, uint32_t thr)
 {
-    tkp_allow_dependents();
-    const int64_t r = blockIdx.y;
     const float *x = a.logits + r * a.stride;
     qr_row *row = a.rows + r;
-    /* a top-p-alone row searches the buffer of qr_gather2 (or qr_mass's window) and qr_mass
-     * counts its outliers: it reads nothing of qr_prep, and waits for it only at the end (so
-     * that qr_prep has finished when qr_scan has) */
-    const bool topp_alone = a.gather2 && !tkp_topk_on(a.k[r], a.vocab) && tkp_topp_on(a.p[r]);
-    if (!topp_alone)
-        tkp_wait_prerequisite();
-    const uint32_t thr = topp_alone ? UINT32_MAX : row->trunc_key;
     uint32_t *keys = a.keys + r * a.pitch, *idx = a.idx + r * a.pitch;
-    uint8_t *kept = a.kept + r * a.vocab;
     const int64_t cap = a.cap_gpu;
     /* min over valid keys as min(key - 1): an invalid key (0) wraps to UINT32_MAX */
     unsigned kmax = 0, kmin1 = UINT32_MAX, valid = 0;
@@ -262,11 +264,11 @@ __global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
                 kmax = max(kmax, key[u][c]);
                 kmin1 = min(kmin1, key[u][c] - 1u);
             }
-        if (!topp_alone)
+        if (thr != UINT32_MAX)
             append_above(key, e, thr, &row->gathered, keys, idx, cap, true);
     };
     /* qr_mask writes only the kept tokens of a row searched on its buffer */
-    zero_chunk(kept, x, a.vocab, a.vpc);
+    zero_chunk(a.kept + r * a.vocab, x, a.vocab, a.vpc);
     stream_batches(x, a.vocab, a.vpc, f);
     kmax = __reduce_max_sync(FULL, kmax);
     kmin1 = __reduce_min_sync(FULL, kmin1);
@@ -279,26 +281,63 @@ __global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
         sh[2][w] = valid;
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0)
         for (int i = 1; i < NT / 32; i++) {
             kmax = max(kmax, sh[0][i]);
             kmin1 = min(kmin1, sh[1][i]);
             valid += sh[2][i];
         }
-        if (topp_alone) {
-            const qr_part pt = { kmax, valid ? ~(kmin1 + 1u) : 0u, valid, 0u };
+    const qr_part pt = { kmax, valid ? ~(kmin1 + 1u) : 0u, valid, 0u };
+    return pt;
+}
+
+/* Fold a CTA's part into its row (after qr_prep has zeroed the row; thread 0). */
+__device__ __forceinline__ void publish_part(qr_row *row, const qr_part &pt)
+{
+    if (pt.valid) {
+        atomicMax(&row->max_key, pt.max_key);
+        atomicMax(&row->inv_min, pt.inv_min);
+        atomicAdd(&row->valid, pt.valid);
+    }
+}
+
+__global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
+{
+    tkp_allow_dependents();
+    const int64_t r = blockIdx.y;
+    qr_row *row = a.rows + r;
+    /* a top-p-alone row searches the buffer of qr_gather2 (or qr_mass's window) and qr_mass
+     * counts its outliers: it reads nothing of qr_prep, and waits for it only at the end (so
+     * that qr_prep has finished when qr_scan has) */
+    const bool topp_alone = a.gather2 && !tkp_topk_on(a.k[r], a.vocab) && tkp_topp_on(a.p[r]);
+    if (!topp_alone)
+        tkp_wait_prerequisite();
+    const qr_part pt = scan_chunk(a, r, topp_alone ? UINT32_MAX : row->trunc_key);
+    if (threadIdx.x == 0) {
+        if (topp_alone)
             a.part[r * a.cpr + blockIdx.x] = pt;
-        } else if (valid) {
-            atomicMax(&row->max_key, kmax);
-            atomicMax(&row->inv_min, ~(kmin1 + 1u));
-            atomicAdd(&row->valid, valid);
-        }
+        else
+            publish_part(row, pt);
     }
     if (topp_alone)
         tkp_wait_prerequisite();
 }
 
 /* ---- qr_mass: fixed-point mass of a top-p-alone row ---- */
+
+/* *s += w on a shared-memory word by two native 32-bit atomics (a 64-bit shared atomicAdd is a
+ * compare-and-swap loop on sm_90, which many tokens of one mass bin serialise): the low word's
+ * wrap, seen in the value its add returned, is carried into the high word. Exact and order
+ * independent, like the 64-bit add. */
+__device__ __forceinline__ void shared_add_u64(u64 *s, u64 w)
+{
+    uint32_t *word = reinterpret_cast<uint32_t *>(s); /* little endian: low word first */
+    const uint32_t lo = (uint32_t)w, old = atomicAdd(word, lo);
+    const uint32_t up = (uint32_t)(w >> 32) + (old + lo < old);
+    if (up)
+        atomicAdd(word + 1, up);
+}
+
 /* A row searched as top-p alone: top-p on, and top-k off or at least its valid count (the
  * second form needs the row's valid count; the first is the row's filters alone). */
 __device__ __forceinline__ bool qr_topp_alone(const qr_row *row, int32_t k, float p, int64_t V)
@@ -314,7 +353,7 @@ __device__ __forceinline__ void fold_parts(const qr_args &a, int64_t r, qr_row *
 {
     if (threadIdx.x < 32) {
         unsigned kmax = 0, inv_min = 0, valid = 0;
-        /* two partials per lane per step, both loads in flight (cpr <= 64 with autotune) */
+        /* two partials per lane per step, both loads in flight */
 #pragma unroll 1
         for (int64_t c0 = threadIdx.x; c0 < a.cpr; c0 += 64) {
             qr_part pt[2];
@@ -346,25 +385,54 @@ __device__ __forceinline__ void fold_parts(const qr_args &a, int64_t r, qr_row *
     __syncthreads();
 }
 
+/* qr_scan's work inside qr_mass (a.scan_in_mass: small top-p batches, whose (cpr, B) grid the
+ * plan found resident at once): every CTA scans its chunk (no row of such a batch gathers in
+ * qr_scan), waits for qr_prep (which zeroes the row), folds its part into the row, and meets
+ * the other CTAs of its row (a ticket after a fence; spinning is safe since they all run). The
+ * row's fold lands in `whole`; the chunk is then read a second time from L1. */
+__device__ void scan_and_meet(const qr_args &a, int64_t r, qr_row *row, qr_part &whole)
+{
+    const qr_part pt = scan_chunk(a, r, UINT32_MAX);
+    tkp_wait_prerequisite();
+    if (threadIdx.x == 0) {
+        publish_part(row, pt);
+        __threadfence();
+        atomicAdd(&row->met, 1u);
+        while (*(volatile unsigned *)&row->met < (unsigned)a.cpr)
+            __nanosleep(32);
+        __threadfence();
+        const qr_part f = { __ldcg(&row->max_key), __ldcg(&row->inv_min), __ldcg(&row->valid),
+                            0u };
+        whole = f;
+    }
+    __syncthreads();
+}
+
 __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
 {
     tkp_allow_dependents();
-    tkp_wait_prerequisite();
     const int64_t r = blockIdx.y, V = a.vocab;
     qr_row *row = a.rows + r;
+    __shared__ qr_part whole;
+    if (a.scan_in_mass)
+        scan_and_meet(a, r, row, whole);
+    else
+        tkp_wait_prerequisite();
     const int32_t k = a.k[r];
-    const bool topp_alone = a.gather2 && !tkp_topk_on(k, V) && tkp_topp_on(a.p[r]);
+    /* the row's max still to fold from qr_scan's partials */
+    const bool topp_alone = a.gather2 && !a.scan_in_mass && !tkp_topk_on(k, V) &&
+                            tkp_topp_on(a.p[r]);
     int64_t valid = 0;
     float m = 0.0f;
     if (!topp_alone) {
-        valid = row->valid;
+        const qr_part known = a.scan_in_mass ? whole : qr_part{ row->max_key, 0u, row->valid, 0u };
+        valid = known.valid;
         if (valid == 0 || (tkp_topk_on(k, V) && k < valid) || !tkp_topp_on(a.p[r]))
             return;
-        m = tkp_key_value(row->max_key);
+        m = tkp_key_value(known.max_key);
     }
     const uint32_t thr = row->trunc_key;
     __shared__ u64 hs[QRITA_MASS_BINS];
-    __shared__ qr_part whole;
     /* the CTA's part of the window (keys of mass bin < WIN_BINS) of a row that qr_gather2 or
      * the fused search truncates again: qr_gather2 skips its pass when the window holds the
      * candidates (on model-like rows a handful of keys) */
@@ -390,7 +458,7 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
     };
     u64 tot = 0, ab = 0;
     unsigned n_above = 0; /* a top-p-alone row's outliers (qr_scan counts the others') */
-    auto f = [&](const float4 (&v)[4], const int (&e)[4], const bool (&)[4], int) {
+    auto f = [&](const float4 (&v)[4], const int (&e)[4], const bool (&ok)[4], int) {
         if (first)
             start();
         const int e0 = e[0]; /* v[u].x is token e0 + 4 NT u (head or tail step: only u = 0) */
@@ -398,8 +466,14 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
          * a CTA runs this once per row chunk, so it is bound by fetching its instructions, and
          * a rolled loop fetches a quarter of them (README, "Where the time goes") */
         float4 q[4] = { v[0], v[1], v[2], v[3] };
+        /* the float4 slots some lane of the warp holds (ok[u] falls with u): a small chunk
+         * (many CTAs per row at small batch) skips the padding */
+        const unsigned mine = (unsigned)ok[0] | (unsigned)ok[1] << 1 | (unsigned)ok[2] << 2 |
+                              (unsigned)ok[3] << 3;
+        const unsigned live = __reduce_or_sync(FULL, mine);
+        const int slots = 32 - __clz(live);
 #pragma unroll 1
-        for (int u = 0; u < 4; u++) {
+        for (int u = 0; u < slots; u++) {
             const float x[4] = { q[0].x, q[0].y, q[0].z, q[0].w };
             q[0] = q[1]; /* the next float4 to the front: static indices stay in registers */
             q[1] = q[2];
@@ -420,7 +494,7 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
                 if (w[c]) {
                     const int bin = qrita_mass_bin(x[c], m);
                     if (bin < QRITA_MASS_BINS)
-                        atomicAdd(&hs[bin], w[c]);
+                        shared_add_u64(&hs[bin], w[c]);
                     if (window && bin < WIN_BINS) {
                         const unsigned pos = atomicAdd(&win_cnt, 1u);
                         if (pos < WIN_CTA) {
@@ -459,7 +533,7 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
             atomicAdd(&row->total, tot);
         if (ab)
             atomicAdd(&row->above, ab);
-        if (topp_alone && n_above)
+        if (n_above && (topp_alone || a.scan_in_mass))
             atomicAdd(&row->gathered, n_above);
     }
     if (window && threadIdx.x >= 32 && threadIdx.x < 64) { /* warp 1: the CTA's window */
@@ -1105,15 +1179,19 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     const int64_t nvec = vocab / 4 + 1;
     int64_t cpr;
     if (autotune == QRITA_ON) {
-        /* CTAs per row: the fewest whole batches of 4 float4 per thread (the streaming
-         * kernels' step) that waste the least of the resident waves of qr_scan */
+        /* CTAs per row: the most that waste the least of the resident waves of qr_scan, in
+         * chunks down to one float4 per thread (qr_mass's weights are bound by each thread's
+         * chain of instructions: more CTAs, shorter chains). Measured: at B <= 4 (the fused
+         * search, one 512-thread CTA per chunk) chunks below a whole step of 4 float4 per
+         * thread lose (top-p alone, B = 1: 25.3 -> 32.2 us); past it they gain. */
         int per_sm = 0;
         TKP_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, qr_scan, NT, 0), err);
         const int64_t resident = (int64_t)(per_sm > 0 ? per_sm : 1) * sms;
-        const int64_t most = (nvec + 4 * NT - 1) / (4 * NT);
+        const int64_t chunk = batch <= WARM_MAX_BATCH ? 4 * NT : NT;
+        const int64_t most = (nvec + chunk - 1) / chunk;
         double best = 0.0;
         cpr = 1;
-        for (int64_t c = 1; c <= most && c <= 64; c++) {
+        for (int64_t c = 1; c <= most && c <= 64 * 4 * NT / chunk; c++) {
             const double waves = (double)((batch * c + resident - 1) / resident) / (double)c;
             if (c == 1 || waves < best * 0.95) {
                 best = waves;
@@ -1130,6 +1208,9 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     }
     cpr = (nvec + pl->vec_per_cta - 1) / pl->vec_per_cta;
     pl->cta_per_row = (int)cpr;
+    int mass_per_sm = 0;
+    TKP_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&mass_per_sm, qr_mass, NT, 0), err);
+    pl->mass_resident = (int64_t)mass_per_sm * sms;
     TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search<32, CAP_WARP, false>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       8 * 2 * CAP_WARP * 4), err);
@@ -1180,6 +1261,9 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     /* small top-p-alone batches searched on a buffer (truncation auto), a block per row */
     a.fuse = pl->group == BLOCK_G && pl->truncation == QRITA_TRUNC_AUTO && pl->ops == TKP_TOPP &&
              pl->batch <= WARM_MAX_BATCH;
+    /* qr_mass's CTAs of a row wait for each other: only when all of them (and qr_prep's, which
+     * may still run) fit on the device at once */
+    a.scan_in_mass = a.fuse && pl->cta_per_row * pl->batch + pl->batch <= pl->mass_resident;
     a.batch = pl->batch;
     a.vocab = pl->vocab;
     a.stride = pl->stride;
@@ -1202,7 +1286,8 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     const dim3 grid((unsigned)pl->cta_per_row, (unsigned)pl->batch), nt(NT);
     qr_prep<<<(unsigned)pl->batch, NT, 0, st>>>(a);
     TKP_LAUNCH_CHECK(err);
-    TKP_CUDA_TRY(tkp_launch_dependent(qr_scan, grid, nt, 0, st, a), err);
+    if (!a.scan_in_mass)
+        TKP_CUDA_TRY(tkp_launch_dependent(qr_scan, grid, nt, 0, st, a), err);
     if (pl->need_mass)
         TKP_CUDA_TRY(tkp_launch_dependent(qr_mass, grid, nt, 0, st, a), err);
     if (a.gather2 && !a.fuse)

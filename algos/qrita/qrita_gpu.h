@@ -30,6 +30,7 @@ struct qrita_gpu_plan {
     int need_mass;                      /* some row may be searched as top-p alone */
     unsigned ops;                       /* the filters of the batch (TKP_TOPK ...) */
     int sm_count;
+    int64_t mass_resident;              /* CTAs of qr_mass that the device holds at once */
     /* options */
     int truncation, search, dedup, autotune, sample_block, max_iter, pivots;
     double sigma_margin;
