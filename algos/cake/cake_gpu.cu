@@ -572,6 +572,38 @@ __device__ void ck_sort_desc(u64 *a, uint32_t size)
 
 /* ---- top-p, kept mask and draws on the sorted slab ---- */
 
+/* The kept mask's ones and the draws of row r from its sorted slab and the inclusive prefix
+ * incl of its weights, by threads t, t + nth, ...: draw d is the kept entry j with
+ * incl[j-1] <= u < incl[j], u its Philox value scaled to the kept mass (cake.c's search). */
+__device__ __forceinline__ void ck_mark_and_draw(const ck_args &a, int64_t r, const u64 *slab,
+                                                 const u64 *incl, uint32_t kept, uint32_t t,
+                                                 uint32_t nth)
+{
+    if (a.kept) {
+        uint8_t *mrow = a.kept + r * a.vocab;
+        for (uint32_t j = t; j < kept; j += nth)
+            mrow[(uint32_t)~(uint32_t)slab[j]] = 1;
+    }
+    if (a.samples) {
+        int64_t *out = a.samples + r * (int64_t)a.draws;
+        const uint64_t kept_total = incl[kept - 1];
+        for (int32_t dr = (int32_t)t; dr < a.draws; dr += (int32_t)nth) {
+            const uint64_t u =
+                tkp_scale_u64(tkp_philox_u64(a.seed, (uint64_t)r, a.offset, (uint32_t)dr),
+                              kept_total);
+            uint32_t l = 0, h = kept - 1;
+            while (l < h) {
+                const uint32_t mid = l + (h - l) / 2;
+                if (incl[mid] > u)
+                    h = mid;
+                else
+                    l = mid + 1;
+            }
+            out[dr] = (int64_t)(uint32_t)~(uint32_t)slab[l];
+        }
+    }
+}
+
 /* Row r's top-p, kept-mask ones and draws, by a CTA of NTH threads (2 NTH >= n): slab holds
  * the n slab entries sorted descending; incl (n words), wsum (NTH / 32) and *cnt (zero) are
  * shared scratch. The arithmetic of cake.c: exact uint64 prefix sums of tkp_weight,
@@ -581,7 +613,6 @@ __device__ void ck_finish(const ck_args &a, int64_t r, const u64 *slab, uint32_t
                           u64 *wsum, uint32_t *cnt)
 {
     const uint32_t t = threadIdx.x;
-    int64_t *out = a.samples ? a.samples + r * (int64_t)a.draws : NULL;
     /* Inclusive fixed-point prefix of the slab: thread t owns entries 2t and 2t+1. */
     const float top = tkp_key_value((uint32_t)(slab[0] >> 32));
     const uint32_t j0 = 2 * t, j1 = 2 * t + 1;
@@ -603,28 +634,58 @@ __device__ void ck_finish(const ck_args &a, int64_t r, const u64 *slab, uint32_t
         atomicAdd(cnt, c);
     __syncthreads();
     const uint32_t kept = 1 + *cnt;
-    if (a.kept) {
-        uint8_t *mrow = a.kept + r * a.vocab;
-        for (uint32_t j = t; j < kept; j += NTH)
-            mrow[(uint32_t)~(uint32_t)slab[j]] = 1;
+    ck_mark_and_draw(a, r, slab, incl, kept, t, NTH);
+}
+
+/* Step 5 when rank 0 gathered at most 128 entries (k <= 128 on the usual rows) and the row
+ * asks for at most 32 draws: warp 0 alone, no block barrier. The bitonic network of
+ * ck_sort_desc on the 4 entries per lane it holds in registers, the weights' inclusive prefix by
+ * a warp scan, the kept count by a warp sum; the sorted slab and incl go to shared memory for
+ * the draws' searches. The same integers as ck_finish, hence the same mask and draws. */
+__device__ void ck_finish_warp(const ck_args &a, int64_t r, u64 *slab, uint32_t m, uint32_t n,
+                               u64 *incl)
+{
+    const uint32_t lane = threadIdx.x;
+    u64 v[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const uint32_t j = 4 * lane + e;
+        v[e] = j < m ? slab[j] : 0; /* 0: below every composite */
     }
-    if (out) {
-        const uint64_t kept_total = incl[kept - 1];
-        for (int32_t dr = (int32_t)t; dr < a.draws; dr += NTH) {
-            const uint64_t u =
-                tkp_scale_u64(tkp_philox_u64(a.seed, (uint64_t)r, a.offset, (uint32_t)dr),
-                              kept_total);
-            uint32_t l = 0, h = kept - 1;
-            while (l < h) {
-                const uint32_t mid = l + (h - l) / 2;
-                if (incl[mid] > u)
-                    h = mid;
-                else
-                    l = mid + 1;
-            }
-            out[dr] = (int64_t)(uint32_t)~(uint32_t)slab[l];
+    const uint32_t size = ck_sort_size(m);
+    for (uint32_t span = 2; span <= size; span <<= 1)
+        ck_sort_regs(v, span, span >> 1);
+    const float top = tkp_key_value((uint32_t)(__shfl_sync(CK_FULL, v[0], 0) >> 32));
+    u64 w[4], sum = 0;
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const uint32_t j = 4 * lane + e;
+        w[e] = j < n ? tkp_weight(tkp_key_value((uint32_t)(v[e] >> 32)), top) : 0;
+        sum += w[e];
+    }
+    u64 x = sum; /* the lane's inclusive prefix */
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const u64 y = __shfl_up_sync(CK_FULL, x, d);
+        if (lane >= (uint32_t)d)
+            x += y;
+    }
+    const uint64_t target = tkp_topp_target(a.p[r], __shfl_sync(CK_FULL, x, 31));
+    u64 before = x - sum; /* incl[j - 1] for the lane's first entry j */
+    uint32_t c = 0;
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const uint32_t j = 4 * lane + e;
+        c += j >= 1 && j < n && before < target;
+        before += w[e];
+        if (j < n) {
+            incl[j] = before;
+            slab[j] = v[e];
         }
     }
+    const uint32_t kept = 1 + __reduce_add_sync(CK_FULL, c);
+    __syncwarp();
+    ck_mark_and_draw(a, r, slab, incl, kept, lane, 32);
 }
 
 /* A row without a valid token: its draws are -1 (its mask stays zero). */
@@ -808,6 +869,11 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
         return;
     }
     u64 *slab = sm->slab;
+    if (m <= 128 && a.draws <= 32) {
+        if (t < 32)
+            ck_finish_warp(a, r, slab, m, n, sm->mine);
+        return;
+    }
     const uint32_t size = ck_sort_size(m);
     for (uint32_t i = m + t; i < max(size, 128u); i += CK_THREADS)
         slab[i] = 0; /* below every valid composite (and the rest of warp 0's 128 entries) */
