@@ -3,7 +3,7 @@
  * defeat the sampled candidate list (ties everywhere, ascending ramps, few valid tokens) so
  * that the streaming fallback and the index-ordered tie collect run on every cluster size,
  * and run-to-run determinism; each with top-p fused into the cluster kernel and chained to a
- * second kernel. Every test skips without a GPU. */
+ * second kernel; and more draws than one warp takes. Every test skips without a GPU. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +13,9 @@
 #include "cases.h"
 #include "test.h"
 
-enum { DRAWS = 4 };
+/* Draws per row; rank 0's step 5 runs on one warp for at most 32 (and <= 128 gathered
+ * entries), on the whole CTA otherwise. */
+static int32_t draws = 4;
 
 static void free_batch(struct tkp_batch *b)
 {
@@ -25,7 +27,7 @@ static void free_batch(struct tkp_batch *b)
 /* The options of the GPU runs ("topp_launch=..."; NULL: the defaults). */
 static const char *const *gpu_options;
 
-/* Run cake on `backend`: kept masks and DRAWS samples per row. */
+/* Run cake on `backend`: kept masks and `draws` samples per row. */
 static int run_cake(enum tkp_backend backend, const struct tkp_batch *b, uint64_t seed,
                     uint8_t *kept, int64_t *samples)
 {
@@ -33,7 +35,7 @@ static int run_cake(enum tkp_backend backend, const struct tkp_batch *b, uint64_
     void *opts = module_options("cake", backend == TKP_GPU ? gpu_options : NULL);
     if (!opts)
         return TKP_EINVAL;
-    int rc = tkp_apply(tkp_algo_find("cake"), opts, backend, b, kept, samples, DRAWS, seed, 5,
+    int rc = tkp_apply(tkp_algo_find("cake"), opts, backend, b, kept, samples, draws, seed, 5,
                        NULL, &err);
     CHECK(rc == TKP_OK, "cake %s: %s", backend == TKP_GPU ? "GPU" : "CPU", err.msg);
     free(opts);
@@ -53,7 +55,7 @@ static void with_chained(void (*body)(void))
 /* CPU and GPU must agree on every kept byte and every draw of every row. */
 static void check_cpu_equals_gpu(const struct tkp_batch *b, const char *name, uint64_t seed)
 {
-    const size_t cells = (size_t)(b->batch * b->vocab), drawn = (size_t)(b->batch * DRAWS);
+    const size_t cells = (size_t)(b->batch * b->vocab), drawn = (size_t)(b->batch * draws);
     uint8_t *kc = malloc(cells), *kg = malloc(cells);
     int64_t *sc = malloc(sizeof(int64_t) * drawn), *sg = malloc(sizeof(int64_t) * drawn);
     int rc = run_cake(TKP_CPU, b, seed, kc, sc);
@@ -76,14 +78,14 @@ static void check_cpu_equals_gpu(const struct tkp_batch *b, const char *name, ui
                           (long long)b->vocab, (long long)r, b->k[r], (double)b->p[r],
                           (long long)i, c[i], g[i], (long long)nc, (long long)ng);
         }
-        if (memcmp(sc + r * DRAWS, sg + r * DRAWS, sizeof(int64_t) * DRAWS) && bad++ < 3)
+        if (memcmp(sc + r * draws, sg + r * draws, sizeof(int64_t) * draws) && bad++ < 3)
             test_fail(__FILE__, __LINE__,
                       "%s (seed %llu, B=%lld, V=%lld) row %lld k=%d p=%g: draws differ "
                       "(CPU %lld %lld, GPU %lld %lld)",
                       name, (unsigned long long)seed, (long long)b->batch, (long long)b->vocab,
-                      (long long)r, b->k[r], (double)b->p[r], (long long)sc[r * DRAWS],
-                      (long long)sc[r * DRAWS + 1], (long long)sg[r * DRAWS],
-                      (long long)sg[r * DRAWS + 1]);
+                      (long long)r, b->k[r], (double)b->p[r], (long long)sc[r * draws],
+                      (long long)sc[r * draws + 1], (long long)sg[r * draws],
+                      (long long)sg[r * draws + 1]);
     }
     CHECK(bad == 0, "%s: %lld mismatches in total", name, (long long)bad);
     free(kc), free(kg), free(sc), free(sg);
@@ -138,6 +140,29 @@ static void benchmark_shapes(void)
         check_cpu_equals_gpu(&c.b, "gaussian", seed);
         free_batch(&c.b);
     }
+}
+
+/* More draws per row than warp 0 takes: small slabs go through the whole CTA's step 5 too. */
+TEST(gpu_cake_many_draws_match_cpu)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    static const struct {
+        int64_t batch, vocab;
+        int32_t k;
+        float p;
+    } shapes[] = { { 16, 128256, 50, 0.9f }, { 4, 32768, 100, 0.5f }, { 2, 262144, 1000, 0.95f } };
+    draws = 100;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && !test_failed(); i++) {
+        struct test_case c;
+        uint64_t seed = 300 + i;
+        uniform_batch(&c, seed, shapes[i].batch, shapes[i].vocab, shapes[i].k, shapes[i].p);
+        check_cpu_equals_gpu(&c.b, "gaussian, 100 draws", seed);
+        free_batch(&c.b);
+    }
+    draws = 4;
 }
 
 TEST(gpu_cake_mixed_rows_match_cpu)
@@ -228,7 +253,7 @@ TEST(gpu_cake_two_runs_are_identical)
     for (int64_t r = 0; r < c.b.batch; r += 3) /* some boundary ties too */
         for (int64_t i = 0; i < c.b.vocab; i++)
             c.b.logits[r * c.b.vocab + i] = roundf(c.b.logits[r * c.b.vocab + i] * 4.0f);
-    const size_t cells = (size_t)(c.b.batch * c.b.vocab), drawn = (size_t)(c.b.batch * DRAWS);
+    const size_t cells = (size_t)(c.b.batch * c.b.vocab), drawn = (size_t)(c.b.batch * draws);
     uint8_t *k1 = malloc(cells), *k2 = malloc(cells);
     int64_t *s1 = malloc(sizeof(int64_t) * drawn), *s2 = malloc(sizeof(int64_t) * drawn);
     /* fused twice, then chained: every run gives the same masks and draws */
