@@ -938,7 +938,8 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
 
 /* The warm-up row (r = batch, past the batch's rows in every per-row array): WARM_N distinct
  * keys of a truncation hit (the buffer complete, its mass the row's). Reads only inputs and
- * writes only that row. */
+ * writes only that row, as long as the buffer holds WARM_N keys (V >= WARM_N: the caller
+ * checks; else the search would read the row, past the logits). */
 __device__ __forceinline__ void warm_up_row(const qr_args &a)
 {
     const int t = threadIdx.x;
@@ -1068,7 +1069,9 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
     __shared__ SearchSmem sm;
     const int g = G == 32 ? (int)(threadIdx.x >> 5) : 0;
     const int64_t r = FUSED ? (int64_t)blockIdx.y : (int64_t)blockIdx.x * GROUPS + g;
-    const bool warm = FUSED && blockIdx.x == 0 && blockIdx.y == 0; /* launched when a.fuse */
+    /* launched when a.fuse; a vocabulary below WARM_N has a buffer too small for the warm-up
+     * row, whose search would then read a row past the batch (and needs no warming) */
+    const bool warm = FUSED && blockIdx.x == 0 && blockIdx.y == 0 && a.vocab >= WARM_N;
     /* pass 0: the warm-up row with row 0's p (a warm-up batch has no top-k row); pass 1: row r */
 #pragma unroll 1
     for (int pass = warm ? 0 : 1; pass < 2; pass++) {
