@@ -119,49 +119,47 @@ TEST(gpu_cake_benchmark_shapes_match_cpu) { benchmark_shapes(); }
 
 TEST(gpu_cake_benchmark_shapes_match_cpu_chained) { with_chained(benchmark_shapes); }
 
-static void benchmark_shapes(void)
+/* Gaussian batches with one (k, p) per batch, seeds seed0, seed0 + 1, ... */
+struct shape {
+    int64_t batch, vocab;
+    int32_t k;
+    float p;
+};
+
+static void check_shapes(const struct shape *shapes, size_t n, uint64_t seed0, const char *name)
 {
     if (!tkp_gpu_present()) {
         test_skip("no GPU");
         return;
     }
-    static const struct {
-        int64_t batch, vocab;
-        int32_t k;
-    } shapes[] = {
-        { 1, 128256, 50 },   { 1, 262144, 1000 }, { 16, 128256, 50 },  { 64, 128256, 50 },
-        { 64, 262144, 1000 }, { 128, 128256, 50 }, { 128, 128256, 1000 },
-        { 128, 262144, 50 }, { 128, 262144, 1000 }, { 1024, 32768, 50 },
-    };
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && !test_failed(); i++) {
+    for (size_t i = 0; i < n && !test_failed(); i++) {
         struct test_case c;
-        uint64_t seed = 100 + i;
-        uniform_batch(&c, seed, shapes[i].batch, shapes[i].vocab, shapes[i].k, 0.9f);
-        check_cpu_equals_gpu(&c.b, "gaussian", seed);
+        uint64_t seed = seed0 + i;
+        uniform_batch(&c, seed, shapes[i].batch, shapes[i].vocab, shapes[i].k, shapes[i].p);
+        check_cpu_equals_gpu(&c.b, name, seed);
         free_batch(&c.b);
     }
+}
+
+static void benchmark_shapes(void)
+{
+    static const struct shape shapes[] = {
+        { 1, 128256, 50, 0.9f },    { 1, 262144, 1000, 0.9f },  { 16, 128256, 50, 0.9f },
+        { 64, 128256, 50, 0.9f },   { 64, 262144, 1000, 0.9f }, { 128, 128256, 50, 0.9f },
+        { 128, 128256, 1000, 0.9f }, { 128, 262144, 50, 0.9f }, { 128, 262144, 1000, 0.9f },
+        { 1024, 32768, 50, 0.9f },
+    };
+    check_shapes(shapes, sizeof shapes / sizeof shapes[0], 100, "gaussian");
 }
 
 /* More draws per row than warp 0 takes: small slabs go through the whole CTA's step 5 too. */
 TEST(gpu_cake_many_draws_match_cpu)
 {
-    if (!tkp_gpu_present()) {
-        test_skip("no GPU");
-        return;
-    }
-    static const struct {
-        int64_t batch, vocab;
-        int32_t k;
-        float p;
-    } shapes[] = { { 16, 128256, 50, 0.9f }, { 4, 32768, 100, 0.5f }, { 2, 262144, 1000, 0.95f } };
+    static const struct shape shapes[] = { { 16, 128256, 50, 0.9f },
+                                           { 4, 32768, 100, 0.5f },
+                                           { 2, 262144, 1000, 0.95f } };
     draws = 100;
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && !test_failed(); i++) {
-        struct test_case c;
-        uint64_t seed = 300 + i;
-        uniform_batch(&c, seed, shapes[i].batch, shapes[i].vocab, shapes[i].k, shapes[i].p);
-        check_cpu_equals_gpu(&c.b, "gaussian, 100 draws", seed);
-        free_batch(&c.b);
-    }
+    check_shapes(shapes, sizeof shapes / sizeof shapes[0], 300, "gaussian, 100 draws");
     draws = 4;
 }
 
