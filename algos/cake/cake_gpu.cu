@@ -515,6 +515,14 @@ __device__ __forceinline__ void ck_sort_regs(u64 (&v)[4], uint32_t span, uint32_
     ck_cx(v[2], v[3], ((4 * t + 2) & span) == 0);
 }
 
+/* The spans 2, 4, ..., min(size, 128) of the network on the 4 entries per lane of v: a warp's
+ * 128 consecutive entries sorted in runs of min(size, 128). */
+__device__ __forceinline__ void ck_sort_warp(u64 (&v)[4], uint32_t size)
+{
+    for (uint32_t span = 2; span <= size && span <= 128; span <<= 1)
+        ck_sort_regs(v, span, span >> 1);
+}
+
 /* The size ck_sort_desc sorts m entries over: the next power of two, at least 2. */
 __device__ __forceinline__ uint32_t ck_sort_size(uint32_t m)
 {
@@ -539,8 +547,7 @@ __device__ void ck_sort_desc(u64 *a, uint32_t size)
 #pragma unroll
         for (int e = 0; e < 4; e++)
             v[e] = a[4 * t + e];
-        for (uint32_t span = 2; span <= size && span <= 128; span <<= 1)
-            ck_sort_regs(v, span, span >> 1);
+        ck_sort_warp(v, size);
 #pragma unroll
         for (int e = 0; e < 4; e++)
             a[4 * t + e] = v[e];
@@ -571,6 +578,12 @@ __device__ void ck_sort_desc(u64 *a, uint32_t size)
 }
 
 /* ---- top-p, kept mask and draws on the sorted slab ---- */
+
+/* The fixed-point weight of slab entry c (a composite) in a row whose largest value is top. */
+__device__ __forceinline__ u64 ck_weight_of(u64 c, float top)
+{
+    return tkp_weight(tkp_key_value((uint32_t)(c >> 32)), top);
+}
 
 /* The kept mask's ones and the draws of row r from its sorted slab and the inclusive prefix
  * incl of its weights, by threads t, t + nth, ...: draw d is the kept entry j with
@@ -616,8 +629,8 @@ __device__ void ck_finish(const ck_args &a, int64_t r, const u64 *slab, uint32_t
     /* Inclusive fixed-point prefix of the slab: thread t owns entries 2t and 2t+1. */
     const float top = tkp_key_value((uint32_t)(slab[0] >> 32));
     const uint32_t j0 = 2 * t, j1 = 2 * t + 1;
-    const u64 w0 = j0 < n ? tkp_weight(tkp_key_value((uint32_t)(slab[j0] >> 32)), top) : 0;
-    const u64 w1 = j1 < n ? tkp_weight(tkp_key_value((uint32_t)(slab[j1] >> 32)), top) : 0;
+    const u64 w0 = j0 < n ? ck_weight_of(slab[j0], top) : 0;
+    const u64 w1 = j1 < n ? ck_weight_of(slab[j1], top) : 0;
     u64 total;
     const u64 before = ck_scan_excl<NTH>(w0 + w1, &total, wsum);
     if (j0 < n)
@@ -652,15 +665,13 @@ __device__ void ck_finish_warp(const ck_args &a, int64_t r, u64 *slab, uint32_t 
         const uint32_t j = 4 * lane + e;
         v[e] = j < m ? slab[j] : 0; /* 0: below every composite */
     }
-    const uint32_t size = ck_sort_size(m);
-    for (uint32_t span = 2; span <= size; span <<= 1)
-        ck_sort_regs(v, span, span >> 1);
+    ck_sort_warp(v, ck_sort_size(m));
     const float top = tkp_key_value((uint32_t)(__shfl_sync(CK_FULL, v[0], 0) >> 32));
     u64 w[4], sum = 0;
 #pragma unroll
     for (int e = 0; e < 4; e++) {
         const uint32_t j = 4 * lane + e;
-        w[e] = j < n ? tkp_weight(tkp_key_value((uint32_t)(v[e] >> 32)), top) : 0;
+        w[e] = j < n ? ck_weight_of(v[e], top) : 0;
         sum += w[e];
     }
     u64 x = sum; /* the lane's inclusive prefix */

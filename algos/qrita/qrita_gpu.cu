@@ -267,7 +267,7 @@ __device__ qr_part scan_chunk(const qr_args &a, int64_t r, uint32_t thr)
         if (thr != UINT32_MAX)
             append_above(key, e, thr, &row->gathered, keys, idx, cap, true);
     };
-    /* qr_mask writes only the kept tokens of a row searched on its buffer */
+    /* qr_mask (or the fused search) writes only the kept tokens of a row searched on its buffer */
     zero_chunk(a.kept + r * a.vocab, x, a.vocab, a.vpc);
     stream_batches(x, a.vocab, a.vpc, f);
     kmax = __reduce_max_sync(FULL, kmax);
@@ -685,7 +685,7 @@ __device__ __forceinline__ uint32_t pool_word(const uint32_t *p, bool fresh)
     return fresh ? __ldcg(p) : *p;
 }
 
-/* The mask of a row searched on a buffer (qr_scan zeroed it): its kept entries, taken by the
+/* The mask of a row searched on a buffer (scan_chunk zeroed it): its kept entries, taken by the
  * threads first, first + step, ... (`fresh` as for pool_word). */
 __device__ __forceinline__ void mask_from_pool(const qr_args &a, int64_t r, const qr_row *row,
                                                int64_t first, int64_t step, bool fresh)
@@ -1069,9 +1069,9 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
     __shared__ SearchSmem sm;
     const int g = G == 32 ? (int)(threadIdx.x >> 5) : 0;
     const int64_t r = FUSED ? (int64_t)blockIdx.y : (int64_t)blockIdx.x * GROUPS + g;
-    /* launched when a.fuse; a vocabulary below WARM_N has a buffer too small for the warm-up
-     * row, whose search would then read a row past the batch (and needs no warming) */
-    const bool warm = FUSED && blockIdx.x == 0 && blockIdx.y == 0 && a.vocab >= WARM_N;
+    /* launched when a.fuse; a buffer below WARM_N keys (V < WARM_N) cannot hold the warm-up
+     * row, whose search would then read a row past the batch (such a row needs no warming) */
+    const bool warm = FUSED && blockIdx.x == 0 && blockIdx.y == 0 && a.cap_gpu >= WARM_N;
     /* pass 0: the warm-up row with row 0's p (a warm-up batch has no top-k row); pass 1: row r */
 #pragma unroll 1
     for (int pass = warm ? 0 : 1; pass < 2; pass++) {
@@ -1116,7 +1116,7 @@ __global__ void __launch_bounds__(BLOCK_G, 1) qr_search_heavy(qr_args a)
 }
 
 /* ---- qr_mask: the row's mask ----
- * A row searched on its buffer: qr_scan zeroed the mask, so only the kept tokens (all in the
+ * A row searched on its buffer: scan_chunk zeroed the mask, so only the kept tokens (all in the
  * buffer) are written, the buffer shared out over the row's CTAs. Any other row: every byte of
  * the CTA's chunk, in one pass over the logits. */
 __global__ void __launch_bounds__(NT) qr_mask(qr_args a)
@@ -1182,9 +1182,10 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     const int64_t nvec = vocab / 4 + 1;
     int64_t cpr;
     if (autotune == QRITA_ON) {
-        /* CTAs per row: the most that waste the least of the resident waves of qr_scan, in
-         * chunks down to one float4 per thread (qr_mass's weights are bound by each thread's
-         * chain of instructions: more CTAs, shorter chains). Measured: at B <= 4 (the fused
+        /* CTAs per row: the fewest that waste the least of the resident waves of qr_scan (a
+         * larger count must gain 5%), in chunks down to one float4 per thread and at most 64
+         * steps' worth of CTAs (64, or 256 of one float4 per thread). Small chunks shorten each
+         * thread's chain of instructions in qr_mass's weights. Measured: at B <= 4 (the fused
          * search, one 512-thread CTA per chunk) chunks below a whole step of 4 float4 per
          * thread lose (top-p alone, B = 1: 25.3 -> 32.2 us); past it they gain. */
         int per_sm = 0;
@@ -1265,7 +1266,8 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     a.fuse = pl->group == BLOCK_G && pl->truncation == QRITA_TRUNC_AUTO && pl->ops == TKP_TOPP &&
              pl->batch <= WARM_MAX_BATCH;
     /* qr_mass's CTAs of a row wait for each other: only when all of them (and qr_prep's, which
-     * may still run) fit on the device at once */
+     * may still run) fit on the device at once. Assumes nothing else holds the SMs for good
+     * (another such run in flight, a persistent kernel, an MPS share: README "fourth round") */
     a.scan_in_mass = a.fuse && pl->cta_per_row * pl->batch + pl->batch <= pl->mass_resident;
     a.batch = pl->batch;
     a.vocab = pl->vocab;
