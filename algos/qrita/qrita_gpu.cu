@@ -1215,6 +1215,10 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     int mass_per_sm = 0;
     TKP_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&mass_per_sm, qr_mass, NT, 0), err);
     pl->mass_resident = (int64_t)mass_per_sm * sms;
+    /* tests: the fused batches with qr_scan launched apart, as on a device too small to hold
+     * qr_mass's grid at once */
+    const char *apart = getenv("TKP_QRITA_SCAN_APART");
+    pl->scan_apart = apart && *apart && strcmp(apart, "0") != 0;
     TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search<32, CAP_WARP, false>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       8 * 2 * CAP_WARP * 4), err);
@@ -1268,7 +1272,8 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     /* qr_mass's CTAs of a row wait for each other: only when all of them (and qr_prep's, which
      * may still run) fit on the device at once. Assumes nothing else holds the SMs for good
      * (another such run in flight, a persistent kernel, an MPS share: README "fourth round") */
-    a.scan_in_mass = a.fuse && pl->cta_per_row * pl->batch + pl->batch <= pl->mass_resident;
+    a.scan_in_mass = a.fuse && pl->cta_per_row * pl->batch + pl->batch <= pl->mass_resident &&
+                     !pl->scan_apart;
     a.batch = pl->batch;
     a.vocab = pl->vocab;
     a.stride = pl->stride;

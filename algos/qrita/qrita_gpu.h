@@ -31,6 +31,7 @@ struct qrita_gpu_plan {
     unsigned ops;                       /* the filters of the batch (TKP_TOPK ...) */
     int sm_count;
     int64_t mass_resident;              /* CTAs of qr_mass that the device holds at once */
+    int scan_apart;                     /* TKP_QRITA_SCAN_APART set: qr_scan always launched */
     /* options */
     int truncation, search, dedup, autotune, sample_block, max_iter, pivots;
     double sigma_margin;
