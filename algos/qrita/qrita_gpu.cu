@@ -419,12 +419,13 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
     else
         tkp_wait_prerequisite();
     const int32_t k = a.k[r];
-    /* the row's max still to fold from qr_scan's partials */
-    const bool topp_alone = a.gather2 && !a.scan_in_mass && !tkp_topk_on(k, V) &&
-                            tkp_topp_on(a.p[r]);
+    /* a top-p-alone row: qr_scan leaves its outliers to this kernel to count, and its max,
+     * min and count in per-CTA partials (to fold here) unless this kernel scanned it */
+    const bool topp_alone = a.gather2 && !tkp_topk_on(k, V) && tkp_topp_on(a.p[r]);
+    const bool fold_max = topp_alone && !a.scan_in_mass;
     int64_t valid = 0;
     float m = 0.0f;
-    if (!topp_alone) {
+    if (!fold_max) {
         const qr_part known = a.scan_in_mass ? whole : qr_part{ row->max_key, 0u, row->valid, 0u };
         valid = known.valid;
         if (valid == 0 || (tkp_topk_on(k, V) && k < valid) || !tkp_topp_on(a.p[r]))
@@ -443,11 +444,11 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
         hs[threadIdx.x] = 0;
     if (threadIdx.x == 0)
         win_cnt = 0;
-    /* a top-p-alone row's max comes from qr_scan's partials, folded while the CTA's first batch
-     * is loading; the barrier in it (or here) also orders the zeroing of hs */
+    /* a max still in qr_scan's partials is folded while the CTA's first batch is loading; the
+     * barrier in it (or here) also orders the zeroing of hs */
     bool first = true;
     auto start = [&]() {
-        if (topp_alone) {
+        if (fold_max) {
             fold_parts(a, r, row, whole);
             valid = whole.valid;
             m = tkp_key_value(whole.max_key);
@@ -533,7 +534,7 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
             atomicAdd(&row->total, tot);
         if (ab)
             atomicAdd(&row->above, ab);
-        if (n_above && (topp_alone || a.scan_in_mass))
+        if (n_above && topp_alone)
             atomicAdd(&row->gathered, n_above);
     }
     if (window && threadIdx.x >= 32 && threadIdx.x < 64) { /* warp 1: the CTA's window */
