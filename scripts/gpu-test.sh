@@ -13,6 +13,7 @@ echo "== GPU tests"
 small=gpu_cases_,gpu_naive_sort_matches_cpu_on_adversarial,gpu_rtopk_matches_cpu_on_adversarial
 small=$small,gpu_cake_matches_cpu_on_adversarial,gpu_cake_chained_matches_cpu_on_adversarial
 small=$small,gpu_qrita_gaussian_b1_topp # the fused top-p search at B = 1 (window and gather)
+small=$small,gpu_qrita_fused_topp # the fused top-p search on every adversarial case (V = 1, 7, ...)
 if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck; do
         echo "== compute-sanitizer $tool (small cases)"
