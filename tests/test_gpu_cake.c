@@ -96,6 +96,18 @@ TEST(gpu_cake_matches_cpu_on_adversarial_cases)
     check_gpu_matches_cpu("cake", NULL);
 }
 
+/* Every cluster size on every adversarial case (slices of a few tokens, empty slices, ties
+ * across slices): TKP_CAKE_CLUSTER forces the size the plan takes. */
+TEST(gpu_cake_forced_clusters_match_cpu)
+{
+    static const char *const sizes[] = { "16", "8", "2", "1" };
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        setenv("TKP_CAKE_CLUSTER", sizes[i], 1);
+        check_gpu_matches_cpu("cake", NULL);
+        unsetenv("TKP_CAKE_CLUSTER");
+    }
+}
+
 /* Top-p, mask and draws in a second, chained kernel (the default fuses them). */
 TEST(gpu_cake_chained_matches_cpu_on_adversarial_cases)
 {
@@ -150,6 +162,34 @@ static void benchmark_shapes(void)
         { 1024, 32768, 50, 0.9f },
     };
     check_shapes(shapes, sizeof shapes / sizeof shapes[0], 100, "gaussian");
+}
+
+/* Rows with outliers (12 up at every 9973rd, 997th or 97th token): the kept set of a large
+ * slab is short, so rank 0 sorts only its heavy top-digit buckets (ck_mass_tail), selecting the
+ * slab's n-th entry first when more than n were gathered; dense outliers and p = 0.999 make the
+ * heavy part too long for one warp (the whole slab is sorted), p = 0 keeps one token. */
+TEST(gpu_cake_peaked_large_slabs_match_cpu)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    static const struct shape shapes[] = { { 1, 262144, 1000, 0.9f }, { 16, 128256, 300, 0.9f },
+                                           { 128, 262144, 1000, 0.5f },
+                                           { 4, 100003, 1024, 0.999f },
+                                           { 8, 128256, 700, 0.0f } };
+    static const int64_t every[] = { 9973, 997, 97 };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && !test_failed(); i++)
+        for (size_t e = 0; e < 3 && !test_failed(); e++) {
+            struct test_case c;
+            const uint64_t seed = 400 + 3 * i + e;
+            uniform_batch(&c, seed, shapes[i].batch, shapes[i].vocab, shapes[i].k, shapes[i].p);
+            for (int64_t r = 0; r < c.b.batch; r++)
+                for (int64_t j = r % every[e]; j < c.b.vocab; j += every[e])
+                    c.b.logits[r * c.b.vocab + j] += 12.0f;
+            check_cpu_equals_gpu(&c.b, "peaked, large slab", seed);
+            free_batch(&c.b);
+        }
 }
 
 /* More draws per row than warp 0 takes: small slabs go through the whole CTA's step 5 too. */

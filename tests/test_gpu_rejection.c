@@ -189,6 +189,37 @@ TEST(gpu_rejection_batch_1_and_1024_match_cpu)
     free_case(&c);
 }
 
+/* One CTA per row (TKP_REJ_CLUSTER=1) on the adversarial cases and on rows where pass 1 lists
+ * the tokens at or above its floor: peaked and flat rows whose list holds the k-th key's bucket
+ * (no gathering pass), flat rows of 400000 whose list overflows (the gathering pass again),
+ * and 512-thread CTAs (B >= 2 x SMs) on flat rows. */
+TEST(gpu_rejection_one_cta_per_row_lists_match_cpu)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    setenv("TKP_REJ_CLUSTER", "1", 1);
+    check_gpu_matches_cpu("rejection", NULL);
+    struct test_case c;
+    gaussian(&c, 121, 6, 128256, 3.0f, 1, 50, 0.9f);
+    check_batch("one CTA, peaked k=50 p=0.9", &c.b, NULL, 8, 121);
+    free_case(&c);
+    gaussian(&c, 122, 6, 128256, 1.0f, 0, 50, 0.9f);
+    check_batch("one CTA, flat k=50 p=0.9", &c.b, NULL, 8, 122);
+    free_case(&c);
+    gaussian(&c, 123, 4, 400000, 1.0f, 0, 50, 0.9f);
+    check_batch("one CTA, flat V=400000 (list overflows)", &c.b, NULL, 4, 123);
+    free_case(&c);
+    gaussian(&c, 124, 6, 128256, 1.0f, 0, 700, 0.95f);
+    check_batch("one CTA, flat k=700 p=0.95", &c.b, NULL, 4, 124);
+    free_case(&c);
+    unsetenv("TKP_REJ_CLUSTER");
+    gaussian(&c, 125, 300, 20000, 1.0f, 0, 50, 0.9f);
+    check_batch("B=300 flat k=50 p=0.9 (512 threads)", &c.b, NULL, 1, 125);
+    free_case(&c);
+}
+
 TEST(gpu_rejection_same_seed_same_draws)
 {
     if (!tkp_gpu_present()) {

@@ -32,6 +32,7 @@
 #include <cooperative_groups.h>
 #include <float.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/cuda_util.h"
@@ -47,11 +48,13 @@ namespace cg = cooperative_groups;
 #define CK_SLAB 1024
 #define CK_GATHER 2048    /* entries rank 0 gathers and sorts (4 per thread in ck_sort_desc) */
 #define CK_CAP 16384      /* candidate list entries per CTA */
-#define CK_SAMPLE_PER_K 64 /* sampled keys per CTA: 2048 * clamp(ceil(64 k / 2048), 2, CK_UNROLL) */
+#define CK_SAMPLE_PER_K 64 /* sampled keys per CTA: 2048 * clamp(ceil(64 k / 2048), 2, 4) */
+#define CK_SAMPLE_MAX 4    /* (8192 keys at most: measured a little faster than 16384) */
 #define CK_MIN_SLICE 2048 /* a cluster is not split finer than this many tokens per CTA */
 #define CK_MIN_SLICE16 4096 /* ... and a 16-CTA (non-portable) cluster not finer than this */
 #define CK_MAXC 16        /* largest cluster (16 needs the non-portable cluster size) */
 #define CK_UNROLL 8       /* float4 loads in flight per thread in ck_stream and pass 1 */
+#define CK_STEP (CK_UNROLL * 4 * CK_THREADS) /* tokens of one step of pass 1 (16384) */
 #define CK_FULL 0xFFFFFFFFu
 
 typedef unsigned long long u64;
@@ -65,6 +68,7 @@ struct ck_smem {
     u64 wsum[CK_WARPS];
     uint32_t cand_n, mine_n, slab_n, slab_off, cnt;
     uint32_t bucket, above, tie_before, tie_mine;
+    uint32_t heavy_n, heavy_low; /* rank 0's mass tail: its candidates, their lowest bucket + 1 */
 };
 
 struct ck_args {
@@ -165,17 +169,6 @@ __device__ __forceinline__ void ck_zero(uint8_t *mask, uint32_t lo, uint32_t hi)
 /* ---- pass 1 ---- */
 
 __device__ void ck_find_bucket(const uint32_t *h, uint32_t nb, uint32_t take, ck_smem *sm);
-
-/* The float f with (x >= f) <=> (x valid and tkp_order_key(x) >= thr), for 1 <= thr: the order
- * key is monotone on the valid floats (-0.0 and +0.0 share a key and compare equal), NaN
- * compares false and -inf lies below -FLT_MAX. thr <= key(-FLT_MAX) = 0x00800000 (the smallest
- * valid key) admits every valid value; above it, thr (a multiple of 2^21) is the key of a valid
- * float up to key(+inf) = 0xFF800000 and of a NaN pattern beyond (then nothing is >= f, and no
- * valid key is >= thr either). */
-__device__ __forceinline__ float ck_key_floor(uint32_t thr)
-{
-    return thr <= 0x00800000u ? -FLT_MAX : tkp_key_value(thr);
-}
 
 /* The first of c consecutive slots of *counter for this lane: a warp-inclusive scan and one
  * shared atomic per warp. Called by the whole warp. */
@@ -310,7 +303,7 @@ __device__ __forceinline__ void ck_pass1_one(const float *__restrict__ row, uint
  * The float4 body is streamed in steps of CK_UNROLL * CK_THREADS vectors, the next step's
  * loads issued before the current step is processed. The first step, already in registers,
  * gives the sample: its first us * 2048 values (us = clamp(ceil(64 keff / 2048), 2,
- * CK_UNROLL)) are counted by top digit in S = sm->hist[1] and T = the bucket of the sample's
+ * CK_SAMPLE_MAX)) are counted by top digit in S = sm->hist[1] and T = the bucket of the sample's
  * keff-th largest key (0 when the sample holds fewer). Each step then counts in hist, and
  * appends to the candidate list, its keys with top digit >= the current T (x >= fthr); after
  * 1, 2, 4, 8, ... steps hist is walked again: the bucket b of the keff-th largest key seen so
@@ -329,7 +322,7 @@ __device__ uint32_t ck_pass1(const float *__restrict__ row, uint32_t lo, uint32_
                              uint32_t keff, uint32_t *hist, ck_smem *sm, uint8_t *mask)
 {
     uint32_t ninv = 0, T = 0;
-    float fthr = ck_key_floor(1u);
+    float fthr = tkp_key_floor(1u);
     if (lo < hi) {
         const uint32_t mis = (uint32_t)(((16u - ((uintptr_t)(row + lo) & 15u)) & 15u) >> 2);
         const uint32_t body = min(hi, lo + mis);
@@ -338,7 +331,7 @@ __device__ uint32_t ck_pass1(const float *__restrict__ row, uint32_t lo, uint32_
         const uint32_t step = CK_UNROLL * CK_THREADS;
         if (nvec > 0) {
             const uint32_t us =
-                min((uint32_t)CK_UNROLL,
+                min((uint32_t)CK_SAMPLE_MAX,
                     max(2u, (CK_SAMPLE_PER_K * keff + 4 * CK_THREADS - 1) / (4 * CK_THREADS)));
             float4 x[CK_UNROLL], y[CK_UNROLL];
             ck_load(x, v, nvec, 0, ninv);
@@ -347,6 +340,12 @@ __device__ uint32_t ck_pass1(const float *__restrict__ row, uint32_t lo, uint32_
                 const bool more = nvec - base > step;
                 if (more)
                     ck_load(y, v, nvec, base + step, ninv);
+                { /* the step after it into L2: one 128-byte line per thread (measured: B = 1024
+                   * 268 -> 260 us, V = 262144 k = 1000 B = 128 89 -> 86) */
+                    const uint32_t pf = base + 2 * step + CK_UNROLL * threadIdx.x;
+                    if (pf < nvec)
+                        asm volatile("prefetch.global.L2 [%0];" ::"l"(v + pf));
+                }
                 if (mask) /* this step's mask bytes, while the next step's loads fly */
                     ck_zero(mask, body + 4 * base, body + 4 * min(nvec, base + step));
                 if (base == 0) {
@@ -354,7 +353,7 @@ __device__ uint32_t ck_pass1(const float *__restrict__ row, uint32_t lo, uint32_
                     __syncthreads();
                     ck_find_bucket(sm->hist[1], CK_BUCKETS, keff, sm);
                     T = sm->bucket == 0xFFFFFFFFu ? 0u : sm->bucket;
-                    fthr = ck_key_floor(max(T << 21, 1u));
+                    fthr = tkp_key_floor(max(T << 21, 1u));
                 }
                 ck_pass1_proc(x, base, body, fthr, ninv, hist, sm);
                 done++;
@@ -365,7 +364,7 @@ __device__ uint32_t ck_pass1(const float *__restrict__ row, uint32_t lo, uint32_
                         const uint32_t b = sm->bucket;
                         if (b != 0xFFFFFFFFu && b > T) {
                             T = b;
-                            fthr = ck_key_floor(T << 21);
+                            fthr = tkp_key_floor(T << 21);
                         }
                     }
 #pragma unroll
@@ -617,13 +616,13 @@ __device__ __forceinline__ void ck_mark_and_draw(const ck_args &a, int64_t r, co
     }
 }
 
-/* Row r's top-p, kept-mask ones and draws, by a CTA of NTH threads (2 NTH >= n): slab holds
+/* Row r's top-p (fraction p), kept-mask ones and draws, by a CTA of NTH threads (2 NTH >= n): slab holds
  * the n slab entries sorted descending; incl (n words), wsum (NTH / 32) and *cnt (zero) are
  * shared scratch. The arithmetic of cake.c: exact uint64 prefix sums of tkp_weight,
  * tkp_topp_target, and per draw the binary search of its Philox value. */
 template <int NTH>
-__device__ void ck_finish(const ck_args &a, int64_t r, const u64 *slab, uint32_t n, u64 *incl,
-                          u64 *wsum, uint32_t *cnt)
+__device__ void ck_finish(const ck_args &a, int64_t r, float p, const u64 *slab, uint32_t n,
+                          u64 *incl, u64 *wsum, uint32_t *cnt)
 {
     const uint32_t t = threadIdx.x;
     /* Inclusive fixed-point prefix of the slab: thread t owns entries 2t and 2t+1. */
@@ -638,7 +637,7 @@ __device__ void ck_finish(const ck_args &a, int64_t r, const u64 *slab, uint32_t
     if (j1 < n)
         incl[j1] = before + w0 + w1;
     __syncthreads();
-    const uint64_t target = tkp_topp_target(a.p[r], incl[n - 1]);
+    const uint64_t target = tkp_topp_target(p, incl[n - 1]);
     /* kept = 1 + #{j in [1, n): incl[j-1] < target}; incl is non-decreasing, so this is the
      * CPU's walk. */
     uint32_t c = (j0 >= 1 && j0 < n && incl[j0 - 1] < target) +
@@ -654,9 +653,11 @@ __device__ void ck_finish(const ck_args &a, int64_t r, const u64 *slab, uint32_t
  * asks for at most 32 draws: warp 0 alone, no block barrier. The bitonic network of
  * ck_sort_desc on the 4 entries per lane it holds in registers, the weights' inclusive prefix by
  * a warp scan, the kept count by a warp sum; the sorted slab and incl go to shared memory for
- * the draws' searches. The same integers as ck_finish, hence the same mask and draws. */
-__device__ void ck_finish_warp(const ck_args &a, int64_t r, u64 *slab, uint32_t m, uint32_t n,
-                               u64 *incl)
+ * the draws' searches. The same integers as ck_finish, hence the same mask and draws. `total`:
+ * the slab's mass when the m entries are only its first ones (ck_mass_tail), 0 when they are
+ * the whole slab (then it is their sum). */
+__device__ void ck_finish_warp(const ck_args &a, int64_t r, float p, u64 *slab, uint32_t m,
+                               uint32_t n, u64 *incl, u64 total)
 {
     const uint32_t lane = threadIdx.x;
     u64 v[4];
@@ -681,7 +682,7 @@ __device__ void ck_finish_warp(const ck_args &a, int64_t r, u64 *slab, uint32_t 
         if (lane >= (uint32_t)d)
             x += y;
     }
-    const uint64_t target = tkp_topp_target(a.p[r], __shfl_sync(CK_FULL, x, 31));
+    const uint64_t target = tkp_topp_target(p, total ? total : __shfl_sync(CK_FULL, x, 31));
     u64 before = x - sum; /* incl[j - 1] for the lane's first entry j */
     uint32_t c = 0;
 #pragma unroll
@@ -697,6 +698,113 @@ __device__ void ck_finish_warp(const ck_args &a, int64_t r, u64 *slab, uint32_t 
     const uint32_t kept = 1 + __reduce_add_sync(CK_FULL, c);
     __syncwarp();
     ck_mark_and_draw(a, r, slab, incl, kept, lane, 32);
+}
+
+/* The n-th largest of the m distinct composites e[0, m) (1 <= n <= m): a radix select over
+ * the 64 bits in digits of 11, 11, 10, 11, 11 and 10 bits (the key, then ~index), histograms
+ * in sm->tot, stopping as soon as the bucket holding it is taken whole. Returns the smallest
+ * composite c with exactly n entries >= c. Called by every thread of rank 0. */
+__device__ uint64_t ck_select_cut(const u64 *e, uint32_t m, uint32_t n, ck_smem *sm)
+{
+    u64 prefix = 0, mask = 0;
+    uint32_t take = n;
+    for (int d = 0; d < 6; d++) {
+        const int bits = d % 3 == 2 ? 10 : 11;
+        const int shift = d == 0 ? 53 : d == 1 ? 42 : d == 2 ? 32 : d == 3 ? 21 : d == 4 ? 10 : 0;
+        const uint32_t nb = 1u << bits;
+        for (uint32_t b = threadIdx.x; b < nb; b += CK_THREADS)
+            sm->tot[b] = 0;
+        __syncthreads();
+        for (uint32_t i = threadIdx.x; i < m; i += CK_THREADS)
+            if ((e[i] & mask) == prefix)
+                atomicAdd(&sm->tot[(uint32_t)(e[i] >> shift) & (nb - 1)], 1u);
+        __syncthreads();
+        ck_find_bucket(sm->tot, nb, take, sm);
+        const uint32_t b = sm->bucket;
+        take -= sm->above;
+        prefix |= (u64)b << shift;
+        mask |= (u64)(nb - 1) << shift;
+        const bool whole = sm->tot[b] == take;
+        __syncthreads(); /* everyone has read tot, bucket and above before they are rewritten */
+        if (whole)
+            break;
+    }
+    return prefix;
+}
+
+/* Step 5 for more than 128 gathered entries (the slab is their n largest, n <= m) and at most
+ * 32 draws, when the kept set is short: top-p keeps a prefix of the sorted slab, so only the
+ * entries that can be in it are sorted. The slab's mass is summed with the weight of each
+ * top-digit bucket; the kept set lies in the buckets >= B*, the highest non-empty bucket whose
+ * suffix mass reaches the target (an entry below B* has at least that mass before it). When
+ * those "heavy" entries are at most 128, warp 0 sorts them and finishes with the slab's total
+ * (ck_finish_warp): the same kept set, prefix sums and draws as sorting all n. Returns false
+ * (nothing written, the slab untouched) when they are more: the caller sorts the whole slab.
+ * Shared scratch: tot, mine (bucket masses, then the heavy entries), the entry array slab. */
+__device__ bool ck_mass_tail(const ck_args &a, int64_t r, float p, u64 *slab, uint32_t m,
+                             uint32_t n, ck_smem *sm)
+{
+    const uint32_t t = threadIdx.x;
+    const u64 cut = n < m ? ck_select_cut(slab, m, n, sm) : 0;
+    u64 top = 0;
+    for (uint32_t i = t; i < m; i += CK_THREADS)
+        top = slab[i] > top ? slab[i] : top;
+    top = __reduce_max_sync(CK_FULL, (uint32_t)(top >> 32)); /* the key is enough for top */
+    u64 *mass = sm->mine;
+    for (uint32_t b = t; b < CK_BUCKETS; b += CK_THREADS) {
+        mass[b] = 0;
+        sm->tot[b] = 0;
+    }
+    if (t < CK_WARPS)
+        sm->wsum[t] = 0;
+    if (t == 0)
+        sm->heavy_n = sm->heavy_low = 0;
+    __syncthreads();
+    if ((t & 31) == 0)
+        atomicMax(reinterpret_cast<unsigned long long *>(&sm->wsum[0]), top);
+    __syncthreads();
+    const float topv = tkp_key_value((uint32_t)sm->wsum[0]);
+    for (uint32_t i = t; i < m; i += CK_THREADS)
+        if (slab[i] >= cut) {
+            const uint32_t b = (uint32_t)(slab[i] >> 53);
+            tkp_shared_add_u64(&mass[b], ck_weight_of(slab[i], topv));
+            atomicAdd(&sm->tot[b], 1u);
+        }
+    __syncthreads();
+    /* Thread t owns buckets 4t .. 4t+3: suffix masses from the block's prefix scan. */
+    u64 own[4], sum = 0;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        own[j] = mass[4 * t + j];
+        sum += own[j];
+    }
+    u64 total;
+    const u64 before = ck_scan_excl<CK_THREADS>(sum, &total, sm->wsum);
+    const uint64_t target = tkp_topp_target(p, total);
+    u64 suffix = total - before - sum; /* the mass of the buckets above this thread's */
+    for (int j = 3; j >= 0; j--) {
+        suffix += own[j];
+        if (sm->tot[4 * t + j] > 0 && suffix >= target)
+            atomicMax(&sm->heavy_low, 4 * t + (uint32_t)j + 1);
+    }
+    __syncthreads();
+    const uint32_t low = sm->heavy_low; /* B* + 1; 0: none (top-p off keeps all n) */
+    __syncthreads(); /* the bucket masses are read: mine takes the heavy entries */
+    if (low == 0)
+        return false;
+    for (uint32_t i = t; i < m; i += CK_THREADS)
+        if (slab[i] >= cut && (uint32_t)(slab[i] >> 53) >= low - 1) {
+            const uint32_t at = atomicAdd(&sm->heavy_n, 1u);
+            if (at < 128)
+                sm->mine[at] = slab[i];
+        }
+    __syncthreads();
+    const uint32_t h = sm->heavy_n;
+    if (h > 128)
+        return false; /* the slab is intact (only mine and tot were used) */
+    if (t < 32)
+        ck_finish_warp(a, r, p, sm->mine, h, h, slab, total);
+    return true;
 }
 
 /* A row without a valid token: its draws are -1 (its mask stays zero). */
@@ -879,18 +987,21 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
         ck_no_draws<CK_THREADS>(a, r);
         return;
     }
+    const float p = a.p[r];
     u64 *slab = sm->slab;
     if (m <= 128 && a.draws <= 32) {
         if (t < 32)
-            ck_finish_warp(a, r, slab, m, n, sm->mine);
+            ck_finish_warp(a, r, p, slab, m, n, sm->mine, 0);
         return;
     }
+    if (a.draws <= 32 && ck_mass_tail(a, r, p, slab, m, n, sm))
+        return;
     const uint32_t size = ck_sort_size(m);
     for (uint32_t i = m + t; i < max(size, 128u); i += CK_THREADS)
         slab[i] = 0; /* below every valid composite (and the rest of warp 0's 128 entries) */
     ck_sort_desc(slab, size);
 
-    ck_finish<CK_THREADS>(a, r, slab, n, sm->mine, sm->wsum, &sm->cnt);
+    ck_finish<CK_THREADS>(a, r, p, slab, n, sm->mine, sm->wsum, &sm->cnt);
 }
 
 /* The chained launch (option topp_launch=chained): after cake_kernel, one CTA of CK_THREADS
@@ -915,12 +1026,18 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_topp_kernel(const ck_args 
     for (uint32_t i = t; i < max(size, 128u); i += CK_THREADS)
         slab[i] = i < mn.x ? src[i] : 0; /* 0: below every composite */
     ck_sort_desc(slab, size);
-    ck_finish<CK_THREADS>(a, r, slab, mn.y, incl, wsum, &cnt);
+    ck_finish<CK_THREADS>(a, r, a.p[r], slab, mn.y, incl, wsum, &cnt);
 }
 
 /* ---- host side ---- */
 
 static size_t ck_smem_bytes(void) { return sizeof(ck_smem); }
+
+/* Tokens per CTA when a row of `vocab` is split over c CTAs (a multiple of 16). */
+static int64_t ck_slice_of(int64_t vocab, int c)
+{
+    return ((vocab + c - 1) / c + 15) & ~(int64_t)15;
+}
 
 static int ck_cluster_index(int c)
 {
@@ -968,18 +1085,33 @@ extern "C" int cake_gpu_plan(int64_t batch, int64_t vocab, int topp_launch,
                            "on this device", plan->smem_bytes);
         return TKP_EUNSUPPORTED;
     }
-    /* Cost model: the biggest cluster that still runs the whole batch in one wave and gives
-     * every CTA at least CK_MIN_SLICE tokens; otherwise one CTA per row. */
-    plan->cluster = 1;
-    for (int c = CK_MAXC; c >= 2; c >>= 1)
-        if (plan->max_clusters[ck_cluster_index(c)] >= batch &&
-            vocab >= (int64_t)c * (c > 8 ? CK_MIN_SLICE16 : CK_MIN_SLICE)) {
+    /* Cost model (measured on the H200, README "Cluster choice"). A size c is allowed when
+     * the whole batch runs in one wave of c-CTA clusters, every CTA gets at least CK_MIN_SLICE
+     * tokens, and, for c >= 4, the batch takes at most half the SMs (bigger clusters filling
+     * the device lost to smaller ones at every measured shape). Among the allowed sizes (1
+     * always is): the smallest whose slice fits one step of pass 1 (CK_STEP tokens, read once
+     * into registers: more CTAs only add cluster barriers and DSMEM sums), else the largest
+     * (the slice streams; more CTAs share the row). */
+    int allowed[5] = { 1, 0, 0, 0, 0 };
+    for (int c = 2; c <= CK_MAXC; c <<= 1)
+        allowed[ck_cluster_index(c)] =
+            plan->max_clusters[ck_cluster_index(c)] >= batch &&
+            vocab >= (int64_t)c * (c > 8 ? CK_MIN_SLICE16 : CK_MIN_SLICE) &&
+            (c < 4 || (int64_t)c * batch <= plan->sm_count / 2);
+    plan->cluster = 0;
+    for (int c = 1; c <= CK_MAXC && !plan->cluster; c <<= 1)
+        if (allowed[ck_cluster_index(c)] && ck_slice_of(vocab, c) <= CK_STEP)
             plan->cluster = c;
-            break;
-        }
-    int64_t slice = (vocab + plan->cluster - 1) / plan->cluster;
-    slice = (slice + 15) & ~(int64_t)15;
-    plan->slice = (uint32_t)slice;
+    for (int c = CK_MAXC; c >= 1 && !plan->cluster; c >>= 1)
+        if (allowed[ck_cluster_index(c)])
+            plan->cluster = c;
+    /* TKP_CAKE_CLUSTER=1|2|4|8|16 forces a size the device can hold (experiments, tests). */
+    const char *env = getenv("TKP_CAKE_CLUSTER");
+    const int forced = env ? atoi(env) : 0;
+    if ((forced == 1 || forced == 2 || forced == 4 || forced == 8 || forced == 16) &&
+        plan->max_clusters[ck_cluster_index(forced)] >= 1)
+        plan->cluster = forced;
+    plan->slice = (uint32_t)ck_slice_of(vocab, plan->cluster);
     /* Top-p launch: fused unless asked (measured on the H200 at k = 50, 256 and 1000: the
      * chained launch is slower everywhere; README "GPU") */
     plan->chained = topp_launch == CAKE_TOPP_CHAINED;

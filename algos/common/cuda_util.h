@@ -20,6 +20,19 @@
 /* After a kernel launch: a bad configuration shows up here. */
 #define TKP_LAUNCH_CHECK(err) TKP_CUDA_TRY(cudaPeekAtLastError(), err)
 
+/* *s += w on a 64-bit shared-memory word by two native 32-bit atomics (a 64-bit shared
+ * atomicAdd is a compare-and-swap loop on sm_90, which many adds to one word serialise): the
+ * low word's wrap, seen in the value its add returned, is carried into the high word. Exact
+ * and order independent, like the 64-bit add. */
+__device__ __forceinline__ void tkp_shared_add_u64(unsigned long long *s, unsigned long long w)
+{
+    unsigned *word = reinterpret_cast<unsigned *>(s); /* little endian: low word first */
+    const unsigned lo = (unsigned)w, old = atomicAdd(word, lo);
+    const unsigned up = (unsigned)(w >> 32) + (old + lo < old);
+    if (up)
+        atomicAdd(word + 1, up);
+}
+
 /* Carve aligned sub-buffers out of the harness-owned workspace, the same way in the
  * workspace-size computation (base == NULL) and in the run. */
 static inline void *tkp_carve(char **cursor, size_t bytes)

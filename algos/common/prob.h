@@ -10,6 +10,7 @@
 #ifndef TKP_PROB_H
 #define TKP_PROB_H
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include "hd.h"
@@ -45,6 +46,18 @@ TKP_HD float tkp_key_value(uint32_t key)
     union { float f; uint32_t u; } c;
     c.u = (key & 0x80000000u) ? (key & 0x7FFFFFFFu) : ~key;
     return c.f;
+}
+
+/* The float f with (x >= f) <=> (x valid and tkp_order_key(x) >= thr), for thr >= 1: the
+ * order key is monotone on the valid floats (-0.0 and +0.0 share a key and compare equal), NaN
+ * compares false and -inf lies below -FLT_MAX. A thr up to key(-FLT_MAX) = 0x00800000 admits
+ * every valid value; above it, thr (rounded to a bucket's first key by the callers) is the key
+ * of a valid float up to key(+inf) = 0xFF800000 and of a NaN pattern beyond (then nothing is
+ * >= f, and no valid key is >= thr either). Lets a pass test a bucket bound with one float
+ * compare per value instead of an order key. */
+TKP_HD float tkp_key_floor(uint32_t thr)
+{
+    return thr <= 0x00800000u ? -FLT_MAX : tkp_key_value(thr);
 }
 
 /* exp(x) for x <= 0; 0 below -87 (no subnormals). Cody-Waite reduction, degree-7 Taylor.

@@ -325,19 +325,6 @@ __global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
 
 /* ---- qr_mass: fixed-point mass of a top-p-alone row ---- */
 
-/* *s += w on a shared-memory word by two native 32-bit atomics (a 64-bit shared atomicAdd is a
- * compare-and-swap loop on sm_90, which many tokens of one mass bin serialise): the low word's
- * wrap, seen in the value its add returned, is carried into the high word. Exact and order
- * independent, like the 64-bit add. */
-__device__ __forceinline__ void shared_add_u64(u64 *s, u64 w)
-{
-    uint32_t *word = reinterpret_cast<uint32_t *>(s); /* little endian: low word first */
-    const uint32_t lo = (uint32_t)w, old = atomicAdd(word, lo);
-    const uint32_t up = (uint32_t)(w >> 32) + (old + lo < old);
-    if (up)
-        atomicAdd(word + 1, up);
-}
-
 /* A row searched as top-p alone: top-p on, and top-k off or at least its valid count (the
  * second form needs the row's valid count; the first is the row's filters alone). */
 __device__ __forceinline__ bool qr_topp_alone(const qr_row *row, int32_t k, float p, int64_t V)
@@ -495,7 +482,7 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
                 if (w[c]) {
                     const int bin = qrita_mass_bin(x[c], m);
                     if (bin < QRITA_MASS_BINS)
-                        shared_add_u64(&hs[bin], w[c]);
+                        tkp_shared_add_u64(&hs[bin], w[c]);
                     if (window && bin < WIN_BINS) {
                         const unsigned pos = atomicAdd(&win_cnt, 1u);
                         if (pos < WIN_CTA) {

@@ -22,6 +22,7 @@
  * determinism argument. */
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
+#include <float.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -229,28 +230,36 @@ __device__ __forceinline__ u64 block_excl_scan(Shared<THREADS> &sh, u64 s)
     return (warp ? wbefore : 0) + incl - s;
 }
 
-/* Append the tokens with take(key) to keys/idxs through the shared counter *count (ballot +
- * one atomic per warp; the order of the entries does not matter to anyone reading them). */
+/* Append (key, i) of the lanes with `mine` to keys/idxs through the shared counter *count
+ * (ballot + one atomic per warp; the order of the entries does not matter to anyone reading
+ * them). The counter keeps counting past kGather, so count > kGather says the list overflowed.
+ * All 32 lanes call it. */
+__device__ __forceinline__ void append_token(uint32_t key, int i, bool mine, uint32_t *keys,
+                                             uint32_t *idxs, unsigned *count)
+{
+    const int lane = threadIdx.x & 31;
+    const unsigned ballot = __ballot_sync(kFull, mine);
+    if (ballot) {
+        unsigned base = 0;
+        if (lane == 0)
+            base = atomicAdd(count, (unsigned)__popc(ballot));
+        base = __shfl_sync(kFull, base, 0);
+        const unsigned slot = base + __popc(ballot & ((1u << lane) - 1u));
+        if (mine && slot < (unsigned)kGather) {
+            keys[slot] = key;
+            idxs[slot] = (uint32_t)i;
+        }
+    }
+}
+
+/* Append the tokens with take(key) to keys/idxs through the shared counter *count. */
 template <class R, class Take>
 __device__ __forceinline__ void gather_into(const R &row, Take take, uint32_t *keys,
                                             uint32_t *idxs, unsigned *count)
 {
-    const int lane = threadIdx.x & 31;
     row.each([&](float v, int i, bool in_row) {
         const uint32_t key = tkp_order_key(v);
-        const bool mine = in_row && take(key);
-        const unsigned ballot = __ballot_sync(kFull, mine);
-        if (ballot) {
-            unsigned base = 0;
-            if (lane == 0)
-                base = atomicAdd(count, (unsigned)__popc(ballot));
-            base = __shfl_sync(kFull, base, 0);
-            const unsigned slot = base + __popc(ballot & ((1u << lane) - 1u));
-            if (mine && slot < (unsigned)kGather) { /* always: pass 1 counted them */
-                keys[slot] = key;
-                idxs[slot] = (uint32_t)i;
-            }
-        }
+        append_token(key, i, in_row && take(key), keys, idxs, count);
     });
 }
 
@@ -353,6 +362,23 @@ template <int THREADS, bool CLUSTER> struct Row {
     template <class F>
     __device__ __forceinline__ void each(F &&f, int from = 0, int to = 0x7FFFFFFF) const
     {
+        each_tile([&](const float (&v)[kReduceUnroll][4], int l0) {
+#pragma unroll
+            for (int u = 0; u < kReduceUnroll; u++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const int l = l0 + u * 4 * THREADS + j;
+                    f(v[u][j], begin + l, l < n);
+                }
+        }, from, to);
+    }
+
+    /* Call f(v, l0) once per kReduceUnroll tiles of local elements [from, to): v[u][j] is
+     * local element l0 + u * 4 * THREADS + j (-inf past the slice or the row). The trip count
+     * is the same in every thread. */
+    template <class F>
+    __device__ __forceinline__ void each_tile(F &&f, int from = 0, int to = 0x7FFFFFFF) const
+    {
         constexpr int tile = 4 * THREADS;
         const int t4 = 4 * (int)threadIdx.x;
         const int stop = to < n ? to : n;
@@ -361,13 +387,7 @@ template <int THREADS, bool CLUSTER> struct Row {
 #pragma unroll
             for (int u = 0; u < kReduceUnroll; u++)
                 quad(base + u * tile + t4, v[u]);
-#pragma unroll
-            for (int u = 0; u < kReduceUnroll; u++)
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    const int l = base + u * tile + t4 + j;
-                    f(v[u][j], begin + l, l < n);
-                }
+            f(v, base + t4);
         }
     }
 
@@ -742,6 +762,36 @@ __device__ void tally2_small(Shared<THREADS> &sh, uint64_t a, uint64_t b, Tally 
     tb.mass = mb;
 }
 
+/* Keep only the listed tokens (sh.g_key / sh.g_idx, sh.gcount <= kGather of them) whose
+ * bucket is >= `bucket`, `kept` of them (the histogram's count of those buckets): a block scan
+ * gives each thread where its entries go. Called after a barrier that made the list visible;
+ * ends with a barrier. */
+template <int THREADS>
+__device__ void keep_from_bucket(Shared<THREADS> &sh, unsigned bucket, unsigned kept)
+{
+    constexpr int per = kGather / THREADS;
+    const int n = (int)sh.gcount, j0 = per * (int)threadIdx.x;
+    uint32_t key[per], idx[per];
+    unsigned c = 0;
+#pragma unroll
+    for (int j = 0; j < per; j++) {
+        key[j] = j0 + j < n ? sh.g_key[j0 + j] : 0;
+        idx[j] = j0 + j < n ? sh.g_idx[j0 + j] : 0;
+        c += j0 + j < n && (key[j] >> kBucketShift) >= bucket;
+    }
+    unsigned at = (unsigned)block_excl_scan(sh, c); /* every entry is read before it returns */
+#pragma unroll
+    for (int j = 0; j < per; j++)
+        if (j0 + j < n && (key[j] >> kBucketShift) >= bucket) {
+            sh.g_key[at] = key[j];
+            sh.g_idx[at] = idx[j];
+            at++;
+        }
+    if (threadIdx.x == 0)
+        sh.gcount = kept;
+    __syncthreads();
+}
+
 /* Top-k-then-top-p from the gathered tokens (sh.g_key / sh.g_idx, sh.gcount <= kGather of
  * them: every token of the k-th key's bucket and above): the k-th key K (the one with fewer
  * than k larger keys and at least k keys >= it), the counts above and equal to it and the mass
@@ -802,6 +852,66 @@ __device__ uint32_t select_gathered(Shared<THREADS> &sh, unsigned bucket, float 
     return kth;
 }
 
+/* Pass 1 of one CTA over local elements [from, n) with float compares instead of order keys
+ * (the tokens at or above a bucket bound are a few per cent): the number of valid tokens and
+ * the largest order key into vcount / kmax; the tokens >= fthr (tkp_key_floor of the bound;
+ * NaN for none) counted in sh.hist by bucket and appended to the list sh.g_key / sh.g_idx
+ * (one atomic per warp, sh.gcount counting past kGather on overflow). Per value: an add, a
+ * compare and a max; the valid count is exact (a sum >= -FLT_MAX proves its 16 terms valid:
+ * NaN and -inf propagate; otherwise they are counted one by one). */
+template <class R>
+__device__ __forceinline__ void scan_fast(const R &row, float fthr, int from, uint32_t &vcount,
+                                          uint32_t &kmax)
+{
+    static_assert(!R::kCluster, "a cluster's slices go through the per-token scan");
+    auto &sh = row.sh;
+    float vmax = -INFINITY;
+    row.each_tile([&](const float (&v)[kReduceUnroll][4], int l0) {
+        float sum = 0.0f;
+        unsigned c = 0;
+#pragma unroll
+        for (int u = 0; u < kReduceUnroll; u++) {
+            sum += (v[u][0] + v[u][1]) + (v[u][2] + v[u][3]);
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                c += v[u][j] >= fthr;
+                vmax = fmaxf(vmax, v[u][j]);
+            }
+        }
+        if (sum >= -FLT_MAX) {
+            vcount += 4 * kReduceUnroll;
+        } else {
+#pragma unroll
+            for (int u = 0; u < kReduceUnroll; u++)
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    vcount += v[u][j] >= -FLT_MAX;
+        }
+        if (__any_sync(kFull, c != 0)) {
+            const u64 incl = warp_scan(c);
+            unsigned base = 0;
+            if ((threadIdx.x & 31) == 31)
+                base = atomicAdd(&sh.gcount, (unsigned)incl);
+            unsigned slot = __shfl_sync(kFull, base, 31) + (unsigned)incl - c;
+#pragma unroll
+            for (int u = 0; u < kReduceUnroll; u++)
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    if (v[u][j] >= fthr) {
+                        const uint32_t key = tkp_order_key(v[u][j]);
+                        atomicAdd(&sh.hist[key >> kBucketShift], 1u);
+                        if (slot < (unsigned)kGather) {
+                            sh.g_key[slot] = key;
+                            sh.g_idx[slot] = (uint32_t)(l0 + u * 4 * R::kThreads + j);
+                        }
+                        slot++;
+                    }
+        }
+    }, from);
+    const uint32_t kv = tkp_order_key(vmax); /* NaN (nothing valid seen) and -inf: 0 */
+    kmax = kv > kmax ? kv : kmax;
+}
+
 /* Prepare the row in shared memory (rej_prepare): the row max, the number of valid tokens,
  * the top-k limit, the first candidate set and its mass, the top-p target. Returns the number
  * of valid tokens and the row max (0 / -inf for a row without a valid token). `count_passes`:
@@ -829,7 +939,10 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &ma
      * no token at or above it skip the histogram. (One CTA per row only: a slice of a cluster
      * is short, and its histogram is summed with the others'.) */
     unsigned floor = 0;
-    auto scan = [&](float v, int, bool in_row) {
+    /* listing: the tokens counted in the histogram (bucket >= floor) are also appended to
+     * sh.g_key / sh.g_idx, so that the usual case needs no gathering pass (below). */
+    bool listing = false;
+    auto scan = [&](float v, int i, bool in_row) {
         const uint32_t key = tkp_order_key(v);
         vcount += key != 0;
         kmax = key > kmax ? key : kmax;
@@ -840,16 +953,35 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &ma
                     atomicAdd(&sh.hist[key >> kBucketShift], 1u);
             } else if (__any_sync(kFull, counted)) {
                 hist_add(sh.hist, counted ? key >> kBucketShift : (unsigned)kBuckets, kBuckets);
+                if (listing)
+                    append_token(key, i, counted, sh.g_key, sh.g_idx, &sh.gcount);
             }
         }
     };
     constexpr int chunk = kReduceUnroll * 4 * THREADS;
-    if (!R::kCluster && may_select && vocab > chunk && k <= chunk) {
+    if constexpr (R::kCluster) {
+        row.each(scan);
+    } else if (may_select && vocab > chunk && k <= chunk) {
         row.each(scan, 0, chunk);
+        if (threadIdx.x == 0)
+            sh.gcount = 0;
         __syncthreads();
         select_bucket(sh, sh.hist, (unsigned)k); /* the chunk holds >= k tokens */
         floor = sh.digit;
-        row.each(scan, chunk);
+        /* The chunk again (just read: from the cache), listing its tokens >= floor; the rest
+         * of the row is listed as it is counted. */
+        row.each([&](float v, int i, bool in_row) {
+            const uint32_t key = tkp_order_key(v);
+            append_token(key, i, in_row && (key >> kBucketShift) >= floor, sh.g_key, sh.g_idx,
+                         &sh.gcount);
+        }, 0, chunk);
+        listing = true;
+        if (floor > 0)
+            scan_fast(row, tkp_key_floor(floor << kBucketShift), chunk, vcount, kmax);
+        else /* the chunk's k-th key is invalid: the bound cannot be a float compare */
+            row.each(scan, chunk);
+    } else if (!may_select) {
+        scan_fast(row, __int_as_float(0x7FC00000), 0, vcount, kmax); /* NaN: no candidate */
     } else {
         row.each(scan);
     }
@@ -868,9 +1000,15 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &ma
         hist = row.hist_total(kBuckets, true);
         select_bucket(sh, hist, (unsigned)k_limit);
         if (sh.gabove + sh.ties <= (unsigned)kGather) {
-            /* The usual case: one gathering pass, the rest in shared memory. */
+            /* The usual case: the tokens of the k-th key's bucket and above in shared memory,
+             * the rest done there. They are on the list when pass 1 listed every token of its
+             * floor and above (the floor is at most that bucket) without overflowing, else
+             * one gathering pass collects them. */
             const unsigned bucket = sh.digit;
-            row.gather(bucket);
+            if (listing && sh.gcount <= (unsigned)kGather)
+                keep_from_bucket(sh, bucket, sh.gabove + sh.ties);
+            else
+                row.gather(bucket);
             uint64_t above, ties, mass_above;
             const uint32_t kth = select_gathered(sh, bucket, max, k_limit, above, ties,
                                                  mass_above);
@@ -1114,10 +1252,15 @@ int active_clusters(int c, int64_t slice)
                                cluster_smem_bytes((int)slice));
 }
 
-/* The cluster size for a problem: the largest C in 16, 8, 4, 2 whose slices fit in shared
- * memory, hold at least kMinSlice tokens and run the whole batch in one wave; 1 (one CTA per
- * row) otherwise. TKP_REJ_CLUSTER=1/2/4/8/16 forces a size (for tests: any vocabulary). *active
- * gets the number of co-resident clusters of that size. */
+/* The cluster size for a problem: the smallest C in 2, 4, 8, 16 whose slices fit in shared
+ * memory and hold at least kMinSlice tokens, that runs the whole batch in one wave, and, for
+ * C >= 4, whose batch takes at most half the SMs; 1 (one CTA per row) otherwise. Measured on
+ * the H200 (README "Cluster variant"): every cluster barrier and exchange costs more with more
+ * CTAs, so the smallest cluster whose slice fits wins (B = 1, V = 128256: 8 CTAs 26.8 us, 16
+ * CTAs 32.4); clusters of 4 or more CTAs filling the device lose to smaller ones or to one CTA
+ * per row (B = 16, V = 128256: 8 CTAs 51.4 us, one CTA 43.9). TKP_REJ_CLUSTER=1/2/4/8/16 forces
+ * a size (for tests: any vocabulary). *active gets the number of co-resident clusters of that
+ * size. */
 int choose_cluster(const struct tkp_problem *pb, int *active)
 {
     *active = 0;
@@ -1141,11 +1284,13 @@ int choose_cluster(const struct tkp_problem *pb, int *active)
     if (cudaFuncSetAttribute(rejection_cluster_kernel,
                              cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
         (void)cudaGetLastError(); /* then 16 reports no capacity and is never chosen */
-    for (int c = kMaxCluster; c >= 2; c >>= 1) {
+    const int sms = device_sms();
+    for (int c = 2; c <= kMaxCluster; c <<= 1) {
         const int64_t slice = slice_of(pb->vocab, c);
         if (slice > kSliceCap || (forced && forced != c))
             continue;
-        if (!forced && pb->vocab < (int64_t)c * kMinSlice)
+        if (!forced && (pb->vocab < (int64_t)c * kMinSlice ||
+                        (c >= 4 && (int64_t)c * pb->batch > sms / 2)))
             continue;
         const int n = active_clusters(c, slice);
         if (n >= 1 && (forced || n >= pb->batch)) {
