@@ -1,4 +1,5 @@
 /* cli_util.c — see cli_util.h. */
+#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,17 +14,35 @@ const char *topkp_bin(void)
     return bin && *bin ? bin : "build/topkp";
 }
 
+static char scratch[64];
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* At exit: the scratch folder goes, unless TOPKP_KEEP_SCRATCH is set (to look at the files of
+ * a failing case). */
+static void remove_scratch(void)
+{
+    if (getenv("TOPKP_KEEP_SCRATCH"))
+        fprintf(stderr, "scratch files kept in %s\n", scratch);
+    else
+        nftw(scratch, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 const char *scratch_dir(void)
 {
-    static char dir[64];
-    if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/topkp-tests-XXXXXX");
-        if (!mkdtemp(dir)) {
+    if (!scratch[0]) {
+        snprintf(scratch, sizeof scratch, "/tmp/topkp-tests-XXXXXX");
+        if (!mkdtemp(scratch)) {
             perror("mkdtemp");
             exit(2);
         }
+        atexit(remove_scratch);
     }
-    return dir;
+    return scratch;
 }
 
 int run_cmd(char *out, size_t n, const char *fmt, ...)

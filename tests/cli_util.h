@@ -7,7 +7,8 @@
 #include <stddef.h>
 
 const char *topkp_bin(void);
-/* A fresh scratch folder for this process (created once). */
+/* A fresh scratch folder for this process (created once, removed at exit unless
+ * TOPKP_KEEP_SCRATCH is set). */
 const char *scratch_dir(void);
 /* Run `cmd` through sh with stderr merged into stdout; returns the exit status. */
 int run_cmd(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -125,25 +125,52 @@ TEST(gpu_rejection_sampler_passes_tv_test)
     check_sampler_tv("rejection", NULL, TKP_GPU, 20000);
 }
 
+/* Gaussian batches (see gaussian()), each checked with check_batch under its own seed; with
+ * one_cta, one CTA per row is forced (TKP_REJ_CLUSTER=1). */
+struct shape {
+    const char *name;
+    uint64_t seed;
+    int64_t batch, vocab;
+    float scale;
+    int peaked;
+    int32_t k;
+    float p;
+    int32_t draws;
+    int one_cta;
+};
+
+/* The benchmark shapes (V = 128256, B = 32, cluster or one CTA per row as the plan takes them);
+ * one 1024-thread CTA per row where pass 1 lists the tokens at or above its floor: peaked and
+ * flat rows whose list holds the k-th key's bucket (no gathering pass), flat rows of 400000
+ * whose list overflows (the gathering pass again), a large k; and 512-thread CTAs (B >= 2 x
+ * SMs), which never list. */
 TEST(gpu_rejection_benchmark_shapes_match_cpu)
 {
     if (!tkp_gpu_present()) {
         test_skip("no GPU");
         return;
     }
-    struct test_case c;
-    gaussian(&c, 101, 32, 128256, 3.0f, 1, 50, 0.9f);
-    check_batch("peaked k=50 p=0.9", &c.b, NULL, 4, 101);
-    free_case(&c);
-    gaussian(&c, 102, 32, 128256, 1.0f, 0, 50, 0.9f);
-    check_batch("flat k=50 p=0.9", &c.b, NULL, 4, 102);
-    free_case(&c);
-    gaussian(&c, 103, 32, 128256, 1.0f, 0, 0, 0.9f);
-    check_batch("flat p=0.9", &c.b, NULL, 4, 103);
-    free_case(&c);
-    gaussian(&c, 104, 16, 128256, 1.0f, 0, 50, 1.0f);
-    check_batch("flat k=50", &c.b, NULL, 4, 104);
-    free_case(&c);
+    static const struct shape shapes[] = {
+        { "peaked k=50 p=0.9", 101, 32, 128256, 3.0f, 1, 50, 0.9f, 4, 0 },
+        { "flat k=50 p=0.9", 102, 32, 128256, 1.0f, 0, 50, 0.9f, 4, 0 },
+        { "flat p=0.9", 103, 32, 128256, 1.0f, 0, 0, 0.9f, 4, 0 },
+        { "flat k=50", 104, 16, 128256, 1.0f, 0, 50, 1.0f, 4, 0 },
+        { "one CTA, peaked k=50 p=0.9", 121, 6, 128256, 3.0f, 1, 50, 0.9f, 8, 1 },
+        { "one CTA, flat k=50 p=0.9", 122, 6, 128256, 1.0f, 0, 50, 0.9f, 8, 1 },
+        { "one CTA, flat V=400000 (list overflows)", 123, 4, 400000, 1.0f, 0, 50, 0.9f, 4, 1 },
+        { "one CTA, flat k=700 p=0.95", 124, 6, 128256, 1.0f, 0, 700, 0.95f, 4, 1 },
+        { "B=300 flat k=50 p=0.9 (512 threads)", 125, 300, 20000, 1.0f, 0, 50, 0.9f, 1, 0 },
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const struct shape *sh = &shapes[i];
+        struct test_case c;
+        if (sh->one_cta)
+            setenv("TKP_REJ_CLUSTER", "1", 1);
+        gaussian(&c, sh->seed, sh->batch, sh->vocab, sh->scale, sh->peaked, sh->k, sh->p);
+        check_batch(sh->name, &c.b, NULL, sh->draws, sh->seed);
+        free_case(&c);
+        unsetenv("TKP_REJ_CLUSTER");
+    }
 }
 
 TEST(gpu_rejection_mixed_rows_odd_vocab_match_cpu)
@@ -189,35 +216,13 @@ TEST(gpu_rejection_batch_1_and_1024_match_cpu)
     free_case(&c);
 }
 
-/* One CTA per row (TKP_REJ_CLUSTER=1) on the adversarial cases and on rows where pass 1 lists
- * the tokens at or above its floor: peaked and flat rows whose list holds the k-th key's bucket
- * (no gathering pass), flat rows of 400000 whose list overflows (the gathering pass again),
- * and 512-thread CTAs (B >= 2 x SMs) on flat rows. */
-TEST(gpu_rejection_one_cta_per_row_lists_match_cpu)
+/* One CTA per row (TKP_REJ_CLUSTER=1) on every adversarial case (the listed pass 1 of the
+ * 1024-thread kernel with its float-compare scan; the benchmark shapes test has its rows). */
+TEST(gpu_cases_rejection_one_cta_per_row_match_cpu)
 {
-    if (!tkp_gpu_present()) {
-        test_skip("no GPU");
-        return;
-    }
     setenv("TKP_REJ_CLUSTER", "1", 1);
     check_gpu_matches_cpu("rejection", NULL);
-    struct test_case c;
-    gaussian(&c, 121, 6, 128256, 3.0f, 1, 50, 0.9f);
-    check_batch("one CTA, peaked k=50 p=0.9", &c.b, NULL, 8, 121);
-    free_case(&c);
-    gaussian(&c, 122, 6, 128256, 1.0f, 0, 50, 0.9f);
-    check_batch("one CTA, flat k=50 p=0.9", &c.b, NULL, 8, 122);
-    free_case(&c);
-    gaussian(&c, 123, 4, 400000, 1.0f, 0, 50, 0.9f);
-    check_batch("one CTA, flat V=400000 (list overflows)", &c.b, NULL, 4, 123);
-    free_case(&c);
-    gaussian(&c, 124, 6, 128256, 1.0f, 0, 700, 0.95f);
-    check_batch("one CTA, flat k=700 p=0.95", &c.b, NULL, 4, 124);
-    free_case(&c);
     unsetenv("TKP_REJ_CLUSTER");
-    gaussian(&c, 125, 300, 20000, 1.0f, 0, 50, 0.9f);
-    check_batch("B=300 flat k=50 p=0.9 (512 threads)", &c.b, NULL, 1, 125);
-    free_case(&c);
 }
 
 TEST(gpu_rejection_same_seed_same_draws)

@@ -959,6 +959,11 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &ma
         }
     };
     constexpr int chunk = kReduceUnroll * 4 * THREADS;
+    /* The listed pass 1 runs in the 1024-thread kernel only. In the 512-thread one (B >= 2 x
+     * SMs) it was measured with a heavy tail: at B = 1024 a quarter of the repetitions took
+     * 1.7-20 times the median (the cause is not found; README "GPU"), so that kernel keeps the
+     * gathering pass. */
+    constexpr bool list = !R::kCluster && THREADS == 1024;
     if constexpr (R::kCluster) {
         row.each(scan);
     } else if (may_select && vocab > chunk && k <= chunk) {
@@ -968,18 +973,22 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &ma
         __syncthreads();
         select_bucket(sh, sh.hist, (unsigned)k); /* the chunk holds >= k tokens */
         floor = sh.digit;
-        /* The chunk again (just read: from the cache), listing its tokens >= floor; the rest
-         * of the row is listed as it is counted. */
-        row.each([&](float v, int i, bool in_row) {
-            const uint32_t key = tkp_order_key(v);
-            append_token(key, i, in_row && (key >> kBucketShift) >= floor, sh.g_key, sh.g_idx,
-                         &sh.gcount);
-        }, 0, chunk);
-        listing = true;
-        if (floor > 0)
-            scan_fast(row, tkp_key_floor(floor << kBucketShift), chunk, vcount, kmax);
-        else /* the chunk's k-th key is invalid: the bound cannot be a float compare */
+        if constexpr (list) {
+            /* The chunk again (just read: from the cache), listing its tokens >= floor; the
+             * rest of the row is listed as it is counted. */
+            row.each([&](float v, int i, bool in_row) {
+                const uint32_t key = tkp_order_key(v);
+                append_token(key, i, in_row && (key >> kBucketShift) >= floor, sh.g_key,
+                             sh.g_idx, &sh.gcount);
+            }, 0, chunk);
+            listing = true;
+            if (floor > 0)
+                scan_fast(row, tkp_key_floor(floor << kBucketShift), chunk, vcount, kmax);
+            else /* the chunk's k-th key is invalid: the bound cannot be a float compare */
+                row.each(scan, chunk);
+        } else {
             row.each(scan, chunk);
+        }
     } else if (!may_select) {
         scan_fast(row, __int_as_float(0x7FC00000), 0, vcount, kmax); /* NaN: no candidate */
     } else {
