@@ -216,12 +216,20 @@ TEST(gpu_rejection_batch_1_and_1024_match_cpu)
     free_case(&c);
 }
 
-/* One CTA per row (TKP_REJ_CLUSTER=1) on every adversarial case (the listed pass 1 of the
- * 1024-thread kernel with its float-compare scan; the benchmark shapes test has its rows). */
+/* One CTA per row (TKP_REJ_CLUSTER=1) on every adversarial case, and on two flat rows whose
+ * pass-1 list overflows while the k-th key's bucket and above fit (k = 1500, V = 40000: the
+ * gathering pass after a listed pass 1, small enough for the sanitizers, which run every
+ * gpu_cases_ test; the benchmark shapes test has the larger rows). */
 TEST(gpu_cases_rejection_one_cta_per_row_match_cpu)
 {
     setenv("TKP_REJ_CLUSTER", "1", 1);
     check_gpu_matches_cpu("rejection", NULL);
+    if (tkp_gpu_present()) {
+        struct test_case c;
+        gaussian(&c, 126, 2, 40000, 1.0f, 0, 1500, 0.9f);
+        check_batch("one CTA, list overflow, k=1500 V=40000", &c.b, NULL, 4, 126);
+        free_case(&c);
+    }
     unsetenv("TKP_REJ_CLUSTER");
 }
 

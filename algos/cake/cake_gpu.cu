@@ -344,7 +344,7 @@ __device__ uint32_t ck_pass1(const float *__restrict__ row, uint32_t lo, uint32_
                    * 268 -> 260 us, V = 262144 k = 1000 B = 128 89 -> 86) */
                     const uint32_t pf = base + 2 * step + CK_UNROLL * threadIdx.x;
                     if (pf < nvec)
-                        asm volatile("prefetch.global.L2 [%0];" ::"l"(v + pf));
+                        asm volatile("prefetch.L2 [%0];" ::"l"(v + pf)); /* generic addr. */
                 }
                 if (mask) /* this step's mask bytes, while the next step's loads fly */
                     ck_zero(mask, body + 4 * base, body + 4 * min(nvec, base + step));
@@ -616,9 +616,9 @@ __device__ __forceinline__ void ck_mark_and_draw(const ck_args &a, int64_t r, co
     }
 }
 
-/* Row r's top-p (fraction p), kept-mask ones and draws, by a CTA of NTH threads (2 NTH >= n): slab holds
- * the n slab entries sorted descending; incl (n words), wsum (NTH / 32) and *cnt (zero) are
- * shared scratch. The arithmetic of cake.c: exact uint64 prefix sums of tkp_weight,
+/* Row r's top-p (fraction p), kept-mask ones and draws, by a CTA of NTH threads (2 NTH >= n):
+ * slab holds the n slab entries sorted descending; incl (n words), wsum (NTH / 32) and *cnt
+ * (zero) are shared scratch. The arithmetic of cake.c: exact uint64 prefix sums of tkp_weight,
  * tkp_topp_target, and per draw the binary search of its Philox value. */
 template <int NTH>
 __device__ void ck_finish(const ck_args &a, int64_t r, float p, const u64 *slab, uint32_t n,
@@ -997,7 +997,7 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
     /* The mass tail costs ~9 us (H200 trace, 1764 entries), about what sorting 1024 entries
      * and finishing cost; it replaces the sort of 2048 (13 us) and loses below it (flat rows,
      * k = 50, B = 1, 173 entries: 15.8 -> 18.8 us). */
-    if (m > 1024 && a.draws <= 32 && ck_mass_tail(a, r, p, slab, m, n, sm))
+    if (m > 1024 && a.draws <= 32 && tkp_topp_on(p) && ck_mass_tail(a, r, p, slab, m, n, sm))
         return;
     const uint32_t size = ck_sort_size(m);
     for (uint32_t i = m + t; i < max(size, 128u); i += CK_THREADS)

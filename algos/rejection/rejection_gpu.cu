@@ -960,9 +960,9 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &ma
     };
     constexpr int chunk = kReduceUnroll * 4 * THREADS;
     /* The listed pass 1 runs in the 1024-thread kernel only. In the 512-thread one (B >= 2 x
-     * SMs) it was measured with a heavy tail: at B = 1024 a quarter of the repetitions took
-     * 1.7-20 times the median (the cause is not found; README "GPU"), so that kernel keeps the
-     * gathering pass. */
+     * SMs) it was measured with a heavy tail (README "GPU"), most likely from a race since
+     * fixed (from_list below was read after row.gather could zero sh.gcount, a branch that
+     * kernel took on ~45% of flat rows); it keeps the gathering pass until measured again. */
     constexpr bool list = !R::kCluster && THREADS == 1024;
     if constexpr (R::kCluster) {
         row.each(scan);
@@ -997,6 +997,9 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &ma
     valid = vcount;
     maxkey = kmax;
     row.sum_max(valid, maxkey); /* ends with a (cluster) barrier: the histogram is complete */
+    /* Whether the list holds every token of its floor and above, read by every thread here:
+     * barriers follow before anyone rewrites sh.gcount (row.gather's thread 0 zeroes it). */
+    const bool from_list = listing && sh.gcount <= (unsigned)kGather;
     max = -INFINITY;
     if (valid == 0)
         return 0;
@@ -1014,7 +1017,7 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &ma
              * floor and above (the floor is at most that bucket) without overflowing, else
              * one gathering pass collects them. */
             const unsigned bucket = sh.digit;
-            if (listing && sh.gcount <= (unsigned)kGather)
+            if (from_list)
                 keep_from_bucket(sh, bucket, sh.gabove + sh.ties);
             else
                 row.gather(bucket);
