@@ -170,24 +170,6 @@ __device__ __forceinline__ void ck_zero(uint8_t *mask, uint32_t lo, uint32_t hi)
 
 __device__ void ck_find_bucket(const uint32_t *h, uint32_t nb, uint32_t take, ck_smem *sm);
 
-/* The first of c consecutive slots of *counter for this lane: a warp-inclusive scan and one
- * shared atomic per warp. Called by the whole warp. */
-__device__ __forceinline__ uint32_t ck_reserve(uint32_t c, uint32_t *counter)
-{
-    const uint32_t lane = threadIdx.x & 31;
-    uint32_t incl = c;
-#pragma unroll
-    for (uint32_t d = 1; d < 32; d <<= 1) {
-        const uint32_t y = __shfl_up_sync(CK_FULL, incl, d);
-        if (lane >= d)
-            incl += y;
-    }
-    uint32_t base = 0;
-    if (lane == 31)
-        base = atomicAdd(counter, incl);
-    return __shfl_sync(CK_FULL, base, 31) + incl - c;
-}
-
 /* One candidate (x valid, key >= thr) at row index i: counted in hist, stored at slot pos. */
 __device__ __forceinline__ void ck_put_cand(ck_smem *sm, uint32_t *hist, float x, uint32_t i,
                                             uint32_t &pos)
@@ -237,7 +219,7 @@ __device__ __forceinline__ void ck_sample(const float4 (&x)[CK_UNROLL], uint32_t
 
 /* Pass 1 on one loaded step x (the values at body + 4 * (base + t + u * CK_THREADS)). Per
  * value: a float compare, a select-add and a float add; one vote per step; the candidates
- * (a few per cent) are re-tested and appended after one ck_reserve per warp. */
+ * (a few per cent) are re-tested and appended after one tkp_warp_reserve per warp. */
 __device__ __forceinline__ void ck_pass1_proc(const float4 (&x)[CK_UNROLL], uint32_t base,
                                               uint32_t body, float fthr, uint32_t &ninv,
                                               uint32_t *hist, ck_smem *sm)
@@ -262,7 +244,7 @@ __device__ __forceinline__ void ck_pass1_proc(const float4 (&x)[CK_UNROLL], uint
                     (uint32_t)!(x[u].z >= -FLT_MAX) + (uint32_t)!(x[u].w >= -FLT_MAX);
     }
     if (__any_sync(CK_FULL, c != 0)) {
-        uint32_t pos = ck_reserve(c, &sm->cand_n);
+        uint32_t pos = tkp_warp_reserve(c, &sm->cand_n);
         if (c) {
 #pragma unroll
             for (int u = 0; u < CK_UNROLL; u++) {
@@ -290,7 +272,7 @@ __device__ __forceinline__ void ck_pass1_one(const float *__restrict__ row, uint
     ninv += (uint32_t)(i < end && !(x >= -FLT_MAX));
     const uint32_t c = x >= fthr;
     if (__any_sync(CK_FULL, c != 0)) {
-        uint32_t pos = ck_reserve(c, &sm->cand_n);
+        uint32_t pos = tkp_warp_reserve(c, &sm->cand_n);
         if (c)
             ck_put_cand(sm, hist, x, i, pos);
     }
@@ -708,9 +690,10 @@ __device__ uint64_t ck_select_cut(const u64 *e, uint32_t m, uint32_t n, ck_smem 
 {
     u64 prefix = 0, mask = 0;
     uint32_t take = n;
+    int shift = 64;
     for (int d = 0; d < 6; d++) {
         const int bits = d % 3 == 2 ? 10 : 11;
-        const int shift = d == 0 ? 53 : d == 1 ? 42 : d == 2 ? 32 : d == 3 ? 21 : d == 4 ? 10 : 0;
+        shift -= bits;
         const uint32_t nb = 1u << bits;
         for (uint32_t b = threadIdx.x; b < nb; b += CK_THREADS)
             sm->tot[b] = 0;
@@ -994,9 +977,10 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
             ck_finish_warp(a, r, p, slab, m, n, sm->mine, 0);
         return;
     }
-    /* The mass tail costs ~9 us (H200 trace, 1764 entries), about what sorting 1024 entries
-     * and finishing cost; it replaces the sort of 2048 (13 us) and loses below it (flat rows,
-     * k = 50, B = 1, 173 entries: 15.8 -> 18.8 us). */
+    /* Measured (H200 trace, 1764 entries): the mass tail 9.4 us against 13 us for sorting 2048
+     * and finishing; taken for every m > 128, it made flat rows (k = 50, B = 1, V = 128256,
+     * fewer than 1024 entries) 15.8 -> 18.8 us. The sort's cost grows as m log^2 m, so below
+     * 1024 entries it is taken to be the cheaper one (inferred, not measured). */
     if (m > 1024 && a.draws <= 32 && tkp_topp_on(p) && ck_mass_tail(a, r, p, slab, m, n, sm))
         return;
     const uint32_t size = ck_sort_size(m);

@@ -33,6 +33,24 @@ __device__ __forceinline__ void tkp_shared_add_u64(unsigned long long *s, unsign
         atomicAdd(word + 1, up);
 }
 
+/* The first of c consecutive slots of the shared counter *counter for this lane: a warp
+ * inclusive scan of c and one atomic per warp. Called by all 32 lanes of the warp. */
+__device__ __forceinline__ unsigned tkp_warp_reserve(unsigned c, unsigned *counter)
+{
+    const unsigned lane = threadIdx.x & 31;
+    unsigned incl = c;
+#pragma unroll
+    for (unsigned d = 1; d < 32; d <<= 1) {
+        const unsigned y = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+        if (lane >= d)
+            incl += y;
+    }
+    unsigned base = 0;
+    if (lane == 31)
+        base = atomicAdd(counter, incl);
+    return __shfl_sync(0xFFFFFFFFu, base, 31) + incl - c;
+}
+
 /* Carve aligned sub-buffers out of the harness-owned workspace, the same way in the
  * workspace-size computation (base == NULL) and in the run. */
 static inline void *tkp_carve(char **cursor, size_t bytes)

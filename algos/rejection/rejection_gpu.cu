@@ -888,11 +888,7 @@ __device__ __forceinline__ void scan_fast(const R &row, float fthr, int from, ui
                     vcount += v[u][j] >= -FLT_MAX;
         }
         if (__any_sync(kFull, c != 0)) {
-            const u64 incl = warp_scan(c);
-            unsigned base = 0;
-            if ((threadIdx.x & 31) == 31)
-                base = atomicAdd(&sh.gcount, (unsigned)incl);
-            unsigned slot = __shfl_sync(kFull, base, 31) + (unsigned)incl - c;
+            unsigned slot = tkp_warp_reserve(c, &sh.gcount);
 #pragma unroll
             for (int u = 0; u < kReduceUnroll; u++)
 #pragma unroll
