@@ -126,6 +126,10 @@ int tkp_option_set_number(const struct tkp_algo *a, void *opts, const char *name
 /* "name=value,name=value" in table order, defaults included. */
 void tkp_options_format(const struct tkp_algo *a, const void *opts, char *buf, size_t n);
 void tkp_option_value(const struct tkp_option *o, const void *opts, char *buf, size_t n);
+/* A forced cluster size from environment variable `name` (an experiment and test hook of the
+ * GPU samplers): *size = 0 when it is unset or empty, else 1, 2, 4, 8 or 16; any other value
+ * is TKP_EINVAL with a message naming the variable and the value. */
+int tkp_env_cluster(const char *name, int *size, struct tkp_error *err);
 
 void tkp_error_set(struct tkp_error *err, const char *fmt, ...)
 #if defined(__GNUC__)

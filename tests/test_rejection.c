@@ -1,7 +1,9 @@
 /* test_rejection.c — the dual-pivot rejection sampler on the CPU: every draw inside the
  * oracle's kept set, the empirical distribution within the total-variation bound (also on
- * the round-budget fallback path), Philox reproducibility, and bounded round counts. */
+ * the round-budget fallback path), Philox reproducibility, bounded round counts, and the
+ * samplers' cluster-size hook. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -251,4 +253,31 @@ TEST(rejection_refuses_more_draws_than_philox_counters)
     pb.draws = 1 << 27;
     CHECK(a->supports(&pb, opts, &why), "2^27 draws x 32 rounds refused: %s", why);
     free(opts);
+}
+
+/* The samplers' cluster-size hooks (TKP_REJ_CLUSTER, TKP_CAKE_CLUSTER) take 1, 2, 4, 8 or 16
+ * and refuse anything else with a message naming the variable and its value. */
+TEST(env_cluster_hook_takes_powers_of_two_and_refuses_the_rest)
+{
+    static const char *const name = "TKP_TEST_CLUSTER";
+    struct tkp_error err = { { 0 } };
+    int size = -1;
+    unsetenv(name);
+    CHECK(tkp_env_cluster(name, &size, &err) == TKP_OK && size == 0, "unset: size %d", size);
+    static const char *const good[] = { "1", "2", "4", "8", "16" };
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        setenv(name, good[i], 1);
+        CHECK(tkp_env_cluster(name, &size, &err) == TKP_OK && size == atoi(good[i]),
+              "%s: size %d", good[i], size);
+    }
+    static const char *const bad[] = { "3", "0", "32", "8x", "-4", "eight" };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv(name, bad[i], 1);
+        err.msg[0] = 0;
+        char want[64];
+        snprintf(want, sizeof want, "%s=%s:", name, bad[i]);
+        CHECK(tkp_env_cluster(name, &size, &err) == TKP_EINVAL && strstr(err.msg, want),
+              "%s accepted or unnamed: \"%s\"", bad[i], err.msg);
+    }
+    unsetenv(name);
 }

@@ -1092,11 +1092,13 @@ extern "C" int cake_gpu_plan(int64_t batch, int64_t vocab, int topp_launch,
     for (int c = CK_MAXC; c >= 1 && !plan->cluster; c >>= 1)
         if (allowed[ck_cluster_index(c)])
             plan->cluster = c;
-    /* TKP_CAKE_CLUSTER=1|2|4|8|16 forces a size the device can hold (experiments, tests). */
-    const char *env = getenv("TKP_CAKE_CLUSTER");
-    const int forced = env ? atoi(env) : 0;
-    if ((forced == 1 || forced == 2 || forced == 4 || forced == 8 || forced == 16) &&
-        plan->max_clusters[ck_cluster_index(forced)] >= 1)
+    /* TKP_CAKE_CLUSTER=1|2|4|8|16 forces a size (experiments, tests) when the device holds
+     * at least one such cluster; another value is refused. */
+    int forced = 0;
+    const int rc = tkp_env_cluster("TKP_CAKE_CLUSTER", &forced, err);
+    if (rc != TKP_OK)
+        return rc;
+    if (forced && plan->max_clusters[ck_cluster_index(forced)] >= 1)
         plan->cluster = forced;
     plan->slice = (uint32_t)ck_slice_of(vocab, plan->cluster);
     /* Top-p launch: fused unless asked (measured on the H200 at k = 50, 256 and 1000: the

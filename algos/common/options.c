@@ -145,3 +145,20 @@ void tkp_options_format(const struct tkp_algo *a, const void *opts, char *buf, s
         used += (size_t)snprintf(buf + used, n - used, "%s%s=%s", used ? "," : "", o->name, val);
     }
 }
+
+int tkp_env_cluster(const char *name, int *size, struct tkp_error *err)
+{
+    *size = 0;
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return TKP_OK;
+    char *end = NULL;
+    errno = 0;
+    const long c = strtol(v, &end, 10);
+    if (errno || *end || (c != 1 && c != 2 && c != 4 && c != 8 && c != 16)) {
+        tkp_error_set(err, "%s=%s: a cluster size is 1, 2, 4, 8 or 16 CTAs", name, v);
+        return TKP_EINVAL;
+    }
+    *size = (int)c;
+    return TKP_OK;
+}

@@ -87,7 +87,11 @@ static int rej_init(void *state, const struct tkp_problem *pb, const void *opts,
 #ifdef TKP_HAVE_CUDA
     s->gpu_stats = s->gpu_stream = NULL;
     if (pb->backend == TKP_GPU) {
-        rej_gpu_plan_for(pb, &s->plan);
+        int forced = 0; /* TKP_REJ_CLUSTER: a cluster size forced for tests and experiments */
+        const int rc = tkp_env_cluster("TKP_REJ_CLUSTER", &forced, err);
+        if (rc != TKP_OK)
+            return rc;
+        rej_gpu_plan_for(pb, forced, &s->plan);
         *workspace_bytes = s->plan.workspace;
         return TKP_OK;
     }
@@ -250,7 +254,6 @@ static int rej_run(void *state, const struct tkp_io *io, void *workspace, void *
                    struct tkp_error *err)
 {
     (void)stream;
-    (void)err;
     struct rej_state *s = state;
 #ifdef TKP_HAVE_CUDA
     if (s->pb.backend == TKP_GPU) {

@@ -954,12 +954,12 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &ma
             }
         }
     };
-    constexpr int chunk = kReduceUnroll * 4 * THREADS;
-    /* The listed pass 1 runs in the 1024-thread kernel only. In the 512-thread one (B >= 2 x
-     * SMs) it was measured with a heavy tail (README "GPU"), most likely from a race since
-     * fixed (from_list below was read after row.gather could zero sh.gcount, a branch that
-     * kernel took on ~45% of flat rows); it keeps the gathering pass until measured again. */
-    constexpr bool list = !R::kCluster && THREADS == 1024;
+    /* The first chunk, whose k-th key sets the floor: 16384 tokens in either kernel (a
+     * multiple of each one's step). At 8192 (one step of the 512-thread kernel) the floor of
+     * a flat N(0, 1) row at k = 50 often falls one 11-bit bucket lower (2.0 instead of 2.5)
+     * and the list overflows: 42% of V = 128256 rows at 8192, none at 16384 (a simulation of
+     * the rule on the CPU). */
+    constexpr int chunk = kReduceUnroll * 4 * 1024;
     if constexpr (R::kCluster) {
         row.each(scan);
     } else if (may_select && vocab > chunk && k <= chunk) {
@@ -969,22 +969,18 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &ma
         __syncthreads();
         select_bucket(sh, sh.hist, (unsigned)k); /* the chunk holds >= k tokens */
         floor = sh.digit;
-        if constexpr (list) {
-            /* The chunk again (just read: from the cache), listing its tokens >= floor; the
-             * rest of the row is listed as it is counted. */
-            row.each([&](float v, int i, bool in_row) {
-                const uint32_t key = tkp_order_key(v);
-                append_token(key, i, in_row && (key >> kBucketShift) >= floor, sh.g_key,
-                             sh.g_idx, &sh.gcount);
-            }, 0, chunk);
-            listing = true;
-            if (floor > 0)
-                scan_fast(row, tkp_key_floor(floor << kBucketShift), chunk, vcount, kmax);
-            else /* the chunk's k-th key is invalid: the bound cannot be a float compare */
-                row.each(scan, chunk);
-        } else {
+        /* The chunk again (just read: from the cache), listing its tokens >= floor; the rest
+         * of the row is listed as it is counted. */
+        row.each([&](float v, int i, bool in_row) {
+            const uint32_t key = tkp_order_key(v);
+            append_token(key, i, in_row && (key >> kBucketShift) >= floor, sh.g_key, sh.g_idx,
+                         &sh.gcount);
+        }, 0, chunk);
+        listing = true;
+        if (floor > 0)
+            scan_fast(row, tkp_key_floor(floor << kBucketShift), chunk, vcount, kmax);
+        else /* the chunk's k-th key is invalid: the bound cannot be a float compare */
             row.each(scan, chunk);
-        }
     } else if (!may_select) {
         scan_fast(row, __int_as_float(0x7FC00000), 0, vcount, kmax); /* NaN: no candidate */
     } else {
@@ -1266,10 +1262,10 @@ int active_clusters(int c, int64_t slice)
  * the H200 (README "Cluster variant"): every cluster barrier and exchange costs more with more
  * CTAs, so the smallest cluster whose slice fits wins (B = 1, V = 128256: 8 CTAs 26.8 us, 16
  * CTAs 32.4); clusters of 4 or more CTAs filling the device lose to smaller ones or to one CTA
- * per row (B = 16, V = 128256: 8 CTAs 51.4 us, one CTA 43.9). TKP_REJ_CLUSTER=1/2/4/8/16 forces
- * a size (for tests: any vocabulary). *active gets the number of co-resident clusters of that
- * size. */
-int choose_cluster(const struct tkp_problem *pb, int *active)
+ * per row (B = 16, V = 128256: 8 CTAs 51.4 us, one CTA 43.9). forced (TKP_REJ_CLUSTER, 0 when
+ * unset) takes that size at any vocabulary whose slice fits and the device holds, else one CTA
+ * per row (for tests). *active gets the number of co-resident clusters of that size. */
+int choose_cluster(const struct tkp_problem *pb, int forced, int *active)
 {
     *active = 0;
     int dev = 0, major = 0;
@@ -1279,8 +1275,6 @@ int choose_cluster(const struct tkp_problem *pb, int *active)
         (void)cudaGetLastError();
         return 1;
     }
-    const char *env = getenv("TKP_REJ_CLUSTER");
-    const int forced = env ? atoi(env) : 0;
     if (forced == 1)
         return 1;
     /* The largest slice's shared memory once for all plans (the attribute is per kernel). */
@@ -1311,11 +1305,12 @@ int choose_cluster(const struct tkp_problem *pb, int *active)
 
 } // namespace
 
-extern "C" void rej_gpu_plan_for(const struct tkp_problem *pb, struct rej_gpu_plan *plan)
+extern "C" void rej_gpu_plan_for(const struct tkp_problem *pb, int forced_cluster,
+                                 struct rej_gpu_plan *plan)
 {
     const int64_t sms = device_sms();
     int active = 0;
-    plan->cluster = choose_cluster(pb, &active);
+    plan->cluster = choose_cluster(pb, forced_cluster, &active);
     int64_t groups;
     if (plan->cluster > 1) {
         /* Small batches: a cluster per row (and per group of draws, while clusters fit). */

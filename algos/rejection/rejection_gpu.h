@@ -23,8 +23,9 @@ struct rej_gpu_plan {
     size_t workspace;     /* device bytes: the statistics slots */
 };
 
-/* Plan a problem (queries the device's SM count; falls back to 132 without a device). */
-void rej_gpu_plan_for(const struct tkp_problem *pb, struct rej_gpu_plan *plan);
+/* Plan a problem (queries the device's SM count; falls back to 132 without a device).
+ * forced_cluster: 0, or a cluster size to take where it fits (TKP_REJ_CLUSTER, tests). */
+void rej_gpu_plan_for(const struct tkp_problem *pb, int forced_cluster, struct rej_gpu_plan *plan);
 
 /* Enqueue the sampler on `stream` (no allocation, no synchronisation). `io` holds device
  * pointers; `workspace` is the device workspace of plan->workspace bytes. */
