@@ -14,6 +14,7 @@ small=gpu_cases_,gpu_naive_sort_matches_cpu_on_adversarial,gpu_rtopk_matches_cpu
 small=$small,gpu_cake_matches_cpu_on_adversarial,gpu_cake_chained_matches_cpu_on_adversarial
 small=$small,gpu_qrita_gaussian_b1_topp # the fused top-p search at B = 1 (window and gather)
 small=$small,gpu_qrita_fused_topp # the fused top-p search on every adversarial case (V = 1, 7, ...)
+small=$small,gpu_rejection_512_threads_list # the 512-thread kernel's listed pass 1 and its overflow
 if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck; do
         echo "== compute-sanitizer $tool (small cases)"

@@ -139,11 +139,26 @@ struct shape {
     int one_cta;
 };
 
+/* check_batch on each shape's gaussian batch (one CTA per row forced where one_cta). */
+static void check_shapes(const struct shape *shapes, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct shape *sh = &shapes[i];
+        struct test_case c;
+        if (sh->one_cta)
+            setenv("TKP_REJ_CLUSTER", "1", 1);
+        gaussian(&c, sh->seed, sh->batch, sh->vocab, sh->scale, sh->peaked, sh->k, sh->p);
+        check_batch(sh->name, &c.b, NULL, sh->draws, sh->seed);
+        free_case(&c);
+        unsetenv("TKP_REJ_CLUSTER");
+    }
+}
+
 /* The benchmark shapes (V = 128256, B = 32, cluster or one CTA per row as the plan takes them);
  * one 1024-thread CTA per row where pass 1 lists the tokens at or above its floor: peaked and
  * flat rows whose list holds the k-th key's bucket (no gathering pass), flat rows of 400000
  * whose list overflows (the gathering pass again), a large k; and 512-thread CTAs (B >= 2 x
- * SMs), which never list. */
+ * SMs), which list too (gpu_rejection_512_threads_list_match_cpu has their overflow). */
 TEST(gpu_rejection_benchmark_shapes_match_cpu)
 {
     if (!tkp_gpu_present()) {
@@ -161,16 +176,7 @@ TEST(gpu_rejection_benchmark_shapes_match_cpu)
         { "one CTA, flat k=700 p=0.95", 124, 6, 128256, 1.0f, 0, 700, 0.95f, 4, 1 },
         { "B=300 flat k=50 p=0.9 (512 threads)", 125, 300, 20000, 1.0f, 0, 50, 0.9f, 1, 0 },
     };
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        const struct shape *sh = &shapes[i];
-        struct test_case c;
-        if (sh->one_cta)
-            setenv("TKP_REJ_CLUSTER", "1", 1);
-        gaussian(&c, sh->seed, sh->batch, sh->vocab, sh->scale, sh->peaked, sh->k, sh->p);
-        check_batch(sh->name, &c.b, NULL, sh->draws, sh->seed);
-        free_case(&c);
-        unsetenv("TKP_REJ_CLUSTER");
-    }
+    check_shapes(shapes, sizeof shapes / sizeof shapes[0]);
 }
 
 TEST(gpu_rejection_mixed_rows_odd_vocab_match_cpu)
@@ -231,6 +237,23 @@ TEST(gpu_cases_rejection_one_cta_per_row_match_cpu)
         free_case(&c);
     }
     unsetenv("TKP_REJ_CLUSTER");
+}
+
+/* The 512-thread kernel (B >= 2 x SMs: 264 rows on the H200) with rows longer than pass 1's
+ * first chunk (16384 tokens): flat rows whose list holds the k-th key's bucket (k = 50), and
+ * whose list overflows (k = 1500: the gathering pass after a listed pass 1, the branch of the
+ * race fixed in cdb3d99). Small enough for the sanitizers (make test-gpu runs them on it). */
+TEST(gpu_rejection_512_threads_list_match_cpu)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    static const struct shape shapes[] = {
+        { "B=264 flat k=50 p=0.9 (listed)", 127, 264, 20000, 1.0f, 0, 50, 0.9f, 1, 0 },
+        { "B=264 flat k=1500 p=0.9 (list overflows)", 128, 264, 20000, 1.0f, 0, 1500, 0.9f, 1, 0 },
+    };
+    check_shapes(shapes, sizeof shapes / sizeof shapes[0]);
 }
 
 TEST(gpu_rejection_same_seed_same_draws)
