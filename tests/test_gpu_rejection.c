@@ -157,8 +157,8 @@ static void check_shapes(const struct shape *shapes, size_t n)
 /* The benchmark shapes (V = 128256, B = 32, cluster or one CTA per row as the plan takes them);
  * one 1024-thread CTA per row where pass 1 lists the tokens at or above its floor: peaked and
  * flat rows whose list holds the k-th key's bucket (no gathering pass), flat rows of 400000
- * whose list overflows (the gathering pass again), a large k; and 512-thread CTAs (B >= 2 x
- * SMs), which list too (gpu_rejection_512_threads_list_match_cpu has their overflow). */
+ * whose list overflows (the gathering pass again), a large k; and 512-thread CTAs (B > SMs),
+ * which list too (gpu_rejection_512_threads_list_match_cpu has their overflow). */
 TEST(gpu_rejection_benchmark_shapes_match_cpu)
 {
     if (!tkp_gpu_present()) {
@@ -239,10 +239,11 @@ TEST(gpu_cases_rejection_one_cta_per_row_match_cpu)
     unsetenv("TKP_REJ_CLUSTER");
 }
 
-/* The 512-thread kernel (B >= 2 x SMs: 264 rows on the H200) with rows longer than pass 1's
- * first chunk (16384 tokens): flat rows whose list holds the k-th key's bucket (k = 50), and
- * whose list overflows (k = 1500: the gathering pass after a listed pass 1, the branch of the
- * race fixed in cdb3d99). Small enough for the sanitizers (make test-gpu runs them on it). */
+/* The 512-thread kernel (B > SMs: 264 rows, two per SM on the H200) with rows longer than
+ * pass 1's first chunk (16384 tokens): flat rows whose list holds the k-th key's bucket
+ * (k = 50), and whose list overflows (k = 1500: the gathering pass after a listed pass 1, the
+ * branch of the race fixed in cdb3d99). Small enough for the sanitizers (make test-gpu runs
+ * them on it). */
 TEST(gpu_rejection_512_threads_list_match_cpu)
 {
     if (!tkp_gpu_present()) {

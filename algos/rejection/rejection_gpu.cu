@@ -1319,10 +1319,12 @@ extern "C" void rej_gpu_plan_for(const struct tkp_problem *pb, int forced_cluste
         plan->smem = cluster_smem_bytes(plan->slice);
         groups = active / (pb->batch > 0 ? pb->batch : 1);
     } else {
-        /* Large batches: 512-thread CTAs, two per SM, so one CTA's barriers overlap the
-         * other's loads; small ones: 1024 threads per row and several CTAs per row when there
-         * are draws enough to fill the SMs. */
-        plan->threads = pb->batch >= 2 * sms ? 512 : 1024;
+        /* More rows than SMs: 512-thread CTAs, two per SM, so one CTA's barriers overlap the
+         * other's loads and up to 2 x SMs rows run in one wave (1024-thread CTAs took two:
+         * H200, V = 128256, B = 256 98.4 us, B = 264 with 512 threads 84.9); at most one row
+         * per SM: 1024 threads per row and several CTAs per row when there are draws enough
+         * to fill the SMs. */
+        plan->threads = pb->batch > sms ? 512 : 1024;
         plan->slice = 0;
         plan->smem = 0;
         groups = pb->batch > 0 ? (sms + pb->batch - 1) / pb->batch : 1;
