@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "../harness/gpu.h"
+#ifdef TKP_HAVE_CUDA
+#include "../algos/rejection/rejection_gpu.h"
+#endif
 #include "cases.h"
 #include "test.h"
 
@@ -241,18 +244,32 @@ TEST(gpu_cases_rejection_one_cta_per_row_match_cpu)
 
 /* The 512-thread kernel (B > SMs: 264 rows, two per SM on the H200) with rows longer than
  * pass 1's first chunk (16384 tokens): flat rows whose list holds the k-th key's bucket
- * (k = 50), and whose list overflows (k = 1500: the gathering pass after a listed pass 1, the
- * branch of the race fixed in cdb3d99). Small enough for the sanitizers (make test-gpu runs
- * them on it). */
+ * (k = 50), and rows whose list overflows while the k-th key's bucket and above fit the
+ * gathering buffer (k = 1500, V = 40000: the gathering pass after a listed pass 1, the branch
+ * of the race fixed in cdb3d99, on ~99% of such rows in a simulation of the rule; at V = 20000
+ * most rows take the crowded-bucket radix select instead). Small enough for the sanitizers
+ * (make test-gpu runs them on it). */
 TEST(gpu_rejection_512_threads_list_match_cpu)
 {
     if (!tkp_gpu_present()) {
         test_skip("no GPU");
         return;
     }
+#ifdef TKP_HAVE_CUDA /* (a GPU is present only in CUDA builds) */
+    const struct tkp_problem pb = { .batch = 264, .vocab = 40000, .stride = 40000,
+                                    .backend = TKP_GPU, .ops = TKP_TOPK_TOPP,
+                                    .outputs = TKP_OUT_SAMPLE, .k_max = 1500, .draws = 1,
+                                    .set_max = 1500 };
+    struct rej_gpu_plan plan;
+    rej_gpu_plan_for(&pb, 0, &plan);
+    REQUIRE(plan.threads == 512 && plan.cluster == 1,
+            "B=264 is planned on %d threads, cluster %d: not the 512-thread kernel this tests "
+            "(a device with more than 263 SMs?)", plan.threads, plan.cluster);
+#endif
     static const struct shape shapes[] = {
         { "B=264 flat k=50 p=0.9 (listed)", 127, 264, 20000, 1.0f, 0, 50, 0.9f, 1, 0 },
-        { "B=264 flat k=1500 p=0.9 (list overflows)", 128, 264, 20000, 1.0f, 0, 1500, 0.9f, 1, 0 },
+        { "B=264 flat k=1500 p=0.9 V=40000 (list overflows)", 128, 264, 40000, 1.0f, 0, 1500,
+          0.9f, 1, 0 },
     };
     check_shapes(shapes, sizeof shapes / sizeof shapes[0]);
 }

@@ -254,6 +254,7 @@ static int rej_run(void *state, const struct tkp_io *io, void *workspace, void *
                    struct tkp_error *err)
 {
     (void)stream;
+    (void)err;
     struct rej_state *s = state;
 #ifdef TKP_HAVE_CUDA
     if (s->pb.backend == TKP_GPU) {

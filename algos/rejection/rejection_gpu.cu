@@ -960,6 +960,8 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &ma
      * and the list overflows: 42% of V = 128256 rows at 8192, none at 16384 (a simulation of
      * the rule on the CPU). */
     constexpr int chunk = kReduceUnroll * 4 * 1024;
+    static_assert(chunk % (kReduceUnroll * 4 * THREADS) == 0,
+                  "each_tile stops at whole steps only: the chunk must be a number of them");
     if constexpr (R::kCluster) {
         row.each(scan);
     } else if (may_select && vocab > chunk && k <= chunk) {
@@ -1321,9 +1323,9 @@ extern "C" void rej_gpu_plan_for(const struct tkp_problem *pb, int forced_cluste
     } else {
         /* More rows than SMs: 512-thread CTAs, two per SM, so one CTA's barriers overlap the
          * other's loads and up to 2 x SMs rows run in one wave (1024-thread CTAs took two:
-         * H200, V = 128256, B = 256 98.4 us, B = 264 with 512 threads 84.9); at most one row
-         * per SM: 1024 threads per row and several CTAs per row when there are draws enough
-         * to fill the SMs. */
+         * H200, V = 128256, peaked, B = 256 97.9 us with 1024 threads, 83.0 with 512); at most
+         * one row per SM: 1024 threads per row and several CTAs per row when there are draws
+         * enough to fill the SMs. */
         plan->threads = pb->batch > sms ? 512 : 1024;
         plan->slice = 0;
         plan->smem = 0;

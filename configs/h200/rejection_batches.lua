@@ -1,5 +1,5 @@
 -- rejection_batches.lua — the rejection sampler across the batch sizes where its one-CTA
--- kernels change (1024 threads below 2 x SMs rows, 512 threads from there), k = 50 then
+-- kernels change (1024 threads up to SMs rows, 512 threads above), k = 50 then
 -- p = 0.9, peaked and flat rows, every repetition kept (the samples dataset) so that a
 -- timing tail shows. For A/B runs of two builds on one device (scripts or by hand).
 local timing = { warmup = 3, min_reps = 50, max_reps = 300, max_seconds = 0.5, target_rel = 0.005 }
