@@ -255,22 +255,25 @@ TEST(gpu_rejection_512_threads_list_match_cpu)
         test_skip("no GPU");
         return;
     }
-#ifdef TKP_HAVE_CUDA /* (a GPU is present only in CUDA builds) */
-    const struct tkp_problem pb = { .batch = 264, .vocab = 40000, .stride = 40000,
-                                    .backend = TKP_GPU, .ops = TKP_TOPK_TOPP,
-                                    .outputs = TKP_OUT_SAMPLE, .k_max = 1500, .draws = 1,
-                                    .set_max = 1500 };
-    struct rej_gpu_plan plan;
-    rej_gpu_plan_for(&pb, 0, &plan);
-    REQUIRE(plan.threads == 512 && plan.cluster == 1,
-            "B=264 is planned on %d threads, cluster %d: not the 512-thread kernel this tests "
-            "(a device with more than 263 SMs?)", plan.threads, plan.cluster);
-#endif
     static const struct shape shapes[] = {
         { "B=264 flat k=50 p=0.9 (listed)", 127, 264, 20000, 1.0f, 0, 50, 0.9f, 1, 0 },
         { "B=264 flat k=1500 p=0.9 V=40000 (list overflows)", 128, 264, 40000, 1.0f, 0, 1500,
           0.9f, 1, 0 },
     };
+#ifdef TKP_HAVE_CUDA /* (a GPU is present only in CUDA builds) */
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const struct shape *sh = &shapes[i];
+        const struct tkp_problem pb = { .batch = sh->batch, .vocab = sh->vocab,
+                                        .stride = sh->vocab, .backend = TKP_GPU,
+                                        .ops = TKP_TOPK_TOPP, .outputs = TKP_OUT_SAMPLE,
+                                        .k_max = sh->k, .draws = sh->draws, .set_max = sh->k };
+        struct rej_gpu_plan plan;
+        rej_gpu_plan_for(&pb, 0, &plan);
+        REQUIRE(plan.threads == 512 && plan.cluster == 1,
+                "%s is planned on %d threads, cluster %d: not the 512-thread kernel this tests "
+                "(a device with more than 263 SMs?)", sh->name, plan.threads, plan.cluster);
+    }
+#endif
     check_shapes(shapes, sizeof shapes / sizeof shapes[0]);
 }
 

@@ -1021,10 +1021,7 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_topp_kernel(const ck_args 
 static size_t ck_smem_bytes(void) { return sizeof(ck_smem); }
 
 /* Tokens per CTA when a row of `vocab` is split over c CTAs (a multiple of 16). */
-static int64_t ck_slice_of(int64_t vocab, int c)
-{
-    return ((vocab + c - 1) / c + 15) & ~(int64_t)15;
-}
+static int64_t ck_slice_of(int64_t vocab, int c) { return tkp_slice_of(vocab, c, 16); }
 
 static int ck_cluster_index(int c)
 {
@@ -1084,7 +1081,7 @@ extern "C" int cake_gpu_plan(int64_t batch, int64_t vocab, int topp_launch,
         allowed[ck_cluster_index(c)] =
             plan->max_clusters[ck_cluster_index(c)] >= batch &&
             vocab >= (int64_t)c * (c > 8 ? CK_MIN_SLICE16 : CK_MIN_SLICE) &&
-            (c < 4 || (int64_t)c * batch <= plan->sm_count / 2);
+            tkp_cluster_leaves_half(c, batch, plan->sm_count);
     plan->cluster = 0;
     for (int c = 1; c <= CK_MAXC && !plan->cluster; c <<= 1)
         if (allowed[ck_cluster_index(c)] && ck_slice_of(vocab, c) <= CK_STEP)

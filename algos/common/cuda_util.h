@@ -51,6 +51,21 @@ __device__ __forceinline__ unsigned tkp_warp_reserve(unsigned c, unsigned *count
     return __shfl_sync(0xFFFFFFFFu, base, 31) + incl - c;
 }
 
+/* Tokens per CTA when a row of `vocab` tokens is split over `c` CTAs, rounded up to a
+ * multiple of `align` (a power of two, so that every slice starts as aligned as the row). */
+static inline int64_t tkp_slice_of(int64_t vocab, int c, int64_t align)
+{
+    return ((vocab + c - 1) / c + align - 1) & ~(align - 1);
+}
+
+/* The cluster rule both samplers measured on the H200 (cake's and rejection's READMEs): a
+ * batch in clusters of 4 or more CTAs per row takes at most half the SMs; bigger clusters
+ * filling the device lost to smaller ones or to one CTA per row at every measured shape. */
+static inline bool tkp_cluster_leaves_half(int c, int64_t batch, int sms)
+{
+    return c < 4 || (int64_t)c * batch <= sms / 2;
+}
+
 /* Carve aligned sub-buffers out of the harness-owned workspace, the same way in the
  * workspace-size computation (base == NULL) and in the run. */
 static inline void *tkp_carve(char **cursor, size_t bytes)

@@ -1249,7 +1249,7 @@ int device_sms()
 
 /* Tokens per CTA when a row of `vocab` is split over `c` CTAs (a multiple of 4, so every
  * slice of a 16-byte aligned row is 16-byte aligned). */
-int64_t slice_of(int64_t vocab, int c) { return ((vocab + c - 1) / c + 3) & ~(int64_t)3; }
+int64_t slice_of(int64_t vocab, int c) { return tkp_slice_of(vocab, c, 4); }
 
 /* How many clusters of c CTAs with this slice can run at once (0: none, or no clusters). */
 int active_clusters(int c, int64_t slice)
@@ -1294,7 +1294,7 @@ int choose_cluster(const struct tkp_problem *pb, int forced, int *active)
         if (slice > kSliceCap || (forced && forced != c))
             continue;
         if (!forced && (pb->vocab < (int64_t)c * kMinSlice ||
-                        (c >= 4 && (int64_t)c * pb->batch > sms / 2)))
+                        !tkp_cluster_leaves_half(c, pb->batch, sms)))
             continue;
         const int n = active_clusters(c, slice);
         if (n >= 1 && (forced || n >= pb->batch)) {
