@@ -16,7 +16,7 @@ PKGS    := lua5.4 hdf5-serial
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-format-truncation -ffp-contract=off -MMD -MP -I$(BUILD) -fopenmp \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhdf5_hl -lm
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhdf5_hl -lz -lm
 
 NVCC    ?= $(shell command -v nvcc 2>/dev/null)
 CU_SRCS := $(wildcard algos/*/*.cu harness/*.cu)

@@ -39,7 +39,9 @@ enum tkp_backend { TKP_CPU = 1u, TKP_GPU = 2u };
 #define TKP_BUILT_BACKENDS TKP_CPU
 #endif
 /* flags */
-enum { TKP_EXACT = 1u, TKP_DETERMINISTIC = 2u, TKP_NOT_IMPLEMENTED = 4u };
+/* TKP_PEER: a peer library run through the Python bridge (harness/peers.c, docs/PEERS.md);
+ * it has no init/run/fini, and the harness reports its exactness instead of failing it. */
+enum { TKP_EXACT = 1u, TKP_DETERMINISTIC = 2u, TKP_NOT_IMPLEMENTED = 4u, TKP_PEER = 8u };
 
 struct tkp_error {
     char msg[512];
@@ -108,10 +110,13 @@ struct tkp_algo {
     void (*fini)(void *state);                               /* NULL: nothing to free */
     int64_t max_set; /* the largest top-k set the module can hold (0: no limit); the test
                         suite clamps k to it */
+    const char *package; /* peers: the Python package the peer calls (NULL for a module) */
 };
 
 /* ---- registry (harness/registry.c) ---- */
 extern const struct tkp_algo *const tkp_algos[]; /* NULL-terminated */
+extern const struct tkp_algo *const tkp_peers[]; /* NULL-terminated (harness/peers.c) */
+/* A module or a peer by name; NULL when neither has it. */
 const struct tkp_algo *tkp_algo_find(const char *name);
 
 /* ---- options (algos/common/options.c) ---- */

@@ -39,13 +39,8 @@ struct tkp_problem tkp_problem_of(const struct tkp_batch *b, enum tkp_backend ba
     return pb;
 }
 
-int tkp_instance_open(struct tkp_instance *in, const struct tkp_algo *a, const void *opts,
-                      const struct tkp_problem *pb, struct tkp_error *err)
+int tkp_capable(const struct tkp_algo *a, const struct tkp_problem *pb, struct tkp_error *err)
 {
-    memset(in, 0, sizeof *in);
-    in->algo = a;
-    in->pb = *pb;
-    const char *why = NULL;
     if (!(a->backends & pb->backend)) {
         tkp_error_set(err, "%s has no %s implementation%s", a->name,
                       pb->backend == TKP_GPU ? "GPU" : "CPU",
@@ -53,11 +48,34 @@ int tkp_instance_open(struct tkp_instance *in, const struct tkp_algo *a, const v
         return TKP_EUNSUPPORTED;
     }
     if ((pb->ops & ~a->ops) || (pb->outputs & ~a->outputs)) {
-        tkp_error_set(err, "%s cannot do this problem: it offers %s%s%s and %s%s", a->name,
-                      a->ops & TKP_TOPK ? "top-k " : "", a->ops & TKP_TOPP ? "top-p " : "",
-                      a->ops & TKP_TOPK_TOPP ? "top-k+top-p" : "",
-                      a->outputs & TKP_OUT_SET ? "set " : "",
+        tkp_error_set(err, "%s cannot do this problem: it offers %s%s%s, with %s%s%s output",
+                      a->name, a->ops & TKP_TOPK ? "top-k" : "",
+                      (a->ops & TKP_TOPK) && (a->ops & ~TKP_TOPK) ? ", " : "",
+                      (a->ops & TKP_TOPP) && (a->ops & TKP_TOPK_TOPP) ? "top-p, top-k+top-p"
+                      : a->ops & TKP_TOPP                           ? "top-p"
+                      : a->ops & TKP_TOPK_TOPP                      ? "top-k+top-p"
+                                                                    : "",
+                      a->outputs & TKP_OUT_SET ? "set" : "",
+                      a->outputs == (TKP_OUT_SET | TKP_OUT_SAMPLE) ? " and " : "",
                       a->outputs & TKP_OUT_SAMPLE ? "sample" : "");
+        return TKP_EUNSUPPORTED;
+    }
+    return TKP_OK;
+}
+
+int tkp_instance_open(struct tkp_instance *in, const struct tkp_algo *a, const void *opts,
+                      const struct tkp_problem *pb, struct tkp_error *err)
+{
+    memset(in, 0, sizeof *in);
+    in->algo = a;
+    in->pb = *pb;
+    const char *why = NULL;
+    int capable = tkp_capable(a, pb, err);
+    if (capable)
+        return capable;
+    if (a->flags & TKP_PEER) {
+        tkp_error_set(err, "%s is a peer library: it runs inside `topkp run`, through the "
+                      "Python bridge (docs/PEERS.md)", a->name);
         return TKP_EUNSUPPORTED;
     }
     in->opts = calloc(1, a->opts_size);

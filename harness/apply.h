@@ -29,8 +29,10 @@ struct tkp_instance {
     size_t workspace_bytes;
 };
 
+/* Can `a` do problem `pb` at all (its backend, ops and outputs)? TKP_EUNSUPPORTED says why. */
+int tkp_capable(const struct tkp_algo *a, const struct tkp_problem *pb, struct tkp_error *err);
 /* Check supports() (TKP_EUNSUPPORTED with the module's reason), init, allocate. `opts` may be
- * NULL for the defaults; it is copied. */
+ * NULL for the defaults; it is copied. A peer is TKP_EUNSUPPORTED: it runs in `topkp run`. */
 int tkp_instance_open(struct tkp_instance *in, const struct tkp_algo *a, const void *opts,
                       const struct tkp_problem *pb, struct tkp_error *err);
 int tkp_instance_run(struct tkp_instance *in, const struct tkp_io *io, struct tkp_error *err);

@@ -24,7 +24,7 @@
 static const char *const sweep_keys[] = { "algos", "dataset", "vocab", "batch", "k", "p",
                                           "draws", "seed", "verify", "where", "timing", NULL };
 static const char *const timing_keys[] = { "warmup", "min_reps", "max_reps", "max_seconds",
-                                           "target_rel", "cold", "graph", NULL };
+                                           "target_rel", "cold", "graph", "timeout", NULL };
 
 struct load_ctx {
     struct tkp_plan *plan;
@@ -222,7 +222,8 @@ static int flag_field(lua_State *L, int idx, const char *what, const char *key, 
 static void read_timing(lua_State *L, int idx, const char *what, struct tkp_timing *t)
 {
     *t = (struct tkp_timing){ .warmup = 1, .min_reps = 3, .max_reps = 20, .max_seconds = 0.5,
-                              .target_rel = 0.02, .cold = 1, .graph = 0 };
+                              .target_rel = 0.02, .cold = 1, .graph = 0,
+                              .timeout = 300 };
     lua_getfield(L, idx, "timing");
     if (lua_isnil(L, -1)) {
         lua_pop(L, 1);
@@ -243,11 +244,14 @@ static void read_timing(lua_State *L, int idx, const char *what, struct tkp_timi
     t->max_seconds = v[0];
     number_list(L, ti, what, "target_rel", t->target_rel, 0, v, 1);
     t->target_rel = v[0];
+    number_list(L, ti, what, "timeout", t->timeout, 0, v, 1);
+    t->timeout = v[0];
     t->cold = flag_field(L, ti, what, "cold", t->cold);
     t->graph = flag_field(L, ti, what, "graph", t->graph);
-    if (t->warmup < 0 || t->min_reps < 1 || t->max_reps < t->min_reps || !(t->max_seconds > 0))
-        config_error(L, "%s: timing needs warmup >= 0, 1 <= min_reps <= max_reps, max_seconds > 0",
-                   what);
+    if (t->warmup < 0 || t->min_reps < 1 || t->max_reps < t->min_reps || !(t->max_seconds > 0) ||
+        !(t->timeout > 0))
+        config_error(L, "%s: timing needs warmup >= 0, 1 <= min_reps <= max_reps, max_seconds > 0, "
+                     "timeout > 0", what);
     lua_pop(L, 1);
 }
 

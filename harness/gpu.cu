@@ -53,6 +53,8 @@ static double sm_clock(nvml_clock_fn fn)
     return 0;
 }
 
+extern "C" double tkp_gpu_sm_clock_mhz(void) { return sm_clock(nvml.clock); }
+
 extern "C" int tkp_gpu_props(struct tkp_gpu_props *p, struct tkp_error *err)
 {
     memset(p, 0, sizeof *p);

@@ -44,6 +44,8 @@ int tkp_gpu_timer_use_graph(struct tkp_gpu_timer *t, tkp_gpu_launch fn, void *ct
  * microseconds, clock_mhz = the SM clock read right after (0 when unknown). */
 int tkp_gpu_time(struct tkp_gpu_timer *t, int flush, tkp_gpu_launch fn, void *ctx, double *us,
                  double *clock_mhz, struct tkp_error *err);
+/* The SM clock now, from NVML (0 when unknown). */
+double tkp_gpu_sm_clock_mhz(void);
 /* Device-to-device copy bandwidth, bytes read + written per second, in GB/s. */
 double tkp_gpu_copy_gbps(struct tkp_error *err);
 

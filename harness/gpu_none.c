@@ -30,4 +30,5 @@ int tkp_gpu_time(struct tkp_gpu_timer *t, int flush, tkp_gpu_launch fn, void *ct
     (void)t, (void)flush, (void)fn, (void)ctx, (void)us, (void)clock_mhz;
     return no_cuda(err);
 }
+double tkp_gpu_sm_clock_mhz(void) { return 0; }
 double tkp_gpu_copy_gbps(struct tkp_error *err) { no_cuda(err); return 0; }

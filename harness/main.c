@@ -1,5 +1,5 @@
 /* main.c — the topkp command line:
- *   topkp list
+ *   topkp list [--no-probe]
  *   topkp run CONFIG.lua [-o FILE.h5] [--backend cpu|gpu] [--resume] [--dry-run]
  *   topkp apply ALGO --in LOGITS.h5 --out OUT.h5 [--backend cpu|gpu] [--k K] [--p P]
  *               [--draws N] [--seed S] [--offset O] [--set name=value]...
@@ -16,13 +16,14 @@
 #include "../datasets/datasets.h"
 #include "apply.h"
 #include "logits_file.h"
+#include "peer_cell.h"
 #include "results.h"
 #include "runner.h"
 
 static int usage(void)
 {
     fputs("usage:\n"
-          "  topkp list\n"
+          "  topkp list [--no-probe]   (--no-probe: do not ask Python which peers import)\n"
           "  topkp run CONFIG.lua [-o FILE.h5] [--backend cpu|gpu] [--resume] [--dry-run]\n"
           "  topkp apply ALGO --in LOGITS.h5 --out OUT.h5 [--backend cpu|gpu] [--k K] [--p P]\n"
           "              [--draws N] [--seed S] [--offset O] [--set name=value]...\n"
@@ -101,37 +102,108 @@ static void flag_names(unsigned bits, const char *const *names, char *buf, size_
         snprintf(buf, n, "-");
 }
 
-static int cmd_list(void)
+static void print_options(const struct tkp_algo *a)
+{
+    for (const struct tkp_option *opt = a->options; opt && opt->name; opt++) {
+        char range[256];
+        if (opt->type == TKP_OPT_ENUM) {
+            size_t used = 0;
+            for (int c = 0; opt->choices[c]; c++)
+                used += (size_t)snprintf(range + used, sizeof range - used, "%s%s",
+                                         c ? "|" : "", opt->choices[c]);
+            printf("    --set %s=%s (default %s)  %s\n", opt->name, range,
+                   opt->choices[(int)opt->def], opt->help);
+        } else {
+            printf("    --set %s=%s in [%g, %g] (default %g)  %s\n", opt->name,
+                   opt->type == TKP_OPT_INT ? "INT" : "X", opt->min, opt->max, opt->def,
+                   opt->help);
+        }
+    }
+}
+
+/* Name, summary, then ops, outputs, backends and flags on one line. */
+static void print_algo(const struct tkp_algo *a)
 {
     static const char *const ops[] = { "topk", "topp", "topk_topp", NULL };
     static const char *const outs[] = { "set", "sample", NULL };
     static const char *const backends[] = { "cpu", "gpu", NULL };
+    char o[64], u[64], b[64];
+    flag_names(a->ops, ops, o, sizeof o);
+    flag_names(a->outputs, outs, u, sizeof u);
+    flag_names(a->backends, backends, b, sizeof b);
+    printf("  %-11s %s\n    ops=%s outputs=%s backends=%s%s%s", a->name, a->summary, o, u, b,
+           a->flags & TKP_EXACT ? " exact" : "",
+           a->flags & TKP_NOT_IMPLEMENTED ? " (not implemented)" : "");
+    if (a->package)
+        printf(" package=%s", a->package);
+    putchar('\n');
+}
+
+/* What the peer worker said of each peer, by name. */
+struct peer_probe {
+    char name[64], info[400];
+    int available;
+};
+struct probe_list {
+    struct peer_probe peer[32];
+    int n;
+};
+
+static void on_probe(const char *name, int available, const char *info, void *ctx)
+{
+    struct probe_list *l = ctx;
+    if (l->n == 32)
+        return;
+    struct peer_probe *p = &l->peer[l->n++];
+    snprintf(p->name, sizeof p->name, "%s", name);
+    snprintf(p->info, sizeof p->info, "%s", info);
+    p->available = available;
+}
+
+/* The peers, each with what the worker says of its package here (unless probe is 0). */
+static void list_peers(int probe)
+{
+    struct probe_list found = { .n = 0 };
+    struct tkp_error err = { "" };
+    int rc = 0;
+    if (probe) {
+        struct tkp_peer_session s;
+        tkp_peer_session_init(&s, TKP_CPU, 0, 0);
+        rc = tkp_peer_probe(&s, on_probe, &found, &err);
+        tkp_peer_session_close(&s);
+    }
+    printf("peers: (through the Python bridge, docs/PEERS.md; interpreter %s, set TOPKP_PYTHON)\n",
+           tkp_peer_python());
+    for (int i = 0; tkp_peers[i]; i++) {
+        const struct tkp_algo *a = tkp_peers[i];
+        print_algo(a);
+        const struct peer_probe *p = NULL;
+        for (int j = 0; j < found.n; j++)
+            if (strcmp(found.peer[j].name, a->name) == 0)
+                p = &found.peer[j];
+        if (!probe)
+            ;
+        else if (rc)
+            printf("    importable here: unknown (%s)\n", err.msg);
+        else if (!p)
+            printf("    importable here: unknown (peers/catalog.py does not list it)\n");
+        else
+            printf("    importable here: %s (%s)\n", p->available ? "yes" : "no", p->info);
+        print_options(a);
+    }
+}
+
+static int cmd_list(int argc, char **argv)
+{
+    int probe = !(argc == 1 && strcmp(argv[0], "--no-probe") == 0);
+    if (argc > 1 || (argc == 1 && probe))
+        return usage();
     puts("algorithms:");
     for (int i = 0; tkp_algos[i]; i++) {
-        const struct tkp_algo *a = tkp_algos[i];
-        char o[64], u[64], b[64];
-        flag_names(a->ops, ops, o, sizeof o);
-        flag_names(a->outputs, outs, u, sizeof u);
-        flag_names(a->backends, backends, b, sizeof b);
-        printf("  %-11s %s\n    ops=%s outputs=%s backends=%s%s%s\n", a->name, a->summary, o, u,
-               b, a->flags & TKP_EXACT ? " exact" : "",
-               a->flags & TKP_NOT_IMPLEMENTED ? " (not implemented)" : "");
-        for (const struct tkp_option *opt = a->options; opt && opt->name; opt++) {
-            char range[256];
-            if (opt->type == TKP_OPT_ENUM) {
-                size_t used = 0;
-                for (int c = 0; opt->choices[c]; c++)
-                    used += (size_t)snprintf(range + used, sizeof range - used, "%s%s",
-                                             c ? "|" : "", opt->choices[c]);
-                printf("    --set %s=%s (default %s)  %s\n", opt->name, range,
-                       opt->choices[(int)opt->def], opt->help);
-            } else {
-                printf("    --set %s=%s in [%g, %g] (default %g)  %s\n", opt->name,
-                       opt->type == TKP_OPT_INT ? "INT" : "X", opt->min, opt->max, opt->def,
-                       opt->help);
-            }
-        }
+        print_algo(tkp_algos[i]);
+        print_options(tkp_algos[i]);
     }
+    list_peers(probe);
     puts("datasets:");
     for (const struct tkp_dataset *d = tkp_datasets; d->name; d++)
         printf("  %-11s %s\n", d->name, d->summary);
@@ -308,7 +380,7 @@ int main(int argc, char **argv)
         return usage();
     const char *cmd = argv[1];
     if (strcmp(cmd, "list") == 0)
-        return cmd_list();
+        return cmd_list(argc - 2, argv + 2);
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 2, argv + 2);
     if (strcmp(cmd, "apply") == 0)

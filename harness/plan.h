@@ -15,6 +15,7 @@ struct tkp_timing {
     double target_rel;  /* stop once the relative IQR of the times is below this */
     int cold;           /* GPU: flush L2 before every repetition */
     int graph;          /* GPU: capture the launch once as a CUDA graph and time replays */
+    double timeout;     /* peers: seconds a cell may take before its worker is killed */
 };
 
 struct tkp_cell {

@@ -1,5 +1,5 @@
 /* registry.c — every algorithm module, in one NULL-terminated list. Adding a module means one
- * folder under algos/ and one line here. */
+ * folder under algos/ and one line here. The peers have their own list in peers.c. */
 #include <string.h>
 
 #include "../algos/tkp.h"
@@ -17,5 +17,8 @@ const struct tkp_algo *tkp_algo_find(const char *name)
     for (int i = 0; tkp_algos[i]; i++)
         if (strcmp(tkp_algos[i]->name, name) == 0)
             return tkp_algos[i];
+    for (int i = 0; tkp_peers[i]; i++)
+        if (strcmp(tkp_peers[i]->name, name) == 0)
+            return tkp_peers[i];
     return NULL;
 }

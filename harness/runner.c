@@ -6,10 +6,11 @@
 #include <string.h>
 
 #include "../datasets/datasets.h"
-#include "../tests/oracle.h"
 #include "apply.h"
-#include "logits_file.h"
+#include "cell_row.h"
 #include "gpu.h"
+#include "logits_file.h"
+#include "peer_cell.h"
 #include "provenance.h"
 #include "results.h"
 #include "runner.h"
@@ -18,12 +19,13 @@
 /* Generated or read logits, kept between cells: one entry per (dataset, seed, vocab), holding
  * as many rows as the largest batch any cell of the plan asks of it, so that the cells of a
  * batch sweep share one generation. Least recently used entries go first. */
-#define CACHE_ENTRIES 4
+#define CACHE_ENTRIES 8 /* Figure 2's five vocabularies stay generated across its algorithms */
 struct cached_batch {
     char dataset[256];
     uint64_t seed;
     int64_t vocab, rows;
     float *logits;
+    struct tkp_peer_input peer_file; /* the same rows for the peers, written on first use */
     uint64_t used; /* a tick of the last use */
 };
 
@@ -60,7 +62,7 @@ static int load_rows(const struct tkp_cell *cell, int64_t rows, float *x, struct
 }
 
 /* The logits of `cell` (at least cell->batch rows), generated once for the plan. */
-static const float *cache_get(struct batch_cache *c, const struct tkp_plan *plan,
+static struct cached_batch *cache_get(struct batch_cache *c, const struct tkp_plan *plan,
                               const struct tkp_cell *cell, struct tkp_error *err)
 {
     struct cached_batch *e = NULL, *oldest = &c->entry[0];
@@ -79,6 +81,7 @@ static const float *cache_get(struct batch_cache *c, const struct tkp_plan *plan
                 rows = plan->cells[i].batch;
         e = oldest;
         free(e->logits);
+        tkp_peer_input_remove(&e->peer_file);
         memset(e, 0, sizeof *e);
         e->logits = malloc(sizeof(float) * (size_t)(rows * cell->vocab));
         if (!e->logits) {
@@ -97,54 +100,22 @@ static const float *cache_get(struct batch_cache *c, const struct tkp_plan *plan
         e->rows = rows;
     }
     e->used = ++c->tick;
-    return e->logits;
+    return e;
 }
 
 static void cache_free(struct batch_cache *c)
 {
-    for (int i = 0; i < CACHE_ENTRIES; i++)
+    for (int i = 0; i < CACHE_ENTRIES; i++) {
         free(c->entry[i].logits);
-}
-
-/* Check `rows` rows spread over the batch; returns rows equal to the oracle. */
-static int64_t verify(const struct tkp_batch *b, const uint8_t *kept, const int64_t *samples,
-                      int32_t draws, int rows, int64_t *checked, char *why, size_t why_n)
-{
-    int64_t exact = 0;
-    *checked = 0;
-    if (rows <= 0)
-        return 0;
-    int64_t step = b->batch > rows ? b->batch / rows : 1;
-    for (int64_t r = 0; r < b->batch && *checked < rows; r += step) {
-        struct oracle_row o;
-        if (oracle_row_init(&o, b->logits + r * b->vocab, b->vocab, b->k[r], b->p[r]))
-            break;
-        char msg[256] = "";
-        int ok = oracle_check_row(&o, kept ? kept + r * b->vocab : NULL,
-                                  samples ? samples + r * draws : NULL, draws, msg, sizeof msg);
-        if (!ok && !why[0])
-            snprintf(why, why_n, "row %lld: %s", (long long)r, msg);
-        exact += ok;
-        (*checked)++;
-        oracle_row_free(&o);
+        tkp_peer_input_remove(&c->entry[i].peer_file);
     }
-    return exact;
-}
-
-static void set_status(struct tkp_cell_row *row, int rc, const char *message)
-{
-    const char *status = rc == TKP_OK ? "ok"
-                         : rc == TKP_EUNSUPPORTED ? "unsupported"
-                         : rc == TKP_ENOMEM ? "oom"
-                                            : "error";
-    snprintf(row->status, sizeof row->status, "%s", status);
-    snprintf(row->message, sizeof row->message, "%s", message);
 }
 
 /* What one timed launch needs. */
 struct launch {
     struct tkp_instance *in;
     const struct tkp_io *io;
+    struct tkp_gpu_timer *gpu; /* NULL on the CPU */
 };
 
 static int launch_once(void *ctx, struct tkp_error *err)
@@ -153,49 +124,41 @@ static int launch_once(void *ctx, struct tkp_error *err)
     return tkp_instance_run(l->in, l->io, err);
 }
 
-/* Time repetitions of one opened instance: host clock on the CPU; CUDA events (L2 flushed
- * first when cold, graph replay when asked) on the GPU, where samples taken below 90% of
- * the maximum SM clock are counted as throttled and left out. */
+/* One timed launch: CUDA events (L2 flushed first when cold, graph replay when captured) on
+ * the GPU, the host clock on the CPU. */
+static int launch_timed(void *ctx, int cold, double *us, double *clock_mhz, struct tkp_error *err)
+{
+    struct launch *l = ctx;
+    if (l->gpu)
+        return tkp_gpu_time(l->gpu, cold, launch_once, l, us, clock_mhz, err);
+    double t0 = tkp_now_us();
+    int rc = launch_once(l, err);
+    *us = tkp_now_us() - t0;
+    return rc;
+}
+
+/* Time repetitions of one opened instance under the shared timer policy (timing.h). */
 static int time_cell(struct tkp_instance *in, const struct tkp_io *io,
                      const struct tkp_timing *timing, struct tkp_gpu_timer *gpu,
                      double max_clock_mhz, double **samples, int64_t *n, int64_t *throttled,
                      struct tkp_error *err)
 {
-    struct launch l = { in, io };
-    *samples = malloc(sizeof(double) * (size_t)timing->max_reps);
-    *n = *throttled = 0;
-    for (int w = 0; w < timing->warmup; w++) {
-        int rc = launch_once(&l, err);
-        if (rc)
-            return rc;
-    }
+    struct launch l = { in, io, gpu };
+    struct tkp_rep_source src = { launch_once, launch_timed, &l };
     if (gpu && timing->graph) {
+        for (int w = 0; w < timing->warmup; w++) {
+            int rc = launch_once(&l, err);
+            if (rc)
+                return rc;
+        }
         int rc = tkp_gpu_timer_use_graph(gpu, launch_once, &l, err);
         if (rc)
             return rc;
+        struct tkp_timing replays = *timing;
+        replays.warmup = 0;
+        return tkp_time_repetitions(&replays, &src, max_clock_mhz, samples, n, throttled, err);
     }
-    double total = 0;
-    int attempts = 0;
-    while (!tkp_time_should_stop(timing, *samples, *n, total) && attempts++ < 4 * timing->max_reps) {
-        double dt, clock = 0;
-        int rc;
-        if (gpu) {
-            rc = tkp_gpu_time(gpu, timing->cold, launch_once, &l, &dt, &clock, err);
-        } else {
-            double t0 = tkp_now_us();
-            rc = launch_once(&l, err);
-            dt = tkp_now_us() - t0;
-        }
-        if (rc)
-            return rc;
-        total += dt;
-        if (clock > 0 && max_clock_mhz > 0 && clock < 0.9 * max_clock_mhz) {
-            (*throttled)++;
-            continue;
-        }
-        (*samples)[(*n)++] = dt;
-    }
-    return TKP_OK;
+    return tkp_time_repetitions(timing, &src, max_clock_mhz, samples, n, throttled, err);
 }
 
 /* What the whole run shares between cells. */
@@ -204,7 +167,63 @@ struct run_env {
     double copy_gbps, max_clock_mhz;
     struct tkp_gpu_timer *gpu; /* NULL on the CPU */
     struct batch_cache cache;
+    struct tkp_peer_session peers;
 };
+
+/* A module's cell: open it, stage the batch, time it, fetch and judge its outputs. */
+static int run_module(const struct tkp_cell *cell, struct run_env *env, const struct tkp_batch *b,
+                      uint8_t *kept, int64_t *drawn, int32_t draws, struct tkp_cell_row *row,
+                      double **samples, int64_t *n_samples, struct tkp_error *err)
+{
+    const struct tkp_algo *a = cell->algo;
+    enum tkp_backend backend = env->backend;
+    struct tkp_problem pb = tkp_problem_of(b, backend, a->outputs, draws);
+    struct tkp_instance in;
+    int rc = tkp_instance_open(&in, a, cell->opts, &pb, err);
+    if (rc)
+        return rc;
+    struct tkp_staged st;
+    rc = tkp_stage(&st, b, backend, kept, drawn, draws, cell->seed, 0, err);
+    if (!rc)
+        rc = time_cell(&in, &st.io, &cell->timing, env->gpu, env->max_clock_mhz, samples,
+                       n_samples, &row->throttled, err);
+    if (!rc)
+        rc = tkp_staged_fetch(&st, err);
+    row->workspace_bytes = (int64_t)in.workspace_bytes;
+    row->peak_device_bytes = (int64_t)(tkp_staged_bytes(&st) +
+                                       (backend == TKP_GPU ? in.workspace_bytes : 0));
+    tkp_staged_release(&st);
+    if (!rc) {
+        struct tkp_stats stats = { 0 };
+        if (a->stats)
+            a->stats(in.state, &stats);
+        double rows = stats.rows > 0 ? (double)stats.rows : 1.0;
+        row->hit_rate = (double)stats.trunc_hits / rows;
+        row->outliers = stats.outliers / rows;
+        row->outlier_mass = stats.outlier_mass / rows;
+        row->iterations = stats.iterations / rows;
+        row->rounds = stats.rounds / rows;
+        int exact = !(a->approximate && a->approximate(cell->opts));
+        rc = tkp_row_judge(row, b, kept, drawn, draws, cell->verify_rows, exact, err);
+    }
+    tkp_instance_close(&in);
+    return rc;
+}
+
+/* A peer's cell: the cached rows go to the worker as a file (written once per cache entry). */
+static int run_peer(const struct tkp_cell *cell, struct run_env *env, struct cached_batch *e,
+                    const struct tkp_batch *b, uint8_t *kept, int64_t *drawn, int32_t draws,
+                    struct tkp_cell_row *row, double **samples, int64_t *n_samples,
+                    struct tkp_error *err)
+{
+    if (!e->peer_file.path[0]) {
+        int rc = tkp_peer_input_write(&env->peers, e->logits, e->rows, e->vocab, &e->peer_file, err);
+        if (rc)
+            return rc;
+    }
+    return tkp_peer_cell(&env->peers, cell, b, &e->peer_file, kept, drawn, draws, row, samples,
+                         n_samples, err);
+}
 
 static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, struct run_env *env,
                      struct tkp_cell_row *row, double **samples, int64_t *n_samples)
@@ -212,10 +231,9 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
     struct tkp_error err = { "" };
     *samples = NULL;
     *n_samples = 0;
-    enum tkp_backend backend = env->backend;
-    const float *logits = cache_get(&env->cache, plan, cell, &err);
-    if (!logits) {
-        set_status(row, TKP_EINVAL, err.msg);
+    struct cached_batch *e = cache_get(&env->cache, plan, cell, &err);
+    if (!e) {
+        tkp_row_status(row, TKP_EINVAL, err.msg);
         return;
     }
     int32_t *k = malloc(sizeof(int32_t) * (size_t)cell->batch);
@@ -224,68 +242,18 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
         k[r] = cell->k;
         p[r] = cell->p;
     }
-    struct tkp_batch b = { cell->batch, cell->vocab, (float *)logits, k, p };
+    struct tkp_batch b = { cell->batch, cell->vocab, e->logits, k, p };
     const struct tkp_algo *a = cell->algo;
     int32_t draws = (a->outputs & TKP_OUT_SAMPLE) ? cell->draws : 0;
-    struct tkp_problem pb = tkp_problem_of(&b, backend, a->outputs, draws);
     uint8_t *kept = (a->outputs & TKP_OUT_SET) ? malloc((size_t)(b.batch * b.vocab)) : NULL;
     int64_t *drawn = draws ? malloc(sizeof(int64_t) * (size_t)(b.batch * draws)) : NULL;
-    struct tkp_instance in;
     int rc = tkp_validate_rows(&b, &err);
-    if (!rc)
-        rc = tkp_instance_open(&in, a, cell->opts, &pb, &err);
-    if (!rc) {
-        struct tkp_staged st;
-        rc = tkp_stage(&st, &b, backend, kept, drawn, draws, cell->seed, 0, &err);
-        if (!rc)
-            rc = time_cell(&in, &st.io, &cell->timing, env->gpu, env->max_clock_mhz, samples,
-                           n_samples, &row->throttled, &err);
-        if (!rc)
-            rc = tkp_staged_fetch(&st, &err);
-        row->workspace_bytes = (int64_t)in.workspace_bytes;
-        row->peak_device_bytes = (int64_t)(tkp_staged_bytes(&st) +
-                                           (backend == TKP_GPU ? in.workspace_bytes : 0));
-        tkp_staged_release(&st);
-        if (!rc) {
-            struct tkp_stats st = { 0 };
-            if (a->stats)
-                a->stats(in.state, &st);
-            double rows = st.rows > 0 ? (double)st.rows : 1.0;
-            row->hit_rate = (double)st.trunc_hits / rows;
-            row->outliers = st.outliers / rows;
-            row->outlier_mass = st.outlier_mass / rows;
-            row->iterations = st.iterations / rows;
-            row->rounds = st.rounds / rows;
-            char why[300] = "";
-            row->rows_exact = verify(&b, kept, drawn, draws, cell->verify_rows,
-                                     &row->rows_checked, why, sizeof why);
-            int exact = !(a->approximate && a->approximate(cell->opts));
-            if (exact && row->rows_exact < row->rows_checked) {
-                rc = TKP_EINVAL;
-                tkp_error_set(&err, "%lld of %lld checked rows differ from the oracle; %s",
-                              (long long)(row->rows_checked - row->rows_exact),
-                              (long long)row->rows_checked, why);
-            }
-        }
-        tkp_instance_close(&in);
-    }
-    struct tkp_time_stats ts;
-    tkp_time_summarize(*samples, *n_samples, &ts);
-    row->median_us = ts.median;
-    row->q1_us = ts.q1;
-    row->q3_us = ts.q3;
-    row->min_us = ts.min;
-    row->max_us = ts.max;
-    row->mean_us = ts.mean;
-    row->stdev_us = ts.stdev;
-    row->bytes_read = (double)(b.batch * b.vocab) * 4.0 + (double)b.batch * 8.0;
-    row->bytes_written = (kept ? (double)(b.batch * b.vocab) : 0.0) +
-                         (double)(b.batch * draws) * 8.0;
-    if (ts.median > 0) {
-        row->gbps = (row->bytes_read + row->bytes_written) / (ts.median * 1e3);
-        row->bw_fraction = env->copy_gbps > 0 ? row->gbps / env->copy_gbps : 0.0;
-    }
-    set_status(row, rc, err.msg);
+    if (!rc && (a->flags & TKP_PEER))
+        rc = run_peer(cell, env, e, &b, kept, drawn, draws, row, samples, n_samples, &err);
+    else if (!rc)
+        rc = run_module(cell, env, &b, kept, drawn, draws, row, samples, n_samples, &err);
+    tkp_row_times(row, &b, kept != NULL, draws, *samples, *n_samples, env->copy_gbps);
+    tkp_row_status(row, rc, err.msg);
     free(kept);
     free(drawn);
     free(k);
@@ -341,6 +309,7 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
         return rc;
     }
     struct run_env env = { .backend = args->backend };
+    long long l2_bytes = 0;
     if (args->backend == TKP_GPU) {
         struct tkp_gpu_props props;
         rc = tkp_gpu_props(&props, err);
@@ -352,7 +321,9 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
             return rc;
         }
         env.max_clock_mhz = props.max_sm_clock_mhz;
+        l2_bytes = props.l2_bytes;
     }
+    tkp_peer_session_init(&env.peers, args->backend, l2_bytes, env.max_clock_mhz);
     env.copy_gbps = tkp_measure_copy_gbps(args->backend);
     if (!args->resume)
         tkp_provenance_write(res, args->backend, args->argc, args->argv, env.copy_gbps);
@@ -388,8 +359,11 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     char now[64];
     tkp_utc_now(now, sizeof now);
     tkp_results_attr(res, "end_time", now);
+    if (env.peers.packages[0])
+        tkp_results_attr(res, "peer_packages", env.peers.packages);
     tkp_results_close(res);
     cache_free(&env.cache);
+    tkp_peer_session_close(&env.peers);
     tkp_gpu_timer_close(env.gpu);
     tkp_plan_free(&plan);
     return rc;

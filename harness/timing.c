@@ -65,3 +65,31 @@ double tkp_now_us(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
+
+int tkp_time_repetitions(const struct tkp_timing *timing, const struct tkp_rep_source *src,
+                         double max_clock_mhz, double **samples, int64_t *n, int64_t *throttled,
+                         struct tkp_error *err)
+{
+    *samples = malloc(sizeof(double) * (size_t)timing->max_reps);
+    *n = *throttled = 0;
+    for (int w = 0; w < timing->warmup; w++) {
+        int rc = src->warm(src->ctx, err);
+        if (rc)
+            return rc;
+    }
+    double total = 0;
+    int attempts = 0;
+    while (!tkp_time_should_stop(timing, *samples, *n, total) && attempts++ < 4 * timing->max_reps) {
+        double dt, clock = 0;
+        int rc = src->take(src->ctx, timing->cold, &dt, &clock, err);
+        if (rc)
+            return rc;
+        total += dt;
+        if (clock > 0 && max_clock_mhz > 0 && clock < 0.9 * max_clock_mhz) {
+            (*throttled)++;
+            continue;
+        }
+        (*samples)[(*n)++] = dt;
+    }
+    return TKP_OK;
+}

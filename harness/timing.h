@@ -19,4 +19,19 @@ int tkp_time_should_stop(const struct tkp_timing *t, const double *us, int64_t n
                          double total_us);
 double tkp_now_us(void); /* monotonic clock */
 
+/* One source of timed repetitions: warm() runs once untimed; take() runs once timed (L2
+ * flushed first when cold), giving microseconds and the SM clock read after it (0: unknown). */
+struct tkp_rep_source {
+    int (*warm)(void *ctx, struct tkp_error *err);
+    int (*take)(void *ctx, int cold, double *us, double *clock_mhz, struct tkp_error *err);
+    void *ctx;
+};
+
+/* The timer policy of DESIGN.md shared by modules and peers: timing->warmup untimed runs,
+ * then repetitions until tkp_time_should_stop; a sample taken below 90% of max_clock_mhz is
+ * counted in *throttled and left out. *samples is malloc'd (timing->max_reps entries). */
+int tkp_time_repetitions(const struct tkp_timing *timing, const struct tkp_rep_source *src,
+                         double max_clock_mhz, double **samples, int64_t *n, int64_t *throttled,
+                         struct tkp_error *err);
+
 #endif

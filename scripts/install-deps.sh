@@ -7,7 +7,7 @@
 set -euo pipefail
 want=("$@")
 [ ${#want[@]} -gt 0 ] ||
-    want=(build-essential pkg-config liblua5.4-dev libhdf5-dev hdf5-tools gnuplot-nox patchelf)
+    want=(build-essential pkg-config liblua5.4-dev libhdf5-dev zlib1g-dev hdf5-tools gnuplot-nox patchelf)
 missing=()
 for pkg in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||

@@ -81,3 +81,27 @@ const char *write_scratch(const char *name, const char *text)
     }
     return path;
 }
+
+int tsv_column(const char *header, const char *name)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", header);
+    buf[strcspn(buf, "\n")] = 0;
+    int i = 0;
+    for (char *save, *tok = strtok_r(buf, "\t", &save); tok; tok = strtok_r(NULL, "\t", &save), i++)
+        if (strcmp(tok, name) == 0)
+            return i;
+    return -1;
+}
+
+void tsv_field(const char *line, int col, char *out, size_t n)
+{
+    const char *p = line;
+    for (int i = 0; i < col && p; i++) {
+        p = strchr(p, '\t');
+        if (p)
+            p++;
+    }
+    size_t len = p ? strcspn(p, "\t\n") : 0;
+    snprintf(out, n, "%.*s", (int)len, p ? p : "");
+}

@@ -14,5 +14,9 @@ const char *scratch_dir(void);
 int run_cmd(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Write `text` to scratch_dir()/name; returns the full path (static buffer per call slot). */
 const char *write_scratch(const char *name, const char *text);
+/* Index of column `name` in a TSV header line (the first line of `header`), or -1. */
+int tsv_column(const char *header, const char *name);
+/* Field `col` of a TSV line into out (up to the tab or the end of the line). */
+void tsv_field(const char *line, int col, char *out, size_t n);
 
 #endif

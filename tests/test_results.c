@@ -9,44 +9,18 @@
 #include "cli_util.h"
 #include "test.h"
 
-/* Index of column `name` in a TSV header line, or -1. */
-static int column(const char *header, const char *name)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", header);
-    buf[strcspn(buf, "\n")] = 0;
-    int i = 0;
-    for (char *save, *tok = strtok_r(buf, "\t", &save); tok; tok = strtok_r(NULL, "\t", &save), i++)
-        if (strcmp(tok, name) == 0)
-            return i;
-    return -1;
-}
-
-/* Field `col` of a TSV line into out. */
-static void field(const char *line, int col, char *out, size_t n)
-{
-    const char *p = line;
-    for (int i = 0; i < col && p; i++) {
-        p = strchr(p, '\t');
-        if (p)
-            p++;
-    }
-    size_t len = p ? strcspn(p, "\t\n") : 0;
-    snprintf(out, n, "%.*s", (int)len, p ? p : "");
-}
-
 /* Export `h5` and collect "key status" lines sorted; returns the number of cells. */
 static int exported_cells(const char *h5, char *keys, size_t n)
 {
     static char out[1 << 20];
     if (run_cmd(out, sizeof out, "%s export %s", topkp_bin(), h5) != 0)
         return -1;
-    int key = column(out, "key"), status = column(out, "status"), cells = 0;
+    int key = tsv_column(out, "key"), status = tsv_column(out, "status"), cells = 0;
     keys[0] = 0;
     for (char *line = strchr(out, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
         char k[512], s[32];
-        field(line + 1, key, k, sizeof k);
-        field(line + 1, status, s, sizeof s);
+        tsv_field(line + 1, key, k, sizeof k);
+        tsv_field(line + 1, status, s, sizeof s);
         strncat(keys, k, n - strlen(keys) - 1);
         strncat(keys, " ", n - strlen(keys) - 1);
         strncat(keys, s, n - strlen(keys) - 1);
@@ -73,17 +47,17 @@ TEST(results_export_round_trip_with_statuses)
                                         "bw_fraction", "workspace_bytes", "rows_checked",
                                         "rows_exact", "hit_rate", "iterations" };
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
-        CHECK(column(out, cols[i]) >= 0, "export lacks column %s", cols[i]);
-    int algo = column(out, "algo"), status = column(out, "status"), p = column(out, "p");
-    int checked = column(out, "rows_checked"), exact = column(out, "rows_exact");
+        CHECK(tsv_column(out, cols[i]) >= 0, "export lacks column %s", cols[i]);
+    int algo = tsv_column(out, "algo"), status = tsv_column(out, "status"), p = tsv_column(out, "p");
+    int checked = tsv_column(out, "rows_checked"), exact = tsv_column(out, "rows_exact");
     int rows = 0, ok = 0, unsupported = 0;
     for (char *line = strchr(out, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
         char a[64], s[32], pv[32], c[32], e[32];
-        field(line + 1, algo, a, sizeof a);
-        field(line + 1, status, s, sizeof s);
-        field(line + 1, p, pv, sizeof pv);
-        field(line + 1, checked, c, sizeof c);
-        field(line + 1, exact, e, sizeof e);
+        tsv_field(line + 1, algo, a, sizeof a);
+        tsv_field(line + 1, status, s, sizeof s);
+        tsv_field(line + 1, p, pv, sizeof pv);
+        tsv_field(line + 1, checked, c, sizeof c);
+        tsv_field(line + 1, exact, e, sizeof e);
         rows++;
         if (strcmp(s, "ok") == 0) {
             ok++;

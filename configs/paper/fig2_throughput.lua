@@ -4,7 +4,14 @@
 -- top-k only; its other cells are recorded 'unsupported' (as are cake's top-p-only cells on
 -- vocabularies above its 1024-entry slab).
 --
--- Meant for the H200 (`topkp run configs/paper/fig2_throughput.lua --backend gpu`). The full
+-- The peers (docs/PEERS.md) run beside the modules on the same logits, under the same timer and
+-- oracle: vLLM's PyTorch baseline and Triton Qrita (the paper's "PyTorch" and "vLLM" rows),
+-- FlashInfer's samplers, masks, radix top-k and cake sampler (probabilities in: the kernel alone,
+-- and FlashInfer's softmax + kernel), torch.topk, and SGLang's sampler. A peer that cannot do a
+-- cell, or whose package does not import, records an `unsupported` row saying why. On the CPU
+-- backend only the peers with a CPU path run.
+--
+-- Meant for the H200 (`topkp run configs/paper/fig2_throughput.lua --backend gpu`). The modules'
 -- grid is 5 vocabularies x 11 batches x 3 modes x 5 algorithms = 825 cells; on a 2-core CPU the
 -- batch-1024 cells alone take hours (a sort of 268M floats per call), so on the CPU backend
 -- the grid stops at batch 16 (375 cells, still about 40 minutes on 2 busy cores, measured:
@@ -32,8 +39,21 @@ for _, m in ipairs(models) do
     end
 end
 
+local modules = { "naive_sort", "rtopk", "qrita", "cake", "rejection" }
+local cpu_peers = { "vllm.pytorch", "torch.sort", "torch.topk" }
+local gpu_peers = {
+    "vllm.pytorch", "vllm.triton", "torch.topk",
+    "flashinfer.sampling", { "flashinfer.sampling_probs", input = "probs" },
+    { "flashinfer.sampling_probs", input = "softmax" }, "flashinfer.top_k_mask", "flashinfer.topk",
+    { "flashinfer.cake", input = "probs" }, { "flashinfer.cake", input = "softmax" },
+    "sglang.sampling",
+}
+local algos = {}
+for _, a in ipairs(modules) do algos[#algos + 1] = a end
+for _, a in ipairs(SMALL and cpu_peers or gpu_peers) do algos[#algos + 1] = a end
+
 sweep "fig2" {
-    algos = { "naive_sort", "rtopk", "qrita", "cake", "rejection" },
+    algos = algos,
     dataset = datasets,
     vocab = vocabs,
     batch = SMALL and pow2(0, 4) or pow2(0, 10),

@@ -7,8 +7,16 @@
 -- serves every vocabulary.
 local SMALL = backend == "cpu" -- the CPU-sized grid on the CPU backend, the full one on the GPU
 
+-- The peers (docs/PEERS.md) are measured too: their extra device bytes per call (the peak of
+-- torch's allocator above the inputs) on the GPU; on the CPU only their cells' presence.
+local peers = SMALL and { "vllm.pytorch", "torch.sort" } or
+    { "vllm.pytorch", "vllm.triton", "flashinfer.sampling", { "flashinfer.sampling_probs", input = "probs" },
+      "flashinfer.renorm", { "flashinfer.cake", input = "probs" }, "sglang.sampling" }
+local algos = { "naive_sort", "rtopk", "qrita", "cake", "rejection" }
+for _, a in ipairs(peers) do algos[#algos + 1] = a end
+
 sweep "fig4" {
-    algos = { "naive_sort", "rtopk", "qrita", "cake", "rejection" },
+    algos = algos,
     dataset = "gaussian",
     vocab = { 128256, 151936, 201088, 248320, 262208 },
     batch = SMALL and pow2(0, 4) or pow2(0, 10),

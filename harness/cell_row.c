@@ -1,0 +1,77 @@
+/* cell_row.c — see cell_row.h. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../tests/oracle.h"
+#include "cell_row.h"
+#include "timing.h"
+
+/* Check `rows` rows spread over the batch; returns rows equal to the oracle. */
+static int64_t verify(const struct tkp_batch *b, const uint8_t *kept, const int64_t *samples,
+                      int32_t draws, int rows, int64_t *checked, char *why, size_t why_n)
+{
+    int64_t exact = 0;
+    *checked = 0;
+    if (rows <= 0)
+        return 0;
+    int64_t step = b->batch > rows ? b->batch / rows : 1;
+    for (int64_t r = 0; r < b->batch && *checked < rows; r += step) {
+        struct oracle_row o;
+        if (oracle_row_init(&o, b->logits + r * b->vocab, b->vocab, b->k[r], b->p[r]))
+            break;
+        char msg[256] = "";
+        int ok = oracle_check_row(&o, kept ? kept + r * b->vocab : NULL,
+                                  samples ? samples + r * draws : NULL, draws, msg, sizeof msg);
+        if (!ok && !why[0])
+            snprintf(why, why_n, "row %lld: %s", (long long)r, msg);
+        exact += ok;
+        (*checked)++;
+        oracle_row_free(&o);
+    }
+    return exact;
+}
+
+int tkp_row_judge(struct tkp_cell_row *row, const struct tkp_batch *b, const uint8_t *kept,
+                  const int64_t *samples, int32_t draws, int rows, int exact_required,
+                  struct tkp_error *err)
+{
+    char why[300] = "";
+    row->rows_exact = verify(b, kept, samples, draws, rows, &row->rows_checked, why, sizeof why);
+    if (row->rows_exact == row->rows_checked)
+        return TKP_OK;
+    tkp_error_set(err, "%lld of %lld checked rows differ from the oracle; %s",
+                  (long long)(row->rows_checked - row->rows_exact), (long long)row->rows_checked,
+                  why);
+    return exact_required ? TKP_EINVAL : TKP_OK;
+}
+
+void tkp_row_times(struct tkp_cell_row *row, const struct tkp_batch *b, int set_output,
+                   int32_t draws, const double *samples, int64_t n, double copy_gbps)
+{
+    struct tkp_time_stats ts;
+    tkp_time_summarize(samples, n, &ts);
+    row->median_us = ts.median;
+    row->q1_us = ts.q1;
+    row->q3_us = ts.q3;
+    row->min_us = ts.min;
+    row->max_us = ts.max;
+    row->mean_us = ts.mean;
+    row->stdev_us = ts.stdev;
+    row->bytes_read = (double)(b->batch * b->vocab) * 4.0 + (double)b->batch * 8.0;
+    row->bytes_written = (set_output ? (double)(b->batch * b->vocab) : 0.0) +
+                         (double)(b->batch * draws) * 8.0;
+    if (ts.median > 0) {
+        row->gbps = (row->bytes_read + row->bytes_written) / (ts.median * 1e3);
+        row->bw_fraction = copy_gbps > 0 ? row->gbps / copy_gbps : 0.0;
+    }
+}
+
+void tkp_row_status(struct tkp_cell_row *row, int rc, const char *message)
+{
+    const char *status = rc == TKP_OK ? "ok"
+                         : rc == TKP_EUNSUPPORTED ? "unsupported"
+                         : rc == TKP_ENOMEM ? "oom"
+                                            : "error";
+    snprintf(row->status, sizeof row->status, "%s", status);
+    snprintf(row->message, sizeof row->message, "%s", message);
+}

@@ -1,0 +1,23 @@
+/* cell_row.h — what a module cell and a peer cell share once their repetitions are taken
+ * (runner.c, peer_cell.c): the oracle's verdict on a sample of rows, the time statistics,
+ * the bytes moved and the status of the results row. */
+#ifndef TKP_CELL_ROW_H
+#define TKP_CELL_ROW_H
+
+#include "apply.h"
+#include "results.h"
+
+/* Check up to `rows` rows spread over the batch against the oracle: sets rows_checked and
+ * rows_exact. With `exact_required`, a differing row is an error (the module breaks the
+ * contract); without (an approximate variant, a peer), the first difference goes into the
+ * message and the status stays ok. Returns the status code. */
+int tkp_row_judge(struct tkp_cell_row *row, const struct tkp_batch *b, const uint8_t *kept,
+                  const int64_t *samples, int32_t draws, int rows, int exact_required,
+                  struct tkp_error *err);
+/* Time statistics of the samples, bytes read and written, GB/s and the bandwidth fraction. */
+void tkp_row_times(struct tkp_cell_row *row, const struct tkp_batch *b, int set_output,
+                   int32_t draws, const double *samples, int64_t n, double copy_gbps);
+/* ok / unsupported / oom / error from a return code, and the message. */
+void tkp_row_status(struct tkp_cell_row *row, int rc, const char *message);
+
+#endif

@@ -1,0 +1,272 @@
+/* peer_cell.c — see peer_cell.h. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "cell_row.h"
+#include "gpu.h"
+#include "peer_cell.h"
+#include "timing.h"
+
+void tkp_peer_session_init(struct tkp_peer_session *s, enum tkp_backend backend,
+                           long long l2_bytes, double max_clock_mhz)
+{
+    memset(s, 0, sizeof *s);
+    s->backend = backend;
+    s->flush_bytes = backend == TKP_GPU ? 2 * l2_bytes : 0; /* as the module timer (gpu.cu) */
+    s->max_clock_mhz = max_clock_mhz;
+}
+
+static int scratch_ready(struct tkp_peer_session *s, struct tkp_error *err)
+{
+    if (s->scratch[0])
+        return TKP_OK;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(s->scratch, sizeof s->scratch, "%s/topkp-peers-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(s->scratch)) {
+        tkp_error_set(err, "cannot create a scratch folder %s for the peers", s->scratch);
+        s->scratch[0] = 0;
+        return TKP_EINVAL;
+    }
+    return TKP_OK;
+}
+
+void tkp_peer_session_close(struct tkp_peer_session *s)
+{
+    tkp_peer_worker_stop(&s->worker);
+    if (!s->scratch[0])
+        return;
+    DIR *d = opendir(s->scratch);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char path[800];
+        snprintf(path, sizeof path, "%s/%s", s->scratch, e->d_name);
+        if (e->d_name[0] != '.')
+            unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(s->scratch);
+    s->scratch[0] = 0;
+}
+
+int tkp_peer_input_write(struct tkp_peer_session *s, const float *logits, int64_t rows,
+                         int64_t vocab, struct tkp_peer_input *in, struct tkp_error *err)
+{
+    int rc = scratch_ready(s, err);
+    if (rc)
+        return rc;
+    snprintf(in->path, sizeof in->path, "%s/logits-%d.f32", s->scratch, ++s->files);
+    size_t bytes = sizeof(float) * (size_t)(rows * vocab);
+    FILE *f = fopen(in->path, "wb");
+    size_t put = f ? fwrite(logits, 1, bytes, f) : 0;
+    if (!f || put != bytes || fclose(f) != 0) {
+        tkp_error_set(err, "cannot write the peers' copy of the logits to %s (%zu of %zu bytes)",
+                      in->path, put, bytes);
+        unlink(in->path);
+        in->path[0] = 0;
+        return TKP_EINVAL;
+    }
+    in->rows = rows;
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (size_t at = 0; at < bytes; at += 1u << 30) { /* zlib takes 32-bit lengths */
+        size_t len = bytes - at < (1u << 30) ? bytes - at : (1u << 30);
+        crc = crc32(crc, (const Bytef *)logits + at, (uInt)len);
+    }
+    in->crc = (uint32_t)crc;
+    return TKP_OK;
+}
+
+void tkp_peer_input_remove(struct tkp_peer_input *in)
+{
+    if (in->path[0])
+        unlink(in->path);
+    in->path[0] = 0;
+}
+
+/* What the repetition callbacks need. */
+struct peer_reps {
+    struct tkp_peer_session *s;
+    double deadline_us;
+};
+
+/* A reply that is not ok becomes the status: unsupported, or an error with its message. */
+static int reply_status(struct tkp_peer_session *s, const struct tkp_peer_reply *r,
+                        struct tkp_error *err)
+{
+    if (strcmp(r->status, "ok") == 0)
+        return TKP_OK;
+    const char *msg = tkp_peer_field(r, "msg");
+    tkp_error_set(err, "%s", msg ? msg : r->status);
+    const char *restart = tkp_peer_field(r, "restart");
+    if (restart && strcmp(restart, "1") == 0)
+        tkp_peer_worker_stop(&s->worker); /* its CUDA context is broken */
+    return strcmp(r->status, "unsupported") == 0 ? TKP_EUNSUPPORTED : TKP_EINVAL;
+}
+
+static int request(struct tkp_peer_session *s, const char *line, double deadline_us,
+                   struct tkp_peer_reply *r, struct tkp_error *err)
+{
+    int rc = tkp_peer_request(&s->worker, line, deadline_us, NULL, NULL, r, err);
+    return rc ? rc : reply_status(s, r, err);
+}
+
+static int rep(struct peer_reps *p, int flush, double *us, struct tkp_error *err)
+{
+    struct tkp_peer_reply r;
+    int rc = request(p->s, flush ? "rep\tflush=1" : "rep\tflush=0", p->deadline_us, &r, err);
+    const char *v = rc ? NULL : tkp_peer_field(&r, "us");
+    if (!rc && !v) {
+        tkp_error_set(err, "the peer worker's `rep` reply has no time");
+        return TKP_EINVAL;
+    }
+    *us = v ? atof(v) : 0;
+    return rc;
+}
+
+static int peer_warm(void *ctx, struct tkp_error *err)
+{
+    double us;
+    return rep(ctx, 0, &us, err);
+}
+
+static int peer_take(void *ctx, int cold, double *us, double *clock_mhz, struct tkp_error *err)
+{
+    struct peer_reps *p = ctx;
+    int rc = rep(p, cold && p->s->backend == TKP_GPU, us, err);
+    *clock_mhz = p->s->backend == TKP_GPU ? tkp_gpu_sm_clock_mhz() : 0;
+    return rc;
+}
+
+/* Read `bytes` bytes of a file the worker wrote. */
+static int read_output(const char *path, void *dst, size_t bytes, struct tkp_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    size_t got = f ? fread(dst, 1, bytes, f) : 0;
+    if (f)
+        fclose(f);
+    unlink(path);
+    if (got != bytes) {
+        tkp_error_set(err, "the peer's output %s holds %zu bytes, expected %zu", path, got, bytes);
+        return TKP_EINVAL;
+    }
+    return TKP_OK;
+}
+
+/* Remember which package version served a peer, once per peer. */
+static void note_package(struct tkp_peer_session *s, const char *peer, const char *info)
+{
+    char entry[256];
+    snprintf(entry, sizeof entry, "%s: %s", peer, info ? info : "?");
+    if (strstr(s->packages, entry))
+        return;
+    size_t used = strlen(s->packages);
+    snprintf(s->packages + used, sizeof s->packages - used, "%s%s", used ? "; " : "", entry);
+}
+
+static int open_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
+                     const struct tkp_peer_input *in, double deadline_us, struct tkp_error *err)
+{
+    char line[2048];
+    snprintf(line, sizeof line,
+             "open\tpeer=%s\tlogits=%s\trows=%lld\tbatch=%lld\tvocab=%lld\tk=%d\tp=%.9g\t"
+             "device=%s\tseed=%llu\tflush_bytes=%lld\toptions=%s",
+             cell->algo->name, in->path, (long long)in->rows, (long long)cell->batch,
+             (long long)cell->vocab, cell->k, (double)cell->p,
+             s->backend == TKP_GPU ? "cuda" : "cpu", (unsigned long long)cell->seed,
+             s->flush_bytes, cell->options);
+    struct tkp_peer_reply r;
+    int rc = request(s, line, deadline_us, &r, err);
+    if (rc)
+        return rc;
+    note_package(s, cell->algo->name, tkp_peer_field(&r, "info"));
+    const char *crc = tkp_peer_field(&r, "crc");
+    if (!crc || strtoul(crc, NULL, 10) != in->crc) {
+        tkp_error_set(err, "the peer read other logits than the modules (CRC-32 %s, expected %u)",
+                      crc ? crc : "missing", in->crc);
+        return TKP_EINVAL;
+    }
+    return TKP_OK;
+}
+
+/* An untimed call: its extra device bytes, and its kept mask or draws for the oracle. */
+static int fetch_outputs(struct tkp_peer_session *s, const struct tkp_batch *b, uint8_t *kept,
+                         int64_t *drawn, int32_t draws, double deadline_us,
+                         int64_t *extra_bytes, struct tkp_error *err)
+{
+    char line[1400], kept_path[600], samples_path[600];
+    snprintf(kept_path, sizeof kept_path, "%s/kept.u8", s->scratch);
+    snprintf(samples_path, sizeof samples_path, "%s/samples.i64", s->scratch);
+    snprintf(line, sizeof line, "fetch\tkept=%s\tsamples=%s\tdraws=%d", kept ? kept_path : "",
+             drawn ? samples_path : "", draws);
+    struct tkp_peer_reply r;
+    int rc = request(s, line, deadline_us, &r, err);
+    if (rc)
+        return rc;
+    const char *extra = tkp_peer_field(&r, "extra_bytes");
+    *extra_bytes = extra ? atoll(extra) : 0;
+    if (kept)
+        rc = read_output(kept_path, kept, (size_t)(b->batch * b->vocab), err);
+    if (!rc && drawn)
+        rc = read_output(samples_path, drawn, sizeof(int64_t) * (size_t)(b->batch * draws), err);
+    return rc;
+}
+
+int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
+                  const struct tkp_batch *b, const struct tkp_peer_input *in, uint8_t *kept,
+                  int64_t *drawn, int32_t draws, struct tkp_cell_row *row, double **samples,
+                  int64_t *n_samples, struct tkp_error *err)
+{
+    struct tkp_problem pb = tkp_problem_of(b, s->backend, cell->algo->outputs, draws);
+    int rc = tkp_capable(cell->algo, &pb, err);
+    if (rc)
+        return rc;
+    struct peer_reps reps = { s, tkp_now_us() + cell->timing.timeout * 1e6 };
+    rc = open_cell(s, cell, in, reps.deadline_us, err);
+    struct tkp_rep_source src = { peer_warm, peer_take, &reps };
+    if (!rc)
+        rc = tkp_time_repetitions(&cell->timing, &src, s->max_clock_mhz, samples, n_samples,
+                                  &row->throttled, err);
+    int64_t extra = 0;
+    if (!rc)
+        rc = fetch_outputs(s, b, kept, drawn, draws, reps.deadline_us, &extra, err);
+    if (s->worker.pid) {
+        struct tkp_peer_reply r;
+        struct tkp_error ignored;
+        tkp_peer_request(&s->worker, "close", tkp_now_us() + 10e6, NULL, NULL, &r, &ignored);
+    }
+    row->workspace_bytes = extra;
+    row->peak_device_bytes = s->backend == TKP_GPU
+                                 ? extra + (int64_t)(sizeof(float) * (size_t)(b->batch * b->vocab))
+                                 : 0;
+    if (!rc)
+        rc = tkp_row_judge(row, b, kept, drawn, draws, cell->verify_rows, 0, err);
+    return rc;
+}
+
+/* The probe's per-peer lines, handed on to the caller's function. */
+struct probe_ctx {
+    void (*fn)(const char *, int, const char *, void *);
+    void *ctx;
+};
+
+static void on_probe_line(const struct tkp_peer_reply *r, void *ctx)
+{
+    struct probe_ctx *p = ctx;
+    const char *name = tkp_peer_field(r, "name"), *ok = tkp_peer_field(r, "available");
+    const char *info = tkp_peer_field(r, "info");
+    if (name)
+        p->fn(name, ok && strcmp(ok, "1") == 0, info ? info : "", p->ctx);
+}
+
+int tkp_peer_probe(struct tkp_peer_session *s,
+                   void (*fn)(const char *name, int available, const char *info, void *ctx),
+                   void *ctx, struct tkp_error *err)
+{
+    struct probe_ctx p = { fn, ctx };
+    struct tkp_peer_reply r;
+    int rc = tkp_peer_request(&s->worker, "probe", tkp_now_us() + 120e6, on_probe_line, &p, &r, err);
+    return rc ? rc : reply_status(s, &r, err);
+}

@@ -1,0 +1,55 @@
+/* peer_cell.h — one cell of a peer library (docs/PEERS.md): the very logits the modules read
+ * go to the worker as a raw file (its CRC-32 is checked on the other side), the harness's own
+ * stopping rule drives the repetitions (each one timed by the worker between CUDA events,
+ * L2 flushed first, the SM clock read here), and the kept mask or the draws come back to be
+ * judged by the same oracle as a module's. Every failure is the cell's status. */
+#ifndef TKP_PEER_CELL_H
+#define TKP_PEER_CELL_H
+
+#include <stdint.h>
+
+#include "apply.h"
+#include "peer_worker.h"
+#include "plan.h"
+#include "results.h"
+
+struct tkp_peer_session {
+    struct tkp_peer_worker worker;
+    char scratch[512];  /* a private folder for logits and outputs ("" until first used) */
+    enum tkp_backend backend;
+    long long flush_bytes;  /* what the worker writes to flush L2 (2 x L2; 0 on the CPU) */
+    double max_clock_mhz;   /* samples below 90% of it are throttled (0: unknown) */
+    int files;              /* logits files written, for unique names */
+    char packages[2048];    /* "peer: package version; ..." of every peer that opened */
+};
+
+/* The rows a peer reads: a raw float32 file of rows x vocab values and its CRC-32. */
+struct tkp_peer_input {
+    char path[600];
+    int64_t rows;
+    uint32_t crc;
+};
+
+void tkp_peer_session_init(struct tkp_peer_session *s, enum tkp_backend backend,
+                           long long l2_bytes, double max_clock_mhz);
+/* Stop the worker and remove the scratch folder (packages stays readable). */
+void tkp_peer_session_close(struct tkp_peer_session *s);
+/* Write rows x vocab logits to a new file of the scratch folder. */
+int tkp_peer_input_write(struct tkp_peer_session *s, const float *logits, int64_t rows,
+                         int64_t vocab, struct tkp_peer_input *in, struct tkp_error *err);
+void tkp_peer_input_remove(struct tkp_peer_input *in);
+
+/* Run `cell` (its batch b, whose logits are the first rows of `in`) through its peer: fills
+ * the row's counters and memory, the samples (malloc'd), kept/drawn for the oracle. Returns
+ * the status code; the caller records it. */
+int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
+                  const struct tkp_batch *b, const struct tkp_peer_input *in, uint8_t *kept,
+                  int64_t *drawn, int32_t draws, struct tkp_cell_row *row, double **samples,
+                  int64_t *n_samples, struct tkp_error *err);
+
+/* Ask the worker which peers import here: calls fn(name, available, info) for each. */
+int tkp_peer_probe(struct tkp_peer_session *s,
+                   void (*fn)(const char *name, int available, const char *info, void *ctx),
+                   void *ctx, struct tkp_error *err);
+
+#endif

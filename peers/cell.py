@@ -1,0 +1,69 @@
+"""cell.py — one cell as a peer sees it (docs/PEERS.md): the harness's logits on the cell's
+device, k and p in the harness's convention (top-k off when k <= 0 or k >= V, top-p off when
+p >= 1), and the forms the peer libraries take them in."""
+
+
+class Unsupported(Exception):
+    """The peer cannot do this cell (or its package is missing); recorded as `unsupported`."""
+
+
+class Cell:
+    def __init__(self, torch, logits, k, p, seed, options):
+        self.torch = torch
+        self.logits = logits               # pristine [B, V] float32; a peer never writes it
+        self.batch, self.vocab = logits.shape
+        self.device = logits.device
+        self.k, self.p, self.seed = k, p, seed
+        self.options = options
+        self.topk_on = 0 < k < self.vocab
+        self.topp_on = p < 1.0
+        self._probs = None
+
+    def option(self, name, default):
+        return self.options.get(name, default)
+
+    @property
+    def k_int(self):
+        """k as the libraries take it, the vocabulary size when top-k is off."""
+        return self.k if self.topk_on else self.vocab
+
+    @property
+    def p_float(self):
+        """p as the libraries take it: 1.0 when top-p is off, 0 stays 0 (keep one token)."""
+        return max(self.p, 0.0) if self.topp_on else 1.0
+
+    def k_rows(self):
+        """int32 [B] of k_int, as vLLM's sampler and FlashInfer's tensor form take it."""
+        return self.torch.full((self.batch,), self.k_int, dtype=self.torch.int32, device=self.device)
+
+    def p_rows(self):
+        return self.torch.full((self.batch,), self.p_float, dtype=self.torch.float32, device=self.device)
+
+    def probs(self):
+        """torch.softmax of the logits, computed once outside the timed region."""
+        if self._probs is None:
+            self._probs = self.torch.softmax(self.logits, dim=-1)
+        return self._probs
+
+    def generator(self):
+        """A generator on the cell's device seeded with the cell's seed (draws repeat run to run)."""
+        g = self.torch.Generator(device=self.device)
+        g.manual_seed(self.seed)
+        return g
+
+    def mask_of_indices(self, indices):
+        """bool [B, V], True at the given [B, n] indices."""
+        kept = self.torch.zeros(self.batch, self.vocab, dtype=self.torch.bool, device=self.device)
+        return kept.scatter_(1, indices.long(), True)
+
+
+class Call:
+    """What a peer's `prepare` returns. run() is the timed call and returns its output;
+    reset() restores what run() writes in place (untimed); kept(out) turns a set peer's
+    output into a bool [B, V] mask, sample(out) a sampler's into int64 [B] draws."""
+
+    def __init__(self, run, reset=None, kept=None, sample=None):
+        self.run = run
+        self.reset = reset or (lambda: None)
+        self.kept = kept
+        self.sample = sample

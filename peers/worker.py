@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""worker.py — the peer bridge's Python side (docs/PEERS.md).
+
+`topkp run` starts this script once and talks to it over its stdin and stdout, one request
+line and one reply line at a time (tab-separated `key=value` fields after a command word).
+The harness owns the logits (it writes the very bytes its modules read to a raw float32
+file), the stopping rule, the oracle and the results file; this side only loads the logits,
+calls one peer library, times each call between two CUDA events (or the host clock on the
+CPU) with L2 flushed first, and hands back the kept masks or draws. A peer library may print
+to stdout: the protocol therefore runs on a private copy of the original stdout, and fd 1 is
+pointed at stderr before any peer is imported.
+
+Requests (replies are `ok ...`, `unsupported msg=...` or `error msg=...`):
+  probe                          one `peer name=.. available=0|1 info=..` line per peer, then ok
+  open peer= logits= rows= batch= vocab= k= p= device=cpu|cuda seed= flush_bytes= options=
+                                 -> ok crc=<crc32 of the file's bytes> info=<package version>
+  rep flush=0|1                  one timed call -> ok us=<microseconds>
+  fetch kept=PATH samples=PATH draws=N
+                                 an untimed call whose output is written to PATH(s)
+                                 -> ok extra_bytes=<peak device bytes beyond the inputs>
+  close                          drop the cell's tensors -> ok
+"""
+import os
+import sys
+import time
+import traceback
+import zlib
+
+PROTO = os.fdopen(os.dup(1), "w", buffering=1)
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import catalog  # noqa: E402
+from cell import Cell, Unsupported  # noqa: E402
+
+KEEP_FILES = 6  # logits files kept loaded, the newest (the harness's cache keeps up to 8)
+# Test hook: TOPKP_PEER_FAULT=WHAT[:PEER] makes every `rep` of PEER's cells (of every peer's,
+# without :PEER) raise, hang or exit, or makes `open` report a wrong CRC (WHAT = crc).
+FAULT, _, FAULT_PEER = os.environ.get("TOPKP_PEER_FAULT", "").partition(":")
+
+
+def clean(text):
+    """One protocol field: no tabs or newlines, at most 400 characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= 400 else text[:397] + "..."
+
+
+def reply(status, **fields):
+    parts = [status] + [f"{k}={clean(v)}" for k, v in fields.items()]
+    PROTO.write("\t".join(parts) + "\n")
+
+
+def parse(line):
+    words = line.rstrip("\n").split("\t")
+    fields = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+    return words[0], fields
+
+
+class Session:
+    """The state between requests: the torch module, loaded files, the open cell."""
+
+    def __init__(self):
+        self.torch = None
+        self.files = {}   # path -> (tensor [rows, V] on its device, crc)
+        self.cell = None
+        self.call = None
+        self.peer = None
+        self.flush = None
+
+    def need_torch(self):
+        if self.torch is None:
+            import torch
+            self.torch = torch
+        return self.torch
+
+    def load(self, path, rows, vocab, device):
+        """The harness's raw float32 file, once per (path, device)."""
+        key = (path, device)
+        if key not in self.files:
+            torch = self.need_torch()
+            import numpy as np
+            raw = open(path, "rb").read()
+            if len(raw) != rows * vocab * 4:
+                raise ValueError(f"{path}: {len(raw)} bytes, expected {rows} x {vocab} floats")
+            host = torch.from_numpy(np.frombuffer(raw, dtype=np.float32).reshape(rows, vocab).copy())
+            while len(self.files) >= KEEP_FILES:  # the oldest first (dicts keep insertion order)
+                self.files.pop(next(iter(self.files)))
+            self.files[key] = (host.to(device), zlib.crc32(raw))
+        return self.files[key]
+
+    def open(self, f):
+        self.close()
+        peer = catalog.find(f["peer"])
+        ok, info = peer.available()
+        if not ok:
+            raise Unsupported(info)
+        device = f["device"]
+        if device not in peer.devices:
+            raise Unsupported(f"{peer.name} runs on {' and '.join(peer.devices)} only")
+        torch = self.need_torch()
+        if device == "cuda" and not torch.cuda.is_available():
+            raise Unsupported("torch sees no CUDA device")
+        rows, batch, vocab = int(f["rows"]), int(f["batch"]), int(f["vocab"])
+        logits, crc = self.load(f["logits"], rows, vocab, device)
+        options = dict(o.split("=", 1) for o in f.get("options", "").split(",") if "=" in o)
+        self.cell = Cell(torch, logits[:batch], int(f["k"]), float(f["p"]), int(f["seed"]),
+                         options)
+        self.peer = peer.name
+        self.call = peer.prepare(self.cell)
+        nflush = int(f.get("flush_bytes", "0"))
+        if device == "cuda" and nflush > 0 and (self.flush is None or self.flush.numel() != nflush):
+            self.flush = torch.empty(nflush, dtype=torch.uint8, device=device)
+        return {"crc": crc + self.faulty("crc"), "info": info}
+
+    def faulty(self, what):
+        return FAULT == what and FAULT_PEER in ("", self.peer)
+
+    def rep(self, f):
+        if self.faulty("raise"):
+            raise RuntimeError("TOPKP_PEER_FAULT=raise")
+        if self.faulty("hang"):
+            time.sleep(3600)
+        if self.faulty("exit"):
+            os._exit(3)
+        call = self.call
+        call.reset()
+        if self.cell.device.type != "cuda":
+            t0 = time.perf_counter_ns()
+            call.run()
+            return {"us": f"{(time.perf_counter_ns() - t0) * 1e-3:.3f}"}
+        torch = self.torch
+        if f.get("flush") == "1" and self.flush is not None:
+            self.flush.fill_(1)
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        call.run()
+        end.record()
+        end.synchronize()
+        return {"us": f"{start.elapsed_time(end) * 1e3:.3f}"}
+
+    def fetch(self, f):
+        """An untimed call: its peak device memory, then its kept mask or its draws."""
+        torch, call, cell = self.torch, self.call, self.cell
+        cuda = cell.device.type == "cuda"
+        call.reset()
+        catalog.drop_caches()
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+        out = call.run()
+        extra = 0
+        if cuda:
+            torch.cuda.synchronize()
+            extra = torch.cuda.max_memory_allocated() - base
+        if f.get("kept"):
+            kept = call.kept(out).to(torch.uint8).cpu().numpy()
+            kept.tofile(f["kept"])
+        if f.get("samples"):
+            draws = int(f.get("draws", "1"))
+            columns = [call.sample(out).to(torch.int64).cpu()]
+            for _ in range(draws - 1):
+                call.reset()
+                columns.append(call.sample(call.run()).to(torch.int64).cpu())
+            torch.stack(columns, dim=1).numpy().tofile(f["samples"])
+        return {"extra_bytes": int(extra)}
+
+    def close(self):
+        self.cell = self.call = None
+
+    def probe(self, f):
+        for peer in catalog.PEERS:
+            ok, info = peer.available()
+            reply("peer", name=peer.name, available=int(ok), info=info)
+        return {}
+
+
+def main():
+    session = Session()
+    handlers = {"probe": session.probe, "open": session.open, "rep": session.rep,
+                "fetch": session.fetch, "close": lambda f: session.close() or {}}
+    for line in sys.stdin:
+        command, fields = parse(line)
+        if command == "quit":
+            break
+        try:
+            reply("ok", **handlers[command](fields))
+        except Unsupported as e:
+            reply("unsupported", msg=str(e))
+        except Exception as e:  # noqa: BLE001  a failing peer is a row, never a crash
+            if os.environ.get("TOPKP_PEER_TRACEBACK"):
+                traceback.print_exc()
+            reply("error", msg=f"{type(e).__name__}: {e}", restart=int(catalog.device_broken(session.torch)))
+
+
+if __name__ == "__main__":
+    main()

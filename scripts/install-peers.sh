@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# install-peers.sh [--cpu] [--sglang] — the peer libraries of docs/PEERS.md from PyPI, in a
+# virtual environment .venv-peers/ at the repository root, which topkp uses when TOPKP_PYTHON
+# is unset. Default: torch, numpy, flashinfer-python and vllm (a GPU machine with CUDA);
+# --cpu: torch and numpy only (the CPU peers torch.sort, torch.sample, torch.topk);
+# --sglang: sgl-kernel too. Ends with `topkp list`'s peers section: what imports now.
+# The GPU machine of this project has no package registry: there scripts/gpu-peers.sh
+# installs the prebuilt kit instead.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+packages=(torch numpy flashinfer-python vllm)
+for arg in "$@"; do
+    case $arg in
+        --cpu) packages=(torch numpy) ;;
+        --sglang) packages+=(sgl-kernel) ;;
+        *) echo "usage: install-peers.sh [--cpu] [--sglang]" >&2; exit 2 ;;
+    esac
+done
+python3 -m venv .venv-peers
+.venv-peers/bin/python -m pip install -q --upgrade pip
+echo "install-peers.sh: pip install ${packages[*]} into .venv-peers/"
+.venv-peers/bin/python -m pip install -q "${packages[@]}"
+[ -x build/topkp ] || make -s build/topkp
+build/topkp list | sed -n '/^peers:/,/^datasets:/p' | grep -E '^  [a-z]|importable'

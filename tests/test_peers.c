@@ -1,0 +1,229 @@
+/* test_peers.c — the peer bridge on the CPU (docs/PEERS.md), through `topkp run`: the Python
+ * catalog and the C table name the same peers; torch's peers get the modules' very logits,
+ * are timed under the run's policy and are judged by the oracle (exact where they should be,
+ * their wrong rows reported where they are not); a peer that raises, hangs, exits or is
+ * missing becomes a row and the sweep goes on. Skipped when /usr/bin/python3 lacks torch
+ * (scripts/install-python-deps.sh installs it). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../algos/tkp.h"
+#include "../harness/timing.h"
+#include "cli_util.h"
+#include "test.h"
+
+#define PYTHON "/usr/bin/python3"
+
+static int torch_ready(void)
+{
+    char out[4096];
+    if (run_cmd(out, sizeof out, PYTHON " -c 'import torch, numpy'") != 0) {
+        test_skip("python3-torch not installed for " PYTHON);
+        return 0;
+    }
+    return 1;
+}
+
+/* Cells of one exported run, one TSV line each after the header. */
+static char tsv[1 << 20];
+
+/* Run `config` (Lua text) with `env` before the command; export into tsv. */
+static int run_peers(const char *name, const char *env, const char *config, char *log, size_t n)
+{
+    char cfg[64], h5[600];
+    snprintf(cfg, sizeof cfg, "%s.lua", name);
+    const char *path = write_scratch(cfg, config);
+    snprintf(h5, sizeof h5, "%s/%s.h5", scratch_dir(), name);
+    int rc = run_cmd(log, n, "rm -f %s; env TOPKP_PYTHON=" PYTHON " %s %s run %s -o %s --backend cpu",
+                     h5, env, topkp_bin(), path, h5);
+    if (rc == 0)
+        rc = run_cmd(tsv, sizeof tsv, "%s export %s", topkp_bin(), h5);
+    return rc;
+}
+
+/* Column `col` of the first exported cell whose algo, dataset and mode match (NULL: any). */
+static int cell_field(const char *algo, const char *dataset, const char *mode, const char *col,
+                      char *out, size_t n)
+{
+    int c_algo = tsv_column(tsv, "algo"), c_data = tsv_column(tsv, "dataset");
+    int c_mode = tsv_column(tsv, "mode"), c_want = tsv_column(tsv, col);
+    for (char *line = strchr(tsv, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+        char a[64], d[256], m[32];
+        tsv_field(line + 1, c_algo, a, sizeof a);
+        tsv_field(line + 1, c_data, d, sizeof d);
+        tsv_field(line + 1, c_mode, m, sizeof m);
+        if (strcmp(a, algo) == 0 && (!dataset || strcmp(d, dataset) == 0) &&
+            (!mode || strcmp(m, mode) == 0)) {
+            tsv_field(line + 1, c_want, out, n);
+            return 1;
+        }
+    }
+    out[0] = 0;
+    return 0;
+}
+
+static long long cell_int(const char *algo, const char *dataset, const char *mode, const char *col)
+{
+    char v[64];
+    return cell_field(algo, dataset, mode, col, v, sizeof v) ? atoll(v) : -1;
+}
+
+TEST(peers_python_catalog_names_the_c_peers)
+{
+    if (!torch_ready())
+        return;
+    char out[1 << 16], names[4096];
+    REQUIRE(run_cmd(names, sizeof names, PYTHON " -c 'import sys; sys.path.insert(0, \"peers\"); "
+                    "import catalog; print(\" \".join(p.name for p in catalog.PEERS))'") == 0,
+            "cannot import peers/catalog.py: %s", names);
+    int n_py = 0;
+    for (char *save, *w = strtok_r(names, " \n", &save); w; w = strtok_r(NULL, " \n", &save), n_py++)
+        CHECK(tkp_algo_find(w) && (tkp_algo_find(w)->flags & TKP_PEER),
+              "peers/catalog.py names %s, which harness/peers.c lacks", w);
+    int n_c = 0;
+    for (; tkp_peers[n_c]; n_c++)
+        ;
+    CHECK(n_py == n_c, "catalog.py has %d peers, peers.c %d", n_py, n_c);
+    REQUIRE(run_cmd(out, sizeof out, "TOPKP_PYTHON=" PYTHON " %s list", topkp_bin()) == 0, "%s", out);
+    for (int i = 0; tkp_peers[i]; i++) {
+        char line[128];
+        snprintf(line, sizeof line, "  %s ", tkp_peers[i]->name);
+        const char *at = strstr(out, line);
+        CHECK(at && strstr(at, "importable here: ") && strstr(at, "package="),
+              "`topkp list` does not show %s with its package and importability", tkp_peers[i]->name);
+    }
+    CHECK(strstr(out, "importable here: yes (torch "), "torch.sort should import here:\n%s", out);
+}
+
+static const char *exact_config =
+    "sweep \"exact\" {\n"
+    "  algos = { \"naive_sort\", \"torch.sort\", \"torch.sample\", \"torch.topk\" },\n"
+    "  dataset = \"gaussian\", vocab = 3001, batch = 8, k = { 0, 50 }, p = { 0.9, 1.0 },\n"
+    "  where = function(c) return c.mode ~= \"none\" end, verify = 8, draws = 64,\n"
+    "  timing = { warmup = 1, min_reps = 4, max_reps = 6, max_seconds = 5 },\n"
+    "}\n";
+
+TEST(peers_torch_cells_are_timed_and_exact_on_the_modules_logits)
+{
+    if (!torch_ready())
+        return;
+    char log[1 << 16];
+    REQUIRE(run_peers("exact", "", exact_config, log, sizeof log) == 0, "run failed: %s", log);
+    const char *modes[] = { "topk", "topp", "topk_topp" };
+    for (int m = 0; m < 3; m++) {
+        for (int a = 0; a < 2; a++) {
+            const char *algo = a ? "torch.sample" : "torch.sort";
+            char status[32], message[300];
+            cell_field(algo, NULL, modes[m], "status", status, sizeof status);
+            cell_field(algo, NULL, modes[m], "message", message, sizeof message);
+            CHECK(strcmp(status, "ok") == 0 && !message[0], "%s %s: %s %s", algo, modes[m], status,
+                  message);
+            CHECK(cell_int(algo, NULL, modes[m], "rows_checked") == 8 &&
+                      cell_int(algo, NULL, modes[m], "rows_exact") == 8,
+                  "%s %s: %lld of %lld rows exact", algo, modes[m],
+                  cell_int(algo, NULL, modes[m], "rows_exact"),
+                  cell_int(algo, NULL, modes[m], "rows_checked"));
+            long long reps = cell_int(algo, NULL, modes[m], "n_samples");
+            CHECK(reps >= 4 && reps <= 6, "%s %s: %lld repetitions, the policy asks 4..6", algo,
+                  modes[m], reps);
+            char median[32];
+            cell_field(algo, NULL, modes[m], "median_us", median, sizeof median);
+            CHECK(atof(median) > 0, "%s %s: median %s", algo, modes[m], median);
+        }
+    }
+    char status[32], message[300];
+    cell_field("torch.topk", NULL, "topk", "status", status, sizeof status);
+    CHECK(strcmp(status, "ok") == 0, "torch.topk top-k: %s", status);
+    cell_field("torch.topk", NULL, "topp", "message", message, sizeof message);
+    CHECK(strstr(message, "cannot do this problem"), "torch.topk top-p should be unsupported: %s",
+          message);
+}
+
+TEST(peers_wrong_rows_are_reported_not_hidden)
+{
+    if (!torch_ready())
+        return;
+    /* bf16 rows are full of ties: torch.topk does not keep the lower indices of a tied k-th
+     * value, which the contract asks for; the cell stays ok and says which row differs */
+    char log[1 << 16];
+    const char *cfg = "sweep \"ties\" { algos = { \"torch.topk\" }, dataset = \"bf16\", vocab = 4096,\n"
+                      "  batch = 16, k = 50, p = 1.0, verify = 16,\n"
+                      "  timing = { warmup = 0, min_reps = 1, max_reps = 1 } }\n";
+    REQUIRE(run_peers("ties", "", cfg, log, sizeof log) == 0, "run failed: %s", log);
+    char status[32], message[300];
+    cell_field("torch.topk", NULL, NULL, "status", status, sizeof status);
+    cell_field("torch.topk", NULL, NULL, "message", message, sizeof message);
+    long long exact = cell_int("torch.topk", NULL, NULL, "rows_exact");
+    CHECK(strcmp(status, "ok") == 0, "status %s", status);
+    CHECK(exact >= 0 && exact < 16, "rows_exact %lld: expected some tied rows to differ", exact);
+    CHECK(strstr(message, "differ from the oracle; row "), "message: %s", message);
+}
+
+TEST(peers_input_check_catches_other_logits)
+{
+    if (!torch_ready())
+        return;
+    char log[1 << 16], message[300];
+    const char *cfg = "sweep \"crc\" { algos = { \"torch.sort\" }, dataset = \"gaussian\",\n"
+                      "  vocab = 1000, batch = 2, k = 50, p = 1.0 }\n";
+    REQUIRE(run_peers("crc", "TOPKP_PEER_FAULT=crc", cfg, log, sizeof log) == 0, "%s", log);
+    cell_field("torch.sort", NULL, NULL, "message", message, sizeof message);
+    CHECK(strstr(message, "read other logits than the modules"), "message: %s", message);
+}
+
+/* A faulty first peer cell, then a sound peer cell and a module: the fault is a row, the
+ * worker comes back for the next cell, and the sweep ends in time. */
+static void check_fault(const char *fault, const char *expect)
+{
+    char env[128], log[1 << 16];
+    snprintf(env, sizeof env, "TOPKP_PEER_FAULT=%s:torch.topk", fault);
+    const char *cfg = "sweep \"fault\" { algos = { \"torch.topk\", \"torch.sort\", \"naive_sort\" },\n"
+                      "  dataset = \"gaussian\", vocab = 1000, batch = 2, k = 50, p = 1.0,\n"
+                      "  timing = { warmup = 1, min_reps = 2, max_reps = 2, timeout = 3 } }\n";
+    double t0 = tkp_now_us();
+    REQUIRE(run_peers("fault", env, cfg, log, sizeof log) == 0, "%s: run failed: %s", fault, log);
+    double seconds = (tkp_now_us() - t0) * 1e-6;
+    char status[32], message[300];
+    cell_field("torch.topk", NULL, NULL, "status", status, sizeof status);
+    cell_field("torch.topk", NULL, NULL, "message", message, sizeof message);
+    CHECK(strcmp(status, "error") == 0 && strstr(message, expect), "%s: %s %s", fault, status,
+          message);
+    cell_field("torch.sort", NULL, NULL, "status", status, sizeof status);
+    CHECK(strcmp(status, "ok") == 0, "%s: the next peer cell is %s", fault, status);
+    cell_field("naive_sort", NULL, NULL, "status", status, sizeof status);
+    CHECK(strcmp(status, "ok") == 0, "%s: the module cell is %s", fault, status);
+    CHECK(seconds < 60, "%s: the run took %.0f s", fault, seconds);
+}
+
+TEST(peers_raise_hang_and_exit_become_error_rows)
+{
+    if (!torch_ready())
+        return;
+    check_fault("raise", "RuntimeError: TOPKP_PEER_FAULT=raise");
+    check_fault("hang", "did not answer `rep` within the cell's time limit");
+    check_fault("exit", "the peer worker died during `rep` (exited with status 3)");
+}
+
+TEST(peers_missing_package_or_python_is_a_row)
+{
+    if (!torch_ready())
+        return;
+    char log[1 << 16], status[32], message[300];
+    const char *cfg = "sweep \"missing\" { algos = { \"vllm.pytorch\", \"naive_sort\" },\n"
+                      "  dataset = \"gaussian\", vocab = 1000, batch = 2, k = 50, p = 1.0 }\n";
+    /* -S: no site-packages, so a vllm installed here is hidden; torch is then missing too */
+    REQUIRE(run_peers("missing", "TOPKP_PYTHON='" PYTHON " -S'", cfg, log, sizeof log) == 0, "%s", log);
+    cell_field("vllm.pytorch", NULL, NULL, "status", status, sizeof status);
+    cell_field("vllm.pytorch", NULL, NULL, "message", message, sizeof message);
+    CHECK(strcmp(status, "unsupported") == 0 && strstr(message, "cannot be imported"), "%s %s",
+          status, message);
+    cell_field("naive_sort", NULL, NULL, "status", status, sizeof status);
+    CHECK(strcmp(status, "ok") == 0, "the module after it: %s", status);
+    REQUIRE(run_peers("missing", "TOPKP_PYTHON=/nonexistent/python", cfg, log, sizeof log) == 0,
+            "%s", log);
+    cell_field("vllm.pytorch", NULL, NULL, "status", status, sizeof status);
+    cell_field("vllm.pytorch", NULL, NULL, "message", message, sizeof message);
+    CHECK(strcmp(status, "error") == 0 && strstr(message, "cannot start the peer worker"), "%s %s",
+          status, message);
+}
