@@ -45,12 +45,12 @@ int tkp_peer_script(char *path, size_t n, struct tkp_error *err)
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (len > 0) {
         exe[len] = 0;
+        const char *dir = dirname(exe); /* build/topkp, build/cpu/topkp or build/gpu/topkp */
         const char *ups[] = { "", "/..", "/../.." };
         for (int i = 0; i < 3; i++) {
-            snprintf(path, n, "%s%s/peers/worker.py", dirname(exe), ups[i]);
+            snprintf(path, n, "%s%s/peers/worker.py", dir, ups[i]);
             if (access(path, R_OK) == 0)
                 return TKP_OK;
-            exe[len] = 0;
         }
     }
     tkp_error_set(err, "cannot find peers/worker.py beside the topkp binary; set TOPKP_PEERS_DIR");

@@ -4,7 +4,11 @@
 # paper/out/fig), writes LaTeX fragments into paper/out/gen (tables of this run set beside the
 # published numbers of paper/published.tsv), then runs pdflatex on paper/report.tex. Each
 # section takes the file with its configs/paper sweep (fig2, table1, fig4, table4), else the
-# first file that has its kind of cells, and says "not in these results" when none has. Variables: TOPKP (the binary), BASELINE (the speed-up baseline, default naive_sort).
+# first file that has its kind of cells, and says "not in these results" when none has. Peers
+# (the external libraries of a results file) are in the figures and the module tables, listed
+# after the modules below a rule; each module is set beside the fastest peer of its cells, and
+# every peer's rows exact / rows checked are summed. Variables: TOPKP (the binary), BASELINE (the
+# speed-up baseline, default naive_sort).
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: build.sh RESULTS.h5..." >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,12 +45,14 @@ missing() { echo '\emph{Not in these results: no results file has the cells for 
 figure() { # figure STEM-KIND CAPTION
     printf '\\begin{figure}[H]\\centering\n\\includegraphics[width=\\textwidth,height=0.8\\textheight,keepaspectratio]{fig/%s.pdf}\n\\caption{%s}\n\\end{figure}\n' "$1" "$2"
 }
-# awk with the LaTeX escaper tex() and the published numbers pub[table, key, metric] and
-# publabel[table, key]; the first file argument must be paper/published.tsv.
+# awk with the LaTeX escaper tex(), num(), rule(peer) (the \midrule before the first peer row of
+# a table), and the published numbers pub[table, key, metric] and publabel[table, key]; the
+# first file argument must be paper/published.tsv.
 tawk() {
     awk -F'\t' -v OFS=' & ' -v baseline="$BASELINE" '
         function tex(s) { gsub(/\\/, "\\textbackslash{}", s); gsub(/[_%&#$]/, "\\\\&", s); return s }
         function num(x, f) { return x == "" || x == "NaN" ? "--" : sprintf(f, x) }
+        function rule(peer) { if (peer == 1 && !ruled) { ruled = 1; return "\\midrule\n" } return "" }
         FNR == NR { if ($1 !~ /^#/ && $1 != "table") { pub[$1, $2, $4] = $5; publabel[$1, $2] = $3 }; next }
         FNR == 1 { delete ix; for (i = 1; i <= NF; i++) ix[$i] = i; next }
         '"$1" "$here/published.tsv" "${@:2}"
@@ -73,16 +79,17 @@ if [ -n "$s" ]; then
         figure "$s-throughput" "Throughput (rows/s) against batch per vocabulary and mode, from \\texttt{${s//_/\\_}.h5}; the paper's Figure 2."
         if grep -qw speedup "$fig/$s-kinds.txt"; then
             figure "$s-speedup" "Speed-up over \\texttt{${BASELINE//_/\\_}} cell by cell."
-            echo '\begin{table}[H]\centering\caption{Speed-up over the baseline per algorithm and mode: geometric mean and range over the cells, and at the largest batch (mean over vocabularies).}'
+            echo '\begin{table}[H]\centering\caption{Speed-up over the baseline per algorithm and mode: geometric mean and range over the cells, and at the largest batch (mean over vocabularies); peers below the rule.}'
             echo '\begin{tabular}{llrrrrr}\toprule algorithm & mode & cells & geo-mean & min & max & at largest batch \\ \midrule'
             tawk '$ix["variant"] == "" && $ix["speedup"] != "NaN" {
-                    g = $ix["algo"] SUBSEP $ix["mode"]; if (!(g in n)) order[++m] = g
+                    g = $ix["line"] SUBSEP $ix["mode"]; if (!(g in n)) { order[++m] = g; peer[g] = $ix["peer"] }
                     n[g]++; lg[g] += log($ix["speedup"]); b = $ix["batch"] + 0
                     if (!(g in lo) || $ix["speedup"] < lo[g]) lo[g] = $ix["speedup"]
                     if ($ix["speedup"] > hi[g]) hi[g] = $ix["speedup"]
                     if (b > big[g]) { big[g] = b; sb[g] = 0; nb[g] = 0 }
                     if (b == big[g]) { sb[g] += $ix["speedup"]; nb[g]++ } }
                 END { for (i = 1; i <= m; i++) { g = order[i]; split(g, a, SUBSEP)
+                        printf "%s", rule(peer[g])
                         print tex(a[1]), tex(a[2]), n[g], num(exp(lg[g] / n[g]), "%.2f"), num(lo[g], "%.2f"),
                               num(hi[g], "%.2f"), num(sb[g] / nb[g], "%.2f") " (B=" big[g] ")" " \\\\" } }' \
                 "$fig/$s.tsv"
@@ -92,11 +99,76 @@ if [ -n "$s" ]; then
 else
     missing fig2
 fi
+# Against the peers: the vs-peers figure, each module per mode against the fastest peer of its
+# cells, and the cells themselves at the smallest, the largest and the middle batch (the one
+# nearest their geometric mean) of each vocabulary and mode.
+s=$(first_with vs-peers fig2)
+if [ -n "$s" ]; then
+    vs=$fig/$s-vs-peers.tsv
+    {
+        figure "$s-vs-peers" "Speed-up of each module over the fastest peer of the same cell (the peer's median time / the module's), from \\texttt{${s//_/\\_}.h5}; above the dotted line the module is faster."
+        echo '\begin{table}[H]\centering\caption{Each module against the fastest peer of each of its cells: geometric mean and range of the speed-up (the peer'"'"'s median / the module'"'"'s), the cells where the module is faster, and the peer that was fastest in most of them.}'
+        echo '\begin{tabular}{llrrrrrl}\toprule module & mode & cells & geo-mean & min & max & faster & fastest peer (cells) \\ \midrule'
+        tawk '{ g = $ix["module"] SUBSEP $ix["mode"]; r = $ix["ratio"]; if (!(g in n)) order[++m] = g
+                n[g]++; lg[g] += log(r); won[g] += r > 1
+                if (!(g in lo) || r < lo[g]) lo[g] = r; if (r > hi[g]) hi[g] = r
+                b = g SUBSEP $ix["best_peer"]; if (++times[b] > times[g SUBSEP top[g]]) top[g] = $ix["best_peer"] }
+            END { for (i = 1; i <= m; i++) { g = order[i]; split(g, a, SUBSEP)
+                    print tex(a[1]), tex(a[2]), n[g], num(exp(lg[g] / n[g]), "%.2f"), num(lo[g], "%.2f"), num(hi[g], "%.2f"),
+                          won[g], "\\texttt{" tex(top[g]) "} (" times[g SUBSEP top[g]] ") \\\\" } }' "$vs"
+        echo '\bottomrule\end{tabular}\end{table}'
+        echo '{\footnotesize\setlength{\tabcolsep}{4pt}\begin{longtable}{llrlrlrr}'
+        echo '\caption{Module median beside the fastest peer of the same cell (sweep, dataset, vocabulary, batch, $k$, $p$), at the smallest, middle and largest batch of each vocabulary and mode (every cell: \texttt{'"${s//_/\\_}"'-vs-peers.tsv}).}\\'
+        echo '\toprule dataset/vocab & mode & batch & module & $\mu$s & fastest peer & $\mu$s & speed-up \\ \midrule\endhead'
+        # the shown cells, ordered by vocabulary, mode, batch and module (the rank of its first row)
+        awk -F'\t' -v OFS='\t' 'FNR == 1 { for (i = 1; i <= NF; i++) ix[$i] = i; if (NR > 1) print "rank", $0; next }
+                { g = $ix["panel"] SUBSEP $ix["mode"]; b = $ix["batch"] + 0 }
+                NR == FNR { if (!(g in lo) || b < lo[g]) lo[g] = b; if (b > hi[g]) hi[g] = b; batches[g, b] = 1; next }
+                !done++ { for (k in batches) { split(k, a, SUBSEP); h = a[1] SUBSEP a[2]; d = log(a[3] / lo[h]) - log(hi[h] / a[3])
+                              d = d < 0 ? -d : d; if (!(h in mid) || d < dist[h]) { mid[h] = a[3] + 0; dist[h] = d } } }
+                !($ix["module"] in rank) { rank[$ix["module"]] = ++nm }
+                b == lo[g] || b == hi[g] || b == mid[g] { print rank[$ix["module"]], $0 }' "$vs" "$vs" |
+            { IFS= read -r header; echo "$header"; LC_ALL=C sort -t $'\t' -k6,6 -k7,7 -k8,8n -k1,1n; } > "$gen/vs-peers-cells.tsv"
+        tawk '{ print tex($ix["panel"]), tex($ix["mode"]), $ix["batch"], tex($ix["module"]), num($ix["module_us"], "%.1f"),
+                      tex($ix["best_peer"]), num($ix["best_peer_us"], "%.1f"), num($ix["ratio"], "%.2f") " \\\\" }' \
+            "$gen/vs-peers-cells.tsv"
+        echo '\bottomrule\end{longtable}}'
+    } > "$gen/vs_peers.tex"
+else
+    echo '\emph{Not in these results: no results file has module and peer cells in common.}' > "$gen/vs_peers.tex"
+fi
+
 {
     echo '\begin{tabular}{lp{0.62\textwidth}r}\toprule claim & published (H100) & value \\ \midrule'
     awk -F'\t' '$1 == "headline" { gsub(/_/, "\\_", $2); printf "%s & %s & %s \\\\\n", $2, $3, $5 }' "$here/published.tsv"
     echo '\bottomrule\end{tabular}'
 } > "$gen/headline.tex"
+
+# Exactness of the peers: rows exact / rows checked against the oracle, summed over every cell
+# of each peer and option set, in every results file that has peers.
+exactness() {
+    local s
+    for s in "${stems[@]}"; do
+        [ -r "$fig/$s-exact.tsv" ] || continue
+        stem="$s.h5" tawk '$ix["peer"] == 1 {
+                print "\\texttt{" tex(ENVIRON["stem"]) "}", "\\texttt{" tex($ix["algo"]) "}", "\\texttt{" tex($ix["options"] == "" ? "(none)" : $ix["options"]) "}",
+                      $ix["ok_cells"] " / " $ix["cells"], $ix["rows_exact"] " / " $ix["rows_checked"],
+                      ($ix["rows_checked"] > 0 ? sprintf("%.1f\\%%", 100 * $ix["rows_exact"] / $ix["rows_checked"]) : "--") " \\\\" }' \
+            "$fig/$s-exact.tsv"
+    done
+}
+rows=$(exactness)
+if [ -n "$rows" ]; then
+    {
+        echo '{\small\begin{longtable}{lllrrr}'
+        echo '\caption{Exactness of the peers: rows whose output equals the oracle'"'"'s (the check every module passes) over the rows checked, summed over every cell of the peer with these options; ok cells over all cells.}\\'
+        echo '\toprule results file & peer & options & ok cells & rows exact / checked & exact \\ \midrule\endhead'
+        echo "$rows"
+        echo '\bottomrule\end{longtable}}'
+    } > "$gen/exactness.tex"
+else
+    echo '\emph{No peer cells in these results.}' > "$gen/exactness.tex"
+fi
 
 # Table 1: hit rate, N_t (top-k) and S_t (top-p) per vocabulary, beside the paper's.
 s=$(first_with hitrate table1)
@@ -128,15 +200,16 @@ s=$(first_with memory fig4)
 if [ -n "$s" ]; then
     {
         figure "$s-memory" "Workspace bytes per call against batch; the paper's Figure 4 (which reports qrita at about half the baselines' memory)."
-        echo '\begin{table}[H]\centering\caption{Workspace at the largest batch of each vocabulary (MiB), top-$k$ then top-$p$ cells where present, else any mode.}'
-        tawk '$ix["variant"] == "" { c = $ix["panel"]; a = $ix["algo"]; b = $ix["batch"] + 0
-                if (!(c in cs)) { cs[c] = 1; corder[++nc] = c }; if (!(a in as)) { as[a] = 1; aorder[++na] = a }
+        echo '\begin{table}[H]\centering\footnotesize\caption{Workspace at the largest batch of each vocabulary (MiB, the batch in brackets), top-$k$ then top-$p$ cells where present, else any mode; peers below the rule.}'
+        tawk '$ix["variant"] == "" { c = $ix["panel"]; a = $ix["line"]; b = $ix["batch"] + 0
+                if (!(c in cs)) { cs[c] = 1; corder[++nc] = c }; if (!(a in as)) { as[a] = 1; aorder[++na] = a; peer[a] = $ix["peer"] }
                 pri = ($ix["mode"] == "topk_topp") * 1e12 + b
                 if (pri >= best[c, a]) { best[c, a] = pri; w[c, a] = $ix["workspace_bytes"]; bb[c, a] = b } }
-            END { printf "\\begin{tabular}{l"; for (j = 1; j <= na; j++) printf "r"; printf "}\\toprule\ndataset/vocab (batch)"
-                  for (j = 1; j <= na; j++) printf " & %s", tex(aorder[j]); print " \\\\ \\midrule"
-                  for (i = 1; i <= nc; i++) { c = corder[i]; printf "%s", tex(c)
-                      for (j = 1; j <= na; j++) printf " & %s", ((c, aorder[j]) in w ? sprintf("%.3f", w[c, aorder[j]] / 1048576) " (" bb[c, aorder[j]] ")" : "--")
+            END { printf "\\begin{tabular}{l"; for (j = 1; j <= nc; j++) printf "r"; printf "}\\toprule\nalgorithm"
+                  for (j = 1; j <= nc; j++) { split(corder[j], pv, "/"); printf " & \\shortstack[r]{%s\\\\%s}", tex(pv[1]), tex(pv[2]) }
+                  print " \\\\ \\midrule"
+                  for (i = 1; i <= na; i++) { a = aorder[i]; printf "%s%s", rule(peer[a]), tex(a)
+                      for (j = 1; j <= nc; j++) printf " & %s", ((corder[j], a) in w ? sprintf("%.3f", w[corder[j], a] / 1048576) " (" bb[corder[j], a] ")" : "--")
                       print " \\\\" }
                   print "\\bottomrule\\end{tabular}" }' "$fig/$s.tsv"
         echo '\end{table}'

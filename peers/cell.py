@@ -3,6 +3,9 @@ device, k and p in the harness's convention (top-k off when k <= 0 or k >= V, to
 p >= 1), and the forms the peer libraries take them in."""
 
 
+SMALLEST_P = 1.401298464324817e-45  # the smallest positive float32 (a denormal)
+
+
 class Unsupported(Exception):
     """The peer cannot do this cell (or its package is missing); recorded as `unsupported`."""
 
@@ -29,8 +32,12 @@ class Cell:
 
     @property
     def p_float(self):
-        """p as the libraries take it: 1.0 when top-p is off, 0 stays 0 (keep one token)."""
-        return max(self.p, 0.0) if self.topp_on else 1.0
+        """p as the libraries take it: 1.0 when top-p is off; p <= 0, which the contract reads
+        as "keep the first token", as the smallest positive float32 (the libraries take p in
+        (0, 1], and the shortest prefix with mass >= that p is the first token)."""
+        if not self.topp_on:
+            return 1.0
+        return self.p if self.p > 0 else SMALLEST_P
 
     def k_rows(self):
         """int32 [B] of k_int, as vLLM's sampler and FlashInfer's tensor form take it."""

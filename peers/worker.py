@@ -34,6 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import catalog  # noqa: E402
 from cell import Cell, Unsupported  # noqa: E402
 
+HOLD_US = 1000  # the GPU-side wait between the L2 flush and the start event (Session.hold)
 KEEP_FILES = 6  # logits files kept loaded, the newest (the harness's cache keeps up to 8)
 # Test hook: TOPKP_PEER_FAULT=WHAT[:PEER] makes every `rep` of PEER's cells (of every peer's,
 # without :PEER) raise, hang or exit, or makes `open` report a wrong CRC (WHAT = crc).
@@ -67,6 +68,7 @@ class Session:
         self.call = None
         self.peer = None
         self.flush = None
+        self.cycles_per_us = None
 
     def need_torch(self):
         if self.torch is None:
@@ -132,6 +134,7 @@ class Session:
         torch = self.torch
         if f.get("flush") == "1" and self.flush is not None:
             self.flush.fill_(1)
+        self.hold()
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         start.record()
@@ -139,6 +142,26 @@ class Session:
         end.record()
         end.synchronize()
         return {"us": f"{start.elapsed_time(end) * 1e3:.3f}"}
+
+    def hold(self):
+        """Keep the GPU busy for about HOLD_US after the flush, so that the start event is
+        reached only once Python has enqueued the peer's call: what is timed is the device's
+        work, not the interpreter's launch path (a C module's launch is hidden by the flush
+        alone). A peer that waits for the device inside its call still shows its gaps."""
+        torch = self.torch
+        if self.cycles_per_us is None:
+            if not hasattr(torch.cuda, "_sleep"):
+                self.cycles_per_us = 0
+                return
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(1000)  # warm
+            start.record()
+            torch.cuda._sleep(1_000_000)
+            end.record()
+            end.synchronize()
+            self.cycles_per_us = 1_000_000 / max(start.elapsed_time(end) * 1e3, 1.0)
+        if self.cycles_per_us:
+            torch.cuda._sleep(int(HOLD_US * self.cycles_per_us))
 
     def fetch(self, f):
         """An untimed call: its peak device memory, then its kept mask or its draws."""

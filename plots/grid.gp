@@ -1,31 +1,45 @@
-# grid.gp — the panel grid shared by throughput.gp, speedup.gp and memory.gp: one row per
-# dataset/vocabulary (`panels`), one column per mode (`modes`), x = batch (log), y = column
-# `ycol` (log), one line per algorithm of `lines`, plain (non-ablation) cells only. Panels not
-# listed in `present` ("panel|mode" words) have no data for this figure and are left empty.
-# Set before loading: what, ycol, ylab, lines, present; optional `reference` (a y value drawn
-# as a dashed line, e.g. 1 for speed-ups).
+# grid.gp — the panel grid shared by throughput.gp, speedup.gp, vs_peers.gp and memory.gp: one
+# row per dataset/vocabulary (`panels`), one column per mode (`modes`), x = batch (log),
+# y = column `ycol` (log), one line per name of `lines` (column `line`: modules, then peers, each
+# in its style from common.gp), plain (non-ablation) cells only. Panels not listed in `present`
+# ("panel|mode" words) have no data for this figure and are left empty. The key sits once, in a
+# strip along the bottom as wide as the figure, sized for its entries.
+# Set before loading: what, ycol, ylab, present; optional `reference` (a y value drawn as a
+# dotted line, e.g. 1 for speed-ups).
 nr = words(panels)
 nc = words(modes)
-width = 380 * nc + 160
-height = 320 * nr + 150
 if (!exists("reference")) reference = NaN
-keep(P, M, a) = strcol("panel") eq P && strcol("mode") eq M && strcol("algo") eq a && \
+keep(P, M, a) = strcol("panel") eq P && strcol("mode") eq M && strcol("line") eq a && \
                 strcol("variant") eq "" ? column(ycol) : NaN
-# the key sits once, in a row along the bottom of the figure, set on the first panel drawn
-# (the top-left one may be empty; render draws body twice, PNG and PDF)
-body = 'keyed = 0; set multiplot layout nr, nc title headline(what) noenhanced \
-        margins 90.0 / width, 1 - 30.0 / width, 110.0 / height, 1 - 80.0 / height \
-        spacing 100.0 / width, 110.0 / height; \
+# geometry in pixels: margins, gaps, panel size; the key's columns and rows estimated from its
+# longest name (gnuplot lays the key out itself, within the strip)
+left = 90.0; right = 30.0; top = 80.0; below = 60.0; hgap = 100.0; vgap = 110.0; ph = 220.0
+width = 380 * nc + 160
+pw = (width - left - right - (nc - 1) * hgap) / nc
+keycols = int((width - 20) / (7.5 * longest + 80))
+keycols = keycols < 1 ? 1 : keycols
+keyrows = (nlines + keycols - 1) / keycols
+strip = 19 * keyrows + 16
+height = top + nr * ph + (nr - 1) * vgap + below + strip
+# screen coordinates of panel (r, c)
+x0(c) = (left + (c - 1) * (pw + hgap)) / width
+y1(r) = 1 - (top + (r - 1) * (ph + vgap)) / height
+at_panel = 'set lmargin at screen x0(c); set rmargin at screen x0(c) + pw / width; \
+    set tmargin at screen y1(r); set bmargin at screen y1(r) - ph / height'
+key_strip = 'set lmargin at screen 0.01; set rmargin at screen 0.99; set bmargin at screen 0; \
+    set tmargin at screen strip / height; unset border; unset tics; unset xlabel; unset ylabel; \
+    unset title; unset grid; unset logscale; set key inside center center horizontal noenhanced; \
+    plot [0:1] [0:1] for [i = 1:nlines] NaN with linespoints lt S[i] title L[i]'
+body = 'set multiplot title headline(what) noenhanced; unset key; \
     do for [r = 1:nr] { do for [c = 1:nc] { \
         P = word(panels, r); M = word(modes, c); \
-        if (strstrt(" ".present." ", " ".P."|".M." ") == 0) { set multiplot next } else { \
-            set title P."  ".M noenhanced; \
+        if (strstrt(" ".present." ", " ".P."|".M." ") > 0) { \
+            eval at_panel; set title P."  ".M noenhanced; \
             set logscale xy; set xlabel "batch (rows)"; set ylabel ylab; \
-            if (!keyed) { set key at screen 0.5, screen 0.01 center bottom horizontal maxcols 8 noenhanced; keyed = 1 } \
-            else { unset key }; \
-            plot for [a in lines] datafile using "batch":(keep(P, M, a)) with linespoints \
-                     lt algo_index(a) title a, \
-                 (reference == reference ? reference : NaN) with lines dt 2 lc "gray40" notitle \
+            plot for [i = 1:nlines] datafile using "batch":(keep(P, M, L[i])) with linespoints \
+                     lt S[i] title L[i], \
+                 (reference == reference ? reference : NaN) with lines dt 3 lw 1.5 lc "gray40" notitle \
         } \
-    } }; unset multiplot'
+    } }; \
+    eval key_strip; set border; set tics; set grid; unset multiplot'
 eval render

@@ -2,7 +2,8 @@
 # install-peers.sh [--cpu] [--sglang] — the peer libraries of docs/PEERS.md from PyPI, in a
 # virtual environment .venv-peers/ at the repository root, which topkp uses when TOPKP_PYTHON
 # is unset. Default: torch, numpy, flashinfer-python and vllm (a GPU machine with CUDA);
-# --cpu: torch and numpy only (the CPU peers torch.sort, torch.sample, torch.topk);
+# --cpu: torch and numpy only (the peers with a CPU path: torch.sort, torch.sample, torch.topk;
+# vllm.pytorch needs vllm);
 # --sglang: sgl-kernel too. Ends with `topkp list`'s peers section: what imports now.
 # The GPU machine of this project has no package registry: there scripts/gpu-peers.sh
 # installs the prebuilt kit instead.

@@ -1,12 +1,17 @@
 /* test_figures.c — the figure pipeline end to end: a tiny config run to a results file,
  * `topkp export` read back by column name (round trip: header, row count, values), then
  * scripts/figures.sh drawing real PNG and PDF files for every kind the cells allow, and a
- * clear error for a results file without ok cells. Needs bash and gnuplot, not TeX. */
+ * clear error for a results file without ok cells. A copy of the file with peer cells (algo
+ * names with a '.', as the peer bridge records them) must also draw the vs-peers figure and
+ * its TSV, and draw the peers in their own style: the SVG that gnuplot writes names each line
+ * and says how it is stroked. Needs bash and gnuplot, not TeX. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../harness/results.h"
 #include "cli_util.h"
 #include "test.h"
 
@@ -65,6 +70,38 @@ static void field(const char *line, int col, char *out, size_t n)
         line = strchr(line, '\t') ? strchr(line, '\t') + 1 : NULL;
     size_t len = line ? strcspn(line, "\t\n") : 0;
     snprintf(out, n, "%.*s", (int)len, line ? line : "");
+}
+
+/* The figure DIR/STEM<kind> was drawn: a real PNG and a real PDF of a plausible size. */
+static void check_drawn(const char *dir, const char *stem, const char *kind)
+{
+    char png[600], pdf[600];
+    snprintf(png, sizeof png, "%s/%s%s.png", dir, stem, kind);
+    snprintf(pdf, sizeof pdf, "%s/%s%s.pdf", dir, stem, kind);
+    CHECK(has_prefix_bytes(png, "\x89PNG\r\n\x1a\n", 8), "%s is not a PNG", png);
+    CHECK(file_size(png) > 8000, "%s is %ld bytes: too small for a drawn figure", png,
+          file_size(png));
+    CHECK(has_prefix_bytes(pdf, "%PDF", 4), "%s is not a PDF", pdf);
+    CHECK(file_size(pdf) > 4000, "%s is %ld bytes", pdf, file_size(pdf));
+}
+
+/* Does DIR/STEM-kinds.txt list `kind` as a word? */
+static int listed_kind(const char *dir, const char *stem, const char *kind)
+{
+    char path[600], kinds[512] = "";
+    snprintf(path, sizeof path, "%s/%s-kinds.txt", dir, stem);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(kinds + 1, sizeof kinds - 2, f))
+            kinds[1] = 0;
+        fclose(f);
+    }
+    kinds[0] = ' ';
+    kinds[strcspn(kinds, "\n")] = 0;
+    strcat(kinds, " ");
+    char word[64];
+    snprintf(word, sizeof word, " %s ", kind);
+    return strstr(kinds, word) != NULL;
 }
 
 /* Run the tiny config once per process; returns the results path or NULL. */
@@ -142,16 +179,9 @@ TEST(figures_script_draws_png_and_pdf_of_every_kind)
     REQUIRE(rc == 0, "figures.sh failed (%d): %s", rc, out);
     static const char *const kinds[] = { "", "-throughput", "-speedup", "-memory", "-ablation",
                                          "-hitrate", NULL };
-    for (int i = 0; kinds[i]; i++) {
-        char png[600], pdf[600];
-        snprintf(png, sizeof png, "%s/figs%s.png", dir, kinds[i]);
-        snprintf(pdf, sizeof pdf, "%s/figs%s.pdf", dir, kinds[i]);
-        CHECK(has_prefix_bytes(png, "\x89PNG\r\n\x1a\n", 8), "%s is not a PNG", png);
-        CHECK(file_size(png) > 8000, "%s is %ld bytes: too small for a drawn figure", png,
-              file_size(png));
-        CHECK(has_prefix_bytes(pdf, "%PDF", 4), "%s is not a PDF", pdf);
-        CHECK(file_size(pdf) > 4000, "%s is %ld bytes", pdf, file_size(pdf));
-    }
+    for (int i = 0; kinds[i]; i++)
+        check_drawn(dir, "figs", kinds[i]);
+    CHECK(!listed_kind(dir, "figs", "vs-peers"), "vs-peers drawn for a file without peers");
     /* the derived TSV keeps the export's columns and adds the throughput by name */
     char tsv[600];
     snprintf(tsv, sizeof tsv, "%s/figs.tsv", dir);
@@ -178,4 +208,268 @@ TEST(figures_script_fails_clearly_without_ok_cells)
                      topkp_bin(), res, scratch_dir());
     CHECK(rc != 0, "figures.sh should fail on a file without ok cells");
     CHECK(strstr(out, "no ok cells"), "the error should say 'no ok cells', got: %s", out);
+}
+
+/* The peer cells put beside every ok naive_sort cell of the tiny plain sweep: median = factor x
+ * naive_sort's. The two flashinfer.cake cells differ only in `input`, so their legends must
+ * name input and leave out `order`; sglang.sampling is the fastest but failed, so it is never
+ * the best peer and never drawn. */
+static const struct {
+    const char *algo, *options, *status, *legend;
+    double factor;
+} fake_peers[] = {
+    { "vllm.triton", "", "ok", "vllm.triton", 0.5 },
+    { "flashinfer.cake", "input=probs,order=top_k_first", "ok", "flashinfer.cake input=probs",
+      0.2 },
+    { "flashinfer.cake", "input=softmax,order=top_k_first", "ok", "flashinfer.cake input=softmax",
+      0.3 },
+    { "sglang.sampling", "", "error", NULL, 0.01 },
+};
+enum { N_FAKE_PEERS = sizeof fake_peers / sizeof fake_peers[0] };
+#define BEST_PEER "flashinfer.cake input=probs"
+
+/* Named field of a TSV line, by the header. */
+static const char *get(const char *header, const char *line, const char *name, char *out, size_t n)
+{
+    int c = column_of(header, name);
+    field(line, c, out, c >= 0 ? n : 1);
+    return out;
+}
+
+static double get_num(const char *header, const char *line, const char *name)
+{
+    char v[64];
+    return atof(get(header, line, name, v, sizeof v));
+}
+
+/* The row of peer `i` in the cell of the module row `line`, as the peer bridge writes it. */
+static void fake_peer_row(struct tkp_cell_row *row, const char *header, const char *line, int i)
+{
+    memset(row, 0, sizeof *row);
+    snprintf(row->algo, sizeof row->algo, "%s", fake_peers[i].algo);
+    snprintf(row->options, sizeof row->options, "%s", fake_peers[i].options);
+    snprintf(row->status, sizeof row->status, "%s", fake_peers[i].status);
+    get(header, line, "dataset", row->dataset, sizeof row->dataset);
+    get(header, line, "mode", row->mode, sizeof row->mode);
+    get(header, line, "backend", row->backend, sizeof row->backend);
+    row->batch = (int64_t)get_num(header, line, "batch");
+    row->vocab = (int64_t)get_num(header, line, "vocab");
+    row->k = (int64_t)get_num(header, line, "k");
+    row->p = get_num(header, line, "p");
+    row->draws = (int64_t)get_num(header, line, "draws");
+    row->seed = (int64_t)get_num(header, line, "seed");
+    double t = fake_peers[i].factor * get_num(header, line, "median_us");
+    row->median_us = row->q1_us = row->q3_us = row->min_us = row->max_us = row->mean_us = t;
+    row->workspace_bytes = 4096 * (i + 1) * row->batch;
+    row->rows_checked = row->rows_exact = (int64_t)get_num(header, line, "rows_checked");
+    snprintf(row->key, sizeof row->key, "%s||%s|%s|%lld|%lld|%lld|%.9g|%lld|%lld|%s", row->algo,
+             row->options, row->dataset, (long long)row->vocab, (long long)row->batch,
+             (long long)row->k, row->p, (long long)row->draws, (long long)row->seed,
+             row->backend);
+}
+
+/* A copy of the tiny results with the fake peers beside every ok naive_sort cell of the plain
+ * sweep, appended through the results writer; once per process. Returns its path or NULL. */
+static const char *peer_results(void)
+{
+    static char path[512];
+    static int state; /* 0 not made, 1 ok, 2 failed */
+    const char *res = tiny_results();
+    if (state || !res)
+        return state == 1 ? path : NULL;
+    state = 2;
+    char tsv[512], out[4096], header[8192], line[8192], algo[32], status[16];
+    snprintf(path, sizeof path, "%s/figs-peers.h5", scratch_dir());
+    snprintf(tsv, sizeof tsv, "%s/figs-peers-source.tsv", scratch_dir());
+    if (run_cmd(out, sizeof out, "cp %s %s && %s export %s --sweep plain > %s", res, path,
+                topkp_bin(), res, tsv) != 0) {
+        fprintf(stderr, "  copy/export failed: %s\n", out);
+        return NULL;
+    }
+    struct tkp_results *r = NULL;
+    struct tkp_error err = { { 0 } };
+    FILE *f = fopen(tsv, "r");
+    int rc = !f || !fgets(header, sizeof header, f) || tkp_results_open(&r, path, 1, &err);
+    while (!rc && fgets(line, sizeof line, f)) {
+        if (strcmp(get(header, line, "algo", algo, sizeof algo), "naive_sort") ||
+            strcmp(get(header, line, "status", status, sizeof status), "ok"))
+            continue;
+        for (int i = 0; i < N_FAKE_PEERS && !rc; i++) {
+            struct tkp_cell_row row;
+            fake_peer_row(&row, header, line, i);
+            rc = tkp_results_append(r, "plain", &row, &row.median_us, 1, &err);
+        }
+    }
+    if (r)
+        tkp_results_close(r);
+    if (f)
+        fclose(f);
+    if (rc)
+        fprintf(stderr, "  cannot write %s: %s\n", path, err.msg);
+    state = rc ? 2 : 1;
+    return state == 1 ? path : NULL;
+}
+
+/* A peer's name starts with its algo, which has a '.'; then come options (" ") or, in the
+ * time figure's series, "/mode/panel". */
+static int is_peer_name(const char *name)
+{
+    size_t algo = strcspn(name, " /");
+    const char *dot = strchr(name, '.');
+    return dot && (size_t)(dot - name) < algo;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    long n = file_size(path);
+    char *text = f && n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (text)
+        text[fread(text, 1, (size_t)n, f)] = 0;
+    if (f)
+        fclose(f);
+    return text;
+}
+
+/* What a figure draws, from gnuplot's SVG: each plot is a group <g id="gnuplot_plot_..."> with
+ * its key title, then (when it has points in that panel) a path stroked in its colour, with a
+ * stroke-dasharray when dashed. */
+struct drawn {
+    int peers, modules;       /* plots with a stroked line */
+    char peer_colours[2048], module_colours[2048];
+    char titles[16384];       /* the title of each such plot, each between '|' */
+};
+
+/* How many of the figure's plots titled `name` stroke a line (in a panel grid: the key strip's
+ * sample, then each panel where the line has points). */
+static int strokes(const struct drawn *d, const char *name)
+{
+    char want[256];
+    int n = 0;
+    snprintf(want, sizeof want, "|%s|", name);
+    for (const char *t = strstr(d->titles, want); t; t = strstr(t + 1, want))
+        n++;
+    return n;
+}
+
+/* Read the figure at `path` into d, checking on the way that every peer line is dashed and every
+ * module line solid, and that no peer is drawn in a module's colour. */
+static void read_svg(const char *path, struct drawn *d)
+{
+    memset(d, 0, sizeof *d);
+    char *text = slurp(path);
+    CHECK(text, "no %s", path);
+    static const char group[] = "<g id=\"gnuplot_plot_";
+    for (char *g = text ? strstr(text, group) : NULL; g;) {
+        char *next = strstr(g + 1, group), title[256] = "", colour[64];
+        char *t = strstr(g, "<title>"), *path_at = strstr(g, "<path stroke='");
+        if (t && (!next || t < next))
+            snprintf(title, sizeof title, "%.*s", (int)strcspn(t + 7, "<"), t + 7);
+        if (title[0] && strncmp(title, "gnuplot_plot_", 13) != 0 && path_at &&
+            (!next || path_at < next)) {
+            snprintf(colour, sizeof colour, "%.*s|", (int)strcspn(path_at + 14, "'"),
+                     path_at + 14);
+            char *end = strstr(path_at, "/>");
+            char *dash = strstr(path_at, "stroke-dasharray");
+            int dashed = dash && (!end || dash < end);
+            int peer = is_peer_name(title);
+            CHECK(dashed == peer, "%s: %s is drawn %s", path, title,
+                  peer ? "solid, as the modules are" : "dashed, as the peers are");
+            char *set = peer ? d->peer_colours : d->module_colours;
+            if (!strstr(set, colour) && strlen(set) + strlen(colour) < sizeof d->peer_colours)
+                strcat(set, colour);
+            if (peer)
+                d->peers++;
+            else
+                d->modules++;
+            if (strlen(d->titles) + strlen(title) + 3 < sizeof d->titles)
+                strcat(strcat(strcat(d->titles, "|"), title), "|");
+        }
+        g = next;
+    }
+    free(text);
+    /* no peer in a module's colour */
+    for (char *c = d->peer_colours, *e; *c; c = e + 1) {
+        e = strchr(c, '|');
+        char one[64];
+        snprintf(one, sizeof one, "%.*s|", (int)(e - c), c);
+        CHECK(!strstr(d->module_colours, one), "%s: a peer is drawn in module colour %s", path,
+              one);
+    }
+}
+
+/* Every module row of the vs-peers TSV names the best ok peer, with ratio = its median / the
+ * module's; returns the number of rows. */
+static int check_vs_peers_tsv(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    CHECK(f, "no %s", path);
+    if (!f)
+        return 0;
+    static char header[4096], line[4096];
+    int rows = 0;
+    if (!fgets(header, sizeof header, f))
+        header[0] = 0;
+    static const char *const cols[] = { "module", "sweep", "dataset", "vocab", "batch", "k", "p",
+                                        "module_us", "best_peer", "best_peer_us", "ratio", NULL };
+    for (int i = 0; cols[i]; i++)
+        CHECK(column_of(header, cols[i]) >= 0, "%s lacks column %s", path, cols[i]);
+    while (fgets(line, sizeof line, f)) {
+        char module[160], best[160];
+        get(header, line, "module", module, sizeof module);
+        get(header, line, "best_peer", best, sizeof best);
+        double mine = get_num(header, line, "module_us");
+        double theirs = get_num(header, line, "best_peer_us");
+        double ratio = get_num(header, line, "ratio");
+        CHECK(!is_peer_name(module), "%s: peer %s in the module column", path, module);
+        CHECK(strcmp(best, BEST_PEER) == 0, "%s: best peer of a %s cell is '%s', want '%s'", path,
+              module, best, BEST_PEER);
+        CHECK(mine > 0 && fabs(ratio - theirs / mine) <= 1e-4 * ratio,
+              "%s: %s ratio %g, but %g / %g", path, module, ratio, theirs, mine);
+        rows++;
+    }
+    fclose(f);
+    return rows;
+}
+
+TEST(figures_peers_drawn_in_their_own_style_and_against_the_modules)
+{
+    const char *res = peer_results();
+    REQUIRE(res, "could not make the results file with peers");
+    char dir[512], out[8192], path[600];
+    snprintf(dir, sizeof dir, "%s/figs-peers-out", scratch_dir());
+    int rc = run_cmd(out, sizeof out,
+                     "FIGURE_FORMATS='png pdf svg' TOPKP=%s bash scripts/figures.sh %s %s",
+                     topkp_bin(), res, dir);
+    REQUIRE(rc == 0, "figures.sh failed (%d): %s", rc, out);
+    REQUIRE(listed_kind(dir, "figs-peers", "vs-peers"), "no vs-peers figure for a file with peers");
+    check_drawn(dir, "figs-peers", "-vs-peers");
+    snprintf(path, sizeof path, "%s/figs-peers-vs-peers.tsv", dir);
+    /* naive_sort and qrita in 2 vocab x 2 batch x 3 modes, rtopk in the 4 top-k cells */
+    int rows = check_vs_peers_tsv(path);
+    CHECK(rows == 2 * 12 + 4, "%d module cells against peers, want %d", rows, 2 * 12 + 4);
+
+    /* every figure that draws modules draws the peers too, dashed and in colours of their own */
+    static const char *const with_peers[] = { "", "-throughput", "-speedup", "-memory", NULL };
+    for (int i = 0; with_peers[i]; i++) {
+        struct drawn d;
+        snprintf(path, sizeof path, "%s/figs-peers%s.svg", dir, with_peers[i]);
+        read_svg(path, &d);
+        CHECK(d.peers > 0 && d.modules > 0, "%s draws %d peer and %d module lines", path, d.peers,
+              d.modules);
+        CHECK(!strstr(d.titles, "order=") && !strstr(d.titles, "sglang"),
+              "%s: a legend shows an option that never varies, or a failed peer: %s", path,
+              d.titles);
+        for (int p = 0; i > 0 && p < N_FAKE_PEERS; p++) {
+            const char *name = fake_peers[p].legend;
+            CHECK(!name || strokes(&d, name) >= 2,
+                  "%s: the line %s is in %d plots, want the key strip's and a panel's", path,
+                  name, name ? strokes(&d, name) : 0);
+        }
+    }
+    struct drawn vs;
+    snprintf(path, sizeof path, "%s/figs-peers-vs-peers.svg", dir);
+    read_svg(path, &vs);
+    CHECK(vs.modules > 0 && vs.peers == 0, "%s draws %d module and %d peer lines", path,
+          vs.modules, vs.peers);
 }
