@@ -168,7 +168,7 @@ static void list_peers(int probe)
     int rc = 0;
     if (probe) {
         struct tkp_peer_session s;
-        tkp_peer_session_init(&s, TKP_CPU, 0, 0);
+        tkp_peer_session_init(&s, TKP_CPU, 0, 0, NULL);
         rc = tkp_peer_probe(&s, on_probe, &found, &err);
         tkp_peer_session_close(&s);
     }
@@ -181,13 +181,11 @@ static void list_peers(int probe)
         for (int j = 0; j < found.n; j++)
             if (strcmp(found.peer[j].name, a->name) == 0)
                 p = &found.peer[j];
-        if (!probe)
-            ;
-        else if (rc)
+        if (probe && rc)
             printf("    importable here: unknown (%s)\n", err.msg);
-        else if (!p)
+        else if (probe && !p)
             printf("    importable here: unknown (peers/catalog.py does not list it)\n");
-        else
+        else if (probe)
             printf("    importable here: %s (%s)\n", p->available ? "yes" : "no", p->info);
         print_options(a);
     }

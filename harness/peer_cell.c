@@ -1,5 +1,7 @@
 /* peer_cell.c — see peer_cell.h. */
 #include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,13 +13,84 @@
 #include "peer_cell.h"
 #include "timing.h"
 
+/* The session whose scratch folder a signal must remove (one per process). */
+static struct tkp_peer_session *signalled;
+
+/* Remove the scratch folder's files (the names this file gives them) and the folder. */
+static void remove_scratch(const char *dir, int files)
+{
+    char path[800];
+    for (int i = 1; i <= files; i++) {
+        snprintf(path, sizeof path, "%s/logits-%d.f32", dir, i);
+        unlink(path);
+    }
+    snprintf(path, sizeof path, "%s/kept.u8", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/samples.i64", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+static void on_fatal_signal(int sig)
+{
+    struct tkp_peer_session *s = signalled;
+    if (s && s->worker.pid > 0)
+        kill(-s->worker.pid, SIGKILL);
+    if (s && s->scratch[0])
+        remove_scratch(s->scratch, s->files);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Is process `pid` running (a zombie, killed but not yet waited for, is not)? */
+static int process_running(int pid)
+{
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return 0;
+    char path[64], state = 0;
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    int got = f ? fscanf(f, "%*d (%*[^)]) %c", &state) : 0;
+    if (f)
+        fclose(f);
+    return !(got == 1 && (state == 'Z' || state == 'X'));
+}
+
+/* Remove what killed runs left in `tmp`: folders topkp-peers-<pid>-* of processes gone. */
+static void remove_stale_scratch(const char *tmp)
+{
+    DIR *d = opendir(tmp);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        int pid = 0;
+        if (sscanf(e->d_name, "topkp-peers-%d-", &pid) != 1 || pid <= 0 || process_running(pid))
+            continue;
+        char dir[600];
+        snprintf(dir, sizeof dir, "%s/%s", tmp, e->d_name);
+        DIR *inner = opendir(dir);
+        for (struct dirent *f; inner && (f = readdir(inner));) {
+            char path[900];
+            snprintf(path, sizeof path, "%s/%s", dir, f->d_name);
+            if (f->d_name[0] != '.')
+                unlink(path);
+        }
+        if (inner)
+            closedir(inner);
+        rmdir(dir);
+    }
+    if (d)
+        closedir(d);
+}
+
 void tkp_peer_session_init(struct tkp_peer_session *s, enum tkp_backend backend,
-                           long long l2_bytes, double max_clock_mhz)
+                           long long l2_bytes, double max_clock_mhz, struct tkp_results *res)
 {
     memset(s, 0, sizeof *s);
     s->backend = backend;
     s->flush_bytes = backend == TKP_GPU ? 2 * l2_bytes : 0; /* as the module timer (gpu.cu) */
     s->max_clock_mhz = max_clock_mhz;
+    s->res = res;
+    if (res && tkp_results_attr_get(res, "peer_packages", s->packages, sizeof s->packages))
+        s->packages[0] = 0; /* a new file, or one without peers yet */
 }
 
 static int scratch_ready(struct tkp_peer_session *s, struct tkp_error *err)
@@ -25,12 +98,18 @@ static int scratch_ready(struct tkp_peer_session *s, struct tkp_error *err)
     if (s->scratch[0])
         return TKP_OK;
     const char *tmp = getenv("TMPDIR");
-    snprintf(s->scratch, sizeof s->scratch, "%s/topkp-peers-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(s->scratch)) {
+    tmp = tmp && *tmp ? tmp : "/tmp";
+    remove_stale_scratch(tmp);
+    snprintf(s->scratch, sizeof s->scratch, "%s/topkp-peers-%d-XXXXXX", tmp, (int)getpid());
+    if (strpbrk(s->scratch, "\t\n") || !mkdtemp(s->scratch)) {
         tkp_error_set(err, "cannot create a scratch folder %s for the peers", s->scratch);
         s->scratch[0] = 0;
         return TKP_EINVAL;
     }
+    signalled = s;
+    signal(SIGTERM, on_fatal_signal);
+    signal(SIGINT, on_fatal_signal);
+    signal(SIGHUP, on_fatal_signal);
     return TKP_OK;
 }
 
@@ -39,17 +118,10 @@ void tkp_peer_session_close(struct tkp_peer_session *s)
     tkp_peer_worker_stop(&s->worker);
     if (!s->scratch[0])
         return;
-    DIR *d = opendir(s->scratch);
-    for (struct dirent *e; d && (e = readdir(d));) {
-        char path[800];
-        snprintf(path, sizeof path, "%s/%s", s->scratch, e->d_name);
-        if (e->d_name[0] != '.')
-            unlink(path);
-    }
-    if (d)
-        closedir(d);
-    rmdir(s->scratch);
+    remove_scratch(s->scratch, s->files);
     s->scratch[0] = 0;
+    if (signalled == s)
+        signalled = NULL;
 }
 
 int tkp_peer_input_write(struct tkp_peer_session *s, const float *logits, int64_t rows,
@@ -62,7 +134,8 @@ int tkp_peer_input_write(struct tkp_peer_session *s, const float *logits, int64_
     size_t bytes = sizeof(float) * (size_t)(rows * vocab);
     FILE *f = fopen(in->path, "wb");
     size_t put = f ? fwrite(logits, 1, bytes, f) : 0;
-    if (!f || put != bytes || fclose(f) != 0) {
+    int closed = f ? fclose(f) == 0 : 0; /* always closed: an open unlinked file keeps its blocks */
+    if (!f || put != bytes || !closed) {
         tkp_error_set(err, "cannot write the peers' copy of the logits to %s (%zu of %zu bytes)",
                       in->path, put, bytes);
         unlink(in->path);
@@ -103,7 +176,9 @@ static int reply_status(struct tkp_peer_session *s, const struct tkp_peer_reply 
     const char *restart = tkp_peer_field(r, "restart");
     if (restart && strcmp(restart, "1") == 0)
         tkp_peer_worker_stop(&s->worker); /* its CUDA context is broken */
-    return strcmp(r->status, "unsupported") == 0 ? TKP_EUNSUPPORTED : TKP_EINVAL;
+    return strcmp(r->status, "unsupported") == 0 ? TKP_EUNSUPPORTED
+           : strcmp(r->status, "oom") == 0       ? TKP_ENOMEM
+                                                 : TKP_EINVAL;
 }
 
 static int request(struct tkp_peer_session *s, const char *line, double deadline_us,
@@ -145,10 +220,11 @@ static int read_output(const char *path, void *dst, size_t bytes, struct tkp_err
 {
     FILE *f = fopen(path, "rb");
     size_t got = f ? fread(dst, 1, bytes, f) : 0;
+    int extra = f && fgetc(f) != EOF;
     if (f)
         fclose(f);
     unlink(path);
-    if (got != bytes) {
+    if (got != bytes || extra) {
         tkp_error_set(err, "the peer's output %s holds %zu bytes, expected %zu", path, got, bytes);
         return TKP_EINVAL;
     }
@@ -164,19 +240,25 @@ static void note_package(struct tkp_peer_session *s, const char *peer, const cha
         return;
     size_t used = strlen(s->packages);
     snprintf(s->packages + used, sizeof s->packages - used, "%s%s", used ? "; " : "", entry);
+    if (s->res) /* written at once, so that a killed run keeps it */
+        tkp_results_attr(s->res, "peer_packages", s->packages);
 }
 
 static int open_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
                      const struct tkp_peer_input *in, double deadline_us, struct tkp_error *err)
 {
     char line[2048];
-    snprintf(line, sizeof line,
-             "open\tpeer=%s\tlogits=%s\trows=%lld\tbatch=%lld\tvocab=%lld\tk=%d\tp=%.9g\t"
-             "device=%s\tseed=%llu\tflush_bytes=%lld\toptions=%s",
-             cell->algo->name, in->path, (long long)in->rows, (long long)cell->batch,
-             (long long)cell->vocab, cell->k, (double)cell->p,
-             s->backend == TKP_GPU ? "cuda" : "cpu", (unsigned long long)cell->seed,
-             s->flush_bytes, cell->options);
+    int len = snprintf(line, sizeof line,
+                       "open\tpeer=%s\tlogits=%s\trows=%lld\tbatch=%lld\tvocab=%lld\tk=%d\t"
+                       "p=%.9g\tdevice=%s\tseed=%llu\tflush_bytes=%lld\toptions=%s",
+                       cell->algo->name, in->path, (long long)in->rows, (long long)cell->batch,
+                       (long long)cell->vocab, cell->k, (double)cell->p,
+                       s->backend == TKP_GPU ? "cuda" : "cpu", (unsigned long long)cell->seed,
+                       s->flush_bytes, cell->options);
+    if (len < 0 || (size_t)len >= sizeof line) {
+        tkp_error_set(err, "the peer request for %s is too long (%d bytes)", cell->algo->name, len);
+        return TKP_EINVAL;
+    }
     struct tkp_peer_reply r;
     int rc = request(s, line, deadline_us, &r, err);
     if (rc)
@@ -199,8 +281,12 @@ static int fetch_outputs(struct tkp_peer_session *s, const struct tkp_batch *b, 
     char line[1400], kept_path[600], samples_path[600];
     snprintf(kept_path, sizeof kept_path, "%s/kept.u8", s->scratch);
     snprintf(samples_path, sizeof samples_path, "%s/samples.i64", s->scratch);
-    snprintf(line, sizeof line, "fetch\tkept=%s\tsamples=%s\tdraws=%d", kept ? kept_path : "",
-             drawn ? samples_path : "", draws);
+    int len = snprintf(line, sizeof line, "fetch\tkept=%s\tsamples=%s\tdraws=%d",
+                       kept ? kept_path : "", drawn ? samples_path : "", draws);
+    if (len < 0 || (size_t)len >= sizeof line) {
+        tkp_error_set(err, "the peer's scratch path %s is too long", s->scratch);
+        return TKP_EINVAL;
+    }
     struct tkp_peer_reply r;
     int rc = request(s, line, deadline_us, &r, err);
     if (rc)
@@ -226,8 +312,11 @@ int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
     struct peer_reps reps = { s, tkp_now_us() + cell->timing.timeout * 1e6 };
     rc = open_cell(s, cell, in, reps.deadline_us, err);
     struct tkp_rep_source src = { peer_warm, peer_take, &reps };
+    struct tkp_timing timing = cell->timing;
+    if (timing.warmup < 1)
+        timing.warmup = 1; /* a peer's first call compiles (Triton) or allocates its caches */
     if (!rc)
-        rc = tkp_time_repetitions(&cell->timing, &src, s->max_clock_mhz, samples, n_samples,
+        rc = tkp_time_repetitions(&timing, &src, s->max_clock_mhz, samples, n_samples,
                                   &row->throttled, err);
     int64_t extra = 0;
     if (!rc)
@@ -237,13 +326,13 @@ int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
         struct tkp_error ignored;
         tkp_peer_request(&s->worker, "close", tkp_now_us() + 10e6, NULL, NULL, &r, &ignored);
     }
+    if (rc)
+        return rc;
     row->workspace_bytes = extra;
     row->peak_device_bytes = s->backend == TKP_GPU
                                  ? extra + (int64_t)(sizeof(float) * (size_t)(b->batch * b->vocab))
                                  : 0;
-    if (!rc)
-        rc = tkp_row_judge(row, b, kept, drawn, draws, cell->verify_rows, 0, err);
-    return rc;
+    return tkp_row_judge(row, b, kept, drawn, draws, cell->verify_rows, 0, err);
 }
 
 /* The probe's per-peer lines, handed on to the caller's function. */

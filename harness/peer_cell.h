@@ -21,6 +21,7 @@ struct tkp_peer_session {
     double max_clock_mhz;   /* samples below 90% of it are throttled (0: unknown) */
     int files;              /* logits files written, for unique names */
     char packages[2048];    /* "peer: package version; ..." of every peer that opened */
+    struct tkp_results *res; /* where packages goes, as root attribute peer_packages */
 };
 
 /* The rows a peer reads: a raw float32 file of rows x vocab values and its CRC-32. */
@@ -30,8 +31,11 @@ struct tkp_peer_input {
     uint32_t crc;
 };
 
+/* A session writing peer_packages into `res` (may be NULL), continuing what `res` holds. On
+ * SIGTERM, SIGINT or SIGHUP the worker is killed and the scratch folder removed; a folder that
+ * a killed run left behind is removed when the next session makes its own. */
 void tkp_peer_session_init(struct tkp_peer_session *s, enum tkp_backend backend,
-                           long long l2_bytes, double max_clock_mhz);
+                           long long l2_bytes, double max_clock_mhz, struct tkp_results *res);
 /* Stop the worker and remove the scratch folder (packages stays readable). */
 void tkp_peer_session_close(struct tkp_peer_session *s);
 /* Write rows x vocab logits to a new file of the scratch folder. */

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,10 +47,10 @@ int tkp_peer_script(char *path, size_t n, struct tkp_error *err)
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (len > 0) {
         exe[len] = 0;
-        const char *dir = dirname(exe); /* build/topkp, build/cpu/topkp or build/gpu/topkp */
+        const char *bin = dirname(exe); /* build/topkp, build/cpu/topkp or build/gpu/topkp */
         const char *ups[] = { "", "/..", "/../.." };
         for (int i = 0; i < 3; i++) {
-            snprintf(path, n, "%s%s/peers/worker.py", dir, ups[i]);
+            snprintf(path, n, "%s%s/peers/worker.py", bin, ups[i]);
             if (access(path, R_OK) == 0)
                 return TKP_OK;
         }
@@ -57,49 +59,80 @@ int tkp_peer_script(char *path, size_t n, struct tkp_error *err)
     return TKP_EINVAL;
 }
 
+/* The worker's argv: the interpreter's words, "-u", the script (words point into buf). */
+static void worker_argv(const char *script, char *buf, size_t n, char *argv[16])
+{
+    int count = 0;
+    snprintf(buf, n, "%s", tkp_peer_python());
+    for (char *save, *word = strtok_r(buf, " ", &save); word && count < 13;
+         word = strtok_r(NULL, " ", &save))
+        argv[count++] = word;
+    argv[count++] = "-u";
+    argv[count++] = (char *)script;
+    argv[count] = NULL;
+}
+
+/* In the child, before exec: its own process group (so that stopping it also stops what it
+ * spawns), death with the harness, stdin and stdout on the pipes, fd 3 on `report` (closed by
+ * a successful exec), and no other descriptor of the harness's (the results file, the pipes
+ * of an earlier worker). */
+static void child_setup(int in, int out, int report)
+{
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1)
+        _exit(127); /* the harness is already gone */
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(report, 3);
+    fcntl(3, F_SETFD, FD_CLOEXEC);
+    if (syscall(SYS_close_range, 4, ~0U, 0) != 0)
+        for (int fd = 4; fd < 4096; fd++)
+            close(fd);
+}
+
+static void close_pair(int fd[2])
+{
+    for (int i = 0; i < 2; i++)
+        if (fd[i] >= 0)
+            close(fd[i]);
+}
+
 static int worker_start(struct tkp_peer_worker *w, struct tkp_error *err)
 {
-    char script[PATH_MAX];
+    char script[PATH_MAX], words[512], *argv[16];
     int rc = tkp_peer_script(script, sizeof script, err);
     if (rc)
         return rc;
-    int in[2], out[2], alive[2];
-    if (pipe(in) || pipe(out) || pipe2(alive, O_CLOEXEC)) {
+    worker_argv(script, words, sizeof words, argv);
+    int in[2] = { -1, -1 }, out[2] = { -1, -1 }, alive[2] = { -1, -1 };
+    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(alive, O_CLOEXEC)) {
         tkp_error_set(err, "cannot create pipes for the peer worker: %s", strerror(errno));
+        close_pair(in);
+        close_pair(out);
+        close_pair(alive);
         return TKP_EDEVICE;
     }
     signal(SIGPIPE, SIG_IGN); /* a dead worker is an error reply, not the harness's death */
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[1]);
-        close(out[0]);
-        close(alive[0]);
-        char words[512], *argv[16];
-        int n = 0;
-        snprintf(words, sizeof words, "%s", tkp_peer_python());
-        for (char *save, *w = strtok_r(words, " ", &save); w && n < 13; w = strtok_r(NULL, " ", &save))
-            argv[n++] = w;
-        argv[n++] = "-u";
-        argv[n++] = script;
-        argv[n] = NULL;
+        child_setup(in[0], out[1], alive[1]);
         execvp(argv[0], argv);
         int e = errno;
-        if (write(alive[1], &e, sizeof e) < 0)
-            _exit(127);
+        ssize_t ignored = write(3, &e, sizeof e);
+        (void)ignored;
         _exit(127);
     }
+    int fork_errno = errno, child_errno = 0;
     close(in[0]);
     close(out[1]);
     close(alive[1]);
-    int child_errno = 0;
     ssize_t got = pid > 0 ? read(alive[0], &child_errno, sizeof child_errno) : 0;
     close(alive[0]);
     if (pid < 0 || got > 0) {
         tkp_error_set(err, "cannot start the peer worker `%s %s`: %s", tkp_peer_python(), script,
-                      strerror(pid < 0 ? errno : child_errno));
+                      strerror(pid < 0 ? fork_errno : child_errno));
         close(in[1]);
         close(out[0]);
         if (pid > 0)
@@ -107,10 +140,19 @@ static int worker_start(struct tkp_peer_worker *w, struct tkp_error *err)
         return TKP_EDEVICE;
     }
     w->pid = pid;
+    w->reaped = w->status = 0;
     w->to = in[1];
     w->from = out[0];
     w->used = 0;
     return TKP_OK;
+}
+
+/* Has the worker exited? Reaps it once and remembers that it did, and its status. */
+static int worker_gone(struct tkp_peer_worker *w)
+{
+    if (!w->reaped && waitpid(w->pid, &w->status, WNOHANG) == w->pid)
+        w->reaped = 1;
+    return w->reaped;
 }
 
 void tkp_peer_worker_stop(struct tkp_peer_worker *w)
@@ -119,42 +161,32 @@ void tkp_peer_worker_stop(struct tkp_peer_worker *w)
         return;
     close(w->to);
     close(w->from);
-    for (int i = 0; i < 20 && waitpid(w->pid, NULL, WNOHANG) == 0; i++)
+    for (int i = 0; i < 20 && !worker_gone(w); i++)
         usleep(10000); /* EOF on its stdin ends it; give it 0.2 s */
-    if (kill(w->pid, SIGKILL) == 0)
+    kill(-w->pid, SIGKILL); /* its process group: what it spawned goes too */
+    if (!w->reaped)
         waitpid(w->pid, NULL, 0);
     w->pid = 0;
 }
 
-/* Why the worker went away, for the error message. */
+/* Why the worker went away, for the error message; it is stopped. */
 static void death_message(struct tkp_peer_worker *w, const char *what, struct tkp_error *err)
 {
-    int status = 0;
     char how[64] = "it closed its output";
-    pid_t gone = 0;
-    for (int i = 0; i < 100 && gone == 0; i++) { /* a closed pipe comes just before the exit */
-        gone = waitpid(w->pid, &status, WNOHANG);
-        if (gone == 0)
-            usleep(10000);
-    }
-    if (gone == w->pid) {
-        if (WIFSIGNALED(status))
-            snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(status));
-        else if (WIFEXITED(status))
-            snprintf(how, sizeof how, "exited with status %d", WEXITSTATUS(status));
-        w->pid = 0; /* reaped: stop only closes the pipes */
-        close(w->to);
-        close(w->from);
-        tkp_error_set(err, "the peer worker died during `%s` (%s); it is restarted for the next cell",
-                      what, how);
-        return;
-    }
-    tkp_error_set(err, "the peer worker failed during `%s` (%s); it is restarted for the next cell",
-                  what, how);
+    for (int i = 0; i < 100 && !worker_gone(w); i++)
+        usleep(10000); /* a closed pipe comes just before the exit */
+    if (w->reaped && WIFSIGNALED(w->status))
+        snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(w->status));
+    else if (w->reaped && WIFEXITED(w->status))
+        snprintf(how, sizeof how, "exited with status %d", WEXITSTATUS(w->status));
+    tkp_error_set(err, "the peer worker %s during `%s` (%s); it is restarted for the next cell",
+                  w->reaped ? "died" : "failed", what, how);
     tkp_peer_worker_stop(w);
 }
 
-/* The next line of the worker's output into line[], waiting until deadline_us. */
+/* The next line of the worker's output into line[], waiting until deadline_us. The wait is cut
+ * into slices so that a worker that died while something it spawned keeps the pipe open is
+ * noticed at once. */
 static int read_line(struct tkp_peer_worker *w, char *line, size_t n, double deadline_us,
                      const char *what, struct tkp_error *err)
 {
@@ -170,17 +202,21 @@ static int read_line(struct tkp_peer_worker *w, char *line, size_t n, double dea
         if (w->used == sizeof w->buf)
             w->used = 0; /* an over-long line: drop it rather than stall */
         double left_ms = (deadline_us - tkp_now_us()) / 1e3;
-        struct pollfd pfd = { .fd = w->from, .events = POLLIN };
-        int ready = left_ms > 0 ? poll(&pfd, 1, left_ms > 1e9 ? 1000000000 : (int)left_ms + 1) : 0;
-        if (ready < 0 && errno == EINTR)
-            continue;
-        if (ready <= 0) {
+        if (left_ms <= 0) {
             tkp_error_set(err, "the peer did not answer `%s` within the cell's time limit "
                           "(timing.timeout); the worker was killed and is restarted for the next cell",
                           what);
             tkp_peer_worker_stop(w);
             return TKP_EDEVICE;
         }
+        struct pollfd pfd = { .fd = w->from, .events = POLLIN };
+        int ready = poll(&pfd, 1, left_ms > 500 ? 500 : (int)left_ms + 1);
+        if (ready == 0 && worker_gone(w)) {
+            death_message(w, what, err);
+            return TKP_EDEVICE;
+        }
+        if (ready <= 0)
+            continue; /* EINTR or a slice without output */
         ssize_t got = read(w->from, w->buf + w->used, sizeof w->buf - w->used);
         if (got < 0 && errno == EINTR)
             continue;

@@ -10,7 +10,8 @@
 #include "../algos/tkp.h"
 
 struct tkp_peer_worker {
-    pid_t pid;             /* 0: not running */
+    pid_t pid;             /* 0: not running; also its process group */
+    int reaped, status;    /* it has exited and was waited for; its wait status */
     int to, from;          /* its stdin, its protocol output */
     char buf[8192];        /* bytes read but not yet returned as a line */
     size_t used;
@@ -25,7 +26,8 @@ struct tkp_peer_reply {
 };
 
 /* The interpreter ($TOPKP_PYTHON, words split at spaces, e.g. "python3 -X dev"; else the
- * .venv-peers/ of scripts/install-peers.sh beside the peers/ folder when it exists; else python3) and the worker script ($TOPKP_PEERS_DIR, else
+ * .venv-peers/ of scripts/install-peers.sh beside the peers/ folder when it exists; else
+ * python3) and the worker script ($TOPKP_PEERS_DIR, else
  * the peers/ folder found from the executable's place: beside it or one or two levels up). */
 const char *tkp_peer_python(void);
 int tkp_peer_script(char *path, size_t n, struct tkp_error *err);

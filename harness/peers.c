@@ -16,7 +16,8 @@ static const char *const order_choices[] = { "top_k_first", "joint", NULL };
 
 #define INPUT_OPTION                                                                          \
     { "input", "probs: the kernel alone, on a softmax computed outside the timed region; "   \
-               "softmax: FlashInfer's softmax and the kernel, timed together",                \
+               "softmax: a softmax (FlashInfer's; torch's for SGLang) and the kernel, timed "  \
+               "together",                                                                    \
       TKP_OPT_ENUM, offsetof(struct peer_opts, input), 0, 0, 1, input_choices }
 #define ORDER_OPTION                                                                          \
     { "order", "filter_apply_order: top_k_first (the contract's order) or joint (both "      \

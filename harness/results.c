@@ -162,6 +162,11 @@ int tkp_results_attr(struct tkp_results *r, const char *name, const char *value)
     return h5_set_attr_str(r->file, name, value);
 }
 
+int tkp_results_attr_get(struct tkp_results *r, const char *name, char *buf, size_t n)
+{
+    return h5_get_attr_str(r->file, name, buf, n);
+}
+
 int tkp_results_attr_num(struct tkp_results *r, const char *name, double value)
 {
     return h5_set_attr_f64(r->file, name, value);

@@ -36,6 +36,8 @@ void tkp_results_close(struct tkp_results *r);
 /* Root provenance attribute (string). */
 int tkp_results_attr(struct tkp_results *r, const char *name, const char *value);
 int tkp_results_attr_num(struct tkp_results *r, const char *name, double value);
+/* Read a root string attribute into buf; non-zero when it is absent. */
+int tkp_results_attr_get(struct tkp_results *r, const char *name, char *buf, size_t n);
 /* Store the text of a loaded config file under /config/<name> (once). */
 int tkp_results_config(struct tkp_results *r, const char *name, const char *text);
 /* Append one cell and its repetition times, then flush the file. */

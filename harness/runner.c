@@ -323,7 +323,7 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
         env.max_clock_mhz = props.max_sm_clock_mhz;
         l2_bytes = props.l2_bytes;
     }
-    tkp_peer_session_init(&env.peers, args->backend, l2_bytes, env.max_clock_mhz);
+    tkp_peer_session_init(&env.peers, args->backend, l2_bytes, env.max_clock_mhz, res);
     env.copy_gbps = tkp_measure_copy_gbps(args->backend);
     if (!args->resume)
         tkp_provenance_write(res, args->backend, args->argc, args->argv, env.copy_gbps);
@@ -359,8 +359,6 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     char now[64];
     tkp_utc_now(now, sizeof now);
     tkp_results_attr(res, "end_time", now);
-    if (env.peers.packages[0])
-        tkp_results_attr(res, "peer_packages", env.peers.packages);
     tkp_results_close(res);
     cache_free(&env.cache);
     tkp_peer_session_close(&env.peers);

@@ -3,7 +3,8 @@ device, k and p in the harness's convention (top-k off when k <= 0 or k >= V, to
 p >= 1), and the forms the peer libraries take them in."""
 
 
-SMALLEST_P = 1.401298464324817e-45  # the smallest positive float32 (a denormal)
+SMALLEST_P = 1.1754943508222875e-38  # FLT_MIN, the smallest normal float32: kernels built with
+# fast math flush a denormal to 0, which would turn "keep the first token" into p = 0
 
 
 class Unsupported(Exception):
@@ -21,6 +22,7 @@ class Cell:
         self.topk_on = 0 < k < self.vocab
         self.topp_on = p < 1.0
         self._probs = None
+        self._generator = None
 
     def option(self, name, default):
         return self.options.get(name, default)
@@ -33,8 +35,8 @@ class Cell:
     @property
     def p_float(self):
         """p as the libraries take it: 1.0 when top-p is off; p <= 0, which the contract reads
-        as "keep the first token", as the smallest positive float32 (the libraries take p in
-        (0, 1], and the shortest prefix with mass >= that p is the first token)."""
+        as "keep the first token", as SMALLEST_P (the libraries take p in (0, 1], and the
+        shortest prefix with mass >= that p is the first token, whose mass is >= 1/V)."""
         if not self.topp_on:
             return 1.0
         return self.p if self.p > 0 else SMALLEST_P
@@ -53,10 +55,17 @@ class Cell:
         return self._probs
 
     def generator(self):
-        """A generator on the cell's device seeded with the cell's seed (draws repeat run to run)."""
-        g = self.torch.Generator(device=self.device)
-        g.manual_seed(self.seed)
-        return g
+        """The cell's generator on its device, seeded with the cell's seed."""
+        if self._generator is None:
+            self._generator = self.torch.Generator(device=self.device)
+            self._generator.manual_seed(self.seed)
+        return self._generator
+
+    def reseed(self):
+        """Back to the seed's first draws, whatever the timed calls consumed: the draws handed
+        to the oracle repeat from run to run."""
+        if self._generator is not None:
+            self._generator.manual_seed(self.seed)
 
     def mask_of_indices(self, indices):
         """bool [B, V], True at the given [B, n] indices."""

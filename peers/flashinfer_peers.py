@@ -81,7 +81,7 @@ def prepare_topk(cell):
 def prepare_cake(cell):
     cake = fi(CAKE)
     k, p, g, probs = cell.k_rows(), cell.p_rows(), cell.generator(), probs_input(cell)
-    route = cake.cake_sampling_route(cell.probs(), k, cell.k_int)
+    route = cake.cake_sampling_route(cell.logits, k, cell.k_int)  # same shape and layout as probs
     if route != "pipeline":
         raise Unsupported(f"the cake pipeline does not serve this cell ({route}; it needs "
                           f"1 <= k <= 1024 and k < V); its fallback is another sampler")

@@ -10,7 +10,7 @@ CPU) with L2 flushed first, and hands back the kept masks or draws. A peer libra
 to stdout: the protocol therefore runs on a private copy of the original stdout, and fd 1 is
 pointed at stderr before any peer is imported.
 
-Requests (replies are `ok ...`, `unsupported msg=...` or `error msg=...`):
+Requests (replies are `ok ...`, `unsupported msg=...`, `oom msg=...` or `error msg=...`):
   probe                          one `peer name=.. available=0|1 info=..` line per peer, then ok
   open peer= logits= rows= batch= vocab= k= p= device=cpu|cuda seed= flush_bytes= options=
                                  -> ok crc=<crc32 of the file's bytes> info=<package version>
@@ -37,7 +37,8 @@ from cell import Cell, Unsupported  # noqa: E402
 HOLD_US = 1000  # the GPU-side wait between the L2 flush and the start event (Session.hold)
 KEEP_FILES = 6  # logits files kept loaded, the newest (the harness's cache keeps up to 8)
 # Test hook: TOPKP_PEER_FAULT=WHAT[:PEER] makes every `rep` of PEER's cells (of every peer's,
-# without :PEER) raise, hang or exit, or makes `open` report a wrong CRC (WHAT = crc).
+# without :PEER) raise, hang, exit, exit leaving a child that holds the pipes (orphan) or write
+# into the input logits (write), or makes `open` report a wrong CRC (WHAT = crc).
 FAULT, _, FAULT_PEER = os.environ.get("TOPKP_PEER_FAULT", "").partition(":")
 
 
@@ -50,6 +51,13 @@ def clean(text):
 def reply(status, **fields):
     parts = [status] + [f"{k}={clean(v)}" for k, v in fields.items()]
     PROTO.write("\t".join(parts) + "\n")
+
+
+def device_checksum(x):
+    """Two sums of the float32 bit patterns, on the tensor's device: a write changes them."""
+    import torch
+    bits = x.view(torch.int32)
+    return int(bits.sum(dtype=torch.int64)), int((bits & 0xFFFF).sum(dtype=torch.int64))
 
 
 def parse(line):
@@ -88,8 +96,9 @@ class Session:
             host = torch.from_numpy(np.frombuffer(raw, dtype=np.float32).reshape(rows, vocab).copy())
             while len(self.files) >= KEEP_FILES:  # the oldest first (dicts keep insertion order)
                 self.files.pop(next(iter(self.files)))
-            self.files[key] = (host.to(device), zlib.crc32(raw))
-        return self.files[key]
+            logits = host.to(device)
+            self.files[key] = (logits, zlib.crc32(raw), device_checksum(logits))
+        return self.files[key][:2]
 
     def open(self, f):
         self.close()
@@ -105,6 +114,7 @@ class Session:
             raise Unsupported("torch sees no CUDA device")
         rows, batch, vocab = int(f["rows"]), int(f["batch"]), int(f["vocab"])
         logits, crc = self.load(f["logits"], rows, vocab, device)
+        self.cell_key = (f["logits"], device)
         options = dict(o.split("=", 1) for o in f.get("options", "").split(",") if "=" in o)
         self.cell = Cell(torch, logits[:batch], int(f["k"]), float(f["p"]), int(f["seed"]),
                          options)
@@ -125,6 +135,12 @@ class Session:
             time.sleep(3600)
         if self.faulty("exit"):
             os._exit(3)
+        if self.faulty("orphan") and os.fork() != 0:  # the child keeps the pipes open
+            os._exit(3)
+        if self.faulty("orphan"):
+            time.sleep(3600)
+        if self.faulty("write"):
+            self.cell.logits.add_(1.0)
         call = self.call
         call.reset()
         if self.cell.device.type != "cuda":
@@ -168,6 +184,7 @@ class Session:
         torch, call, cell = self.torch, self.call, self.cell
         cuda = cell.device.type == "cuda"
         call.reset()
+        cell.reseed()
         catalog.drop_caches()
         if cuda:
             torch.cuda.synchronize()
@@ -188,16 +205,41 @@ class Session:
                 call.reset()
                 columns.append(call.sample(call.run()).to(torch.int64).cpu())
             torch.stack(columns, dim=1).numpy().tofile(f["samples"])
+        self.check_input_intact()
         return {"extra_bytes": int(extra)}
+
+    def check_input_intact(self):
+        """The cached logits are shared by every later cell of the file: a peer that wrote
+        into them would spoil those cells without the CRC noticing. Compare their checksum
+        with the one taken at load; on a difference drop the file and fail this cell."""
+        key = self.cell_key
+        logits, crc, checksum = self.files[key]
+        if device_checksum(logits) != checksum:
+            del self.files[key]
+            raise RuntimeError(f"{self.peer} wrote into its input logits (their checksum changed); "
+                               "the harness's file is reloaded for the next cell")
 
     def close(self):
         self.cell = self.call = None
+        if self.torch is not None and self.torch.cuda.is_available() and self.torch.cuda.is_initialized():
+            self.torch.cuda.empty_cache()  # the next cell's peer starts from the same pool
 
     def probe(self, f):
         for peer in catalog.PEERS:
             ok, info = peer.available()
             reply("peer", name=peer.name, available=int(ok), info=info)
         return {}
+
+
+def error_reply(e, session):
+    """An exception as a reply: oom for an allocation failure, else error; restart=1 when the
+    CUDA context is broken (the harness then starts a new worker)."""
+    if os.environ.get("TOPKP_PEER_TRACEBACK"):
+        traceback.print_exc()
+    if isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError":  # torch.cuda's
+        reply("oom", msg=f"{type(e).__name__}: {e}")
+    else:
+        reply("error", msg=f"{type(e).__name__}: {e}", restart=int(catalog.device_broken(session.torch)))
 
 
 def main():
@@ -213,9 +255,7 @@ def main():
         except Unsupported as e:
             reply("unsupported", msg=str(e))
         except Exception as e:  # noqa: BLE001  a failing peer is a row, never a crash
-            if os.environ.get("TOPKP_PEER_TRACEBACK"):
-                traceback.print_exc()
-            reply("error", msg=f"{type(e).__name__}: {e}", restart=int(catalog.device_broken(session.torch)))
+            error_reply(e, session)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@
 # peers, and among the peers that start from logits as the modules do (not `input=probs`,
 # whose softmax is computed outside the timed region; FlashInfer's default order=top_k_first is
 # left out of the names). Ratio = peer time / module time, so
-# above 1 the module is faster. Default modules: qrita cake rejection.
+# above 1 the module is faster. Default modules: qrita cake rejection. The fastest peer may
+# return another kind of output (a set module beside a sampler) and may be inexact on some
+# rows: the results file's rows_exact says which.
 set -euo pipefail
 res=${1:?usage: peer-table.sh RESULTS.h5 [MODULE...]}
 shift

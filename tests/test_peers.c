@@ -203,6 +203,73 @@ TEST(peers_raise_hang_and_exit_become_error_rows)
     check_fault("raise", "RuntimeError: TOPKP_PEER_FAULT=raise");
     check_fault("hang", "did not answer `rep` within the cell's time limit");
     check_fault("exit", "the peer worker died during `rep` (exited with status 3)");
+    check_fault("orphan", "the peer worker died during `rep` (exited with status 3)");
+}
+
+TEST(peers_a_peer_that_writes_its_input_fails_alone)
+{
+    if (!torch_ready())
+        return;
+    /* torch.topk adds 1 to the shared logits: its cell fails, and torch.sort after it, on the
+     * same file, gets the harness's logits again and stays exact */
+    char log[1 << 16], status[32], message[300];
+    const char *cfg = "sweep \"write\" { algos = { \"torch.topk\", \"torch.sort\" },\n"
+                      "  dataset = \"gaussian\", vocab = 1000, batch = 4, k = 50, p = 1.0, verify = 4,\n"
+                      "  timing = { warmup = 0, min_reps = 1, max_reps = 1 } }\n";
+    REQUIRE(run_peers("write", "TOPKP_PEER_FAULT=write:torch.topk", cfg, log, sizeof log) == 0,
+            "%s", log);
+    cell_field("torch.topk", NULL, NULL, "status", status, sizeof status);
+    cell_field("torch.topk", NULL, NULL, "message", message, sizeof message);
+    CHECK(strcmp(status, "error") == 0 && strstr(message, "wrote into its input logits"), "%s %s",
+          status, message);
+    cell_field("torch.sort", NULL, NULL, "status", status, sizeof status);
+    cell_field("torch.sort", NULL, NULL, "message", message, sizeof message);
+    CHECK(strcmp(status, "ok") == 0 && !message[0] && cell_int("torch.sort", NULL, NULL, "rows_exact") == 4,
+          "the next peer: %s %s", status, message);
+}
+
+TEST(peers_kill_9_leaves_no_worker_and_resume_completes)
+{
+    if (!torch_ready())
+        return;
+    /* the second cell's peer hangs; topkp is killed with -9 while it waits: the worker must go
+     * with it (it would hold the results file open), the next run must remove the scratch
+     * folder left behind, and --resume must finish the sweep; killed with SIGTERM, topkp
+     * removes its scratch folder itself */
+    char out[1 << 16], tmp[600], cfg_text[512], h5[700];
+    snprintf(tmp, sizeof tmp, "%s/kill9-tmp", scratch_dir());
+    snprintf(h5, sizeof h5, "%s/kill9.h5", scratch_dir());
+    snprintf(cfg_text, sizeof cfg_text,
+             "sweep \"kill9\" { algos = { \"naive_sort\", \"torch.sort\" }, dataset = \"gaussian\",\n"
+             "  vocab = 1000, batch = 2, k = 50, p = 1.0, timing = { timeout = 600 } }\n");
+    const char *cfg = write_scratch("kill9.lua", cfg_text);
+    const char *marker = "-Xpycache_prefix=/tmp/topkp-kill9-marker";
+    const char *pattern = "[X]pycache_prefix=/tmp/topkp-kill9-marker"; /* never matches this shell */
+    REQUIRE(run_cmd(out, sizeof out, "rm -rf %s %s; mkdir -p %s; TMPDIR=%s TOPKP_PEER_FAULT=hang "
+                    "TOPKP_PYTHON='" PYTHON " %s' %s run %s -o %s --backend cpu >/dev/null 2>&1 & "
+                    "echo $!", tmp, h5, tmp, tmp, marker, topkp_bin(), cfg, h5) == 0, "%s", out);
+    int pid = atoi(out);
+    /* a second shell, whose command line holds only the pattern, not the marker */
+    REQUIRE(run_cmd(out, sizeof out, "for i in $(seq 100); do pgrep -f -- '%s' >/dev/null && break; "
+                    "sleep 0.2; done; sleep 1; kill -9 %d; sleep 1; pgrep -f -- '%s' || echo no-worker; "
+                    "ls %s", pattern, pid, pattern, tmp) == 0, "%s", out);
+    CHECK(strstr(out, "no-worker"), "a worker outlived topkp -9: %s", out);
+    CHECK(strstr(out, "topkp-peers-"), "expected the killed run's scratch folder in %s: %s", tmp, out);
+    REQUIRE(run_cmd(out, sizeof out, "TMPDIR=%s TOPKP_PYTHON=" PYTHON " %s run %s -o %s --backend cpu "
+                    "--resume && %s export %s && ls %s | wc -l", tmp, topkp_bin(), cfg, h5,
+                    topkp_bin(), h5, tmp) == 0, "resume failed: %s", out);
+    CHECK(strstr(out, "torch.sort") && strstr(out, "\tok\t"), "resume did not run torch.sort: %s", out);
+    CHECK(out[strlen(out) - 2] == '0', "the stale scratch folder is still in %s: %s", tmp, out);
+    /* SIGTERM (what `timeout` sends): the worker and the scratch folder go at once */
+    REQUIRE(run_cmd(out, sizeof out, "rm -f %s; TMPDIR=%s TOPKP_PEER_FAULT=hang TOPKP_PYTHON='" PYTHON
+                    " %s' %s run %s -o %s --backend cpu >/dev/null 2>&1 & echo $!", h5, tmp, marker,
+                    topkp_bin(), cfg, h5) == 0, "%s", out);
+    pid = atoi(out);
+    REQUIRE(run_cmd(out, sizeof out, "for i in $(seq 100); do pgrep -f -- '%s' >/dev/null && break; "
+                    "sleep 0.2; done; sleep 1; kill -TERM %d; sleep 1; pgrep -f -- '%s' || echo no-worker; "
+                    "ls %s | wc -l", pattern, pid, pattern, tmp) == 0, "%s", out);
+    CHECK(strstr(out, "no-worker") && out[strlen(out) - 2] == '0',
+          "after SIGTERM a worker or the scratch folder is left: %s", out);
 }
 
 TEST(peers_missing_package_or_python_is_a_row)
