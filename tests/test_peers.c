@@ -75,12 +75,21 @@ TEST(peers_python_catalog_names_the_c_peers)
         return;
     char out[1 << 16], names[4096];
     REQUIRE(run_cmd(names, sizeof names, PYTHON " -c 'import sys; sys.path.insert(0, \"peers\"); "
-                    "import catalog; print(\" \".join(p.name for p in catalog.PEERS))'") == 0,
+                    "import catalog; print(\" \".join(p.name + \":\" + \",\".join(p.devices) "
+                    "for p in catalog.PEERS))'") == 0,
             "cannot import peers/catalog.py: %s", names);
     int n_py = 0;
-    for (char *save, *w = strtok_r(names, " \n", &save); w; w = strtok_r(NULL, " \n", &save), n_py++)
-        CHECK(tkp_algo_find(w) && (tkp_algo_find(w)->flags & TKP_PEER),
-              "peers/catalog.py names %s, which harness/peers.c lacks", w);
+    for (char *save, *w = strtok_r(names, " \n", &save); w; w = strtok_r(NULL, " \n", &save), n_py++) {
+        char *devices = strchr(w, ':');
+        REQUIRE(devices, "catalog line %s", w);
+        *devices++ = 0;
+        const struct tkp_algo *a = tkp_algo_find(w);
+        CHECK(a && (a->flags & TKP_PEER), "peers/catalog.py names %s, which harness/peers.c lacks", w);
+        CHECK(!a || !!(a->backends & TKP_CPU) == !!strstr(devices, "cpu"),
+              "%s: peers.c and catalog.py disagree on the CPU backend (catalog: %s)", w, devices);
+        CHECK(!a || !!(a->backends & TKP_GPU) == !!strstr(devices, "cuda"),
+              "%s: peers.c and catalog.py disagree on the GPU backend (catalog: %s)", w, devices);
+    }
     int n_c = 0;
     for (; tkp_peers[n_c]; n_c++)
         ;
