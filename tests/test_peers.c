@@ -69,6 +69,20 @@ static long long cell_int(const char *algo, const char *dataset, const char *mod
     return cell_field(algo, dataset, mode, col, v, sizeof v) ? atoll(v) : -1;
 }
 
+/* Check the status of algo's first cell, and that its message holds `part` (NULL: anything;
+ * "": the message is empty). */
+#define EXPECT_CELL(what, algo, want, part)                                                      \
+    do {                                                                                         \
+        char status_[32], message_[300];                                                         \
+        cell_field(algo, NULL, NULL, "status", status_, sizeof status_);                          \
+        cell_field(algo, NULL, NULL, "message", message_, sizeof message_);                       \
+        const char *part_ = (part);                                                              \
+        CHECK(strcmp(status_, want) == 0 &&                                                      \
+                  (!part_ || (part_[0] ? strstr(message_, part_) != NULL : !message_[0])),       \
+              "%s: %s is %s (%s), expected %s with \"%s\"", what, algo, status_, message_, want,   \
+              part_ ? part_ : "");                                                               \
+    } while (0)
+
 TEST(peers_python_catalog_names_the_c_peers)
 {
     if (!torch_ready())
@@ -160,25 +174,20 @@ TEST(peers_wrong_rows_are_reported_not_hidden)
                       "  batch = 16, k = 50, p = 1.0, verify = 16,\n"
                       "  timing = { warmup = 0, min_reps = 1, max_reps = 1 } }\n";
     REQUIRE(run_peers("ties", "", cfg, log, sizeof log) == 0, "run failed: %s", log);
-    char status[32], message[300];
-    cell_field("torch.topk", NULL, NULL, "status", status, sizeof status);
-    cell_field("torch.topk", NULL, NULL, "message", message, sizeof message);
+    EXPECT_CELL("ties", "torch.topk", "ok", "differ from the oracle; row ");
     long long exact = cell_int("torch.topk", NULL, NULL, "rows_exact");
-    CHECK(strcmp(status, "ok") == 0, "status %s", status);
     CHECK(exact >= 0 && exact < 16, "rows_exact %lld: expected some tied rows to differ", exact);
-    CHECK(strstr(message, "differ from the oracle; row "), "message: %s", message);
 }
 
 TEST(peers_input_check_catches_other_logits)
 {
     if (!torch_ready())
         return;
-    char log[1 << 16], message[300];
+    char log[1 << 16];
     const char *cfg = "sweep \"crc\" { algos = { \"torch.sort\" }, dataset = \"gaussian\",\n"
                       "  vocab = 1000, batch = 2, k = 50, p = 1.0 }\n";
     REQUIRE(run_peers("crc", "TOPKP_PEER_FAULT=crc", cfg, log, sizeof log) == 0, "%s", log);
-    cell_field("torch.sort", NULL, NULL, "message", message, sizeof message);
-    CHECK(strstr(message, "read other logits than the modules"), "message: %s", message);
+    EXPECT_CELL("crc", "torch.sort", "error", "read other logits than the modules");
 }
 
 /* A faulty first peer cell, then a sound peer cell and a module: the fault is a row, the
@@ -193,15 +202,9 @@ static void check_fault(const char *fault, const char *expect)
     double t0 = tkp_now_us();
     REQUIRE(run_peers("fault", env, cfg, log, sizeof log) == 0, "%s: run failed: %s", fault, log);
     double seconds = (tkp_now_us() - t0) * 1e-6;
-    char status[32], message[300];
-    cell_field("torch.topk", NULL, NULL, "status", status, sizeof status);
-    cell_field("torch.topk", NULL, NULL, "message", message, sizeof message);
-    CHECK(strcmp(status, "error") == 0 && strstr(message, expect), "%s: %s %s", fault, status,
-          message);
-    cell_field("torch.sort", NULL, NULL, "status", status, sizeof status);
-    CHECK(strcmp(status, "ok") == 0, "%s: the next peer cell is %s", fault, status);
-    cell_field("naive_sort", NULL, NULL, "status", status, sizeof status);
-    CHECK(strcmp(status, "ok") == 0, "%s: the module cell is %s", fault, status);
+    EXPECT_CELL(fault, "torch.topk", "error", expect);
+    EXPECT_CELL(fault, "torch.sort", "ok", NULL);
+    EXPECT_CELL(fault, "naive_sort", "ok", NULL);
     CHECK(seconds < 60, "%s: the run took %.0f s", fault, seconds);
 }
 
@@ -221,20 +224,15 @@ TEST(peers_a_peer_that_writes_its_input_fails_alone)
         return;
     /* torch.topk adds 1 to the shared logits: its cell fails, and torch.sort after it, on the
      * same file, gets the harness's logits again and stays exact */
-    char log[1 << 16], status[32], message[300];
+    char log[1 << 16];
     const char *cfg = "sweep \"write\" { algos = { \"torch.topk\", \"torch.sort\" },\n"
                       "  dataset = \"gaussian\", vocab = 1000, batch = 4, k = 50, p = 1.0, verify = 4,\n"
                       "  timing = { warmup = 0, min_reps = 1, max_reps = 1 } }\n";
     REQUIRE(run_peers("write", "TOPKP_PEER_FAULT=write:torch.topk", cfg, log, sizeof log) == 0,
             "%s", log);
-    cell_field("torch.topk", NULL, NULL, "status", status, sizeof status);
-    cell_field("torch.topk", NULL, NULL, "message", message, sizeof message);
-    CHECK(strcmp(status, "error") == 0 && strstr(message, "wrote into its input logits"), "%s %s",
-          status, message);
-    cell_field("torch.sort", NULL, NULL, "status", status, sizeof status);
-    cell_field("torch.sort", NULL, NULL, "message", message, sizeof message);
-    CHECK(strcmp(status, "ok") == 0 && !message[0] && cell_int("torch.sort", NULL, NULL, "rows_exact") == 4,
-          "the next peer: %s %s", status, message);
+    EXPECT_CELL("write", "torch.topk", "error", "wrote into its input logits");
+    EXPECT_CELL("write", "torch.sort", "ok", "");
+    CHECK(cell_int("torch.sort", NULL, NULL, "rows_exact") == 4, "the next peer is not exact");
 }
 
 TEST(peers_kill_9_leaves_no_worker_and_resume_completes)
@@ -285,21 +283,14 @@ TEST(peers_missing_package_or_python_is_a_row)
 {
     if (!torch_ready())
         return;
-    char log[1 << 16], status[32], message[300];
+    char log[1 << 16];
     const char *cfg = "sweep \"missing\" { algos = { \"vllm.pytorch\", \"naive_sort\" },\n"
                       "  dataset = \"gaussian\", vocab = 1000, batch = 2, k = 50, p = 1.0 }\n";
     /* -S: no site-packages, so a vllm installed here is hidden; torch is then missing too */
     REQUIRE(run_peers("missing", "TOPKP_PYTHON='" PYTHON " -S'", cfg, log, sizeof log) == 0, "%s", log);
-    cell_field("vllm.pytorch", NULL, NULL, "status", status, sizeof status);
-    cell_field("vllm.pytorch", NULL, NULL, "message", message, sizeof message);
-    CHECK(strcmp(status, "unsupported") == 0 && strstr(message, "cannot be imported"), "%s %s",
-          status, message);
-    cell_field("naive_sort", NULL, NULL, "status", status, sizeof status);
-    CHECK(strcmp(status, "ok") == 0, "the module after it: %s", status);
+    EXPECT_CELL("-S", "vllm.pytorch", "unsupported", "cannot be imported");
+    EXPECT_CELL("-S", "naive_sort", "ok", NULL);
     REQUIRE(run_peers("missing", "TOPKP_PYTHON=/nonexistent/python", cfg, log, sizeof log) == 0,
             "%s", log);
-    cell_field("vllm.pytorch", NULL, NULL, "status", status, sizeof status);
-    cell_field("vllm.pytorch", NULL, NULL, "message", message, sizeof message);
-    CHECK(strcmp(status, "error") == 0 && strstr(message, "cannot start the peer worker"), "%s %s",
-          status, message);
+    EXPECT_CELL("no python", "vllm.pytorch", "error", "cannot start the peer worker");
 }
