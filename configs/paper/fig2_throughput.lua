@@ -14,8 +14,9 @@
 -- Meant for the H200 (`topkp run configs/paper/fig2_throughput.lua --backend gpu`). The modules'
 -- grid is 5 vocabularies x 11 batches x 3 modes x 5 algorithms = 825 cells; on a 2-core CPU the
 -- batch-1024 cells alone take hours (a sort of 268M floats per call), so on the CPU backend
--- the grid stops at batch 16 (375 cells, still about 40 minutes on 2 busy cores, measured:
--- naive_sort sorts a 262208-token row in about 0.25 s).
+-- the grid stops at batch 16 (375 module cells, still about 40 minutes on 2 busy cores, measured:
+-- naive_sort sorts a 262208-token row in about 0.25 s; the CPU peers' 225 cells come on top,
+-- their time not measured here).
 --
 -- Datasets: the paper uses WikiText-2 logits of five models; here each vocabulary gets the
 -- model-like synthetic dataset of its model (`topkp list`), paired by the `where` filter. Put
