@@ -13,6 +13,10 @@
 #include "peer_cell.h"
 #include "timing.h"
 
+/* The files of the scratch folder besides logits-<n>.f32: the worker's outputs of a cell. */
+#define KEPT_FILE "kept.u8"
+#define SAMPLES_FILE "samples.i64"
+
 /* The session whose scratch folder a signal must remove (one per process). */
 static struct tkp_peer_session *signalled;
 
@@ -24,9 +28,9 @@ static void remove_scratch(const char *dir, int files)
         snprintf(path, sizeof path, "%s/logits-%d.f32", dir, i);
         unlink(path);
     }
-    snprintf(path, sizeof path, "%s/kept.u8", dir);
+    snprintf(path, sizeof path, "%s/" KEPT_FILE, dir);
     unlink(path);
-    snprintf(path, sizeof path, "%s/samples.i64", dir);
+    snprintf(path, sizeof path, "%s/" SAMPLES_FILE, dir);
     unlink(path);
     rmdir(dir);
 }
@@ -279,8 +283,8 @@ static int fetch_outputs(struct tkp_peer_session *s, const struct tkp_batch *b, 
                          int64_t *extra_bytes, struct tkp_error *err)
 {
     char line[1400], kept_path[600], samples_path[600];
-    snprintf(kept_path, sizeof kept_path, "%s/kept.u8", s->scratch);
-    snprintf(samples_path, sizeof samples_path, "%s/samples.i64", s->scratch);
+    snprintf(kept_path, sizeof kept_path, "%s/" KEPT_FILE, s->scratch);
+    snprintf(samples_path, sizeof samples_path, "%s/" SAMPLES_FILE, s->scratch);
     int len = snprintf(line, sizeof line, "fetch\tkept=%s\tsamples=%s\tdraws=%d",
                        kept ? kept_path : "", drawn ? samples_path : "", draws);
     if (len < 0 || (size_t)len >= sizeof line) {
@@ -311,7 +315,7 @@ int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
         return rc;
     struct peer_reps reps = { s, tkp_now_us() + cell->timing.timeout * 1e6 };
     rc = open_cell(s, cell, in, reps.deadline_us, err);
-    struct tkp_rep_source src = { peer_warm, peer_take, &reps };
+    struct tkp_rep_source src = { peer_warm, NULL, peer_take, &reps };
     struct tkp_timing timing = cell->timing;
     if (timing.warmup < 1)
         timing.warmup = 1; /* a peer's first call compiles (Triton) or allocates its caches */

@@ -137,6 +137,13 @@ static int launch_timed(void *ctx, int cold, double *us, double *clock_mhz, stru
     return rc;
 }
 
+/* After the warm-up: capture the launch as a CUDA graph, whose replays the timer then times. */
+static int capture_graph(void *ctx, struct tkp_error *err)
+{
+    struct launch *l = ctx;
+    return tkp_gpu_timer_use_graph(l->gpu, launch_once, l, err);
+}
+
 /* Time repetitions of one opened instance under the shared timer policy (timing.h). */
 static int time_cell(struct tkp_instance *in, const struct tkp_io *io,
                      const struct tkp_timing *timing, struct tkp_gpu_timer *gpu,
@@ -144,20 +151,8 @@ static int time_cell(struct tkp_instance *in, const struct tkp_io *io,
                      struct tkp_error *err)
 {
     struct launch l = { in, io, gpu };
-    struct tkp_rep_source src = { launch_once, launch_timed, &l };
-    if (gpu && timing->graph) {
-        for (int w = 0; w < timing->warmup; w++) {
-            int rc = launch_once(&l, err);
-            if (rc)
-                return rc;
-        }
-        int rc = tkp_gpu_timer_use_graph(gpu, launch_once, &l, err);
-        if (rc)
-            return rc;
-        struct tkp_timing replays = *timing;
-        replays.warmup = 0;
-        return tkp_time_repetitions(&replays, &src, max_clock_mhz, samples, n, throttled, err);
-    }
+    struct tkp_rep_source src = { launch_once, gpu && timing->graph ? capture_graph : NULL,
+                                  launch_timed, &l };
     return tkp_time_repetitions(timing, &src, max_clock_mhz, samples, n, throttled, err);
 }
 

@@ -77,6 +77,11 @@ int tkp_time_repetitions(const struct tkp_timing *timing, const struct tkp_rep_s
         if (rc)
             return rc;
     }
+    if (src->ready) {
+        int rc = src->ready(src->ctx, err);
+        if (rc)
+            return rc;
+    }
     double total = 0;
     int attempts = 0;
     while (!tkp_time_should_stop(timing, *samples, *n, total) && attempts++ < 4 * timing->max_reps) {

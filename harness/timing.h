@@ -19,10 +19,13 @@ int tkp_time_should_stop(const struct tkp_timing *t, const double *us, int64_t n
                          double total_us);
 double tkp_now_us(void); /* monotonic clock */
 
-/* One source of timed repetitions: warm() runs once untimed; take() runs once timed (L2
- * flushed first when cold), giving microseconds and the SM clock read after it (0: unknown). */
+/* One source of timed repetitions: warm() runs once untimed; ready() (NULL: nothing) runs
+ * once after the warm-up, before the first timed repetition (a CUDA graph is captured there);
+ * take() runs once timed (L2 flushed first when cold), giving microseconds and the SM clock
+ * read after it (0: unknown). */
 struct tkp_rep_source {
     int (*warm)(void *ctx, struct tkp_error *err);
+    int (*ready)(void *ctx, struct tkp_error *err);
     int (*take)(void *ctx, int cold, double *us, double *clock_mhz, struct tkp_error *err);
     void *ctx;
 };

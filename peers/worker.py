@@ -71,7 +71,8 @@ class Session:
 
     def __init__(self):
         self.torch = None
-        self.files = {}   # path -> (tensor [rows, V] on its device, crc)
+        self.files = {}   # (path, device) -> (tensor [rows, V] on it, CRC-32, device_checksum)
+        self.cell_key = None  # the files key of the open cell
         self.cell = None
         self.call = None
         self.peer = None
