@@ -8,11 +8,12 @@
 
 /* The options a peer may take; each peer lists only those it reads. */
 struct peer_opts {
-    int input, order;
+    int input, order, entry;
 };
 
 static const char *const input_choices[] = { "probs", "softmax", NULL };
 static const char *const order_choices[] = { "top_k_first", "joint", NULL };
+static const char *const entry_choices[] = { "joint", "single", NULL };
 
 #define INPUT_OPTION                                                                          \
     { "input", "probs: the kernel alone, on a softmax computed outside the timed region; "   \
@@ -24,10 +25,17 @@ static const char *const order_choices[] = { "top_k_first", "joint", NULL };
                "filters on the original distribution)",                                       \
       TKP_OPT_ENUM, offsetof(struct peer_opts, order), 0, 0, 1, order_choices }
 
+#define ENTRY_OPTION                                                                          \
+    { "entry", "joint: top_k_top_p_sampling_from_probs for every row; single: "               \
+               "top_p_sampling_from_probs or top_k_sampling_from_probs when one filter is on "  \
+               "(FlashInfer's single-filter samplers), the joint call otherwise",               \
+      TKP_OPT_ENUM, offsetof(struct peer_opts, entry), 0, 0, 1, entry_choices }
+
 static const struct tkp_option no_options[] = { { NULL } };
 static const struct tkp_option input_options[] = { INPUT_OPTION, { NULL } };
 static const struct tkp_option order_options[] = { ORDER_OPTION, { NULL } };
-static const struct tkp_option input_order_options[] = { INPUT_OPTION, ORDER_OPTION, { NULL } };
+static const struct tkp_option input_order_entry_options[] = { INPUT_OPTION, ORDER_OPTION,
+                                                              ENTRY_OPTION, { NULL } };
 
 #define ALL_OPS (TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP)
 #define PEER(id, label, pkg, about, op, out, where, opt)                                       \
@@ -56,7 +64,7 @@ PEER(fi_sampling, "flashinfer.sampling", "flashinfer-python",
      ALL_OPS, TKP_OUT_SAMPLE, TKP_GPU, order_options);
 PEER(fi_sampling_probs, "flashinfer.sampling_probs", "flashinfer-python",
      "FlashInfer's top_k_top_p_sampling_from_probs (rejection sampling), deterministic",
-     ALL_OPS, TKP_OUT_SAMPLE, TKP_GPU, input_order_options);
+     ALL_OPS, TKP_OUT_SAMPLE, TKP_GPU, input_order_entry_options);
 PEER(fi_top_k_mask, "flashinfer.top_k_mask", "flashinfer-python",
      "FlashInfer's top_k_mask_logits", TKP_TOPK, TKP_OUT_SET, TKP_GPU, no_options);
 PEER(fi_renorm, "flashinfer.renorm", "flashinfer-python",

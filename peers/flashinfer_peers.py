@@ -38,8 +38,20 @@ def prepare_sampling_logits(cell):
 
 
 def prepare_sampling_probs(cell):
+    """top_k_top_p_sampling_from_probs; with entry=single and one filter on, FlashInfer's
+    single-filter sampler instead (top_p_sampling_from_probs / top_k_sampling_from_probs)."""
     k, p, g, probs = cell.k_rows(), cell.p_rows(), cell.generator(), probs_input(cell)
-    fn = fi(SAMPLING).top_k_top_p_sampling_from_probs
+    sampling = fi(SAMPLING)
+    single = cell.option("entry", "joint") == "single"
+    if single and cell.topp_on and not cell.topk_on:
+        return Call(lambda: sampling.top_p_sampling_from_probs(probs(), p, deterministic=True,
+                                                               generator=g),
+                    sample=lambda out: out)
+    if single and cell.topk_on and not cell.topp_on:
+        return Call(lambda: sampling.top_k_sampling_from_probs(probs(), k, deterministic=True,
+                                                               generator=g),
+                    sample=lambda out: out)
+    fn = sampling.top_k_top_p_sampling_from_probs
     return Call(lambda: fn(probs(), k, p, filter_apply_order=order_of(cell),
                            deterministic=True, generator=g),
                 sample=lambda out: out)

@@ -217,3 +217,41 @@ TEST(gpu_qrita_gaussian_b200_table4_options)
     for (int i = 0; i < 5 && !test_failed(); i++)
         gaussian_matches(200, 50, 0.9f, 1.0f, runs[i]);
 }
+
+/* A buffer smaller than the CPU's (TKP_QRITA_POOL forces its entries per row; README,
+ * "Workspace"): top-k rows gather above a tighter key, the CPU's query runs on that buffer and
+ * is checked, and a buffer that overflows or does not provably hold the answer sends the row to
+ * the CPU's query over the whole row. Masks and statistics must stay the CPU's. */
+static void with_pool(const char *entries, void (*body)(void))
+{
+    setenv("TKP_QRITA_POOL", entries, 1);
+    body();
+    unsetenv("TKP_QRITA_POOL");
+}
+
+static void small_pool_cases(void)
+{
+    check_gpu_matches_cpu("qrita", NULL);
+    for (int i = 0; i < 4 && !test_failed(); i++)
+        cases_with(searches[i], "dedup=on", NULL);
+    cases_with("truncation=force_fallback", NULL, NULL);
+}
+
+/* 16 entries: almost every top-k row overflows (the row path), the rest validate */
+TEST(gpu_cases_qrita_pool_16) { with_pool("16", small_pool_cases); }
+
+static void pool_gaussians(void)
+{
+    gaussian_matches(8, 50, 1.0f, 1.0f, NULL);   /* a block per row */
+    gaussian_matches(200, 50, 0.9f, 1.0f, NULL); /* a warp per row */
+    gaussian_matches(200, 1000, 0.9f, 1.0f, NULL);
+    gaussian_matches(200, 0, 0.9f, 2.0f, NULL);  /* top-p alone: qr_gather2's bound */
+    static const char *const sort[] = { "search=sort", NULL };
+    gaussian_matches(200, 50, 1.0f, 1.0f, sort);
+}
+
+/* 640 entries (what B = 1024, V = 262144 gets): k = 50 validates on the tight buffer; k = 1000
+ * gathers ~2000 keys, overflows, and searches the row */
+TEST(gpu_qrita_gaussian_pool_640) { with_pool("640", pool_gaussians); }
+/* 8000 entries: k = 1000 validates too */
+TEST(gpu_qrita_gaussian_pool_8000) { with_pool("8000", pool_gaussians); }

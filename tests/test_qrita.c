@@ -372,7 +372,7 @@ TEST(qrita_outlier_buffer_overflow_falls_back_and_stays_exact)
     free_case(&c);
 }
 
-TEST(qrita_mass_floor_narrows_top_p_alone_and_stays_exact)
+TEST(tkp_mass_floor_narrows_top_p_alone_and_stays_exact)
 {
     /* N(0, 2) rows with a few outliers 8..24 above: the sigma threshold gathers ~27% of the row
      * (an overflow), the mass floor leaves the outliers; the kept set stays naive_sort's. */

@@ -120,7 +120,7 @@ static int qrita_init(void *state, const struct tkp_problem *pb, const void *opt
     s->gpu_workspace = NULL;
     if (pb->backend == TKP_GPU) {
         const struct qrita_opts *o = &s->opts;
-        int rc = qrita_gpu_plan(&s->gpu, pb->batch, pb->vocab, pb->stride, pb->ops,
+        int rc = qrita_gpu_plan(&s->gpu, pb->batch, pb->vocab, pb->stride, pb->ops, pb->k_max,
                                 o->truncation, o->search, o->dedup, o->autotune, o->sigma_margin,
                                 o->sample_block, o->max_iter, s->capacity, err);
         *workspace_bytes = s->gpu.ws_bytes;
@@ -195,7 +195,7 @@ static void qrita_row(struct qrita_state *s, const float *x, int32_t k, float p,
         qrita_mask(x, vocab, qrita_all_valid(), kept);
         return;
     }
-    uint64_t row_total = 0, outlier_mass = 0, hist[QRITA_MASS_BINS];
+    uint64_t row_total = 0, outlier_mass = 0, hist[TKP_MASS_BINS];
     if (!topk)
         qrita_row_mass(x, vocab, scan.max, trunc_key, &row_total, &outlier_mass, hist);
     int hit = 0;
@@ -225,7 +225,7 @@ static void qrita_row(struct qrita_state *s, const float *x, int32_t k, float p,
                              scan.valid, qrita_all_valid() };
     if (!topk && o->truncation == QRITA_TRUNC_AUTO) {
         /* second-level truncation: start at the mass floor when it is tighter (qrita_rules.h) */
-        uint32_t mass_floor = qrita_mass_floor(hist, tkp_topp_target(p, row_total), scan.max,
+        uint32_t mass_floor = tkp_mass_floor(hist, tkp_topp_target(p, row_total), scan.max,
                                           scan.min_key, scan.max_key);
         if (mass_floor > q.lo)
             q.lo = mass_floor;

@@ -40,7 +40,7 @@ struct qrita_scan qrita_scan_gather(const float *x, int64_t vocab, uint32_t abov
                                     uint32_t *buffer, int64_t capacity);
 
 /* Pass 2 (top-p without top-k): the fixed-point mass of the row, and of its keys > `above`;
- * `hist` (QRITA_MASS_BINS entries) the mass of each bin of qrita_mass_bin. */
+ * `hist` (TKP_MASS_BINS entries) the mass of each bin of tkp_mass_bin. */
 void qrita_row_mass(const float *x, int64_t vocab, float max, uint32_t above, uint64_t *total,
                     uint64_t *above_mass, uint64_t *hist);
 

@@ -69,6 +69,9 @@ __constant__ double qr_quantile[QRITA_QUANTILE_BINS - 1] = QRITA_NORMAL_QUANTILE
 #define WIN_BINS 16 /* the window of a top-p-alone row: its keys of mass bin < WIN_BINS */
 #define WIN_CTA 64  /* ... at most this many per CTA of qr_mass (more: the window overflows) */
 #define WIN_ROW 256 /* ... and per row */
+#define WS_TARGET ((size_t)8 << 20) /* workspace the buffers fill up to (README, "Workspace") */
+#define POOL_MIN 512   /* ... but at least this many buffer entries per row */
+#define POOL_PER_K 8   /* ... and this many per entry of the largest top-k set */
 
 struct qr_row {
     unsigned max_key, inv_min, valid, gathered; /* qr_scan; qr_mass for a top-p-alone row */
@@ -82,11 +85,15 @@ struct qr_row {
                                                  * qr_mass: entries of the window */
     unsigned ticket, met;                       /* fused search: CTAs of the row done gathering;
                                                  * qr_mass (a.scan_in_mass): CTAs done scanning */
+    unsigned gather_key, pooled;                /* qr_prep: the key above which qr_scan buffers
+                                                 * (trunc_key unless a.tight); qr_scan: how many
+                                                 * keys are above it (the buffer's write counter;
+                                                 * `gathered` counts those above trunc_key) */
 };
 
 /* One CTA's max key, ~(min key) and valid count of a top-p-alone row (qr_scan -> qr_mass). */
 struct qr_part {
-    unsigned max_key, inv_min, valid, pad;
+    unsigned max_key, inv_min, valid, above; /* above: keys above the CPU's threshold */
 };
 
 struct qr_args {
@@ -98,7 +105,7 @@ struct qr_args {
     qrita_gpu_rstat *rstat;
     uint32_t *keys, *idx;
     uint32_t *wkeys, *widx; /* WIN_ROW per row: the window of qr_mass */
-    u64 *hist; /* QRITA_MASS_BINS per row */
+    u64 *hist; /* TKP_MASS_BINS per row */
     qr_part *part; /* cta_per_row per row */
     uint32_t *heavy; /* [0] how many rows the warp-per-row search left, [1..] which */
     int gather2; /* top-p-alone rows take the second-level truncation: they skip the buffer
@@ -106,6 +113,9 @@ struct qr_args {
     int fuse;    /* qr_gather2's and qr_mask's work is done by qr_search<., ., true>, a grid of
                   * (cpr, B) blocks, whose block 0 first warms up on row `batch` (rows, rstat,
                   * keys, idx hold batch + 1 rows) */
+    int mass;         /* some row may be searched as top-p alone: hist, wkeys and widx exist */
+    int tight;        /* top-k rows gather above gather_key, not the CPU's threshold (README,
+                       * "Workspace") */
     int scan_in_mass; /* a fused batch whose qr_mass grid is resident at once: qr_mass does
                        * qr_scan's work, then the CTAs of a row meet (no qr_scan launch) */
     int64_t batch, vocab, stride, cap_gpu, cap_cpu, pitch, vpc, cpr;
@@ -161,6 +171,23 @@ __device__ __forceinline__ uint32_t group_sum(uint32_t v, unsigned *part)
     return v;
 }
 
+/* The key above which a top-k row's buffer is gathered when the buffer is smaller than the
+ * CPU's (a.tight; README, "Workspace"): on a row with the sampled mean and std, the Gaussian
+ * tail that holds about n = min(cap / 2, max(2 k, cap / 4)) tokens, never below the CPU's
+ * threshold `thr`. Any key >= thr gives the CPU's outputs and statistics: the search replays
+ * the CPU's query on the buffer and checks that the buffer held the answer (qr_search). */
+__device__ uint32_t tight_gather_key(double mean, double sd, int32_t k, int64_t V, int64_t cap,
+                                     uint32_t thr)
+{
+    int64_t n = 2 * (int64_t)k > cap / 4 ? 2 * (int64_t)k : cap / 4;
+    n = n < cap / 2 ? n : cap / 2;
+    if (n < 1 || n >= V || !(sd > 0.0))
+        return thr;
+    const double delta = normcdfinv(1.0 - (double)n / (double)V);
+    const uint32_t key = qrita_threshold_key(mean, sd, delta, 0.0);
+    return key > thr ? key : thr;
+}
+
 __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
 {
     tkp_allow_dependents(); /* qr_scan may start launching (it waits for this kernel) */
@@ -174,7 +201,7 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
     const int32_t k = a.k[r];
     const float p = a.p[r];
     const int truncate = a.trunc != QRITA_TRUNC_OFF && (tkp_topk_on(k, V) || tkp_topp_on(p));
-    uint32_t thr = UINT32_MAX;
+    uint32_t thr = UINT32_MAX, gthr = UINT32_MAX;
     int has = 0;
     if (truncate) {
         const int64_t n = a.sample_block < V ? a.sample_block : V;
@@ -223,11 +250,13 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
             if (delta != -INFINITY) {
                 has = 1;
                 thr = qrita_threshold_key(mean, sd, delta, a.margin);
+                if (a.tight && tkp_topk_on(k, V))
+                    gthr = tight_gather_key(mean, sd, k, V, a.cap_gpu, thr);
             }
         }
     }
-    if (t < QRITA_MASS_BINS)
-        a.hist[r * QRITA_MASS_BINS + t] = 0;
+    if (a.mass && t < TKP_MASS_BINS)
+        a.hist[r * TKP_MASS_BINS + t] = 0;
     if (t == 0 && r == 0)
         a.heavy[0] = 0;
     if (t == 0) {
@@ -236,6 +265,8 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
         row->max_key = row->inv_min = row->valid = row->gathered = 0;
         row->total = row->above = 0;
         row->trunc_key = thr;
+        row->gather_key = gthr != UINT32_MAX ? gthr : thr;
+        row->pooled = 0;
         row->flags = (unsigned)has | ((unsigned)truncate << 1);
     }
 }
@@ -243,16 +274,18 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
 /* ---- qr_scan: max, min, valid count, outlier gather; zeroes the row's mask chunk ---- */
 
 /* One CTA's scan of its chunk of row r: the chunk's mask bytes zeroed, every key > thr appended
- * to the row's buffer (thr = UINT32_MAX: none), and the chunk's max key, ~(min key) and valid
- * count, which thread 0 returns (inv_min 0: no valid key). */
-__device__ qr_part scan_chunk(const qr_args &a, int64_t r, uint32_t thr)
+ * to the row's buffer (thr = UINT32_MAX: none), and the chunk's max key, ~(min key), valid
+ * count and number of keys > count_thr (`pad`; count_thr <= thr), which thread 0 returns
+ * (inv_min 0: no valid key). */
+__device__ qr_part scan_chunk(const qr_args &a, int64_t r, uint32_t thr, uint32_t count_thr)
 {
     const float *x = a.logits + r * a.stride;
     qr_row *row = a.rows + r;
     uint32_t *keys = a.keys + r * a.pitch, *idx = a.idx + r * a.pitch;
     const int64_t cap = a.cap_gpu;
     /* min over valid keys as min(key - 1): an invalid key (0) wraps to UINT32_MAX */
-    unsigned kmax = 0, kmin1 = UINT32_MAX, valid = 0;
+    unsigned kmax = 0, kmin1 = UINT32_MAX, valid = 0, above = 0;
+    const bool apart = count_thr != thr; /* the count is not the buffer's */
     auto f = [&](const float4 (&v)[4], const int (&e)[4], const bool (&)[4], int) {
         uint32_t key[4][4];
         batch_keys(v, key);
@@ -263,9 +296,14 @@ __device__ qr_part scan_chunk(const qr_args &a, int64_t r, uint32_t thr)
                 valid += key[u][c] != 0;
                 kmax = max(kmax, key[u][c]);
                 kmin1 = min(kmin1, key[u][c] - 1u);
+                if (apart)
+                    above += key[u][c] > count_thr;
             }
-        if (thr != UINT32_MAX)
-            append_above(key, e, thr, &row->gathered, keys, idx, cap, true);
+        if (thr != UINT32_MAX) {
+            const unsigned hits = append_above(key, e, thr, &row->pooled, keys, idx, cap, true);
+            if (!apart)
+                above += hits;
+        }
     };
     /* qr_mask (or the fused search) writes only the kept tokens of a row searched on its buffer */
     zero_chunk(a.kept + r * a.vocab, x, a.vocab, a.vpc);
@@ -273,12 +311,14 @@ __device__ qr_part scan_chunk(const qr_args &a, int64_t r, uint32_t thr)
     kmax = __reduce_max_sync(FULL, kmax);
     kmin1 = __reduce_min_sync(FULL, kmin1);
     valid = __reduce_add_sync(FULL, valid);
-    __shared__ unsigned sh[3][NT / 32];
+    above = __reduce_add_sync(FULL, above);
+    __shared__ unsigned sh[4][NT / 32];
     const int w = threadIdx.x >> 5;
     if ((threadIdx.x & 31) == 0) {
         sh[0][w] = kmax;
         sh[1][w] = kmin1;
         sh[2][w] = valid;
+        sh[3][w] = above;
     }
     __syncthreads();
     if (threadIdx.x == 0)
@@ -286,8 +326,9 @@ __device__ qr_part scan_chunk(const qr_args &a, int64_t r, uint32_t thr)
             kmax = max(kmax, sh[0][i]);
             kmin1 = min(kmin1, sh[1][i]);
             valid += sh[2][i];
+            above += sh[3][i];
         }
-    const qr_part pt = { kmax, valid ? ~(kmin1 + 1u) : 0u, valid, 0u };
+    const qr_part pt = { kmax, valid ? ~(kmin1 + 1u) : 0u, valid, above };
     return pt;
 }
 
@@ -299,6 +340,8 @@ __device__ __forceinline__ void publish_part(qr_row *row, const qr_part &pt)
         atomicMax(&row->inv_min, pt.inv_min);
         atomicAdd(&row->valid, pt.valid);
     }
+    if (pt.above)
+        atomicAdd(&row->gathered, pt.above);
 }
 
 __global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
@@ -312,7 +355,8 @@ __global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
     const bool topp_alone = a.gather2 && !tkp_topk_on(a.k[r], a.vocab) && tkp_topp_on(a.p[r]);
     if (!topp_alone)
         tkp_wait_prerequisite();
-    const qr_part pt = scan_chunk(a, r, topp_alone ? UINT32_MAX : row->trunc_key);
+    const qr_part pt = topp_alone ? scan_chunk(a, r, UINT32_MAX, UINT32_MAX)
+                                  : scan_chunk(a, r, row->gather_key, row->trunc_key);
     if (threadIdx.x == 0) {
         if (topp_alone)
             a.part[r * a.cpr + blockIdx.x] = pt;
@@ -379,7 +423,7 @@ __device__ __forceinline__ void fold_parts(const qr_args &a, int64_t r, qr_row *
  * row's fold lands in `whole`; the chunk is then read a second time from L1. */
 __device__ void scan_and_meet(const qr_args &a, int64_t r, qr_row *row, qr_part &whole)
 {
-    const qr_part pt = scan_chunk(a, r, UINT32_MAX);
+    const qr_part pt = scan_chunk(a, r, UINT32_MAX, UINT32_MAX);
     tkp_wait_prerequisite();
     if (threadIdx.x == 0) {
         publish_part(row, pt);
@@ -420,14 +464,14 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
         m = tkp_key_value(known.max_key);
     }
     const uint32_t thr = row->trunc_key;
-    __shared__ u64 hs[QRITA_MASS_BINS];
+    __shared__ u64 hs[TKP_MASS_BINS];
     /* the CTA's part of the window (keys of mass bin < WIN_BINS) of a row that qr_gather2 or
      * the fused search truncates again: qr_gather2 skips its pass when the window holds the
      * candidates (on model-like rows a handful of keys) */
     __shared__ uint32_t win_key[WIN_CTA], win_idx[WIN_CTA];
     __shared__ unsigned win_cnt;
     const bool window = a.gather2; /* every row that gets here is searched as top-p alone */
-    if (threadIdx.x < QRITA_MASS_BINS)
+    if (threadIdx.x < TKP_MASS_BINS)
         hs[threadIdx.x] = 0;
     if (threadIdx.x == 0)
         win_cnt = 0;
@@ -480,8 +524,8 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
 #pragma unroll
             for (int c = 0; c < 4; c++) /* only the tokens near max: few shared atomics */
                 if (w[c]) {
-                    const int bin = qrita_mass_bin(x[c], m);
-                    if (bin < QRITA_MASS_BINS)
+                    const int bin = tkp_mass_bin(x[c], m);
+                    if (bin < TKP_MASS_BINS)
                         tkp_shared_add_u64(&hs[bin], w[c]);
                     if (window && bin < WIN_BINS) {
                         const unsigned pos = atomicAdd(&win_cnt, 1u);
@@ -537,23 +581,23 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
             }
         }
     }
-    if (threadIdx.x < QRITA_MASS_BINS && hs[threadIdx.x])
-        atomicAdd(&a.hist[r * QRITA_MASS_BINS + threadIdx.x], hs[threadIdx.x]);
+    if (threadIdx.x < TKP_MASS_BINS && hs[threadIdx.x])
+        atomicAdd(&a.hist[r * TKP_MASS_BINS + threadIdx.x], hs[threadIdx.x]);
 }
 
 /* ---- qr_gather2: the second-level truncation of top-p-alone rows (truncation=auto) ----
  * The search of such a row starts at lo2 = the CPU's q.lo raised to the mass floor
- * (qrita_mass_floor); every key > lo2 (with its index) goes to the row's buffer, replacing the
+ * (tkp_mass_floor); every key > lo2 (with its index) goes to the row's buffer, replacing the
  * sigma outliers (which qr_scan only counted), unless qr_mass's window already holds them. */
 
-/* qrita_mass_floor by one warp (every lane gets the result): the first bin whose running mass
+/* tkp_mass_floor by one warp (every lane gets the result): the first bin whose running mass
  * reaches the target by a warp scan (two bins per lane), then the smallest key of bin <= b by a
  * 33-way search (7 rounds instead of 32 bisection steps). The bin is non-increasing in the key,
- * so any exact search for that key returns the CPU's. `bin` gets b (QRITA_MASS_BINS: none). */
+ * so any exact search for that key returns the CPU's. `bin` gets b (TKP_MASS_BINS: none). */
 __device__ uint32_t warp_mass_floor(const u64 *hist, u64 target, float max, uint32_t min_key,
                                     uint32_t max_key, int &bin)
 {
-    static_assert(QRITA_MASS_BINS == 64, "two bins per lane");
+    static_assert(TKP_MASS_BINS == 64, "two bins per lane");
     const unsigned lane = threadIdx.x & 31;
     const u64 h0 = hist[2 * lane], h1 = hist[2 * lane + 1];
     u64 acc = h0 + h1;
@@ -566,7 +610,7 @@ __device__ uint32_t warp_mass_floor(const u64 *hist, u64 target, float max, uint
     const u64 before = acc - h0 - h1; /* the mass of bins < 2 lane */
     const unsigned reach0 = __ballot_sync(FULL, before + h0 >= target);
     const unsigned reach1 = __ballot_sync(FULL, acc >= target);
-    bin = QRITA_MASS_BINS;
+    bin = TKP_MASS_BINS;
     if (!reach1)
         return min_key - 1;
     const int l0 = __ffs(reach0) - 1, l1 = __ffs(reach1) - 1;
@@ -577,7 +621,7 @@ __device__ uint32_t warp_mass_floor(const u64 *hist, u64 target, float max, uint
     while (lo < hi) {
         const uint64_t width = (uint64_t)hi - lo;
         const uint32_t probe = lo + (uint32_t)(width * (lane + 1) / 33); /* < hi */
-        const unsigned ok = __ballot_sync(FULL, qrita_mass_bin(tkp_key_value(probe), max) <= b);
+        const unsigned ok = __ballot_sync(FULL, tkp_mass_bin(tkp_key_value(probe), max) <= b);
         /* the lowest qualifying probe bounds hi; the probe below it (or lo) bounds lo */
         const int first = ok ? __ffs(ok) - 1 : 32;
         const uint32_t below = first == 0 ? lo : __shfl_sync(FULL, probe, (first + 31) & 31) + 1;
@@ -608,7 +652,7 @@ __device__ Second second_level(const qr_args &a, int64_t r, const qr_row *row, f
                     row->above >= target;
     const uint32_t lo = hit ? row->trunc_key : min_key - 1;
     int bin;
-    const uint32_t mf = warp_mass_floor(a.hist + r * QRITA_MASS_BINS, target,
+    const uint32_t mf = warp_mass_floor(a.hist + r * TKP_MASS_BINS, target,
                                         tkp_key_value(max_key), min_key, max_key, bin);
     Second s;
     s.lo = mf > lo ? mf : lo;
@@ -741,10 +785,17 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
             if (!topk)
                 rs.outlier_mass = (double)above / (double)total;
         }
-        /* A row the CPU searches in full may still be searched on the buffer when the buffer is
-         * complete and must hold the answer; the result is checked afterwards (README). */
-        bool use_pool = hit, validate = false;
-        int64_t pool_n = gathered;
+        /* The buffer holds every key above gather_key when it did not overflow. Equal to the
+         * CPU's buffer (gather_key = trunc_key) on a hit, it is searched as the CPU searches
+         * it. Otherwise (a row the CPU searches in full, or a buffer gathered above a tighter
+         * key) the CPU's query runs on it when it may hold the answer, and the result is
+         * checked afterwards (README, "Buffer bound" and "Workspace"); a full buffer, or a
+         * failed check, sends the row to the CPU's query over the whole row. */
+        const int64_t pooled = row->pooled;
+        const bool complete = has && pooled <= a.cap_gpu;
+        const bool cpu_pool = row->gather_key == trunc_key;
+        bool use_pool = hit && cpu_pool && complete, validate = false;
+        int64_t pool_n = pooled;
         uint32_t lo_q = hit ? trunc_key : min_key - 1;
         if (!topk && a.trunc == QRITA_TRUNC_AUTO) {
             /* top-p alone: the buffer of qr_gather2 (or the window) holds every key above lo2
@@ -752,8 +803,8 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
             pool_n = gathered2;
             lo_q = lo2;
             use_pool = pool_n <= a.cap_gpu;
-        } else if (!hit && a.trunc == QRITA_TRUNC_AUTO && has && gathered <= a.cap_gpu &&
-                   topk && gathered > k) {
+        } else if (!use_pool && a.trunc == QRITA_TRUNC_AUTO && complete && topk &&
+                   pooled > k) {
             use_pool = true;
             validate = true;
         }
@@ -944,11 +995,11 @@ __device__ __forceinline__ void warm_up_row(const qr_args &a)
         if (t == 0) {
             const uint32_t low = tkp_order_key(top - step * (float)WARM_N);
             row->valid = (unsigned)a.vocab;
-            row->gathered = row->gathered2 = WARM_N;
+            row->gathered = row->gathered2 = row->pooled = WARM_N;
             row->pool_win = 0;
             row->max_key = tkp_order_key(top);
             row->inv_min = ~low;
-            row->trunc_key = row->lo2 = low;
+            row->trunc_key = row->lo2 = row->gather_key = low;
             row->flags = 3;
             row->total = row->above = w;
         }
@@ -1137,8 +1188,37 @@ static size_t carve(size_t *cursor, size_t bytes)
     return at;
 }
 
+/* The GPU's buffer entries per row (README, "Workspace"): room for the CPU's whole buffer
+ * (max(4096, V/2), never more than V) while the batch's buffers fit WS_TARGET bytes beside the
+ * other per-row arrays (`fixed`); past that, what fits, but at least POOL_MIN entries and
+ * POOL_PER_K per top-k entry. TKP_QRITA_POOL=N forces N (tests: the tight gather on small
+ * problems). */
+static int64_t pool_capacity(int64_t batch, int64_t vocab, int32_t k_max, size_t fixed)
+{
+    int64_t full = vocab / 2 > 4096 ? vocab / 2 : 4096;
+    full = full < vocab ? full : vocab;
+    const char *forced = getenv("TKP_QRITA_POOL");
+    if (forced && *forced) {
+        const long long n = atoll(forced);
+        return n < 1 ? 1 : n < full ? n : full;
+    }
+    if (batch <= 0)
+        return full;
+    /* two arrays of `pitch` (the entries rounded up to 4) words per row and WARM_N more */
+    const size_t tail = 2 * sizeof(uint32_t) * WARM_N;
+    const int64_t room =
+        fixed + tail < WS_TARGET ? (int64_t)((WS_TARGET - fixed - tail) / (8 * (size_t)batch)) - 3
+                                 : 0;
+    int64_t least = (int64_t)POOL_PER_K * (k_max > 0 ? k_max : 0);
+    least = least > POOL_MIN ? least : POOL_MIN;
+    int64_t cap = room > least ? room : least;
+    cap = cap < full ? cap : full;
+    return cap > WARM_N ? cap : (full < WARM_N ? full : WARM_N);
+}
+
 extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t vocab,
-                              int64_t stride, unsigned ops, int truncation, int search, int dedup,
+                              int64_t stride, unsigned ops, int32_t k_max, int truncation,
+                              int search, int dedup,
                               int autotune, double sigma_margin, int sample_block, int max_iter,
                               int64_t cpu_capacity, struct tkp_error *err)
 {
@@ -1159,10 +1239,6 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     pl->need_mass = (ops & (TKP_TOPP | TKP_TOPK_TOPP)) != 0;
     pl->ops = ops;
     pl->cpu_capacity = cpu_capacity;
-    int64_t capg = vocab / 2 > 4096 ? vocab / 2 : 4096;
-    pl->gpu_capacity = capg < vocab ? capg : vocab;
-    if (pl->gpu_capacity < cpu_capacity)
-        pl->gpu_capacity = cpu_capacity;
     int dev = 0, sms = 132;
     TKP_CUDA_TRY(cudaGetDevice(&dev), err);
     TKP_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), err);
@@ -1218,18 +1294,23 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
                                       2 * CAP_BLOCK * 4), err);
     TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search_heavy, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       2 * CAP_BLOCK * 4), err);
+    /* the per-row arrays first (their size decides the buffers' room), the buffers last;
+     * one row more: the warm-up row of qr_search (WARM_N keys) */
     size_t cur = 0;
-    const int64_t pitch = (pl->gpu_capacity + 3) & ~(int64_t)3;
-    /* one row more: the warm-up row of qr_search (WARM_N keys) */
     pl->ws_rows = carve(&cur, sizeof(qr_row) * (size_t)(batch + 1));
     pl->ws_rstat = carve(&cur, sizeof(qrita_gpu_rstat) * (size_t)(batch + 1));
-    pl->ws_keys = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch + WARM_N));
-    pl->ws_idx = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch + WARM_N));
-    pl->ws_wkeys = carve(&cur, sizeof(uint32_t) * WIN_ROW * (size_t)batch);
-    pl->ws_widx = carve(&cur, sizeof(uint32_t) * WIN_ROW * (size_t)batch);
-    pl->ws_hist = carve(&cur, sizeof(u64) * QRITA_MASS_BINS * (size_t)batch);
+    /* the window and the mass histogram serve only rows searched as top-p alone */
+    const size_t mass_rows = pl->need_mass ? (size_t)batch : 0;
+    pl->ws_wkeys = carve(&cur, sizeof(uint32_t) * WIN_ROW * mass_rows);
+    pl->ws_widx = carve(&cur, sizeof(uint32_t) * WIN_ROW * mass_rows);
+    pl->ws_hist = carve(&cur, sizeof(u64) * TKP_MASS_BINS * mass_rows);
     pl->ws_part = carve(&cur, sizeof(qr_part) * (size_t)(cpr * batch));
     pl->ws_heavy = carve(&cur, sizeof(uint32_t) * (size_t)(batch + 1));
+    pl->gpu_capacity = pool_capacity(batch, vocab, k_max, cur + 2 * 256);
+    pl->tight = pl->gpu_capacity < cpu_capacity;
+    const int64_t pitch = (pl->gpu_capacity + 3) & ~(int64_t)3;
+    pl->ws_keys = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch + WARM_N));
+    pl->ws_idx = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch + WARM_N));
     pl->ws_bytes = cur;
     return TKP_OK;
 }
@@ -1253,6 +1334,8 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     a.hist = (u64 *)(ws + pl->ws_hist);
     a.part = (qr_part *)(ws + pl->ws_part);
     a.heavy = (uint32_t *)(ws + pl->ws_heavy);
+    a.mass = pl->need_mass;
+    a.tight = pl->tight;
     a.gather2 = pl->need_mass && pl->truncation == QRITA_TRUNC_AUTO;
     /* small top-p-alone batches searched on a buffer (truncation auto), a block per row */
     a.fuse = pl->group == BLOCK_G && pl->truncation == QRITA_TRUNC_AUTO && pl->ops == TKP_TOPP &&

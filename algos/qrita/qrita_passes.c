@@ -64,7 +64,7 @@ void qrita_row_mass(const float *x, int64_t vocab, float max, uint32_t above, ui
                     uint64_t *above_mass, uint64_t *hist)
 {
     *total = *above_mass = 0;
-    memset(hist, 0, QRITA_MASS_BINS * sizeof *hist);
+    memset(hist, 0, TKP_MASS_BINS * sizeof *hist);
     for (int64_t i = 0; i < vocab; i++) {
         uint64_t w = tkp_weight(x[i], max);
         *total += w;
@@ -72,8 +72,8 @@ void qrita_row_mass(const float *x, int64_t vocab, float max, uint32_t above, ui
         if (key > above)
             *above_mass += w;
         if (key) {
-            int bin = qrita_mass_bin(x[i], max);
-            if (bin < QRITA_MASS_BINS)
+            int bin = tkp_mass_bin(x[i], max);
+            if (bin < TKP_MASS_BINS)
                 hist[bin] += w;
         }
     }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "../common/hd.h"
+#include "../common/mass_floor.h"
 #include "../common/prob.h"
 #include "qrita_tables.h"
 
@@ -165,50 +166,6 @@ TKP_HD uint32_t qrita_threshold_key(double mean, double std, double delta, doubl
     if ((double)below > t)
         below = nextafterf(below, -INFINITY);
     return tkp_order_key(below);
-}
-
-/* ---- second-level truncation of top-p alone (the mass floor) ----
- * The row's fixed-point mass is also binned by the distance of a token from the row's largest
- * value: bin floor((max - x) * 4) for the tokens within 16 of max (QRITA_MASS_BINS bins of a
- * quarter logit), none for the rest. The first bins whose mass reaches the top-p target hold
- * every kept token (the tokens above them are a canonical prefix of mass >= target, so the token
- * after them is not kept), so the search may start at the largest key outside them. The bin is a
- * monotone (non-increasing) function of the key, so those tokens are exactly the keys above one
- * key, found by bisection. Float subtraction and a power-of-two scale: the same on every backend. */
-#define QRITA_MASS_BINS 64
-
-TKP_HD int qrita_mass_bin(float x, float max)
-{
-    if (max == INFINITY)
-        return x == INFINITY ? 0 : QRITA_MASS_BINS;
-    float d = (max - x) * 4.0f;
-    return d < (float)QRITA_MASS_BINS ? (int)d : QRITA_MASS_BINS;
-}
-
-/* The mass floor: every kept token of a top-p-alone row has a key > it. `hist` holds the mass
- * of each bin, `target` the top-p target of the row; min_key/max_key the row's valid keys. When
- * the bins do not reach the target, min_key - 1 (no tightening). */
-TKP_HD uint32_t qrita_mass_floor(const uint64_t *hist, uint64_t target, float max,
-                                 uint32_t min_key, uint32_t max_key)
-{
-    uint64_t acc = 0;
-    int b = 0;
-    for (; b < QRITA_MASS_BINS; b++) {
-        acc += hist[b];
-        if (acc >= target)
-            break;
-    }
-    if (b >= QRITA_MASS_BINS)
-        return min_key - 1;
-    uint32_t lo = min_key, hi = max_key; /* bin(max_key) = 0 <= b */
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (qrita_mass_bin(tkp_key_value(mid), max) <= b)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return lo - 1;
 }
 
 #endif

@@ -10,10 +10,12 @@
  * when the problem's backend is TKP_GPU) reproduces every draw bit for bit; the rules both
  * share are in rejection_rules.h. The algorithm, the Philox counter layout, the termination
  * and exactness arguments, the GPU design: README.md here. */
+#include <float.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "../common/cpu_row.h"
+#include "../common/mass_floor.h"
 #include "../common/philox.h"
 #include "../common/prob.h"
 #include "../tkp.h"
@@ -212,6 +214,31 @@ static uint32_t rej_kth_key(const uint32_t *key, int64_t vocab, int64_t k, int64
     return prefix;
 }
 
+/* Top-p alone: the first candidate set is the row's tokens of mass bin <= b, the first bin
+ * whose running mass reaches the target (common/mass_floor.h): they hold the kept set, and on
+ * peaked rows they are a handful, so the GPU keeps them in shared memory (README, "First
+ * candidate set of top-p alone"). Unchanged when the bins do not reach the target. */
+static void rej_start_at_mass_floor(const float *x, struct tkp_row_info info, struct rej_row *row)
+{
+    uint64_t hist[TKP_MASS_BINS] = { 0 };
+    for (int64_t i = 0; i < row->vocab; i++) {
+        const int bin = tkp_mass_bin(x[i], info.max);
+        if (bin < TKP_MASS_BINS)
+            hist[bin] += row->w[i];
+    }
+    const int b = tkp_mass_floor_bin(hist, row->target);
+    if (b >= TKP_MASS_BINS)
+        return;
+    /* the bisection over every valid key (the GPU's range too: the same steps) */
+    const uint32_t floor_key =
+        tkp_mass_floor_key(b, info.max, tkp_order_key(-FLT_MAX), tkp_order_key(info.max));
+    uint64_t mass = 0;
+    for (int j = 0; j <= b; j++)
+        mass += hist[j];
+    row->start = rej_pos(floor_key, 0xFFFFFFFFu);
+    row->start_mass = mass;
+}
+
 /* Weights, keys, the top-k limit, the top-p target and the first candidate set of a row
  * with at least one valid token. Top-k-then-top-p needs the mass of the top-k set S: radix
  * select finds the k-th key, one pass sums the mass above it, and the k - above tied tokens
@@ -248,6 +275,8 @@ static void rej_prepare(struct rej_state *s, const float *x, int32_t k, float p,
         s->stats.iterations += REJ_DIGIT_PASSES;
     }
     row->target = tkp_topp_target(p, set_mass);
+    if (rej_from_mass_floor(p, row->k_limit))
+        rej_start_at_mass_floor(x, info, row);
 }
 
 static int rej_run(void *state, const struct tkp_io *io, void *workspace, void *stream,

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 
 #include "../common/cuda_util.h"
+#include "../common/mass_floor.h"
 #include "../common/philox.h"
 #include "../common/prob.h"
 #include "rejection_gpu.h"
@@ -77,6 +78,8 @@ template <int THREADS> struct Shared {
     unsigned hist[kBuckets]; /* bucket histogram (pass 1); radix-select histogram (first 256) */
     uint32_t g_key[kGather]; /* gathered tokens of the k-th key's bucket and above */
     uint32_t g_idx[kGather];
+    u64 mass_hist[TKP_MASS_BINS]; /* top-p alone: this CTA's mass per bin of the mass floor */
+    uint64_t mass_all[TKP_MASS_BINS]; /* ... and the row's */
     u64 s_pos[kSmall];       /* the first candidate set in index order: positions */
     u64 s_w[kSmall];         /* and fixed-point weights */
     int nsmall;              /* its size when kept in shared memory, else 0 */
@@ -508,11 +511,46 @@ template <int THREADS, bool CLUSTER> struct Row {
         return cx->hist_all;
     }
 
+    /* The row's mass per bin of the mass floor into sh.mass_all, from every CTA's
+     * sh.mass_hist (complete: a (cluster) barrier has passed since). Cluster: summed through
+     * distributed shared memory, then a cluster barrier, after which sh.mass_hist is not read
+     * by others. */
+    __device__ void mass_hist_total()
+    {
+        if constexpr (!CLUSTER) {
+            for (int b = threadIdx.x; b < TKP_MASS_BINS; b += THREADS)
+                sh.mass_all[b] = sh.mass_hist[b];
+        } else {
+            cg::cluster_group cl = cg::this_cluster();
+            for (int b = threadIdx.x; b < TKP_MASS_BINS; b += THREADS) {
+                u64 sum = 0;
+#pragma unroll
+                for (int q = 0; q < kMaxCluster; q++)
+                    if (q < (int)size)
+                        sum += cl.map_shared_rank(sh.mass_hist, q)[b];
+                sh.mass_all[b] = sum;
+            }
+            cl.sync();
+        }
+        __syncthreads();
+    }
+
     /* Every token of the row with a key in bucket >= `bucket` into sh.g_key / sh.g_idx
      * (sh.gcount of them). Cluster: each CTA gathers its slice, then copies every CTA's list. */
     __device__ void gather(unsigned bucket)
     {
-        auto take = [bucket](uint32_t key) { return (key >> kBucketShift) >= bucket; };
+        gather_if([bucket](uint32_t key) { return (key >> kBucketShift) >= bucket; });
+    }
+
+    /* Every token of the row with a key >= `least` into sh.g_key / sh.g_idx (as gather). */
+    __device__ void gather_from_key(uint32_t least)
+    {
+        gather_if([least](uint32_t key) { return key >= least; });
+    }
+
+    /* Every token of the row with take(key) into sh.g_key / sh.g_idx (as gather). */
+    template <class Take> __device__ void gather_if(Take take)
+    {
         if constexpr (!CLUSTER) {
             if (threadIdx.x == 0)
                 sh.gcount = 0;
@@ -792,6 +830,62 @@ __device__ void keep_from_bucket(Shared<THREADS> &sh, unsigned bucket, unsigned 
     __syncthreads();
 }
 
+/* The first candidate set from the listed tokens (sh.g_key / sh.g_idx, n of them): the n0 with
+ * a key >= least, stored in shared memory in index order (rank by index) with their positions
+ * and weights when n0 <= kSmall; sh.nsmall says so (0: not stored). Ends with a barrier. */
+template <int THREADS>
+__device__ void store_small(Shared<THREADS> &sh, int n, uint32_t least, int n0, float max)
+{
+    if (n0 <= kSmall) {
+        for (int i = threadIdx.x; i < n; i += THREADS) {
+            const uint32_t ki = sh.g_key[i];
+            if (ki < least)
+                continue;
+            const uint32_t ii = sh.g_idx[i];
+            int rank = 0;
+            for (int j = 0; j < n; j++)
+                rank += sh.g_key[j] >= least && sh.g_idx[j] < ii;
+            sh.s_pos[rank] = rej_pos(ki, ii);
+            sh.s_w[rank] = tkp_weight(tkp_key_value(ki), max);
+        }
+    }
+    if (threadIdx.x == 0)
+        sh.nsmall = n0 <= kSmall ? n0 : 0;
+    __syncthreads();
+}
+
+/* Top-p alone (rej_from_mass_floor): the first candidate set starts at the mass floor
+ * (rej_start_at_mass_floor), from the row's mass per bin (each CTA's sh.mass_hist, complete);
+ * when it is small, it goes to shared memory: from the tokens pass 2 listed (every token within
+ * the bins, one CTA per row) when the list did not overflow, else from a gathering pass.
+ * `total` is the row's mass, `maxkey` its largest key. */
+template <class R>
+__device__ void start_at_mass_floor(R &row, float p, u64 total, float max, uint32_t maxkey,
+                                    uint64_t &start, uint64_t &start_mass)
+{
+    auto &sh = row.sh;
+    row.mass_hist_total();
+    const int b = tkp_mass_floor_bin(sh.mass_all, tkp_topp_target(p, total));
+    if (b >= TKP_MASS_BINS)
+        return; /* every thread read the same bins: the same branch */
+    const uint32_t least = tkp_mass_floor_key(b, max, tkp_order_key(-FLT_MAX), maxkey);
+    u64 mass = 0;
+    for (int j = 0; j <= b; j++)
+        mass += sh.mass_all[j];
+    start = rej_pos(least, 0xFFFFFFFFu);
+    start_mass = mass;
+    const bool listed = !R::kCluster && sh.gcount <= (unsigned)kGather;
+    __syncthreads(); /* every thread has read sh.gcount before the gathering pass zeroes it */
+    if (!listed)
+        row.gather_from_key(least);
+    const int n = (int)sh.gcount;
+    u64 c = 0, unused1 = 0, unused2 = 0;
+    for (int i = threadIdx.x; i < n && n <= kGather; i += R::kThreads)
+        c += sh.g_key[i] >= least;
+    block_sum3(sh, c, unused1, unused2); /* ends with a barrier */
+    store_small(sh, n <= kGather ? n : 0, least, n <= kGather ? (int)c : kSmall + 1, max);
+}
+
 /* Top-k-then-top-p from the gathered tokens (sh.g_key / sh.g_idx, sh.gcount <= kGather of
  * them: every token of the k-th key's bucket and above): the k-th key K (the one with fewer
  * than k larger keys and at least k keys >= it), the counts above and equal to it and the mass
@@ -832,23 +926,7 @@ __device__ uint32_t select_gathered(Shared<THREADS> &sh, unsigned bucket, float 
     above = a;
     ties = t;
     mass_above = m;
-    const int n0 = (int)(a + t);
-    if (n0 <= kSmall) {
-        for (int i = threadIdx.x; i < n; i += THREADS) {
-            const uint32_t ki = sh.g_key[i];
-            if (ki < kth)
-                continue;
-            const uint32_t ii = sh.g_idx[i];
-            int rank = 0;
-            for (int j = 0; j < n; j++)
-                rank += sh.g_key[j] >= kth && sh.g_idx[j] < ii;
-            sh.s_pos[rank] = rej_pos(ki, ii);
-            sh.s_w[rank] = tkp_weight(tkp_key_value(ki), max);
-        }
-    }
-    if (threadIdx.x == 0)
-        sh.nsmall = n0 <= kSmall ? n0 : 0;
-    __syncthreads();
+    store_small(sh, n, kth, (int)(a + t), max);
     return kth;
 }
 
@@ -1086,10 +1164,36 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &ma
         if (threadIdx.x == 0 && count_passes) /* counted once per row, as on the CPU */
             sh.stat[2] += REJ_DIGIT_PASSES;
     } else {
+        /* top-p alone also bins the mass by distance from max (and, one CTA per row, lists
+         * the tokens of those bins) for its first candidate set */
+        const bool from_floor = rej_from_mass_floor(p, k_limit);
+        if (from_floor) {
+            __syncthreads(); /* every thread has read sh.gcount (from_list) */
+            for (int j = threadIdx.x; j < TKP_MASS_BINS; j += THREADS)
+                sh.mass_hist[j] = 0;
+            if (threadIdx.x == 0)
+                sh.gcount = 0;
+            __syncthreads();
+        }
         u64 total = 0, unused1 = 0, unused2 = 0;
-        row.each([&](float v, int, bool) { total += tkp_weight(v, max); });
+        if (from_floor) {
+            row.each([&](float v, int i, bool in_row) {
+                const uint64_t w = tkp_weight(v, max);
+                total += w;
+                const int bin = in_row ? tkp_mass_bin(v, max) : TKP_MASS_BINS;
+                if (bin < TKP_MASS_BINS)
+                    tkp_shared_add_u64(&sh.mass_hist[bin], w);
+                if constexpr (!R::kCluster)
+                    append_token(tkp_order_key(v), i, bin < TKP_MASS_BINS, sh.g_key, sh.g_idx,
+                                 &sh.gcount);
+            });
+        } else {
+            row.each([&](float v, int, bool) { total += tkp_weight(v, max); });
+        }
         row.sum3(total, unused1, unused2);
         start_mass = set_mass = total;
+        if (from_floor)
+            start_at_mass_floor(row, p, total, max, (uint32_t)maxkey, start, start_mass);
     }
     __syncthreads(); /* every thread has read the radix-select results */
     if (threadIdx.x == 0) {

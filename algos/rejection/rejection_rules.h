@@ -41,6 +41,12 @@ TKP_HD int rej_needs_set_mass(float p, int64_t k_limit, int64_t valid)
     return tkp_topp_on(p) && k_limit < valid;
 }
 
+/* Does this row start from the mass floor (top-p alone: top-p on, no top-k limit)? */
+TKP_HD int rej_from_mass_floor(float p, int64_t k_limit)
+{
+    return tkp_topp_on(p) && k_limit == REJ_NO_LIMIT;
+}
+
 /* Would a token at a pivot with `count` tokens of fixed mass `mass` before it be kept?
  * (SEMANTICS.md: in the top-k set, and first or with the mass before it below the top-p
  * target.) Monotone: once false at a pivot, false at every later one. */

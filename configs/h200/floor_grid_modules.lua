@@ -1,0 +1,22 @@
+-- floor_grid_modules.lua — floor_grid.lua's grid with the modules alone: the cells that two
+-- builds are compared on, alternating, in one device session (algos/*/README.md).
+local timing = { warmup = 3, min_reps = 10, max_reps = 60, max_seconds = 0.3, target_rel = 0.01 }
+local vocab = { 128256, 151936, 201088, 262144 }
+local batch = { 1, 4, 16, 64, 128, 256, 1024 }
+
+sweep "topk50" {
+    algos = { "qrita", "cake", "rejection" },
+    dataset = "peers_s1", vocab = vocab, batch = batch, k = 50, p = 1.0, timing = timing,
+}
+sweep "topp09" {
+    algos = { "qrita", "rejection" },
+    dataset = "peers_s2", vocab = vocab, batch = batch, k = 0, p = 0.9, timing = timing,
+}
+sweep "topk50_topp09" {
+    algos = { "qrita", "cake", "rejection" },
+    dataset = "peers_s1", vocab = vocab, batch = batch, k = 50, p = 0.9, timing = timing,
+}
+sweep "topk1000_topp09" {
+    algos = { "qrita", "cake", "rejection" },
+    dataset = "peers_s1", vocab = vocab, batch = batch, k = 1000, p = 0.9, timing = timing,
+}
