@@ -43,6 +43,7 @@
  * Determinism: every decision depends on the SET of buffered entries only (counts, integer
  * masses, the smallest key and its copies, the k-th smallest index), never on their order.
  * The streaming helpers are in qrita_gpu_stream.cuh, the pivot search in qrita_gpu_search.cuh. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,7 @@ struct qr_args {
     int mass;         /* some row may be searched as top-p alone: hist, wkeys and widx exist */
     int tight;        /* top-k rows gather above gather_key, not the CPU's threshold (README,
                        * "Workspace") */
+    double tight_delta; /* ... at mean + tight_delta x std (tight_quantile) */
     int scan_in_mass; /* a fused batch whose qr_mass grid is resident at once: qr_mass does
                        * qr_scan's work, then the CTAs of a row meet (no qr_scan launch) */
     int64_t batch, vocab, stride, cap_gpu, cap_cpu, pitch, vpc, cpr;
@@ -172,19 +174,15 @@ __device__ __forceinline__ uint32_t group_sum(uint32_t v, unsigned *part)
 }
 
 /* The key above which a top-k row's buffer is gathered when the buffer is smaller than the
- * CPU's (a.tight; README, "Workspace"): on a row with the sampled mean and std, the Gaussian
- * tail that holds about n = min(cap / 2, max(2 k, cap / 4)) tokens, never below the CPU's
- * threshold `thr`. Any key >= thr gives the CPU's outputs and statistics: the search replays
- * the CPU's query on the buffer and checks that the buffer held the answer (qr_search). */
-__device__ uint32_t tight_gather_key(double mean, double sd, int32_t k, int64_t V, int64_t cap,
-                                     uint32_t thr)
+ * CPU's (a.tight; README, "Workspace"): mean + tight_delta x std (the plan's Gaussian quantile),
+ * never below the CPU's threshold `thr`. Any key >= thr gives the CPU's outputs and statistics:
+ * the search replays the CPU's query on the buffer and checks that it held the answer. */
+__device__ __forceinline__ uint32_t tight_gather_key(const qr_args &a, double mean, double sd,
+                                                     uint32_t thr)
 {
-    int64_t n = 2 * (int64_t)k > cap / 4 ? 2 * (int64_t)k : cap / 4;
-    n = n < cap / 2 ? n : cap / 2;
-    if (n < 1 || n >= V || !(sd > 0.0))
+    if (!(sd > 0.0) || !isfinite(a.tight_delta))
         return thr;
-    const double delta = normcdfinv(1.0 - (double)n / (double)V);
-    const uint32_t key = qrita_threshold_key(mean, sd, delta, 0.0);
+    const uint32_t key = qrita_threshold_key(mean, sd, a.tight_delta, 0.0);
     return key > thr ? key : thr;
 }
 
@@ -251,7 +249,7 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
                 has = 1;
                 thr = qrita_threshold_key(mean, sd, delta, a.margin);
                 if (a.tight && tkp_topk_on(k, V))
-                    gthr = tight_gather_key(mean, sd, k, V, a.cap_gpu, thr);
+                    gthr = tight_gather_key(a, mean, sd, thr);
             }
         }
     }
@@ -277,6 +275,7 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
  * to the row's buffer (thr = UINT32_MAX: none), and the chunk's max key, ~(min key), valid
  * count and number of keys > count_thr (`pad`; count_thr <= thr), which thread 0 returns
  * (inv_min 0: no valid key). */
+template <bool AHEAD = false>
 __device__ qr_part scan_chunk(const qr_args &a, int64_t r, uint32_t thr, uint32_t count_thr)
 {
     const float *x = a.logits + r * a.stride;
@@ -307,7 +306,7 @@ __device__ qr_part scan_chunk(const qr_args &a, int64_t r, uint32_t thr, uint32_
     };
     /* qr_mask (or the fused search) writes only the kept tokens of a row searched on its buffer */
     zero_chunk(a.kept + r * a.vocab, x, a.vocab, a.vpc);
-    stream_batches(x, a.vocab, a.vpc, f);
+    stream_batches<AHEAD>(x, a.vocab, a.vpc, f);
     kmax = __reduce_max_sync(FULL, kmax);
     kmin1 = __reduce_min_sync(FULL, kmin1);
     valid = __reduce_add_sync(FULL, valid);
@@ -344,7 +343,10 @@ __device__ __forceinline__ void publish_part(qr_row *row, const qr_part &pt)
         atomicAdd(&row->gathered, pt.above);
 }
 
-__global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
+/* AHEAD (a.scan_ahead): the next batch in flight while one is processed, 4 CTAs per SM
+ * instead of 6 (README, "Tried and dropped" or the launch table, by measurement). */
+template <bool AHEAD>
+__global__ void __launch_bounds__(NT, AHEAD ? 4 : 6) qr_scan(qr_args a)
 {
     tkp_allow_dependents();
     const int64_t r = blockIdx.y;
@@ -355,8 +357,8 @@ __global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
     const bool topp_alone = a.gather2 && !tkp_topk_on(a.k[r], a.vocab) && tkp_topp_on(a.p[r]);
     if (!topp_alone)
         tkp_wait_prerequisite();
-    const qr_part pt = topp_alone ? scan_chunk(a, r, UINT32_MAX, UINT32_MAX)
-                                  : scan_chunk(a, r, row->gather_key, row->trunc_key);
+    const qr_part pt = topp_alone ? scan_chunk<AHEAD>(a, r, UINT32_MAX, UINT32_MAX)
+                                  : scan_chunk<AHEAD>(a, r, row->gather_key, row->trunc_key);
     if (threadIdx.x == 0) {
         if (topp_alone)
             a.part[r * a.cpr + blockIdx.x] = pt;
@@ -1216,6 +1218,27 @@ static int64_t pool_capacity(int64_t batch, int64_t vocab, int32_t k_max, size_t
     return cap > WARM_N ? cap : (full < WARM_N ? full : WARM_N);
 }
 
+/* The tight gather's delta (README, "Workspace"): the N(0, 1) quantile above which a share
+ * n / V of a Gaussian row lies, n = min(cap / 2, max(2 k_max, cap / 4)) tokens (half to a
+ * quarter of the buffer), by bisection on erfc; -inf when there is no such quantile. */
+static double tight_quantile(int64_t vocab, int32_t k_max, int64_t cap)
+{
+    int64_t n = 2 * (int64_t)k_max > cap / 4 ? 2 * (int64_t)k_max : cap / 4;
+    n = n < cap / 2 ? n : cap / 2;
+    if (n < 1 || n >= vocab)
+        return -INFINITY;
+    const double share = (double)n / (double)vocab;
+    double lo = -40.0, hi = 40.0; /* 0.5 erfc(d / sqrt 2) falls from 1 to 0 */
+    for (int i = 0; i < 100; i++) {
+        const double mid = 0.5 * (lo + hi);
+        if (0.5 * erfc(mid / sqrt(2.0)) > share)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t vocab,
                               int64_t stride, unsigned ops, int32_t k_max, int truncation,
                               int search, int dedup,
@@ -1253,7 +1276,8 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
          * search, one 512-thread CTA per chunk) chunks below a whole step of 4 float4 per
          * thread lose (top-p alone, B = 1: 25.3 -> 32.2 us); past it they gain. */
         int per_sm = 0;
-        TKP_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, qr_scan, NT, 0), err);
+        TKP_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, qr_scan<false>, NT, 0),
+                     err);
         const int64_t resident = (int64_t)(per_sm > 0 ? per_sm : 1) * sms;
         const int64_t chunk = batch <= WARM_MAX_BATCH ? 4 * NT : NT;
         const int64_t most = (nvec + chunk - 1) / chunk;
@@ -1283,6 +1307,8 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
      * qr_mass's grid at once */
     const char *apart = getenv("TKP_QRITA_SCAN_APART");
     pl->scan_apart = apart && *apart && strcmp(apart, "0") != 0;
+    const char *ahead = getenv("TKP_QRITA_SCAN_AHEAD");
+    pl->scan_ahead = ahead && *ahead && strcmp(ahead, "0") != 0;
     TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search<32, CAP_WARP, false>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       8 * 2 * CAP_WARP * 4), err);
@@ -1308,6 +1334,7 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     pl->ws_heavy = carve(&cur, sizeof(uint32_t) * (size_t)(batch + 1));
     pl->gpu_capacity = pool_capacity(batch, vocab, k_max, cur + 2 * 256);
     pl->tight = pl->gpu_capacity < cpu_capacity;
+    pl->tight_delta = pl->tight ? tight_quantile(vocab, k_max, pl->gpu_capacity) : -INFINITY;
     const int64_t pitch = (pl->gpu_capacity + 3) & ~(int64_t)3;
     pl->ws_keys = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch + WARM_N));
     pl->ws_idx = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch + WARM_N));
@@ -1336,6 +1363,7 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     a.heavy = (uint32_t *)(ws + pl->ws_heavy);
     a.mass = pl->need_mass;
     a.tight = pl->tight;
+    a.tight_delta = pl->tight_delta;
     a.gather2 = pl->need_mass && pl->truncation == QRITA_TRUNC_AUTO;
     /* small top-p-alone batches searched on a buffer (truncation auto), a block per row */
     a.fuse = pl->group == BLOCK_G && pl->truncation == QRITA_TRUNC_AUTO && pl->ops == TKP_TOPP &&
@@ -1368,7 +1396,9 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     qr_prep<<<(unsigned)pl->batch, NT, 0, st>>>(a);
     TKP_LAUNCH_CHECK(err);
     if (!a.scan_in_mass)
-        TKP_CUDA_TRY(tkp_launch_dependent(qr_scan, grid, nt, 0, st, a), err);
+        TKP_CUDA_TRY(pl->scan_ahead ? tkp_launch_dependent(qr_scan<true>, grid, nt, 0, st, a)
+                                    : tkp_launch_dependent(qr_scan<false>, grid, nt, 0, st, a),
+                     err);
     if (pl->need_mass)
         TKP_CUDA_TRY(tkp_launch_dependent(qr_mass, grid, nt, 0, st, a), err);
     if (a.gather2 && !a.fuse)

@@ -26,6 +26,7 @@ struct qrita_gpu_plan {
     int64_t cpu_capacity, gpu_capacity; /* outlier buffer: the CPU's bound, the GPU's */
     int tight;                          /* gpu_capacity < cpu_capacity: top-k rows gather above
                                          * a tighter key than the CPU's (README, "Workspace") */
+    double tight_delta;                 /* ... mean + tight_delta x std */
     int64_t vec_per_cta;                /* float4 vectors per CTA of the streaming kernels */
     int cta_per_row;                    /* CTAs per row of the streaming kernels */
     int group;                          /* search: threads per row (32 or 512) */
@@ -34,6 +35,7 @@ struct qrita_gpu_plan {
     int sm_count;
     int64_t mass_resident;              /* CTAs of qr_mass that the device holds at once */
     int scan_apart;                     /* TKP_QRITA_SCAN_APART set: qr_scan always launched */
+    int scan_ahead;                     /* TKP_QRITA_SCAN_AHEAD set: qr_scan<true> */
     /* options */
     int truncation, search, dedup, autotune, sample_block, max_iter, pivots;
     double sigma_margin;
