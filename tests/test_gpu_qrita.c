@@ -250,6 +250,43 @@ static void pool_gaussians(void)
     gaussian_matches(200, 50, 1.0f, 1.0f, sort);
 }
 
+/* bf16-rounded rows (many tied values) with k swept over the number of keys the tight buffer
+ * holds (256 entries: about 128 keys of the Gaussian tail plus the outliers), so that on some
+ * rows the k-th key is the smallest buffered one and a pivot below the tight key is judged on a
+ * buffer that lacks the keys under it: the check must send those rows to the row search, or
+ * the iterations differ from the CPU's. */
+static void bf16_k_sweep(void)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    const int64_t V = 128256, batch = 200;
+    struct test_case c;
+    case_gaussian(&c, 4242, batch, V, 1.0f);
+    uint64_t s = 99;
+    for (int64_t r = 0; r < batch; r++) {
+        float *x = c.b.logits + r * V;
+        for (int j = 0; j < 40; j++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            x[(s >> 33) % (uint64_t)V] += 4.0f + (float)((s >> 20) % 9);
+        }
+        for (int64_t i = 0; i < V; i++) { /* round to bf16 (to nearest, ties away) */
+            union { float f; uint32_t u; } b = { x[i] };
+            b.u = (b.u + 0x8000u) & 0xFFFF0000u;
+            x[i] = b.f;
+        }
+        c.b.k[r] = 100 + (int32_t)(r / 2);
+        c.b.p[r] = r % 2 ? 0.9f : 1.0f;
+    }
+    cpu_equals_gpu(&c.b, NULL, "bf16 rows, k = 100..199, seed 4242");
+    free(c.b.logits);
+    free(c.b.k);
+    free(c.b.p);
+}
+
+TEST(gpu_qrita_bf16_pool_256_k_sweep) { with_pool("256", bf16_k_sweep); }
+
 /* 640 entries (what B = 1024, V = 262144 gets): k = 50 validates on the tight buffer; k = 1000
  * gathers ~2000 keys, overflows, and searches the row */
 TEST(gpu_qrita_gaussian_pool_640) { with_pool("640", pool_gaussians); }

@@ -56,6 +56,7 @@
 typedef unsigned long long u64;
 
 __constant__ double qr_quantile[QRITA_QUANTILE_BINS - 1] = QRITA_NORMAL_QUANTILES;
+static const double host_quantile[QRITA_QUANTILE_BINS - 1] = QRITA_NORMAL_QUANTILES;
 
 #define NT 256 /* threads of the streaming kernels */
 #define FULL 0xffffffffu
@@ -275,7 +276,7 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
  * to the row's buffer (thr = UINT32_MAX: none), and the chunk's max key, ~(min key), valid
  * count and number of keys > count_thr (`pad`; count_thr <= thr), which thread 0 returns
  * (inv_min 0: no valid key). */
-template <bool AHEAD = false>
+template <bool TIGHT = false>
 __device__ qr_part scan_chunk(const qr_args &a, int64_t r, uint32_t thr, uint32_t count_thr)
 {
     const float *x = a.logits + r * a.stride;
@@ -284,7 +285,8 @@ __device__ qr_part scan_chunk(const qr_args &a, int64_t r, uint32_t thr, uint32_
     const int64_t cap = a.cap_gpu;
     /* min over valid keys as min(key - 1): an invalid key (0) wraps to UINT32_MAX */
     unsigned kmax = 0, kmin1 = UINT32_MAX, valid = 0, above = 0;
-    const bool apart = count_thr != thr; /* the count is not the buffer's */
+    /* the count is not the buffer's (only in a tight plan, whose buffer has its own counter) */
+    const bool apart = TIGHT && count_thr != thr;
     auto f = [&](const float4 (&v)[4], const int (&e)[4], const bool (&)[4], int) {
         uint32_t key[4][4];
         batch_keys(v, key);
@@ -299,25 +301,28 @@ __device__ qr_part scan_chunk(const qr_args &a, int64_t r, uint32_t thr, uint32_
                     above += key[u][c] > count_thr;
             }
         if (thr != UINT32_MAX) {
-            const unsigned hits = append_above(key, e, thr, &row->pooled, keys, idx, cap, true);
-            if (!apart)
+            const unsigned hits = append_above(key, e, thr, TIGHT ? &row->pooled : &row->gathered,
+                                               keys, idx, cap, true);
+            if (TIGHT && !apart)
                 above += hits;
         }
     };
     /* qr_mask (or the fused search) writes only the kept tokens of a row searched on its buffer */
     zero_chunk(a.kept + r * a.vocab, x, a.vocab, a.vpc);
-    stream_batches<AHEAD>(x, a.vocab, a.vpc, f);
+    stream_batches(x, a.vocab, a.vpc, f);
     kmax = __reduce_max_sync(FULL, kmax);
     kmin1 = __reduce_min_sync(FULL, kmin1);
     valid = __reduce_add_sync(FULL, valid);
-    above = __reduce_add_sync(FULL, above);
+    if (TIGHT)
+        above = __reduce_add_sync(FULL, above);
     __shared__ unsigned sh[4][NT / 32];
     const int w = threadIdx.x >> 5;
     if ((threadIdx.x & 31) == 0) {
         sh[0][w] = kmax;
         sh[1][w] = kmin1;
         sh[2][w] = valid;
-        sh[3][w] = above;
+        if (TIGHT)
+            sh[3][w] = above;
     }
     __syncthreads();
     if (threadIdx.x == 0)
@@ -325,7 +330,8 @@ __device__ qr_part scan_chunk(const qr_args &a, int64_t r, uint32_t thr, uint32_
             kmax = max(kmax, sh[0][i]);
             kmin1 = min(kmin1, sh[1][i]);
             valid += sh[2][i];
-            above += sh[3][i];
+            if (TIGHT)
+                above += sh[3][i];
         }
     const qr_part pt = { kmax, valid ? ~(kmin1 + 1u) : 0u, valid, above };
     return pt;
@@ -343,10 +349,10 @@ __device__ __forceinline__ void publish_part(qr_row *row, const qr_part &pt)
         atomicAdd(&row->gathered, pt.above);
 }
 
-/* AHEAD (a.scan_ahead): the next batch in flight while one is processed, 4 CTAs per SM
- * instead of 6 (README, "Tried and dropped" or the launch table, by measurement). */
-template <bool AHEAD>
-__global__ void __launch_bounds__(NT, AHEAD ? 4 : 6) qr_scan(qr_args a)
+/* TIGHT (a.tight): top-k rows buffer the keys above gather_key (counter `pooled`) and count
+ * those above the CPU's threshold apart (`gathered`); otherwise `gathered` is both. */
+template <bool TIGHT>
+__global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
 {
     tkp_allow_dependents();
     const int64_t r = blockIdx.y;
@@ -357,8 +363,8 @@ __global__ void __launch_bounds__(NT, AHEAD ? 4 : 6) qr_scan(qr_args a)
     const bool topp_alone = a.gather2 && !tkp_topk_on(a.k[r], a.vocab) && tkp_topp_on(a.p[r]);
     if (!topp_alone)
         tkp_wait_prerequisite();
-    const qr_part pt = topp_alone ? scan_chunk<AHEAD>(a, r, UINT32_MAX, UINT32_MAX)
-                                  : scan_chunk<AHEAD>(a, r, row->gather_key, row->trunc_key);
+    const uint32_t thr = topp_alone ? UINT32_MAX : row->trunc_key;
+    const qr_part pt = scan_chunk<TIGHT>(a, r, TIGHT && !topp_alone ? row->gather_key : thr, thr);
     if (threadIdx.x == 0) {
         if (topp_alone)
             a.part[r * a.cpr + blockIdx.x] = pt;
@@ -793,7 +799,7 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
          * key) the CPU's query runs on it when it may hold the answer, and the result is
          * checked afterwards (README, "Buffer bound" and "Workspace"); a full buffer, or a
          * failed check, sends the row to the CPU's query over the whole row. */
-        const int64_t pooled = row->pooled;
+        const int64_t pooled = a.tight ? row->pooled : gathered;
         const bool complete = has && pooled <= a.cap_gpu;
         const bool cpu_pool = row->gather_key == trunc_key;
         bool use_pool = hit && cpu_pool && complete, validate = false;
@@ -1307,8 +1313,7 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
      * qr_mass's grid at once */
     const char *apart = getenv("TKP_QRITA_SCAN_APART");
     pl->scan_apart = apart && *apart && strcmp(apart, "0") != 0;
-    const char *ahead = getenv("TKP_QRITA_SCAN_AHEAD");
-    pl->scan_ahead = ahead && *ahead && strcmp(ahead, "0") != 0;
+
     TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search<32, CAP_WARP, false>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       8 * 2 * CAP_WARP * 4), err);
@@ -1333,8 +1338,14 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     pl->ws_part = carve(&cur, sizeof(qr_part) * (size_t)(cpr * batch));
     pl->ws_heavy = carve(&cur, sizeof(uint32_t) * (size_t)(batch + 1));
     pl->gpu_capacity = pool_capacity(batch, vocab, k_max, cur + 2 * 256);
-    pl->tight = pl->gpu_capacity < cpu_capacity;
-    pl->tight_delta = pl->tight ? tight_quantile(vocab, k_max, pl->gpu_capacity) : -INFINITY;
+    /* tight only where the tighter key can lie above the CPU's threshold of the batch's
+     * largest k (the highest of its rows' thresholds): elsewhere every row buffers the CPU's
+     * keys, and a buffer that overflows sends its row to the row search */
+    const double delta = tight_quantile(vocab, k_max, pl->gpu_capacity);
+    const double cpu = qrita_delta_topk(k_max, vocab, host_quantile);
+    pl->tight = pl->gpu_capacity < cpu_capacity && k_max > 0 &&
+                delta > cpu - sigma_margin * fabs(cpu);
+    pl->tight_delta = pl->tight ? delta : -INFINITY;
     const int64_t pitch = (pl->gpu_capacity + 3) & ~(int64_t)3;
     pl->ws_keys = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch + WARM_N));
     pl->ws_idx = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch + WARM_N));
@@ -1396,8 +1407,8 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     qr_prep<<<(unsigned)pl->batch, NT, 0, st>>>(a);
     TKP_LAUNCH_CHECK(err);
     if (!a.scan_in_mass)
-        TKP_CUDA_TRY(pl->scan_ahead ? tkp_launch_dependent(qr_scan<true>, grid, nt, 0, st, a)
-                                    : tkp_launch_dependent(qr_scan<false>, grid, nt, 0, st, a),
+        TKP_CUDA_TRY(pl->tight ? tkp_launch_dependent(qr_scan<true>, grid, nt, 0, st, a)
+                               : tkp_launch_dependent(qr_scan<false>, grid, nt, 0, st, a),
                      err);
     if (pl->need_mass)
         TKP_CUDA_TRY(tkp_launch_dependent(qr_mass, grid, nt, 0, st, a), err);

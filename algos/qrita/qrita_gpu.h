@@ -35,7 +35,6 @@ struct qrita_gpu_plan {
     int sm_count;
     int64_t mass_resident;              /* CTAs of qr_mass that the device holds at once */
     int scan_apart;                     /* TKP_QRITA_SCAN_APART set: qr_scan always launched */
-    int scan_ahead;                     /* TKP_QRITA_SCAN_AHEAD set: qr_scan<true> */
     /* options */
     int truncation, search, dedup, autotune, sample_block, max_iter, pivots;
     double sigma_margin;

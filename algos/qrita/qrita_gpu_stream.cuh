@@ -18,10 +18,8 @@ __device__ __forceinline__ void row_geom(const float *x, int64_t V, int64_t &h, 
     nvec = (V - h) >> 2;
 }
 
-/* Indices inside a row fit in 32 bits (V <= TKP_MAX_VOCAB = 2^23). AHEAD: the next batch's
- * loads are issued before f runs on the current one (twice the registers, loads in flight
- * while f works). */
-template <bool AHEAD = false, typename F>
+/* Indices inside a row fit in 32 bits (V <= TKP_MAX_VOCAB = 2^23). */
+template <typename F>
 __device__ __forceinline__ void stream_batches(const float *__restrict__ x, int64_t V,
                                                int64_t vpc, F &f)
 {
@@ -32,34 +30,16 @@ __device__ __forceinline__ void stream_batches(const float *__restrict__ x, int6
     const float4 *xv = reinterpret_cast<const float4 *>(x + h);
     const int t = threadIdx.x;
     const float4 pad = make_float4(NAN, NAN, NAN, NAN);
-    auto load = [&](int base, float4 (&a)[4]) {
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            const int j = base + u * NT + t;
-            a[u] = j < v1 ? __ldg(xv + j) : pad;
-        }
-    };
-    float4 next[4];
-    if (AHEAD && v0 < v1)
-        load(v0, next);
     for (int base = v0; base < v1; base += 4 * NT) {
         float4 a[4];
         int e[4];
         bool ok[4];
-        if (AHEAD) {
-#pragma unroll
-            for (int u = 0; u < 4; u++)
-                a[u] = next[u];
-            if (base + 4 * NT < v1)
-                load(base + 4 * NT, next);
-        } else {
-            load(base, a);
-        }
 #pragma unroll
         for (int u = 0; u < 4; u++) {
             const int j = base + u * NT + t;
             ok[u] = j < v1;
             e[u] = h + 4 * j;
+            a[u] = ok[u] ? __ldg(xv + j) : pad;
         }
         f(a, e, ok, 4);
     }
