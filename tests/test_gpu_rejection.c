@@ -182,6 +182,34 @@ TEST(gpu_rejection_benchmark_shapes_match_cpu)
     check_shapes(shapes, sizeof shapes / sizeof shapes[0]);
 }
 
+/* The first candidate sets of this module's rules (README, "First candidate sets"): top-k alone
+ * from its top-k set, top-p alone from the mass floor (peaked: a handful of tokens in shared
+ * memory; flat: the list of pass 2 overflows and a gathering pass runs, or the set is too big
+ * for shared memory), and k = 1000, whose k-th key's bucket is crowded on N(0, 1) rows (the
+ * radix select over the row, then a gathering pass of the set); each on a cluster per row, one
+ * 1024-thread CTA per row and 512-thread CTAs. */
+TEST(gpu_rejection_first_candidate_sets_match_cpu)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    static const struct shape shapes[] = {
+        { "top-k 50 alone, flat", 131, 8, 128256, 1.0f, 0, 50, 1.0f, 4, 0 },
+        { "one CTA, top-k 50 alone, peaked", 132, 6, 128256, 3.0f, 1, 50, 1.0f, 4, 1 },
+        { "top-p 0.9 alone, peaked", 133, 8, 151936, 2.0f, 1, 0, 0.9f, 4, 0 },
+        { "one CTA, top-p 0.9 alone, sigma 2", 134, 6, 151936, 2.0f, 0, 0, 0.9f, 4, 1 },
+        { "one CTA, top-p 0.5 alone, flat", 135, 6, 128256, 1.0f, 0, 0, 0.5f, 4, 1 },
+        { "k=1000 p=0.9, flat", 136, 4, 128256, 1.0f, 0, 1000, 0.9f, 4, 0 },
+        { "one CTA, k=1000 alone, flat", 137, 6, 128256, 1.0f, 0, 1000, 1.0f, 4, 1 },
+        { "one CTA, k=1000 p=0.9, flat", 138, 6, 262144, 1.0f, 0, 1000, 0.9f, 4, 1 },
+        { "B=300 k=1000 p=0.9 (512 threads)", 139, 300, 20000, 1.0f, 0, 1000, 0.9f, 1, 0 },
+        { "B=300 top-p 0.9 alone (512 threads)", 140, 300, 20000, 2.0f, 1, 0, 0.9f, 1, 0 },
+        { "B=300 top-k 50 alone (512 threads)", 141, 300, 20000, 1.0f, 0, 50, 1.0f, 1, 0 },
+    };
+    check_shapes(shapes, sizeof shapes / sizeof shapes[0]);
+}
+
 TEST(gpu_rejection_mixed_rows_odd_vocab_match_cpu)
 {
     if (!tkp_gpu_present()) {

@@ -240,10 +240,10 @@ static void rej_start_at_mass_floor(const float *x, struct tkp_row_info info, st
 }
 
 /* Weights, keys, the top-k limit, the top-p target and the first candidate set of a row
- * with at least one valid token. Top-k-then-top-p needs the mass of the top-k set S: radix
- * select finds the k-th key, one pass sums the mass above it, and the k - above tied tokens
- * S takes each weigh the same; the first candidate set is then every token with a key at
- * least the k-th one. */
+ * with at least one valid token. With top-k (k < #valid), radix select finds the k-th key, one
+ * pass sums the mass above it, and the first candidate set is every token with a key at least
+ * the k-th one; with top-p as well, the mass of the top-k set S gives the target (the k - above
+ * tied tokens S takes each weigh the same). Top-p alone starts at the mass floor. */
 static void rej_prepare(struct rej_state *s, const float *x, int32_t k, float p,
                         struct tkp_row_info info, uint32_t *key, uint64_t *w, struct rej_row *row)
 {
@@ -262,7 +262,7 @@ static void rej_prepare(struct rej_state *s, const float *x, int32_t k, float p,
     row->start = REJ_END;
     row->start_mass = total;
     uint64_t set_mass = total;
-    if (rej_needs_set_mass(p, row->k_limit, info.valid)) {
+    if (rej_starts_at_kth(row->k_limit, info.valid)) {
         int64_t above, ties;
         uint32_t kth = rej_kth_key(key, vocab, row->k_limit, &above, &ties);
         uint64_t mass_above = 0, kth_weight = tkp_weight(tkp_key_value(kth), info.max);

@@ -998,8 +998,9 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &ma
     auto &sh = row.sh;
     const int vocab = row.vocab;
     /* Pass 1: the largest order key (the row max), the number of valid tokens, and, when the
-     * row might need top-k-then-top-p, the histogram of the top kBucketBits key bits. */
-    const bool may_select = tkp_topp_on(p) && tkp_topk_on(k, vocab);
+     * row has top-k (its first candidate set is its top-k set), the histogram of the top
+     * kBucketBits key bits. */
+    const bool may_select = tkp_topk_on(k, vocab);
     for (int i = threadIdx.x; i < kBuckets; i += THREADS)
         sh.hist[i] = 0;
     if (threadIdx.x == 0)
@@ -1080,7 +1081,7 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &ma
     uint64_t start = REJ_END, start_mass, set_mass;
     bool selected = false;
     unsigned *hist = nullptr;
-    if (rej_needs_set_mass(p, k_limit, (int64_t)valid)) {
+    if (rej_starts_at_kth(k_limit, (int64_t)valid)) {
         hist = row.hist_total(kBuckets, true);
         select_bucket(sh, hist, (unsigned)k_limit);
         if (sh.gabove + sh.ties <= (unsigned)kGather) {
@@ -1118,7 +1119,7 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &ma
     }
     if (selected) {
         /* K, total_S and the first candidate set come from the gathered tokens */
-    } else if (rej_needs_set_mass(p, k_limit, (int64_t)valid)) {
+    } else if (rej_starts_at_kth(k_limit, (int64_t)valid)) {
         /* Radix select of the k-th key K (rej_kth_key; digit 1's histogram is ready), then
          * the mass above K: tokens above K in their top 24 bits are summed during the last
          * histogram pass, the others (same top 24 bits, larger last digit) from the last
@@ -1163,6 +1164,12 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &ma
         start_mass = mass_above + ties * kth_weight;
         if (threadIdx.x == 0 && count_passes) /* counted once per row, as on the CPU */
             sh.stat[2] += REJ_DIGIT_PASSES;
+        /* a crowded bucket (k = 1000 on N(0, 1) rows) but a first candidate set that fits:
+         * one gathering pass, and the rounds run in shared memory */
+        if (above + (int64_t)ties <= kSmall) {
+            row.gather_from_key(prefix);
+            store_small(sh, (int)sh.gcount, prefix, (int)(above + (int64_t)ties), max);
+        }
     } else {
         /* top-p alone also bins the mass by distance from max (and, one CTA per row, lists
          * the tokens of those bins) for its first candidate set */

@@ -35,11 +35,10 @@ TKP_HD int64_t rej_k_limit(int32_t k, int64_t vocab, int64_t valid)
     return tkp_topk_on(k, vocab) && (int64_t)k < valid ? (int64_t)k : REJ_NO_LIMIT;
 }
 
-/* Does this row need the mass of its top-k set (top-k then top-p with k < #valid)? */
-TKP_HD int rej_needs_set_mass(float p, int64_t k_limit, int64_t valid)
-{
-    return tkp_topp_on(p) && k_limit < valid;
-}
+/* Does this row start from its top-k set (top-k on with k < #valid, with or without top-p)?
+ * The first candidate set is then every token with a key >= the k-th one, found by radix
+ * select; with top-p, its mass also gives the target. */
+TKP_HD int rej_starts_at_kth(int64_t k_limit, int64_t valid) { return k_limit < valid; }
 
 /* Does this row start from the mass floor (top-p alone: top-p on, no top-k limit)? */
 TKP_HD int rej_from_mass_floor(float p, int64_t k_limit)

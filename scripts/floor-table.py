@@ -1,0 +1,93 @@
+"""floor-table.py NEW.tsv [OLD.tsv] — the memory-floor targets of qrita, cake and rejection
+(algos/*/README.md) from `topkp export` of a floor_grid.lua run (and of floor_grid_modules.lua
+run with the build before, for the no-regression check): one line per cell with each module's
+median, its peer's and the ratio, the read floor of ../shared/reference/H200-PEERS.md (B >= 128;
+read plus mask write = read + (copy - read) / 4, one byte written per four read), and a summary
+of every target's misses. Prints Markdown."""
+import csv
+import sys
+
+# H200-PEERS.md, 2026-11-30, top-k k = 50: read floor, copy floor (us) at the batches >= 128.
+FLOORS = {
+    (128256, 128): (33.8, 34.9), (128256, 256): (51.5, 66.1), (128256, 1024): (139.3, 249.5),
+    (151936, 128): (37.5, 40.9), (151936, 256): (57.1, 77.2), (151936, 1024): (161.8, 296.9),
+    (201088, 128): (44.8, 53.1), (201088, 256): (68.5, 100.4), (201088, 1024): (205.0, 388.4),
+    (262144, 128): (52.2, 67.5), (262144, 256): (82.4, 129.0), (262144, 1024): (258.1, 507.0),
+}
+
+
+def load(path):
+    out = {}
+    with open(path) as f:
+        for row in csv.DictReader(f, delimiter="\t"):
+            if row["status"] != "ok":
+                continue
+            cell = (row["sweep"], int(row["vocab"]), int(row["batch"]))
+            name = row["algo"] + ("" if "entry=single" not in row["options"] else ":single")
+            if "order=joint" in row["options"]:
+                name = row["algo"] + ":joint"
+            out.setdefault(cell, {})[name] = row
+    return out
+
+
+def med(cell, name):
+    row = cell.get(name)
+    return float(row["median_us"]) if row else None
+
+
+def main():
+    new = load(sys.argv[1])
+    old = load(sys.argv[2]) if len(sys.argv) > 2 else {}
+    misses = {1: [], 2: [], 3: [], 5: []}
+    print("| mode | V | B | cake | FI cake | cake/FI | cake/floor | rejection | FI best | rej/FI |"
+          " qrita | vLLM Triton | vLLM/qrita | qrita/(read+mask) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for key in sorted(new, key=lambda c: (c[0], c[1], c[2])):
+        sweep, V, B = key
+        c = new[key]
+        fl = FLOORS.get((V, B))
+        read = fl[0] if fl else None
+        read_mask = fl[0] + (fl[1] - fl[0]) / 4 if fl else None
+        cake, ficake = med(c, "cake"), med(c, "flashinfer.cake")
+        rej = med(c, "rejection")
+        fis = [m for m in (med(c, "flashinfer.sampling_probs:single"),
+                           med(c, "flashinfer.sampling_probs:joint")) if m]
+        fibest = min(fis) if fis else None
+        q, vt = med(c, "qrita"), med(c, "vllm.triton")
+        cells = [sweep, V, B]
+
+        def r(a, b):
+            return f"{a / b:.2f}" if a and b else "—"
+
+        def n(a):
+            return f"{a:.1f}" if a else "—"
+        cells += [n(cake), n(ficake), r(cake, ficake), r(cake, read) if cake else "—"]
+        cells += [n(rej), n(fibest), r(rej, fibest)]
+        cells += [n(q), n(vt), r(vt, q), r(q, read_mask) if q else "—"]
+        print("| " + " | ".join(str(x) for x in cells) + " |")
+        if cake and ficake and cake > ficake:
+            misses[1].append(f"{sweep} V={V} B={B}: cake {cake:.1f} vs FI {ficake:.1f}")
+        if cake and read and B >= 128 and cake > 1.15 * read:
+            misses[1].append(f"{sweep} V={V} B={B}: cake {cake / read:.2f}x read floor")
+        if rej and fibest and rej > fibest:
+            misses[2].append(f"{sweep} V={V} B={B}: rejection {rej:.1f} vs FI {fibest:.1f}")
+        if q and vt and vt < 2 * q:
+            misses[3].append(f"{sweep} V={V} B={B}: vLLM/qrita {vt / q:.2f}")
+        if q and read_mask and B >= 128 and q > 1.3 * read_mask:
+            misses[3].append(f"{sweep} V={V} B={B}: qrita {q / read_mask:.2f}x read+mask floor")
+        for m in ("qrita", "cake", "rejection"):
+            a, b = med(c, m), med(old.get(key, {}), m)
+            if a and b and a > 1.03 * b:
+                misses[5].append(f"{sweep} {m} V={V} B={B}: {a:.1f} vs {b:.1f} ({a / b:.3f})")
+    ws = [(int(row["workspace_bytes"]), key) for key, c in new.items()
+          for m, row in c.items() if m == "qrita" and key[1] == 262144 and key[2] == 1024]
+    print()
+    for b, key in sorted(ws, key=lambda x: x[1]):
+        print(f"- qrita workspace {key[0]} V={key[1]} B={key[2]}: {b / 2**20:.2f} MiB")
+    for t in (1, 2, 3, 5):
+        print(f"\nTarget {t}: {len(misses[t])} misses")
+        for line in misses[t]:
+            print(f"- {line}")
+
+
+main()
