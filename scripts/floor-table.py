@@ -1,6 +1,7 @@
-"""floor-table.py NEW.tsv [OLD.tsv] — the memory-floor targets of qrita, cake and rejection
+"""floor-table.py NEW.tsv[,MORE.tsv...] [OLD.tsv] — the memory-floor targets of qrita, cake and rejection
 (algos/*/README.md) from `topkp export` of a floor_grid.lua run (and of floor_grid_modules.lua
-run with the build before, for the no-regression check): one line per cell with each module's
+run with the build before, for the no-regression check; MORE files, comma-separated, replace
+NEW's rows of the same cell and algorithm, e.g. a later run of one module): one line per cell with each module's
 median, its peer's and the ratio, the read floor of ../shared/reference/H200-PEERS.md (B >= 128;
 read plus mask write = read + (copy - read) / 4, one byte written per four read), and a summary
 of every target's misses. Prints Markdown."""
@@ -16,8 +17,14 @@ FLOORS = {
 }
 
 
-def load(path):
+def load(paths):
     out = {}
+    for path in paths.split(","):
+        load_into(out, path)
+    return out
+
+
+def load_into(out, path):
     with open(path) as f:
         for row in csv.DictReader(f, delimiter="\t"):
             if row["status"] != "ok":
@@ -27,7 +34,6 @@ def load(path):
             if "order=joint" in row["options"]:
                 name = row["algo"] + ":joint"
             out.setdefault(cell, {})[name] = row
-    return out
 
 
 def med(cell, name):

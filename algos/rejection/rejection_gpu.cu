@@ -1165,8 +1165,11 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &ma
         if (threadIdx.x == 0 && count_passes) /* counted once per row, as on the CPU */
             sh.stat[2] += REJ_DIGIT_PASSES;
         /* a crowded bucket (k = 1000 on N(0, 1) rows) but a first candidate set that fits:
-         * one gathering pass, and the rounds run in shared memory */
-        if (above + (int64_t)ties <= kSmall) {
+         * one CTA per row takes one gathering pass, and the rounds run in shared memory
+         * (V = 128256, k = 1000, p = 0.9: B = 16 232.0 -> 171.2 us, B = 64 261.4 -> 173.0).
+         * Not a cluster's rows: there the set's ranking cost more than the rounds over the
+         * slices it replaced (B = 1 60.3 -> 82.7 us, B = 4 56.8 -> 81.5; README) */
+        if (!R::kCluster && above + (int64_t)ties <= kSmall) {
             row.gather_from_key(prefix);
             store_small(sh, (int)sh.gcount, prefix, (int)(above + (int64_t)ties), max);
         }
