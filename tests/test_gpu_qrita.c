@@ -292,3 +292,40 @@ TEST(gpu_qrita_bf16_pool_256_k_sweep) { with_pool("256", bf16_k_sweep); }
 TEST(gpu_qrita_gaussian_pool_640) { with_pool("640", pool_gaussians); }
 /* 8000 entries: k = 1000 validates too */
 TEST(gpu_qrita_gaussian_pool_8000) { with_pool("8000", pool_gaussians); }
+
+/* A buffer smaller than the CPU's in a plan that is not tight (8000 entries at k = 50, V =
+ * 128256: the tighter key would lie below the CPU's threshold), on rows whose first 8192
+ * tokens (the sample) are N(0, 0.525) and the rest N(0, 1): the CPU's threshold falls near 1.15,
+ * about 15000 keys lie above it (a hit for the CPU's 32064-entry buffer) and the GPU's buffer
+ * overflows, so the row is searched over the whole row from the CPU's threshold. */
+static void non_tight_overflow(void)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    const int64_t V = 128256;
+    static const int64_t batches[] = { 8, 200 };
+    static const float ps[] = { 1.0f, 0.9f };
+    for (int i = 0; i < 2 && !test_failed(); i++)
+        for (int j = 0; j < 2 && !test_failed(); j++) {
+            struct test_case c;
+            const uint64_t seed = 5150 + (uint64_t)(2 * i + j);
+            case_gaussian(&c, seed, batches[i], V, 1.0f);
+            for (int64_t r = 0; r < c.b.batch; r++) {
+                for (int64_t t = 0; t < 8192; t++)
+                    c.b.logits[r * V + t] *= 0.525f;
+                c.b.k[r] = 50;
+                c.b.p[r] = ps[j];
+            }
+            char what[96];
+            snprintf(what, sizeof what, "narrow sample, B=%lld p=%g, seed %llu",
+                     (long long)batches[i], (double)ps[j], (unsigned long long)seed);
+            cpu_equals_gpu(&c.b, NULL, what);
+            free(c.b.logits);
+            free(c.b.k);
+            free(c.b.p);
+        }
+}
+
+TEST(gpu_qrita_non_tight_overflow) { with_pool("8000", non_tight_overflow); }

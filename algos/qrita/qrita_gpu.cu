@@ -1196,8 +1196,9 @@ static size_t carve(size_t *cursor, size_t bytes)
     return at;
 }
 
-/* The GPU's buffer entries per row (README, "Workspace"): room for the CPU's whole buffer
- * (max(4096, V/2), never more than V) while the batch's buffers fit WS_TARGET bytes beside the
+/* The GPU's buffer entries per row (README, "Buffer bound and workspace"): max(4096, V/2),
+ * never more than V (more than the CPU's max(4096, V/4)), while the batch's buffers fit
+ * WS_TARGET bytes beside the
  * other per-row arrays (`fixed`); past that, what fits, but at least POOL_MIN entries and
  * POOL_PER_K per top-k entry. TKP_QRITA_POOL=N forces N (tests: the tight gather on small
  * problems). */
@@ -1339,11 +1340,11 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     pl->ws_heavy = carve(&cur, sizeof(uint32_t) * (size_t)(batch + 1));
     pl->gpu_capacity = pool_capacity(batch, vocab, k_max, cur + 2 * 256);
     /* tight only where the tighter key can lie above the CPU's threshold of the batch's
-     * largest k (the highest of its rows' thresholds): elsewhere every row buffers the CPU's
-     * keys, and a buffer that overflows sends its row to the row search */
+     * largest k (the lowest of its rows' thresholds): elsewhere every row buffers the CPU's
+     * keys, and a buffer that overflows sends its row to the CPU's query over the row */
     const double delta = tight_quantile(vocab, k_max, pl->gpu_capacity);
     const double cpu = qrita_delta_topk(k_max, vocab, host_quantile);
-    pl->tight = pl->gpu_capacity < cpu_capacity && k_max > 0 &&
+    pl->tight = pl->gpu_capacity < cpu_capacity && k_max > 0 && isfinite(cpu) &&
                 delta > cpu - sigma_margin * fabs(cpu);
     pl->tight_delta = pl->tight ? delta : -INFINITY;
     const int64_t pitch = (pl->gpu_capacity + 3) & ~(int64_t)3;

@@ -845,8 +845,10 @@ __device__ void store_small(Shared<THREADS> &sh, int n, uint32_t least, int n0, 
             int rank = 0;
             for (int j = 0; j < n; j++)
                 rank += sh.g_key[j] >= least && sh.g_idx[j] < ii;
-            sh.s_pos[rank] = rej_pos(ki, ii);
-            sh.s_w[rank] = tkp_weight(tkp_key_value(ki), max);
+            if (rank < kSmall) { /* always (n0 <= kSmall of them); a guard for the callers */
+                sh.s_pos[rank] = rej_pos(ki, ii);
+                sh.s_w[rank] = tkp_weight(tkp_key_value(ki), max);
+            }
         }
     }
     if (threadIdx.x == 0)
