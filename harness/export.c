@@ -133,6 +133,20 @@ static herr_t print_attr(hid_t obj, const char *name, const H5A_info_t *info, vo
     return 0;
 }
 
+/* One run record (/runs/<n>, run_record.h): its attributes as "run <n> name<TAB>value". */
+static herr_t print_run(hid_t group, const char *name, const H5L_info_t *info, void *data)
+{
+    (void)info;
+    hid_t g = H5Gopen2(group, name, H5P_DEFAULT);
+    if (g < 0)
+        return 0;
+    FILE *out = data;
+    fprintf(out, "run %s\n", name);
+    H5Aiterate2(g, H5_INDEX_NAME, H5_ITER_INC, NULL, print_attr, out);
+    H5Gclose(g);
+    return 0;
+}
+
 int tkp_results_info(const char *path, FILE *out, struct tkp_error *err)
 {
     h5_quiet();
@@ -144,6 +158,11 @@ int tkp_results_info(const char *path, FILE *out, struct tkp_error *err)
     hid_t root = H5Gopen2(f, "/", H5P_DEFAULT);
     H5Aiterate2(root, H5_INDEX_NAME, H5_ITER_INC, NULL, print_attr, out);
     H5Gclose(root);
+    if (h5_exists(f, "/runs")) { /* every run into the file (names 0, 1, ...; by name) */
+        hid_t g = H5Gopen2(f, "/runs", H5P_DEFAULT);
+        H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, print_run, out);
+        H5Gclose(g);
+    }
     H5Fclose(f);
     return TKP_OK;
 }

@@ -101,6 +101,26 @@ int h5_write_text(hid_t loc, const char *name, const char *text)
     return rc;
 }
 
+char *h5_read_text(hid_t loc, const char *name)
+{
+    if (H5Lexists(loc, name, H5P_DEFAULT) <= 0)
+        return NULL;
+    hid_t d = H5Dopen2(loc, name, H5P_DEFAULT);
+    if (d < 0)
+        return NULL;
+    hid_t t = utf8_vlen(), s = H5Dget_space(d);
+    char *text = NULL, *copy = NULL;
+    if (H5Sget_simple_extent_npoints(s) == 1 &&
+        H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text) >= 0 && text) {
+        copy = strdup(text);
+        H5Dvlen_reclaim(t, s, H5P_DEFAULT, &text);
+    }
+    H5Sclose(s);
+    H5Tclose(t);
+    H5Dclose(d);
+    return copy;
+}
+
 int h5_exists(hid_t file, const char *path)
 {
     char partial[512];

@@ -13,6 +13,8 @@ int h5_set_attr_i64(hid_t obj, const char *name, long long value);
 /* Read a string attribute (fixed or variable length) into buf; 0 on success. */
 int h5_get_attr_str(hid_t obj, const char *name, char *buf, size_t n);
 int h5_write_text(hid_t loc, const char *name, const char *text);
+/* Read a scalar string dataset written by h5_write_text; a malloc'd copy, NULL when absent. */
+char *h5_read_text(hid_t loc, const char *name);
 /* Does the link `path` exist (every intermediate group too)? */
 int h5_exists(hid_t file, const char *path);
 

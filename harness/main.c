@@ -1,6 +1,6 @@
 /* main.c — the topkp command line:
  *   topkp list [--no-probe]
- *   topkp run CONFIG.lua [-o FILE.h5] [--backend cpu|gpu] [--resume] [--dry-run]
+ *   topkp run CONFIG.lua [-o FILE.h5] [--backend cpu|gpu] [--resume [--force]] [--dry-run]
  *   topkp apply ALGO --in LOGITS.h5 --out OUT.h5 [--backend cpu|gpu] [--k K] [--p P]
  *               [--draws N] [--seed S] [--offset O] [--set name=value]...
  *   topkp gen DATASET --batch B --vocab V [--seed S] [--k K] [--p P] -o LOGITS.h5
@@ -24,7 +24,7 @@ static int usage(void)
 {
     fputs("usage:\n"
           "  topkp list [--no-probe]   (--no-probe: do not ask Python which peers import)\n"
-          "  topkp run CONFIG.lua [-o FILE.h5] [--backend cpu|gpu] [--resume] [--dry-run]\n"
+          "  topkp run CONFIG.lua [-o FILE.h5] [--backend cpu|gpu] [--resume [--force]] [--dry-run]\n"
           "  topkp apply ALGO --in LOGITS.h5 --out OUT.h5 [--backend cpu|gpu] [--k K] [--p P]\n"
           "              [--draws N] [--seed S] [--offset O] [--set name=value]...\n"
           "  topkp gen DATASET --batch B --vocab V [--seed S] [--k K] [--p P] -o LOGITS.h5\n"
@@ -220,6 +220,8 @@ static int cmd_run(int argc, char **argv)
             a.backend = backend_arg("run", i + 1 < argc ? argv[++i] : NULL);
         else if (strcmp(argv[i], "--resume") == 0)
             a.resume = 1;
+        else if (strcmp(argv[i], "--force") == 0)
+            a.force = 1;
         else if (strcmp(argv[i], "--dry-run") == 0)
             a.dry_run = 1;
         else if (argv[i][0] != '-' && !a.config)

@@ -273,3 +273,18 @@ int tkp_results_done(struct tkp_results *r, const char *sweep, const char *key)
             return 1;
     return 0;
 }
+
+int64_t tkp_results_rows(struct tkp_results *r, const char *sweep)
+{
+    char path[160];
+    snprintf(path, sizeof path, "/sweeps/%s/cells", sweep);
+    if (!h5_exists(r->file, path))
+        return 0;
+    hid_t d = H5Dopen2(r->file, path, H5P_DEFAULT), s = H5Dget_space(d);
+    const hssize_t n = H5Sget_simple_extent_npoints(s);
+    H5Sclose(s);
+    H5Dclose(d);
+    return n > 0 ? (int64_t)n : 0;
+}
+
+int64_t tkp_results_handle(struct tkp_results *r) { return (int64_t)r->file; }

@@ -43,6 +43,10 @@ int tkp_results_config(struct tkp_results *r, const char *name, const char *text
 /* Append one cell and its repetition times, then flush the file. */
 int tkp_results_append(struct tkp_results *r, const char *sweep, struct tkp_cell_row *row,
                        const double *samples_us, int64_t n, struct tkp_error *err);
+/* Rows in /sweeps/<sweep>/cells (0 when the sweep has none yet). */
+int64_t tkp_results_rows(struct tkp_results *r, const char *sweep);
+/* The HDF5 file id (an hid_t) behind r, for the run records (run_record.c). */
+int64_t tkp_results_handle(struct tkp_results *r);
 /* Was a cell with this key already recorded as ok or unsupported? */
 int tkp_results_done(struct tkp_results *r, const char *sweep, const char *key);
 

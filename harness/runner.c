@@ -13,6 +13,7 @@
 #include "peer_cell.h"
 #include "provenance.h"
 #include "results.h"
+#include "run_record.h"
 #include "runner.h"
 #include "timing.h"
 
@@ -303,6 +304,16 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
         tkp_plan_free(&plan);
         return rc;
     }
+    struct tkp_run_identity id;
+    tkp_run_identity_of(&plan, &id);
+    char commit[8];
+    const int earlier_run = tkp_results_attr_get(res, "git_commit", commit, sizeof commit) == 0;
+    if (earlier_run &&
+        (rc = tkp_run_check_resume(res, args->output, &plan, &id, args->force, err)) != TKP_OK) {
+        tkp_results_close(res);
+        tkp_plan_free(&plan);
+        return rc;
+    }
     struct run_env env = { .backend = args->backend };
     long long l2_bytes = 0;
     if (args->backend == TKP_GPU) {
@@ -324,6 +335,8 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
         tkp_provenance_write(res, args->backend, args->argc, args->argv, env.copy_gbps);
     for (size_t i = 0; i < plan.n_files; i++)
         tkp_results_config(res, plan.files[i].name, plan.files[i].text);
+    const int run_index = tkp_run_record_begin(res, &plan, &id, args->backend, !earlier_run,
+                                               earlier_run && args->force, args->argc, args->argv);
 
     double started = tkp_now_us();
     size_t ran = 0, skipped = 0;
@@ -354,6 +367,7 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     char now[64];
     tkp_utc_now(now, sizeof now);
     tkp_results_attr(res, "end_time", now);
+    tkp_run_record_end(res, run_index);
     tkp_results_close(res);
     cache_free(&env.cache);
     tkp_peer_session_close(&env.peers);

@@ -9,6 +9,7 @@ struct tkp_run_args {
     const char *config, *output;
     enum tkp_backend backend;
     int resume, dry_run;
+    int force; /* --force: resume even with another config or binary (recorded under /runs) */
     int argc;
     char **argv;
 };

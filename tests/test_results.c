@@ -1,11 +1,12 @@
-/* test_results.c — the results file: export round trip, cell statuses, resume, and a sweep
- * killed with -9 keeping every finished cell. */
+/* test_results.c — the results file: export round trip, cell statuses, resume, a sweep killed
+ * with -9 keeping every finished cell, and the run records that guard --resume. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../harness/h5util.h"
 #include "cli_util.h"
 #include "test.h"
 
@@ -120,4 +121,91 @@ TEST(results_kill_9_keeps_finished_cells_and_resume_completes_them)
     CHECK(resumed == total && strcmp(keys_resumed, keys_whole) == 0,
           "killed + resumed run differs from the uninterrupted one (%d vs %d cells)", resumed,
           total);
+}
+
+/* The rows of every sweep in `h5` (export's lines but the header). */
+static int exported_rows(const char *h5)
+{
+    static char keys[1 << 16];
+    return exported_cells(h5, keys, sizeof keys);
+}
+
+/* Overwrite a root string attribute of a results file (as another binary would have left it). */
+static void set_root_attr(const char *h5, const char *name, const char *value)
+{
+    hid_t f = H5Fopen(h5, H5F_ACC_RDWR, H5P_DEFAULT);
+    REQUIRE(f >= 0, "cannot open %s", h5);
+    REQUIRE(h5_set_attr_str(f, name, value) == 0, "cannot rewrite %s", name);
+    H5Fclose(f);
+}
+
+/* The text of dataset `name` of group `group` in a results file (NULL when absent). */
+static char *read_text(const char *h5, const char *group, const char *name)
+{
+    hid_t f = H5Fopen(h5, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0)
+        return NULL;
+    char *text = NULL;
+    if (h5_exists(f, group)) {
+        hid_t g = H5Gopen2(f, group, H5P_DEFAULT);
+        text = h5_read_text(g, name);
+        H5Gclose(g);
+    }
+    H5Fclose(f);
+    return text;
+}
+
+/* Provenance per run (README, "Results"): every run into a file is recorded under
+ * /runs/<n> with its commit, binary id and config hash; --resume refuses an edited config or
+ * another binary, writing nothing, unless --force, which records the run and its config. */
+TEST(results_resume_refuses_another_config_or_binary_unless_forced)
+{
+    const char *text = "sweep \"pv\" { algos = \"naive_sort\", vocab = 300, batch = { 1, 2 },\n"
+                       "  k = 5, p = 1.0, timing = { min_reps = 2, max_reps = 2 } }\n";
+    const char *cfg = write_scratch("pv.lua", text);
+    char h5[512], out[1 << 16];
+    snprintf(h5, sizeof h5, "%s/pv.h5", scratch_dir());
+    unlink(h5);
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", topkp_bin(), cfg, h5) == 0,
+            "run failed: %s", out);
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu --resume", topkp_bin(), cfg,
+                    h5) == 0, "resume with the same config and binary refused: %s", out);
+    const int rows = exported_rows(h5);
+
+    char edited[4096];
+    snprintf(edited, sizeof edited, "%s-- an edit\n", text);
+    write_scratch("pv.lua", edited);
+    CHECK(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu --resume", topkp_bin(), cfg,
+                  h5) != 0 && strstr(out, "refusing to resume") && strstr(out, "pv.lua changed"),
+          "an edited config was resumed: %s", out);
+    CHECK(exported_rows(h5) == rows, "a refused resume wrote rows");
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu --resume --force",
+                    topkp_bin(), cfg, h5) == 0, "--force refused: %s", out);
+
+    write_scratch("pv.lua", text);
+    set_root_attr(h5, "binary_id", "deadbeef");
+    CHECK(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu --resume", topkp_bin(), cfg,
+                  h5) != 0 && strstr(out, "another binary") && strstr(out, "deadbeef"),
+          "a file of another binary was resumed: %s", out);
+
+    static char info[1 << 16];
+    REQUIRE(run_cmd(info, sizeof info, "%s info %s", topkp_bin(), h5) == 0, "info: %s", info);
+    CHECK(strstr(info, "run 0\n") && strstr(info, "run 1\n") && strstr(info, "run 2\n") &&
+              !strstr(info, "run 3\n"),
+          "info must list the three runs that went in: %s", info);
+    const char *forced = strstr(info, "run 2\n");
+    CHECK(forced && strstr(forced, "forced\t1") && strstr(forced, "config_hash"),
+          "the forced run's record: %s", forced ? forced : info);
+    CHECK(strstr(info, "first_rows\tpv=0") && strstr(info, "first_rows\tpv=2"),
+          "each run's first row of the sweep: %s", info);
+    char link[600];
+    snprintf(link, sizeof link, "%s", cfg);
+    for (char *c = link; *c; c++)
+        if (*c == '/')
+            *c = '|';
+    char *recorded = read_text(h5, "/runs/2", link), *first = read_text(h5, "/config", link);
+    CHECK(recorded && strstr(recorded, "-- an edit"), "the forced run's config is not recorded");
+    CHECK(first && !strstr(first, "-- an edit"), "the first run's /config was overwritten");
+    free(recorded);
+    free(first);
 }
