@@ -223,6 +223,20 @@ if [ -n "$s" ]; then
                       print " \\\\" }
                   print "\\bottomrule\\end{tabular}" }' "$fig/$s.tsv"
         echo '\end{table}'
+        # the paper's claim: Qrita takes about half the memory of the baselines (its Figure 4)
+        echo '\begin{table}[H]\centering\caption{The paper'"'"'s memory claim (about half the baselines'"'"' memory), judged on this run: qrita'"'"'s workspace over each baseline'"'"'s extra device memory per call at the largest batch of each vocabulary, top-$k$ then top-$p$ cells; it holds when the ratio is at most 0.5 (5\,\% slack).}'
+        echo '\begin{tabular}{llrl}\toprule dataset/vocab & baseline & qrita / baseline & verdict \\ \midrule'
+        tawk '$ix["mode"] == "topk_topp" && $ix["variant"] == "" && $ix["status"] == "ok" {
+                c = $ix["panel"]; a = $ix["line"]; b = $ix["batch"] + 0
+                if (!(c in cs)) { cs[c] = 1; corder[++nc] = c }
+                if (b >= big[c, a]) { big[c, a] = b; w[c, a] = $ix["workspace_bytes"] } }
+            END { nb = split("vllm.pytorch vllm.triton", base, " ")
+                  for (j = 1; j <= nc; j++) for (i = 1; i <= nb; i++) { c = corder[j]; a = base[i]
+                      if (!((c, "qrita") in w) || !((c, a) in w) || w[c, a] <= 0 || big[c, a] != big[c, "qrita"]) {
+                          print tex(c), "\\texttt{" tex(a) "}", "--", "no data \\\\"; continue }
+                      r = w[c, "qrita"] / w[c, a]
+                      print tex(c), "\\texttt{" tex(a) "}", sprintf("%.3f", r), (r <= 0.525 ? "holds" : "does not hold") " (B=" big[c, a] ") \\\\" } }' "$fig/$s.tsv"
+        echo '\bottomrule\end{tabular}\end{table}'
     } > "$gen/memory.tex"
 else
     missing memory fig4
