@@ -46,10 +46,12 @@ int tkp_row_judge(struct tkp_cell_row *row, const struct tkp_batch *b, const uin
 }
 
 void tkp_row_times(struct tkp_cell_row *row, const struct tkp_batch *b, int set_output,
-                   int32_t draws, const double *samples, int64_t n, double copy_gbps)
+                   int32_t draws, const double *samples, int64_t n,
+                   const struct tkp_timing *timing, double copy_gbps)
 {
     struct tkp_time_stats ts;
     tkp_time_summarize(samples, n, &ts);
+    row->noisy = n > 0 && !tkp_time_settled(timing, samples, n);
     row->median_us = ts.median;
     row->q1_us = ts.q1;
     row->q3_us = ts.q3;

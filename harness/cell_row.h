@@ -5,6 +5,7 @@
 #define TKP_CELL_ROW_H
 
 #include "apply.h"
+#include "plan.h"
 #include "results.h"
 
 /* Check up to `rows` rows spread over the batch against the oracle: sets rows_checked and
@@ -14,9 +15,11 @@
 int tkp_row_judge(struct tkp_cell_row *row, const struct tkp_batch *b, const uint8_t *kept,
                   const int64_t *samples, int32_t draws, int rows, int exact_required,
                   struct tkp_error *err);
-/* Time statistics of the samples, bytes read and written, GB/s and the bandwidth fraction. */
+/* Time statistics of the samples, whether they settled under `timing` (noisy otherwise), bytes
+ * read and written, GB/s and the bandwidth fraction. */
 void tkp_row_times(struct tkp_cell_row *row, const struct tkp_batch *b, int set_output,
-                   int32_t draws, const double *samples, int64_t n, double copy_gbps);
+                   int32_t draws, const double *samples, int64_t n,
+                   const struct tkp_timing *timing, double copy_gbps);
 /* ok / unsupported / oom / error from a return code, and the message. */
 void tkp_row_status(struct tkp_cell_row *row, int rc, const char *message);
 

@@ -35,6 +35,7 @@ static const struct field {
     F(peak_device_bytes, I64), F(rows_checked, I64), F(rows_exact, I64), F(hit_rate, F64),
     F(outliers, F64), F(outlier_mass, F64), F(iterations, F64), F(rounds, F64),
     F(cell_seconds, F64),
+    F(noisy, I64),
 };
 #undef F
 #define N_FIELDS (sizeof cell_fields / sizeof cell_fields[0])

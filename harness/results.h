@@ -25,6 +25,7 @@ struct tkp_cell_row {
     int64_t rows_checked, rows_exact;
     double hit_rate, outliers, outlier_mass, iterations, rounds;
     double cell_seconds;
+    int64_t noisy; /* 1: the timer stopped at its cap before the spread settled (timing.h) */
 };
 
 struct tkp_results;

@@ -248,7 +248,8 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
         rc = run_peer(cell, env, e, &b, kept, drawn, draws, row, samples, n_samples, &err);
     else if (!rc)
         rc = run_module(cell, env, &b, kept, drawn, draws, row, samples, n_samples, &err);
-    tkp_row_times(row, &b, kept != NULL, draws, *samples, *n_samples, env->copy_gbps);
+    tkp_row_times(row, &b, kept != NULL, draws, *samples, *n_samples, &cell->timing,
+                  env->copy_gbps);
     tkp_row_status(row, rc, err.msg);
     free(kept);
     free(drawn);

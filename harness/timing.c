@@ -45,6 +45,15 @@ void tkp_time_summarize(const double *us, int64_t n, struct tkp_time_stats *out)
     free(sorted);
 }
 
+int tkp_time_settled(const struct tkp_timing *t, const double *us, int64_t n)
+{
+    if (n < t->min_reps || n < 1)
+        return 0;
+    struct tkp_time_stats s;
+    tkp_time_summarize(us, n, &s);
+    return s.median > 0 && (s.q3 - s.q1) / s.median < t->target_rel;
+}
+
 int tkp_time_should_stop(const struct tkp_timing *t, const double *us, int64_t n,
                          double total_us)
 {
@@ -54,9 +63,7 @@ int tkp_time_should_stop(const struct tkp_timing *t, const double *us, int64_t n
         return 0;
     if (total_us >= t->max_seconds * 1e6)
         return 1;
-    struct tkp_time_stats s;
-    tkp_time_summarize(us, n, &s);
-    return s.median > 0 && (s.q3 - s.q1) / s.median < t->target_rel;
+    return tkp_time_settled(t, us, n);
 }
 
 double tkp_now_us(void)

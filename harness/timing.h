@@ -14,6 +14,9 @@ struct tkp_time_stats {
 };
 
 void tkp_time_summarize(const double *us, int64_t n, struct tkp_time_stats *out);
+/* Has the spread of n samples settled: at least min_reps, and a relative IQR below
+ * target_rel? A cell whose timer stopped without it (time or repetition cap) is `noisy`. */
+int tkp_time_settled(const struct tkp_timing *t, const double *us, int64_t n);
 /* Should a timer that has taken n samples (total_us of measured time) stop? */
 int tkp_time_should_stop(const struct tkp_timing *t, const double *us, int64_t n,
                          double total_us);

@@ -60,6 +60,8 @@ awk -F'\t' -v OFS='\t' -v baseline="$baseline" -v algos="$algos" -v exact="$base
         for (i = 1; i <= n; i++) { g = a SUBSEP K[i]; have[g]++
             if (!(g in val)) val[g] = V[i]; else if (val[g] != V[i]) vary[g] = 1 }
     }
+    # a cell whose timer stopped at its cap before the spread settled (files before the flag: none)
+    function noisy() { return ("noisy" in col) && $col["noisy"] == 1 }
     function name(a, variant, o,   n, i, s, g) {
         if (variant != "") return a ":" variant
         s = a; n = parse(o)
@@ -82,6 +84,7 @@ awk -F'\t' -v OFS='\t' -v baseline="$baseline" -v algos="$algos" -v exact="$base
       if (!(s in ncell)) { lrank[s] = rank[a]; lalgo[s] = a; lopts[s] = $col["options"]; lpeer[s] = peer }
       ncell[s]++; nok[s] += $col["status"] == "ok"; checked[s] += $col["rows_checked"]; exact_rows[s] += $col["rows_exact"] }
     $col["status"] != "ok" { next }
+    noisy() { unsettled++ }
     {
         panel = $col["dataset"] "/V=" $col["vocab"]
         bp = ""; bu = vp = "NaN"
@@ -90,7 +93,8 @@ awk -F'\t' -v OFS='\t' -v baseline="$baseline" -v algos="$algos" -v exact="$base
               (t > 0 ? $col["batch"] * 1e6 / t : "NaN"), \
               ((key in ref) && t > 0 && a != baseline ? ref[key] / t : "NaN"), s, peer, bp, bu, vp
     }
-    END { for (s in ncell) print lrank[s], s, lalgo[s], lopts[s], lpeer[s], ncell[s], nok[s], checked[s], exact_rows[s] > exact }' \
+    END { for (s in ncell) print lrank[s], s, lalgo[s], lopts[s], lpeer[s], ncell[s], nok[s], checked[s], exact_rows[s] > exact
+          if (unsettled) printf "figures.sh: %d of the cells drawn are noisy (the timer stopped at its cap before the spread settled; column noisy)\n", unsettled > "/dev/stderr" }' \
     "$base-all.tsv" "$base-all.tsv" |
     { IFS= read -r header; echo "$header"
       batch=$(awk -F'\t' -v h="$header" 'BEGIN { n = split(h, f, "\t"); for (i = 1; i <= n; i++) if (f[i] == "batch") print i }')
