@@ -219,10 +219,17 @@ static int flag_field(lua_State *L, int idx, const char *what, const char *key, 
     return v;
 }
 
+/* The measurement policy's defaults (README, "Results"): at least 10 samples a cell (20 on the
+ * GPU), at most 50 (200), a 0.5 s cap once the minimum is taken, a 2 % relative IQR to stop
+ * early; a cell that hits a cap first is flagged noisy. A config that sets max_reps below the
+ * default minimum gets that as its minimum too. */
 static void read_timing(lua_State *L, int idx, const char *what, struct tkp_timing *t)
 {
-    *t = (struct tkp_timing){ .warmup = 1, .min_reps = 3, .max_reps = 20, .max_seconds = 0.5,
-                              .target_rel = 0.02, .cold = 1, .graph = 0,
+    lua_getglobal(L, "backend");
+    const int gpu = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "gpu") == 0;
+    lua_pop(L, 1);
+    *t = (struct tkp_timing){ .warmup = 1, .min_reps = gpu ? 20 : 10, .max_reps = gpu ? 200 : 50,
+                              .max_seconds = 0.5, .target_rel = 0.02, .cold = 1, .graph = 0,
                               .timeout = 300 };
     lua_getfield(L, idx, "timing");
     if (lua_isnil(L, -1)) {
@@ -236,10 +243,12 @@ static void read_timing(lua_State *L, int idx, const char *what, struct tkp_timi
     double v[1];
     number_list(L, ti, what, "warmup", t->warmup, 0, v, 1);
     t->warmup = (int)v[0];
-    number_list(L, ti, what, "min_reps", t->min_reps, 0, v, 1);
-    t->min_reps = (int)v[0];
     number_list(L, ti, what, "max_reps", t->max_reps, 0, v, 1);
     t->max_reps = (int)v[0];
+    if (t->max_reps < t->min_reps)
+        t->min_reps = t->max_reps; /* the default minimum, lowered to an explicit maximum */
+    number_list(L, ti, what, "min_reps", t->min_reps, 0, v, 1);
+    t->min_reps = (int)v[0];
     number_list(L, ti, what, "max_seconds", t->max_seconds, 0, v, 1);
     t->max_seconds = v[0];
     number_list(L, ti, what, "target_rel", t->target_rel, 0, v, 1);
