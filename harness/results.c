@@ -36,6 +36,7 @@ static const struct field {
     F(outliers, F64), F(outlier_mass, F64), F(iterations, F64), F(rounds, F64),
     F(cell_seconds, F64),
     F(noisy, I64),
+    F(run, I64),
 };
 #undef F
 #define N_FIELDS (sizeof cell_fields / sizeof cell_fields[0])

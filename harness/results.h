@@ -26,6 +26,7 @@ struct tkp_cell_row {
     double hit_rate, outliers, outlier_mass, iterations, rounds;
     double cell_seconds;
     int64_t noisy; /* 1: the timer stopped at its cap before the spread settled (timing.h) */
+    int64_t run;   /* the run that wrote the row: /runs/<run> has its commit, binary and config */
 };
 
 struct tkp_results;

@@ -345,6 +345,7 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
         const struct tkp_cell *c = &plan.cells[i];
         struct tkp_cell_row row;
         fill_row_identity(c, args->backend, &row);
+        row.run = run_index;
         if (args->resume && tkp_results_done(res, c->sweep, row.key)) {
             skipped++;
             continue;

@@ -174,6 +174,10 @@ TEST(results_resume_refuses_another_config_or_binary_unless_forced)
 
     char edited[4096];
     snprintf(edited, sizeof edited, "%s-- an edit\n", text);
+    char *three = strstr(edited, "{ 1, 2 }");
+    REQUIRE(three, "the config's batch list");
+    memcpy(three, "{1,2,3}", 7); /* one more cell (same length, so the rest stays) */
+    three[7] = ' ';
     write_scratch("pv.lua", edited);
     CHECK(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu --resume", topkp_bin(), cfg,
                   h5) != 0 && strstr(out, "refusing to resume") && strstr(out, "pv.lua changed"),
@@ -198,6 +202,18 @@ TEST(results_resume_refuses_another_config_or_binary_unless_forced)
           "the forced run's record: %s", forced ? forced : info);
     CHECK(strstr(info, "first_rows\tpv=0") && strstr(info, "first_rows\tpv=2"),
           "each run's first row of the sweep: %s", info);
+    /* each row names its run: the first run's two cells, then the forced run's new one */
+    REQUIRE(run_cmd(out, sizeof out, "%s export %s", topkp_bin(), h5) == 0, "export: %s", out);
+    const int col = tsv_column(out, "run");
+    REQUIRE(col >= 0, "export lacks the run column");
+    char runs[64] = "";
+    for (char *line = strchr(out, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+        char v[16];
+        tsv_field(line + 1, col, v, sizeof v);
+        strncat(runs, v, sizeof runs - strlen(runs) - 2);
+        strcat(runs, " ");
+    }
+    CHECK(strcmp(runs, "0 0 2 ") == 0, "the rows' runs: %s (expected 0 0 2)", runs);
     char link[600];
     snprintf(link, sizeof link, "%s", cfg);
     for (char *c = link; *c; c++)
