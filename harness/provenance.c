@@ -18,6 +18,14 @@ void tkp_utc_now(char *buf, size_t n)
     strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+void tkp_command_line(int argc, char **argv, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; i < argc && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? " " : "", argv[i]);
+}
+
 void tkp_device_name(enum tkp_backend backend, char *buf, size_t n)
 {
     struct tkp_gpu_props props;
@@ -97,9 +105,6 @@ void tkp_provenance_write(struct tkp_results *r, enum tkp_backend backend, int a
     tkp_results_attr_num(r, "copy_gbps", copy_gbps);
     tkp_utc_now(buf, sizeof buf);
     tkp_results_attr(r, "start_time", buf);
-    size_t used = 0;
-    buf[0] = 0;
-    for (int i = 0; i < argc && used < sizeof buf; i++)
-        used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", i ? " " : "", argv[i]);
+    tkp_command_line(argc, argv, buf, sizeof buf);
     tkp_results_attr(r, "command_line", buf);
 }

@@ -12,6 +12,8 @@ void tkp_provenance_write(struct tkp_results *r, enum tkp_backend backend, int a
                           char **argv, double copy_gbps);
 /* The UTC time now, ISO 8601. */
 void tkp_utc_now(char *buf, size_t n);
+/* The command line, its words joined by spaces (cut at n - 1 bytes). */
+void tkp_command_line(int argc, char **argv, char *buf, size_t n);
 /* The device's measured copy bandwidth in GB/s (host memcpy on the CPU backend). */
 double tkp_measure_copy_gbps(enum tkp_backend backend);
 /* A short device name for figure labels. */

@@ -185,14 +185,19 @@ static hid_t group_path(hid_t file, const char *path)
     return g;
 }
 
+void tkp_results_config_link(const char *name, char *link, size_t n)
+{
+    snprintf(link, n, "%s", name);
+    for (char *c = link; *c; c++)
+        if (*c == '/')
+            *c = '|';
+}
+
 int tkp_results_config(struct tkp_results *r, const char *name, const char *text)
 {
     hid_t g = group_path(r->file, "/config");
     char link[256];
-    snprintf(link, sizeof link, "%s", name);
-    for (char *c = link; *c; c++)
-        if (*c == '/')
-            *c = '|'; /* one dataset per file, not a tree of groups */
+    tkp_results_config_link(name, link, sizeof link);
     int rc = H5Lexists(g, link, H5P_DEFAULT) > 0 ? 0 : h5_write_text(g, link, text);
     H5Gclose(g);
     H5Fflush(r->file, H5F_SCOPE_GLOBAL);

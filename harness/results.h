@@ -40,6 +40,9 @@ int tkp_results_attr(struct tkp_results *r, const char *name, const char *value)
 int tkp_results_attr_num(struct tkp_results *r, const char *name, double value);
 /* Read a root string attribute into buf; non-zero when it is absent. */
 int tkp_results_attr_get(struct tkp_results *r, const char *name, char *buf, size_t n);
+/* The dataset name of a config file under /config: its path with '/' as '|' (one dataset per
+ * file, not a tree of groups). */
+void tkp_results_config_link(const char *name, char *link, size_t n);
 /* Store the text of a loaded config file under /config/<name> (once). */
 int tkp_results_config(struct tkp_results *r, const char *name, const char *text);
 /* Append one cell and its repetition times, then flush the file. */

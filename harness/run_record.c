@@ -38,15 +38,6 @@ void tkp_run_identity_of(const struct tkp_plan *plan, struct tkp_run_identity *i
     snprintf(id->config_hash, sizeof id->config_hash, "%08lx", crc);
 }
 
-/* The dataset name of a config file under /config (results.c: '/' becomes '|'). */
-static void config_link(const char *name, char *link, size_t n)
-{
-    snprintf(link, n, "%s", name);
-    for (char *c = link; *c; c++)
-        if (*c == '/')
-            *c = '|';
-}
-
 /* The first of this plan's files whose text differs from the file's /config copy (or is
  * missing there), or NULL when all match. */
 static const char *changed_config(hid_t file, const struct tkp_plan *plan)
@@ -57,7 +48,7 @@ static const char *changed_config(hid_t file, const struct tkp_plan *plan)
     const char *changed = NULL;
     for (size_t i = 0; i < plan->n_files && !changed; i++) {
         char link[256];
-        config_link(plan->files[i].name, link, sizeof link);
+        tkp_results_config_link(plan->files[i].name, link, sizeof link);
         char *stored = h5_read_text(g, link);
         if (!stored || strcmp(stored, plan->files[i].text) != 0)
             changed = plan->files[i].name;
@@ -129,28 +120,26 @@ int tkp_run_record_begin(struct tkp_results *r, const struct tkp_plan *plan,
     h5_set_attr_str(g, "device_name", buf);
     tkp_utc_now(buf, sizeof buf);
     h5_set_attr_str(g, "start_time", buf);
-    size_t used = 0;
-    buf[0] = 0;
-    for (int i = 0; i < argc && used < sizeof buf; i++)
-        used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", i ? " " : "", argv[i]);
+    tkp_command_line(argc, argv, buf, sizeof buf);
     h5_set_attr_str(g, "command_line", buf);
     /* where this run's rows of each sweep start: "sweep=first,..." in plan order */
-    used = 0;
+    size_t used = 0;
     buf[0] = 0;
     for (size_t i = 0; i < plan->n && used < sizeof buf; i++) {
         const char *sweep = plan->cells[i].sweep;
-        if (i > 0 && strcmp(sweep, plan->cells[i - 1].sweep) == 0)
+        size_t j = 0; /* listed already (its first cell comes earlier in the plan)? */
+        while (j < i && strcmp(plan->cells[j].sweep, sweep) != 0)
+            j++;
+        if (j < i)
             continue;
-        char entry[160];
-        snprintf(entry, sizeof entry, "%s=%lld", sweep, (long long)tkp_results_rows(r, sweep));
-        if (!strstr(buf, entry))
-            used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", used ? "," : "", entry);
+        used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s=%lld", used ? "," : "",
+                                 sweep, (long long)tkp_results_rows(r, sweep));
     }
     h5_set_attr_str(g, "first_rows", buf);
     if (forced) { /* the config this run used, beside the first run's /config */
         for (size_t i = 0; i < plan->n_files; i++) {
             char link[256];
-            config_link(plan->files[i].name, link, sizeof link);
+            tkp_results_config_link(plan->files[i].name, link, sizeof link);
             h5_write_text(g, link, plan->files[i].text);
         }
     }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "../harness/h5util.h"
+#include "../harness/results.h"
 #include "cli_util.h"
 #include "test.h"
 
@@ -215,10 +216,7 @@ TEST(results_resume_refuses_another_config_or_binary_unless_forced)
     }
     CHECK(strcmp(runs, "0 0 2 ") == 0, "the rows' runs: %s (expected 0 0 2)", runs);
     char link[600];
-    snprintf(link, sizeof link, "%s", cfg);
-    for (char *c = link; *c; c++)
-        if (*c == '/')
-            *c = '|';
+    tkp_results_config_link(cfg, link, sizeof link);
     char *recorded = read_text(h5, "/runs/2", link), *first = read_text(h5, "/config", link);
     CHECK(recorded && strstr(recorded, "-- an edit"), "the forced run's config is not recorded");
     CHECK(first && !strstr(first, "-- an edit"), "the first run's /config was overwritten");

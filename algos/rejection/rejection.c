@@ -218,14 +218,9 @@ static uint32_t rej_kth_key(const uint32_t *key, int64_t vocab, int64_t k, int64
  * whose running mass reaches the target (common/mass_floor.h): they hold the kept set, and on
  * peaked rows they are a handful, so the GPU keeps them in shared memory (README, "First
  * candidate set of top-p alone"). Unchanged when the bins do not reach the target. */
-static void rej_start_at_mass_floor(const float *x, struct tkp_row_info info, struct rej_row *row)
+static void rej_start_at_mass_floor(const uint64_t *hist, struct tkp_row_info info,
+                                    struct rej_row *row)
 {
-    uint64_t hist[TKP_MASS_BINS] = { 0 };
-    for (int64_t i = 0; i < row->vocab; i++) {
-        const int bin = tkp_mass_bin(x[i], info.max);
-        if (bin < TKP_MASS_BINS)
-            hist[bin] += row->w[i];
-    }
     const int b = tkp_mass_floor_bin(hist, row->target);
     if (b >= TKP_MASS_BINS)
         return;
@@ -248,11 +243,16 @@ static void rej_prepare(struct rej_state *s, const float *x, int32_t k, float p,
                         struct tkp_row_info info, uint32_t *key, uint64_t *w, struct rej_row *row)
 {
     const int64_t vocab = s->pb.vocab;
-    uint64_t total = 0;
+    /* top-p alone also bins the weights by distance from max in the same pass (the GPU's pass 2) */
+    const int from_floor = rej_from_mass_floor(p, rej_k_limit(k, vocab, info.valid));
+    uint64_t total = 0, hist[TKP_MASS_BINS] = { 0 };
     for (int64_t i = 0; i < vocab; i++) {
         key[i] = tkp_order_key(x[i]);
         w[i] = tkp_weight(x[i], info.max);
         total += w[i];
+        const int bin = from_floor ? tkp_mass_bin(x[i], info.max) : TKP_MASS_BINS;
+        if (bin < TKP_MASS_BINS)
+            hist[bin] += w[i];
     }
     row->vocab = vocab;
     row->key = key;
@@ -275,8 +275,8 @@ static void rej_prepare(struct rej_state *s, const float *x, int32_t k, float p,
         s->stats.iterations += REJ_DIGIT_PASSES;
     }
     row->target = tkp_topp_target(p, set_mass);
-    if (rej_from_mass_floor(p, row->k_limit))
-        rej_start_at_mass_floor(x, info, row);
+    if (from_floor)
+        rej_start_at_mass_floor(hist, info, row);
 }
 
 static int rej_run(void *state, const struct tkp_io *io, void *workspace, void *stream,
