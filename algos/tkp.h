@@ -89,6 +89,7 @@ struct tkp_stats {
     double outlier_mass;    /* total probability mass gathered (Qrita S_t) */
     double iterations;      /* total pivot-search iterations */
     double rounds;          /* total rejection rounds */
+    double sorted;          /* total keys sorted (a sort-based boundary search) */
 };
 
 struct tkp_algo {

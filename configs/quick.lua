@@ -8,5 +8,5 @@ sweep "quick" {
     batch = { 1, 4, 16, 64 },
     k = { 50 },
     p = { 0.9, 1.0 },
-    timing = { warmup = 1, min_reps = 3, max_reps = 10, max_seconds = 0.5 },
+    timing = { min_reps = 10, max_reps = 20, max_seconds = 0.5 },
 }

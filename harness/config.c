@@ -23,7 +23,7 @@
 
 static const char *const sweep_keys[] = { "algos", "dataset", "vocab", "batch", "k", "p",
                                           "draws", "seed", "verify", "where", "timing", NULL };
-static const char *const timing_keys[] = { "warmup", "min_reps", "max_reps", "max_seconds",
+static const char *const timing_keys[] = { "warmup", "warmup_seconds", "min_reps", "max_reps", "max_seconds",
                                            "target_rel", "cold", "graph", "timeout", NULL };
 
 struct load_ctx {
@@ -219,16 +219,17 @@ static int flag_field(lua_State *L, int idx, const char *what, const char *key, 
     return v;
 }
 
-/* The measurement policy's defaults (README, "Results"): at least 10 samples a cell (20 on the
- * GPU), at most 50 (200), a 0.5 s cap once the minimum is taken, a 2 % relative IQR to stop
- * early; a cell that hits a cap first is flagged noisy. A config that sets max_reps below the
+/* The measurement policy's defaults (README, "Results"): one warm-up call and more for 0.05 s,
+ * at least 10 samples a cell (20 on the GPU), at most 50 (200), a 0.5 s cap once the minimum is
+ * taken, a 2 % relative IQR to stop early; a cell that hits a cap first, or has fewer than
+ * TKP_POLICY_MIN_SAMPLES samples, is flagged noisy. A config that sets max_reps below the
  * default minimum gets that as its minimum too. */
 static void read_timing(lua_State *L, int idx, const char *what, struct tkp_timing *t)
 {
     lua_getglobal(L, "backend");
     const int gpu = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "gpu") == 0;
     lua_pop(L, 1);
-    *t = (struct tkp_timing){ .warmup = 1, .min_reps = gpu ? 20 : 10, .max_reps = gpu ? 200 : 50,
+    *t = (struct tkp_timing){ .warmup = 1, .warmup_seconds = 0.05, .min_reps = gpu ? 20 : 10, .max_reps = gpu ? 200 : 50,
                               .max_seconds = 0.5, .target_rel = 0.02, .cold = 1, .graph = 0,
                               .timeout = 300 };
     lua_getfield(L, idx, "timing");
@@ -243,6 +244,8 @@ static void read_timing(lua_State *L, int idx, const char *what, struct tkp_timi
     double v[1];
     number_list(L, ti, what, "warmup", t->warmup, 0, v, 1);
     t->warmup = (int)v[0];
+    number_list(L, ti, what, "warmup_seconds", t->warmup_seconds, 0, v, 1);
+    t->warmup_seconds = v[0];
     number_list(L, ti, what, "max_reps", t->max_reps, 0, v, 1);
     t->max_reps = (int)v[0];
     if (t->max_reps < t->min_reps)
@@ -257,10 +260,10 @@ static void read_timing(lua_State *L, int idx, const char *what, struct tkp_timi
     t->timeout = v[0];
     t->cold = flag_field(L, ti, what, "cold", t->cold);
     t->graph = flag_field(L, ti, what, "graph", t->graph);
-    if (t->warmup < 0 || t->min_reps < 1 || t->max_reps < t->min_reps || !(t->max_seconds > 0) ||
-        !(t->timeout > 0))
-        config_error(L, "%s: timing needs warmup >= 0, 1 <= min_reps <= max_reps, max_seconds > 0, "
-                     "timeout > 0", what);
+    if (t->warmup < 0 || !(t->warmup_seconds >= 0) || t->min_reps < 1 ||
+        t->max_reps < t->min_reps || !(t->max_seconds > 0) || !(t->timeout > 0))
+        config_error(L, "%s: timing needs warmup >= 0, warmup_seconds >= 0, "
+                     "1 <= min_reps <= max_reps, max_seconds > 0, timeout > 0", what);
     lua_pop(L, 1);
 }
 

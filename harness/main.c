@@ -1,6 +1,7 @@
 /* main.c — the topkp command line:
  *   topkp list [--no-probe]
  *   topkp run CONFIG.lua [-o FILE.h5] [--backend cpu|gpu] [--resume [--force]] [--dry-run]
+ *             [--only ALGO,...]
  *   topkp apply ALGO --in LOGITS.h5 --out OUT.h5 [--backend cpu|gpu] [--k K] [--p P]
  *               [--draws N] [--seed S] [--offset O] [--set name=value]...
  *   topkp gen DATASET --batch B --vocab V [--seed S] [--k K] [--p P] -o LOGITS.h5
@@ -25,6 +26,7 @@ static int usage(void)
     fputs("usage:\n"
           "  topkp list [--no-probe]   (--no-probe: do not ask Python which peers import)\n"
           "  topkp run CONFIG.lua [-o FILE.h5] [--backend cpu|gpu] [--resume [--force]] [--dry-run]\n"
+          "              [--only ALGO,...]   (only the cells of these modules or peers)\n"
           "  topkp apply ALGO --in LOGITS.h5 --out OUT.h5 [--backend cpu|gpu] [--k K] [--p P]\n"
           "              [--draws N] [--seed S] [--offset O] [--set name=value]...\n"
           "  topkp gen DATASET --batch B --vocab V [--seed S] [--k K] [--p P] -o LOGITS.h5\n"
@@ -224,6 +226,8 @@ static int cmd_run(int argc, char **argv)
             a.force = 1;
         else if (strcmp(argv[i], "--dry-run") == 0)
             a.dry_run = 1;
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            a.only = argv[++i];
         else if (argv[i][0] != '-' && !a.config)
             a.config = argv[i];
         else

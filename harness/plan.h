@@ -9,7 +9,8 @@
 #include "../algos/tkp.h"
 
 struct tkp_timing {
-    int warmup;         /* untimed runs first */
+    int warmup;         /* untimed runs first ... */
+    double warmup_seconds; /* ... and more of them until this much time has passed (timing.h) */
     int min_reps, max_reps;
     double max_seconds; /* stop repeating after this much measured time */
     double target_rel;  /* stop once the relative IQR of the times is below this */

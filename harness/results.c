@@ -37,6 +37,7 @@ static const struct field {
     F(cell_seconds, F64),
     F(noisy, I64),
     F(run, I64),
+    F(sorted, F64),
 };
 #undef F
 #define N_FIELDS (sizeof cell_fields / sizeof cell_fields[0])

@@ -27,6 +27,7 @@ struct tkp_cell_row {
     double cell_seconds;
     int64_t noisy; /* 1: the timer stopped at its cap before the spread settled (timing.h) */
     int64_t run;   /* the run that wrote the row: /runs/<run> has its commit, binary and config */
+    double sorted; /* keys sorted per row (a sort-based boundary search; 0 otherwise) */
 };
 
 struct tkp_results;

@@ -199,6 +199,7 @@ static int run_module(const struct tkp_cell *cell, struct run_env *env, const st
         row->outlier_mass = stats.outlier_mass / rows;
         row->iterations = stats.iterations / rows;
         row->rounds = stats.rounds / rows;
+        row->sorted = stats.sorted / rows;
         int exact = !(a->approximate && a->approximate(cell->opts));
         rc = tkp_row_judge(row, b, kept, drawn, draws, cell->verify_rows, exact, err);
     }
@@ -288,12 +289,53 @@ void tkp_plan_print(const struct tkp_plan *plan, FILE *out)
     }
 }
 
+/* Is `name` one of the comma-separated names of `list`? */
+static int in_list(const char *list, const char *name)
+{
+    const size_t n = strlen(name);
+    for (const char *at = list; *at; at += strcspn(at, ",") + (at[strcspn(at, ",")] != 0))
+        if (strcspn(at, ",") == n && strncmp(at, name, n) == 0)
+            return 1;
+    return 0;
+}
+
+/* --only: keep the cells of the listed algorithms; a name no cell of the plan runs is an error
+ * (a typo would otherwise run nothing). */
+static int keep_only(struct tkp_plan *plan, const char *only, const char *config,
+                     struct tkp_error *err)
+{
+    for (const char *at = only; *at; at += strcspn(at, ",") + (at[strcspn(at, ",")] != 0)) {
+        const size_t len = strcspn(at, ",");
+        int found = 0;
+        for (size_t i = 0; i < plan->n && !found; i++)
+            found = strlen(plan->cells[i].algo->name) == len &&
+                    strncmp(plan->cells[i].algo->name, at, len) == 0;
+        if (!found) {
+            tkp_error_set(err, "--only %.*s: no cell of %s runs it", (int)len, at, config);
+            return TKP_EINVAL;
+        }
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < plan->n; i++) {
+        if (in_list(only, plan->cells[i].algo->name))
+            plan->cells[kept++] = plan->cells[i];
+        else
+            free(plan->cells[i].opts);
+    }
+    plan->n = kept;
+    return TKP_OK;
+}
+
 int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
 {
     struct tkp_plan plan;
     int rc = tkp_config_load(args->config, args->backend, &plan, err);
     if (rc)
         return rc;
+    if (args->only && (rc = keep_only(&plan, args->only, args->config, err)) != TKP_OK) {
+        tkp_plan_free(&plan);
+        return rc;
+    }
     if (args->dry_run) {
         tkp_plan_print(&plan, stdout);
         tkp_plan_free(&plan);

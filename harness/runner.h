@@ -10,6 +10,7 @@ struct tkp_run_args {
     enum tkp_backend backend;
     int resume, dry_run;
     int force; /* --force: resume even with another config or binary (recorded under /runs) */
+    const char *only; /* --only A,B: run the cells of these algorithms only (NULL: all) */
     int argc;
     char **argv;
 };

@@ -47,7 +47,7 @@ void tkp_time_summarize(const double *us, int64_t n, struct tkp_time_stats *out)
 
 int tkp_time_settled(const struct tkp_timing *t, const double *us, int64_t n)
 {
-    if (n < t->min_reps || n < 1)
+    if (n < t->min_reps || n < TKP_POLICY_MIN_SAMPLES || n < 1)
         return 0;
     struct tkp_time_stats s;
     tkp_time_summarize(us, n, &s);
@@ -79,7 +79,11 @@ int tkp_time_repetitions(const struct tkp_timing *timing, const struct tkp_rep_s
 {
     *samples = malloc(sizeof(double) * (size_t)timing->max_reps);
     *n = *throttled = 0;
-    for (int w = 0; w < timing->warmup; w++) {
+    const double warm_start = tkp_now_us();
+    for (int w = 0; w < timing->warmup ||
+                    (timing->warmup > 0 && w < TKP_WARMUP_MAX_CALLS &&
+                     tkp_now_us() - warm_start < timing->warmup_seconds * 1e6);
+         w++) {
         int rc = src->warm(src->ctx, err);
         if (rc)
             return rc;

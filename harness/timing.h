@@ -8,14 +8,22 @@
 
 #include "plan.h"
 
+/* The measurement policy (README, "Results"): a cell's times have settled only with at least
+ * this many samples, whatever its config asks; fewer, and the row is flagged noisy. */
+#define TKP_POLICY_MIN_SAMPLES 10
+/* Warm-up (timing->warmup calls, then more until timing->warmup_seconds have passed) stops
+ * after this many calls in any case. */
+#define TKP_WARMUP_MAX_CALLS 10000
+
 struct tkp_time_stats {
     double median, q1, q3, min, max, mean, stdev; /* microseconds */
     int64_t n;
 };
 
 void tkp_time_summarize(const double *us, int64_t n, struct tkp_time_stats *out);
-/* Has the spread of n samples settled: at least min_reps, and a relative IQR below
- * target_rel? A cell whose timer stopped without it (time or repetition cap) is `noisy`. */
+/* Has the spread of n samples settled: at least min_reps and TKP_POLICY_MIN_SAMPLES, and a
+ * relative IQR below target_rel? A cell whose timer stopped without it (time or repetition
+ * cap) is `noisy`. */
 int tkp_time_settled(const struct tkp_timing *t, const double *us, int64_t n);
 /* Should a timer that has taken n samples (total_us of measured time) stop? */
 int tkp_time_should_stop(const struct tkp_timing *t, const double *us, int64_t n,
@@ -33,8 +41,9 @@ struct tkp_rep_source {
     void *ctx;
 };
 
-/* The timer policy of DESIGN.md shared by modules and peers: timing->warmup untimed runs,
- * then repetitions until tkp_time_should_stop; a sample taken below 90% of max_clock_mhz is
+/* The timer policy of DESIGN.md shared by modules and peers: timing->warmup untimed runs and
+ * more until timing->warmup_seconds have passed (the first cell of a run warms the process as
+ * much as any other: clocks, page faults, lazily loaded kernels), then repetitions until tkp_time_should_stop; a sample taken below 90% of max_clock_mhz is
  * counted in *throttled and left out. *samples is malloc'd (timing->max_reps entries). */
 int tkp_time_repetitions(const struct tkp_timing *timing, const struct tkp_rep_source *src,
                          double max_clock_mhz, double **samples, int64_t *n, int64_t *throttled,

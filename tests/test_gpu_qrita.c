@@ -1,7 +1,9 @@
 /* test_gpu_qrita.c — Qrita on the GPU: the kept mask equals the CPU's bit for bit on the
  * adversarial cases for every truncation x search combination, dedup off, autotune off and a
  * short iteration cap; on larger Gaussian batches (B = 1 to 200, V = 128256) the masks and the
- * statistics (hits, fallbacks, outliers, outlier mass, iterations) equal the CPU's. */
+ * statistics (hits, fallbacks, outliers, outlier mass, iterations, keys sorted) equal the
+ * CPU's, and each Table 4 knob takes its own path on the GPU (README.md, "Table 4 on each
+ * backend"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +101,8 @@ static void cpu_equals_gpu(const struct tkp_batch *b, const char *const *options
               sc.outlier_mass, sg.outlier_mass);
         CHECK(sc.iterations == sg.iterations, "%s: iterations %.17g vs %.17g", what,
               sc.iterations, sg.iterations);
+        CHECK(sc.sorted == sg.sorted, "%s: keys sorted %.17g vs %.17g", what, sc.sorted,
+              sg.sorted);
     }
     free(cpu);
     free(gpu);
@@ -329,3 +333,73 @@ static void non_tight_overflow(void)
 }
 
 TEST(gpu_qrita_non_tight_overflow) { with_pool("8000", non_tight_overflow); }
+
+/* ---- each Table 4 knob takes its path on the GPU: its statistics, not only its mask ---- */
+
+/* Gaussian rows with a few dozen outliers (as gaussian_matches), k = 50, p = 0.9: qrita on the
+ * GPU with `options`, its statistics in *st; 0 when the run failed. */
+static int gpu_stats_of(const struct tkp_batch *b, const char *const *options,
+                        struct tkp_stats *st)
+{
+    uint8_t *kept = malloc((size_t)(b->batch * b->vocab));
+    const int rc = apply_kept("qrita", options, TKP_GPU, b, kept, st);
+    free(kept);
+    CHECK(rc == TKP_OK, "qrita on the GPU failed (%s)", options[0] ? options[0] : "defaults");
+    return rc == TKP_OK;
+}
+
+TEST(gpu_qrita_table4_knobs_take_their_paths)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    const int64_t batch = 200, V = 128256;
+    const uint64_t seed = 1250;
+    struct test_case c;
+    case_gaussian(&c, seed, batch, V, 1.0f);
+    uint64_t s = 77;
+    for (int64_t r = 0; r < batch; r++) {
+        for (int j = 0; j < 40; j++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            c.b.logits[r * V + (int64_t)((s >> 33) % (uint64_t)V)] += 4.0f + (float)((s >> 20) % 9);
+        }
+        c.b.k[r] = 50;
+        c.b.p[r] = 0.9f;
+    }
+    static const char *const a_run[] = { NULL }, *const d_run[] = { "truncation=force_fallback",
+                                                                    NULL },
+                             *const e_run[] = { "truncation=off", NULL },
+                             *const f_run[] = { "search=binary", NULL },
+                             *const i_run[] = { "search=sort", NULL },
+                             *const j_run[] = { "search=sort", "truncation=off", NULL };
+    struct tkp_stats a, d, e, f, i, j;
+    if (gpu_stats_of(&c.b, a_run, &a) && gpu_stats_of(&c.b, d_run, &d) &&
+        gpu_stats_of(&c.b, e_run, &e) && gpu_stats_of(&c.b, f_run, &f) &&
+        gpu_stats_of(&c.b, i_run, &i) && gpu_stats_of(&c.b, j_run, &j)) {
+        printf("     seed %llu: iterations A %.0f F %.0f E %.0f; keys sorted I %.0f J %.0f\n",
+               (unsigned long long)seed, a.iterations, f.iterations, e.iterations, i.sorted,
+               j.sorted);
+        CHECK(a.trunc_hits == batch && a.sorted == 0 && a.iterations > 0,
+              "A: %lld hits, %.0f sorted, %.0f iterations", (long long)a.trunc_hits, a.sorted,
+              a.iterations);
+        CHECK(d.trunc_hits == 0 && d.fallbacks == batch && d.outliers == a.outliers,
+              "D (force_fallback): %lld hits, %lld fallbacks", (long long)d.trunc_hits,
+              (long long)d.fallbacks);
+        CHECK(e.trunc_hits == 0 && e.fallbacks == 0 && e.outliers == 0 && e.iterations > 0,
+              "E (truncation off): %lld hits, %lld fallbacks, %.0f outliers",
+              (long long)e.trunc_hits, (long long)e.fallbacks, e.outliers);
+        CHECK(f.iterations > a.iterations, "F (binary) %.0f iterations, A (quaternary) %.0f",
+              f.iterations, a.iterations);
+        /* I sorts each row's gathered outliers (every row a hit), J every token of every row */
+        CHECK(i.iterations == 0 && i.sorted == a.outliers && i.sorted < (double)(batch * V) / 16,
+              "I (sort): %.0f iterations, %.0f keys sorted, %.0f outliers", i.iterations,
+              i.sorted, a.outliers);
+        CHECK(j.iterations == 0 && j.sorted == (double)(batch * V),
+              "J (sort, truncation off): %.0f iterations, %.0f keys sorted of %lld", j.iterations,
+              j.sorted, (long long)(batch * V));
+    }
+    free(c.b.logits);
+    free(c.b.k);
+    free(c.b.p);
+}

@@ -306,10 +306,20 @@ TEST(qrita_stats_count_truncation_hits_and_fallbacks)
           "seed %llu: binary %.0f iterations, quaternary %.0f", (unsigned long long)seed,
           st.iterations, quaternary_iterations);
 
+    CHECK(st.sorted == 0, "binary search sorted %.0f keys", st.sorted);
+
+    /* search=sort sorts the candidates above the query's lower end: the outliers on a hit,
+     * every valid token of the row without truncation */
     const char *sort[] = { "search=sort", NULL };
     apply_kept("qrita", sort, TKP_CPU, &c.b, kept, &st);
     CHECK(st.iterations == 0 && st.trunc_hits == batch, "sort: %.0f iterations, %lld hits",
           st.iterations, (long long)st.trunc_hits);
+    CHECK(st.sorted == per_row * (double)batch, "sort: %.0f keys sorted, %.0f outliers",
+          st.sorted, per_row * (double)batch);
+    const char *sort_off[] = { "search=sort", "truncation=off", NULL };
+    apply_kept("qrita", sort_off, TKP_CPU, &c.b, kept, &st);
+    CHECK(st.sorted == (double)(batch * vocab), "sort, truncation=off: %.0f keys sorted of %lld",
+          st.sorted, (long long)(batch * vocab));
     free(kept);
     free_case(&c);
 }

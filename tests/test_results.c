@@ -225,19 +225,21 @@ TEST(results_resume_refuses_another_config_or_binary_unless_forced)
 }
 
 /* Every cell says whether its timer settled (timing.h): a spread target no run can meet leaves
- * every cell noisy; a target any spread meets leaves none. */
+ * every cell noisy; a target any spread meets leaves none, unless the config asked for fewer
+ * samples than the policy's minimum (TKP_POLICY_MIN_SAMPLES). */
 TEST(results_cells_say_whether_their_times_settled)
 {
     static const struct {
         const char *target;
+        int reps;
         const char *want;
-    } runs[] = { { "1e-12", "1" }, { "100", "0" } };
-    for (int i = 0; i < 2; i++) {
+    } runs[] = { { "1e-12", 12, "1" }, { "100", 12, "0" }, { "100", 4, "1" } };
+    for (int i = 0; i < 3; i++) {
         char text[512], name[32], h5[512], out[1 << 14];
         snprintf(text, sizeof text,
                  "sweep \"ns\" { algos = \"naive_sort\", vocab = 400, batch = { 1, 2 }, k = 5,\n"
-                 "  p = 1.0, timing = { min_reps = 3, max_reps = 4, target_rel = %s } }\n",
-                 runs[i].target);
+                 "  p = 1.0, timing = { min_reps = %d, max_reps = %d, target_rel = %s } }\n",
+                 runs[i].reps, runs[i].reps, runs[i].target);
         snprintf(name, sizeof name, "ns%d.lua", i);
         const char *cfg = write_scratch(name, text);
         snprintf(h5, sizeof h5, "%s/ns%d.h5", scratch_dir(), i);
@@ -252,8 +254,8 @@ TEST(results_cells_say_whether_their_times_settled)
         for (const char *line = strchr(header, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
             char v[16];
             tsv_field(line + 1, col, v, sizeof v);
-            CHECK(strcmp(v, runs[i].want) == 0, "target_rel %s: a cell with noisy = %s",
-                  runs[i].target, v);
+            CHECK(strcmp(v, runs[i].want) == 0, "target_rel %s, %d reps: a cell with noisy = %s",
+                  runs[i].target, runs[i].reps, v);
             cells++;
         }
         CHECK(cells == 2, "expected 2 cells, got %d", cells);

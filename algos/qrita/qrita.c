@@ -216,10 +216,6 @@ static void qrita_row(struct qrita_state *s, const float *x, int32_t k, float p,
     r.pool.keys = hit ? w->outliers : NULL;
     r.pool.row = hit ? NULL : x;
     r.pool.size = hit ? scan.gathered : vocab;
-    if (o->search == QRITA_SORT) {
-        r.sorted_size = qrita_sort_pool(&r.pool, w->sorted, w->sort_tmp);
-        r.sorted = w->sorted;
-    }
     struct qrita_measure weight = { 0, scan.max };
     struct qrita_query q = { hit ? trunc_key : scan.min_key - 1, scan.max_key, weight, 0,
                              scan.valid, qrita_all_valid() };
@@ -229,6 +225,11 @@ static void qrita_row(struct qrita_state *s, const float *x, int32_t k, float p,
                                           scan.min_key, scan.max_key);
         if (mass_floor > q.lo)
             q.lo = mass_floor;
+    }
+    if (o->search == QRITA_SORT) { /* the candidates above the query's lower end, sorted */
+        r.sorted_size = qrita_sort_pool(&r.pool, q.lo, w->sorted, w->sort_tmp);
+        r.sorted = w->sorted;
+        s->stats.sorted += (double)r.sorted_size;
     }
     struct qrita_boundary b = qrita_all_valid();
     if (topk) {

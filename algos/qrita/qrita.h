@@ -83,9 +83,9 @@ struct qrita_boundary qrita_pivot_search(struct qrita_searcher *s, const struct 
 struct qrita_boundary qrita_sorted_boundary(const uint32_t *sorted, int64_t n, int dedup,
                                             const struct qrita_query *q);
 
-/* The valid keys of the pool into `out`, sorted descending (LSD radix sort, `tmp` as large);
- * returns their number. */
-int64_t qrita_sort_pool(const struct qrita_pool *pool, uint32_t *out, uint32_t *tmp);
+/* The valid keys of the pool above `lo` (a query's lower end) into `out`, sorted descending
+ * (LSD radix sort, `tmp` as large); returns their number. */
+int64_t qrita_sort_pool(const struct qrita_pool *pool, uint32_t lo, uint32_t *out, uint32_t *tmp);
 
 /* Final pass: kept[i] = 1 for the tokens of boundary b, in index order. */
 void qrita_mask(const float *x, int64_t vocab, struct qrita_boundary b, uint8_t *kept);

@@ -44,9 +44,12 @@
  * masses, the smallest key and its copies, the k-th smallest index), never on their order.
  * The streaming helpers are in qrita_gpu_stream.cuh, the pivot search in qrita_gpu_search.cuh. */
 #include <math.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cub/device/device_segmented_radix_sort.cuh>
 
 #include "../common/cuda_util.h"
 #include "../common/prob.h"
@@ -110,6 +113,8 @@ struct qr_args {
     u64 *hist; /* TKP_MASS_BINS per row */
     qr_part *part; /* cta_per_row per row */
     uint32_t *heavy; /* [0] how many rows the warp-per-row search left, [1..] which */
+    uint32_t *sort_in, *sort_out; /* search=sort: vocab entries per row (qrita_gpu_sort.cuh) */
+    int *sort_begin, *sort_end;   /* ... each row's segment of them (absolute offsets) */
     int gather2; /* top-p-alone rows take the second-level truncation: they skip the buffer
                   * writes of qr_scan, qr_mass keeps their window, qr_gather2 runs */
     int fuse;    /* qr_gather2's and qr_mask's work is done by qr_search<., ., true>, a grid of
@@ -258,6 +263,8 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
         a.hist[r * TKP_MASS_BINS + t] = 0;
     if (t == 0 && r == 0)
         a.heavy[0] = 0;
+    if (t == 0 && a.sort_end)
+        a.sort_begin[r] = a.sort_end[r] = (int)(r * V);
     if (t == 0) {
         row->lo2 = row->gathered2 = row->pool_n = row->win_n = row->ticket = row->met = 0;
         row->pool_win = 0;
@@ -754,6 +761,75 @@ __device__ __forceinline__ uint8_t kept_byte(float v, int64_t e, uint32_t bkey, 
 
 #include "qrita_gpu_search.cuh"
 
+/* Where row r's boundary search looks, from what the streaming kernels left in its row: the
+ * CPU's truncation verdict (its statistics), the candidates (the buffer, the window, or the
+ * row) and the lower end of the CPU's query. qr_sort_keys and the search decide alike. */
+struct RowPlan {
+    bool work;                 /* a valid token and a filter: a boundary to find */
+    int topk, topp;
+    bool use_pool, validate;   /* validate: the buffer may not hold the answer (checked after) */
+    bool in_win;               /* the candidates are qr_mass's window */
+    int64_t pool_n;            /* entries of the buffer (or window) searched */
+    uint32_t lo_q;             /* the query's lower end: every candidate key is above it */
+    qrita_gpu_rstat rs;        /* the row's truncation statistics */
+};
+
+__device__ __forceinline__ RowPlan row_plan(const qr_args &a, const qr_row *row, int32_t k,
+                                            float p)
+{
+    const int64_t V = a.vocab;
+    const int64_t valid = row->valid, gathered = row->gathered;
+    const uint32_t min_key = ~row->inv_min, trunc_key = row->trunc_key;
+    const unsigned flags = row->flags;
+    const u64 total = row->total, above = row->above;
+    RowPlan pl = {};
+    pl.topk = tkp_topk_on(k, V) && k < valid;
+    pl.topp = tkp_topp_on(p);
+    pl.work = valid > 0 && (pl.topk || pl.topp);
+    if (!pl.work)
+        return pl;
+    const int truncate = (flags & 2) != 0, has = (flags & 1) != 0;
+    int hit = 0;
+    if (truncate) {
+        const int fits = has && gathered <= a.cap_cpu;
+        hit = a.trunc == QRITA_TRUNC_AUTO && fits &&
+              (pl.topk ? gathered >= k : gathered >= 1 && above >= tkp_topp_target(p, total));
+        pl.rs.counted = 1;
+        pl.rs.hit = hit;
+        pl.rs.outliers = gathered;
+        if (!pl.topk)
+            pl.rs.outlier_mass = (double)above / (double)total;
+    }
+    /* The buffer holds every key above gather_key when it did not overflow. Equal to the CPU's
+     * buffer (gather_key = trunc_key) on a hit, it is searched as the CPU searches it.
+     * Otherwise (a row the CPU searches in full, or a buffer gathered above a tighter key) the
+     * CPU's query runs on it when it may hold the answer, and the result is checked afterwards
+     * (README, "Buffer bound" and "Workspace"); a full buffer, or a failed check, sends the row
+     * to the CPU's query over the whole row. search=sort sorts the CPU's candidates: never a
+     * buffer the CPU would not search. */
+    const int64_t pooled = a.tight ? row->pooled : gathered;
+    const bool complete = has && pooled <= a.cap_gpu;
+    const bool cpu_pool = row->gather_key == trunc_key;
+    pl.use_pool = hit && cpu_pool && complete;
+    pl.pool_n = pooled;
+    pl.lo_q = hit ? trunc_key : min_key - 1;
+    if (!pl.topk && a.trunc == QRITA_TRUNC_AUTO) {
+        /* top-p alone: the buffer of qr_gather2 (or the window) holds every key above lo2
+         * (the CPU's q.lo raised to the mass floor), the lower end of the CPU's search */
+        pl.in_win = row->pool_win != 0;
+        pl.pool_n = pl.in_win ? row->win_n : pool_word(&row->gathered2, a.fuse);
+        pl.lo_q = row->lo2;
+        pl.use_pool = pl.pool_n <= a.cap_gpu;
+    } else if (!pl.use_pool && a.trunc == QRITA_TRUNC_AUTO && complete && pl.topk &&
+               pooled > k && a.search != QRITA_SORT) {
+        pl.use_pool = true;
+        pl.validate = true;
+    }
+    return pl;
+}
+
+#include "qrita_gpu_sort.cuh"
+
 /* Row r's search with filters k and p by the G threads of group g (tid: the thread's index in
  * the group; pool: the group's 2 x CAP words of shared memory); r = batch is the warm-up row of
  * qr_search. A warp (G = 32) leaves a row with more than HEAVY_N candidates to qr_search_heavy:
@@ -766,69 +842,37 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
     qr_row *row = a.rows + r;
     const int64_t V = a.vocab;
     const float *x = a.logits + r * a.stride;
-    const int64_t valid = row->valid, gathered = row->gathered;
-    const uint32_t max_key = row->max_key, min_key = ~row->inv_min, trunc_key = row->trunc_key;
-    const unsigned flags = row->flags;
-    const u64 total = row->total, above = row->above;
-    /* top-p alone: qr_gather2's (or the fused search's) lower end and buffer */
-    const uint32_t lo2 = row->lo2;
-    const bool win = row->pool_win != 0;
-    const uint32_t gathered2 = win ? row->win_n : pool_word(&row->gathered2, a.fuse);
-    qrita_gpu_rstat rs = { 0, 0, 0, 0.0, 0 };
-    const int topk = tkp_topk_on(k, V) && k < valid, topp = tkp_topp_on(p);
+    const uint32_t max_key = row->max_key;
+    const u64 total = row->total;
+    const RowPlan plan = row_plan(a, row, k, p);
+    qrita_gpu_rstat rs = plan.rs;
+    const int topk = plan.topk, topp = plan.topp;
     uint32_t bkey = 0;
     int cut = -1, pool_ok = 0;
     int64_t pool_n_out = 0;
-    if (valid > 0 && (topk || topp)) {
-        const int truncate = (flags & 2) != 0, has = (flags & 1) != 0;
-        int hit = 0;
-        if (truncate) {
-            const int fits = has && gathered <= a.cap_cpu;
-            hit = a.trunc == QRITA_TRUNC_AUTO && fits &&
-                  (topk ? gathered >= k
-                        : gathered >= 1 && above >= tkp_topp_target(p, total));
-            rs.counted = 1;
-            rs.hit = hit;
-            rs.outliers = gathered;
-            if (!topk)
-                rs.outlier_mass = (double)above / (double)total;
-        }
-        /* The buffer holds every key above gather_key when it did not overflow. Equal to the
-         * CPU's buffer (gather_key = trunc_key) on a hit, it is searched as the CPU searches
-         * it. Otherwise (a row the CPU searches in full, or a buffer gathered above a tighter
-         * key) the CPU's query runs on it when it may hold the answer, and the result is
-         * checked afterwards (README, "Buffer bound" and "Workspace"); a full buffer, or a
-         * failed check, sends the row to the CPU's query over the whole row. */
-        const int64_t pooled = a.tight ? row->pooled : gathered;
-        const bool complete = has && pooled <= a.cap_gpu;
-        const bool cpu_pool = row->gather_key == trunc_key;
-        bool use_pool = hit && cpu_pool && complete, validate = false;
-        int64_t pool_n = pooled;
-        uint32_t lo_q = hit ? trunc_key : min_key - 1;
-        if (!topk && a.trunc == QRITA_TRUNC_AUTO) {
-            /* top-p alone: the buffer of qr_gather2 (or the window) holds every key above lo2
-             * (the CPU's q.lo raised to the mass floor), the lower end of the CPU's search */
-            pool_n = gathered2;
-            lo_q = lo2;
-            use_pool = pool_n <= a.cap_gpu;
-        } else if (!use_pool && a.trunc == QRITA_TRUNC_AUTO && complete && topk &&
-                   pooled > k) {
-            use_pool = true;
-            validate = true;
-        }
+    if (plan.work) {
+        const int64_t valid = row->valid;
+        bool use_pool = plan.use_pool, validate = plan.validate;
+        const int64_t pool_n = plan.pool_n;
+        const uint32_t lo_q = plan.lo_q;
         if (G == 32 && (use_pool ? pool_n : V) > HEAVY_N) {
             if (tid == 0)
                 a.heavy[1 + atomicAdd(&a.heavy[0], 1u)] = (uint32_t)r;
             return;
         }
         pool_n_out = pool_n;
-        const bool in_win = win && !topk && a.trunc == QRITA_TRUNC_AUTO;
+        const bool in_win = plan.in_win;
         /* fused, not the window: other CTAs of this kernel gathered the buffer */
         const Src pool_src = { a.fuse && !in_win ? 3 : 0, pool_keys(a, r, in_win), nullptr,
                                pool_n };
         const Src row_src = { 1, nullptr, x, V };
         const int sort = a.search == QRITA_SORT;
-        const int max_iter = sort ? 64 : a.max_iter;
+        const int max_iter = a.max_iter;
+        /* search=sort: qr_sort_keys and the segmented sort left the candidates above lo_q
+         * sorted in descending order */
+        const uint32_t *sorted = sort ? a.sort_out + r * V : nullptr;
+        const int64_t n_sorted = sort ? a.sort_end[r] - r * V : 0;
+        rs.sorted = n_sorted;
         const int pivots = a.pivots, dedup = a.dedup == QRITA_ON;
         struct qrita_measure weight = { 0, tkp_key_value(max_key) };
         struct qrita_boundary b;
@@ -848,8 +892,9 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
                 qk.measure.unit = 1;
                 qk.target = (uint64_t)k;
                 eng_reset(e, src);
-                b = search_stage<G, CAP>(e, qk, pivots, max_iter, dedup, iters, accepted,
-                                         first_min, acc_count, pool, gcnt, sm);
+                b = sort ? sorted_boundary<G>(sorted, n_sorted, qk, dedup, tid)
+                         : search_stage<G, CAP>(e, qk, pivots, max_iter, dedup, iters, accepted,
+                                                first_min, acc_count, pool, gcnt, sm);
                 failed = validate && !(accepted && b.key > first_min);
             }
             if (topp && !failed) {
@@ -893,8 +938,9 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
                 bool acc2 = false;
                 uint32_t fm2 = UINT32_MAX;
                 int64_t ac2 = 0;
-                b = search_stage<G, CAP>(e, q, pivots, max_iter, dedup, iters, acc2, fm2, ac2,
-                                         pool, gcnt, sm);
+                b = sort ? sorted_boundary<G>(sorted, n_sorted, q, dedup, tid)
+                         : search_stage<G, CAP>(e, q, pivots, max_iter, dedup, iters, acc2, fm2,
+                                                ac2, pool, gcnt, sm);
                 if (!topk)
                     failed = validate && !(acc2 && b.key > fm2);
             }
@@ -1202,10 +1248,15 @@ static size_t carve(size_t *cursor, size_t bytes)
  * other per-row arrays (`fixed`); past that, what fits, but at least POOL_MIN entries and
  * POOL_PER_K per top-k entry. TKP_QRITA_POOL=N forces N (tests: the tight gather on small
  * problems). */
+static int64_t full_capacity(int64_t vocab)
+{
+    const int64_t full = vocab / 2 > 4096 ? vocab / 2 : 4096;
+    return full < vocab ? full : vocab;
+}
+
 static int64_t pool_capacity(int64_t batch, int64_t vocab, int32_t k_max, size_t fixed)
 {
-    int64_t full = vocab / 2 > 4096 ? vocab / 2 : 4096;
-    full = full < vocab ? full : vocab;
+    const int64_t full = full_capacity(vocab);
     const char *forced = getenv("TKP_QRITA_POOL");
     if (forced && *forced) {
         const long long n = atoll(forced);
@@ -1246,6 +1297,30 @@ static double tight_quantile(int64_t vocab, int32_t k_max, int64_t cap)
     return lo;
 }
 
+/* search=sort's workspace: each row's segment bounds, its keys twice (in, sorted) and the
+ * segmented sort's scratch, whose size CUB reports. CUB counts keys in an int. */
+static int sort_workspace(struct qrita_gpu_plan *pl, size_t *cur, struct tkp_error *err)
+{
+    const int64_t items = pl->batch * pl->vocab;
+    if (items > INT32_MAX) {
+        tkp_error_set(err, "qrita: search=sort on the GPU sorts at most %d keys per run "
+                      "(batch x vocab = %lld); use a smaller batch", INT32_MAX, (long long)items);
+        return TKP_EINVAL;
+    }
+    size_t scratch = 0;
+    TKP_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeysDescending(
+                     nullptr, scratch, (const uint32_t *)nullptr, (uint32_t *)nullptr,
+                     (int)items, (int)pl->batch, (const int *)nullptr, (const int *)nullptr),
+                 err);
+    pl->ws_sort_begin = carve(cur, sizeof(int) * (size_t)pl->batch);
+    pl->ws_sort_end = carve(cur, sizeof(int) * (size_t)pl->batch);
+    pl->ws_sort_in = carve(cur, sizeof(uint32_t) * (size_t)items);
+    pl->ws_sort_out = carve(cur, sizeof(uint32_t) * (size_t)items);
+    pl->ws_sort_tmp = carve(cur, scratch);
+    pl->sort_tmp_bytes = scratch;
+    return TKP_OK;
+}
+
 extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t vocab,
                               int64_t stride, unsigned ops, int32_t k_max, int truncation,
                               int search, int dedup,
@@ -1263,7 +1338,7 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     pl->sigma_margin = sigma_margin;
     pl->sample_block = sample_block;
     pl->max_iter = max_iter;
-    /* sort: the exact boundary by a quaternary search (its iterations are not counted) */
+    /* search=sort walks sorted candidates (qrita_gpu_sort.cuh): no pivots */
     pl->pivots = search == QRITA_TERNARY ? 2 : search == QRITA_BINARY ? 1 : 3;
     /* a row with top-k on but k >= its valid count is searched as top-p alone: any top-p */
     pl->need_mass = (ops & (TKP_TOPP | TKP_TOPK_TOPP)) != 0;
@@ -1338,7 +1413,10 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     pl->ws_hist = carve(&cur, sizeof(u64) * TKP_MASS_BINS * mass_rows);
     pl->ws_part = carve(&cur, sizeof(qr_part) * (size_t)(cpr * batch));
     pl->ws_heavy = carve(&cur, sizeof(uint32_t) * (size_t)(batch + 1));
-    pl->gpu_capacity = pool_capacity(batch, vocab, k_max, cur + 2 * 256);
+    /* search=sort sorts the CPU's candidates: a buffer that holds every hit (its workspace is
+     * a sort's, two keys per token, whatever the buffer takes) */
+    pl->gpu_capacity = search == QRITA_SORT ? full_capacity(vocab)
+                                            : pool_capacity(batch, vocab, k_max, cur + 2 * 256);
     /* tight only where the tighter key can lie above the CPU's threshold of the batch's
      * largest k (the lowest of its rows' thresholds): elsewhere every row buffers the CPU's
      * keys, and a buffer that overflows sends its row to the CPU's query over the row */
@@ -1350,6 +1428,11 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     const int64_t pitch = (pl->gpu_capacity + 3) & ~(int64_t)3;
     pl->ws_keys = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch + WARM_N));
     pl->ws_idx = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch + WARM_N));
+    if (search == QRITA_SORT) {
+        const int rc = sort_workspace(pl, &cur, err);
+        if (rc != TKP_OK)
+            return rc;
+    }
     pl->ws_bytes = cur;
     return TKP_OK;
 }
@@ -1373,13 +1456,18 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     a.hist = (u64 *)(ws + pl->ws_hist);
     a.part = (qr_part *)(ws + pl->ws_part);
     a.heavy = (uint32_t *)(ws + pl->ws_heavy);
+    const bool sort = pl->search == QRITA_SORT;
+    a.sort_in = sort ? (uint32_t *)(ws + pl->ws_sort_in) : nullptr;
+    a.sort_out = sort ? (uint32_t *)(ws + pl->ws_sort_out) : nullptr;
+    a.sort_begin = sort ? (int *)(ws + pl->ws_sort_begin) : nullptr;
+    a.sort_end = sort ? (int *)(ws + pl->ws_sort_end) : nullptr;
     a.mass = pl->need_mass;
     a.tight = pl->tight;
     a.tight_delta = pl->tight_delta;
     a.gather2 = pl->need_mass && pl->truncation == QRITA_TRUNC_AUTO;
     /* small top-p-alone batches searched on a buffer (truncation auto), a block per row */
     a.fuse = pl->group == BLOCK_G && pl->truncation == QRITA_TRUNC_AUTO && pl->ops == TKP_TOPP &&
-             pl->batch <= WARM_MAX_BATCH;
+             pl->batch <= WARM_MAX_BATCH && !sort;
     /* qr_mass's CTAs of a row wait for each other: only when all of them (and qr_prep's, which
      * may still run) fit on the device at once. Assumes nothing else holds the SMs for good
      * (another such run in flight, a persistent kernel, an MPS share: README "fourth round") */
@@ -1415,6 +1503,16 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
         TKP_CUDA_TRY(tkp_launch_dependent(qr_mass, grid, nt, 0, st, a), err);
     if (a.gather2 && !a.fuse)
         TKP_CUDA_TRY(tkp_launch_dependent(qr_gather2, grid, nt, 0, st, a), err);
+    if (sort) { /* the candidates sorted (plain launches: each waits for all before it) */
+        qr_sort_keys<<<grid, nt, 0, st>>>(a);
+        TKP_LAUNCH_CHECK(err);
+        size_t scratch = pl->sort_tmp_bytes;
+        TKP_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeysDescending(
+                         ws + pl->ws_sort_tmp, scratch, a.sort_in, a.sort_out,
+                         (int)(pl->batch * pl->vocab), (int)pl->batch, a.sort_begin, a.sort_end,
+                         0, 32, st),
+                     err);
+    }
     if (pl->group == 32) {
         TKP_CUDA_TRY(tkp_launch_dependent(qr_search<32, CAP_WARP, false>,
                                           dim3((unsigned)((pl->batch + 7) / 8)), dim3(256),
@@ -1458,6 +1556,7 @@ extern "C" int qrita_gpu_stats(const struct qrita_gpu_plan *pl, const void *work
             out->outlier_mass += h[r].outlier_mass;
         }
         out->iterations += (double)h[r].iterations;
+        out->sorted += (double)h[r].sorted;
     }
     free(h);
     return TKP_OK;

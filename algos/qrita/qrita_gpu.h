@@ -18,6 +18,7 @@ struct qrita_gpu_rstat {
     int64_t outliers;       /* N_t */
     double outlier_mass;    /* S_t of a top-p-alone row, else 0 */
     int64_t iterations;
+    int64_t sorted;         /* search=sort: keys sorted */
 };
 
 /* The launch shape chosen at init for one problem. */
@@ -39,6 +40,8 @@ struct qrita_gpu_plan {
     int truncation, search, dedup, autotune, sample_block, max_iter, pivots;
     double sigma_margin;
     size_t ws_rows, ws_rstat, ws_keys, ws_idx, ws_wkeys, ws_widx, ws_hist, ws_part, ws_heavy;
+    size_t ws_sort_begin, ws_sort_end, ws_sort_in, ws_sort_out, ws_sort_tmp; /* search=sort */
+    size_t sort_tmp_bytes; /* ... the segmented radix sort's scratch */
     size_t ws_bytes; /* workspace offsets and size */
 };
 

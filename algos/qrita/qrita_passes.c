@@ -164,12 +164,12 @@ struct qrita_boundary qrita_sorted_boundary(const uint32_t *sorted, int64_t n, i
     return b;
 }
 
-int64_t qrita_sort_pool(const struct qrita_pool *pool, uint32_t *out, uint32_t *tmp)
+int64_t qrita_sort_pool(const struct qrita_pool *pool, uint32_t lo, uint32_t *out, uint32_t *tmp)
 {
     int64_t n = 0;
     for (int64_t i = 0; i < pool->size; i++) {
         uint32_t key = pool_key(pool, i);
-        if (key)
+        if (key && key > lo)
             out[n++] = key;
     }
     uint32_t *src = out, *dst = tmp;
