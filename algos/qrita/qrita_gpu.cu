@@ -254,8 +254,23 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
             if (delta != -INFINITY) {
                 has = 1;
                 thr = qrita_threshold_key(mean, sd, delta, a.margin);
-                if (a.tight && tkp_topk_on(k, V))
-                    gthr = tight_gather_key(a, mean, sd, thr);
+                /* tight only where the sample predicts that the CPU's buffer would overflow
+                 * the GPU's (more than half of it): on rows whose tail is lighter than a
+                 * Gaussian's (model logits) the tighter key can leave fewer than k keys
+                 * above it, and the row would be searched in full (README, "Workspace") */
+                if (a.tight && tkp_topk_on(k, V)) {
+                    unsigned in_tail = 0;
+                    for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
+                        if (!one)
+                            load(base);
+#pragma unroll
+                        for (int u = 0; u < PU; u++)
+                            in_tail += tkp_order_key(v[u]) > thr;
+                    }
+                    in_tail = group_sum<NT>(in_tail, part);
+                    if ((double)in_tail * (double)V > 0.5 * (double)a.cap_gpu * (double)n)
+                        gthr = tight_gather_key(a, mean, sd, thr);
+                }
             }
         }
     }
@@ -1246,15 +1261,16 @@ static size_t carve(size_t *cursor, size_t bytes)
  * never more than V (more than the CPU's max(4096, V/4)), while the batch's buffers fit
  * WS_TARGET bytes beside the
  * other per-row arrays (`fixed`); past that, what fits, but at least POOL_MIN entries and
- * POOL_PER_K per top-k entry. TKP_QRITA_POOL=N forces N (tests: the tight gather on small
- * problems). */
+ * POOL_PER_K per top-k entry; `whole`: max(4096, V/2) whatever the batch. TKP_QRITA_POOL=N
+ * forces N (tests: the tight gather on small problems). */
 static int64_t full_capacity(int64_t vocab)
 {
     const int64_t full = vocab / 2 > 4096 ? vocab / 2 : 4096;
     return full < vocab ? full : vocab;
 }
 
-static int64_t pool_capacity(int64_t batch, int64_t vocab, int32_t k_max, size_t fixed)
+static int64_t pool_capacity(int64_t batch, int64_t vocab, int32_t k_max, size_t fixed,
+                             bool whole)
 {
     const int64_t full = full_capacity(vocab);
     const char *forced = getenv("TKP_QRITA_POOL");
@@ -1262,7 +1278,7 @@ static int64_t pool_capacity(int64_t batch, int64_t vocab, int32_t k_max, size_t
         const long long n = atoll(forced);
         return n < 1 ? 1 : n < full ? n : full;
     }
-    if (batch <= 0)
+    if (batch <= 0 || whole)
         return full;
     /* two arrays of `pitch` (the entries rounded up to 4) words per row and WARM_N more */
     const size_t tail = 2 * sizeof(uint32_t) * WARM_N;
@@ -1414,15 +1430,19 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     pl->ws_part = carve(&cur, sizeof(qr_part) * (size_t)(cpr * batch));
     pl->ws_heavy = carve(&cur, sizeof(uint32_t) * (size_t)(batch + 1));
     /* search=sort sorts the CPU's candidates: a buffer that holds every hit (its workspace is
-     * a sort's, two keys per token, whatever the buffer takes) */
-    pl->gpu_capacity = search == QRITA_SORT ? full_capacity(vocab)
-                                            : pool_capacity(batch, vocab, k_max, cur + 2 * 256);
+     * a sort's, two keys per token, whatever the buffer takes). So does a batch with
+     * top-p-alone rows: the 8 MiB buffers sent the flat rows of model-like logits (a top-p set
+     * of ~14000 tokens) to a search of the whole row, and a batch waits for its slowest row
+     * (README, "Workspace": Figure 2 at B = 64, 164 -> 432 us) */
+    const bool whole = search == QRITA_SORT || (ops & TKP_TOPP) != 0;
+    pl->gpu_capacity = pool_capacity(batch, vocab, k_max, cur + 2 * 256, whole);
     /* tight only where the tighter key can lie above the CPU's threshold of the batch's
      * largest k (the lowest of its rows' thresholds): elsewhere every row buffers the CPU's
      * keys, and a buffer that overflows sends its row to the CPU's query over the row */
     const double delta = tight_quantile(vocab, k_max, pl->gpu_capacity);
     const double cpu = qrita_delta_topk(k_max, vocab, host_quantile);
-    pl->tight = pl->gpu_capacity < cpu_capacity && k_max > 0 && isfinite(cpu) &&
+    pl->tight = search != QRITA_SORT && pl->gpu_capacity < cpu_capacity && k_max > 0 &&
+                isfinite(cpu) &&
                 delta > cpu - sigma_margin * fabs(cpu);
     pl->tight_delta = pl->tight ? delta : -INFINITY;
     const int64_t pitch = (pl->gpu_capacity + 3) & ~(int64_t)3;
