@@ -34,6 +34,12 @@ array S[nlines > 0 ? nlines : 1]
 longest = 0
 do for [i = 1:nlines] { L[i] = word(lines, i); S[i] = lt_of(word(styles, i) + 0)
                         longest = strlen(L[i]) > longest ? strlen(L[i]) : longest }
+# cells whose timer stopped at its cap before the spread settled (column noisy; figures.sh
+# counts them): ringed in grey in every time figure, with a key entry of their own
+if (!exists("noisy_cells")) noisy_cells = 0
+is_noisy(dummy) = noisy_cells > 0 && column("noisy") == 1
+noisy_style = 'with points pt 6 ps 2.2 lc rgb "#999999"'
+noisy_title = sprintf("noisy (timer capped before the spread settled): %d cells", noisy_cells)
 if (!exists("width")) width = 1100
 if (!exists("height")) height = 600
 # the title of a figure: what it shows, then the device and commit label

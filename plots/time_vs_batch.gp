@@ -6,7 +6,7 @@ dir = exists("dir") ? dir : "plots"
 load dir."/common.gp"
 # room for the key beside the plot: one entry per series, as wide as gnuplot reckons the
 # longest name (about 11 px a character)
-height = 17 * nlines + 170 > height ? 17 * nlines + 170 : height
+height = 17 * (nlines + 1) + 170 > height ? 17 * (nlines + 1) + 170 : height
 width = 11 * longest + 800 > width ? 11 * longest + 800 : width
 set logscale xy
 set xlabel "batch size (rows)"
@@ -15,5 +15,7 @@ set key outside right top noenhanced
 set style data yerrorlines
 body = 'set title headline("Median time per call (q1-q3 bars)") noenhanced; \
     plot for [i = 1:nlines] datafile using "batch":(strcol("series") eq L[i] ? column("median_us") : NaN):"q1_us":"q3_us" \
-        lt S[i] title L[i]'
+        lt S[i] title L[i], \
+        datafile using "batch":(is_noisy(0) ? column("median_us") : NaN) @noisy_style \
+        title (noisy_cells > 0 ? noisy_title : "")'
 eval render

@@ -133,6 +133,13 @@ number line "$plain"
 number series 1
 kinds=(time)
 
+# The number of cells of a figure's data file flagged noisy (0 when it has no such column): the
+# figures ring them (plots/common.gp, `noisy_mark`).
+noisy_cells() {
+    awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "noisy") c = i; next }
+                 c && $c == 1 { n++ } END { print n + 0 }' "$1"
+}
+
 # draw FIGURE.gp OUTBASE DATAFILE NAMES [var=value ...]: gnuplot with the common variables, the
 # figure's, and the lines to draw: `lines` (NAMES, one a line, as quoted gnuplot words, since a
 # name may hold spaces) and their `styles` (style[]).
@@ -142,6 +149,7 @@ draw() {
         if [ -n "$n" ]; then lines+="${lines:+ }\"$n\""; styles+="${styles:+ }${style[$n]}"; fi
     done <<< "$names"
     local vars="dir='$top/plots'; datafile='$data'; outbase='$outbase'; label='$label'; formats='$formats'"
+    vars="$vars; noisy_cells=$(noisy_cells "$data")"
     vars="$vars; lines='$lines'; styles='$styles'"
     for v in "$@"; do vars="$vars; $v"; done
     gnuplot -e "$vars" "$top/plots/$gp"

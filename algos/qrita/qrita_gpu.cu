@@ -254,22 +254,28 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
             if (delta != -INFINITY) {
                 has = 1;
                 thr = qrita_threshold_key(mean, sd, delta, a.margin);
-                /* tight only where the sample predicts that the CPU's buffer would overflow
-                 * the GPU's (more than half of it): on rows whose tail is lighter than a
-                 * Gaussian's (model logits) the tighter key can leave fewer than k keys
-                 * above it, and the row would be searched in full (README, "Workspace") */
+                /* tight only where the sample predicts both that the CPU's buffer would fill
+                 * more than half of the GPU's and that at least 2 k keys lie above the tight
+                 * key: rows whose tail is lighter than a Gaussian's (model logits) can have
+                 * fewer than k there, and would be searched in full (README, "Workspace") */
                 if (a.tight && tkp_topk_on(k, V)) {
-                    unsigned in_tail = 0;
+                    const uint32_t tkey = tight_gather_key(a, mean, sd, thr);
+                    unsigned in_tail = 0, in_tight = 0;
                     for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
                         if (!one)
                             load(base);
 #pragma unroll
-                        for (int u = 0; u < PU; u++)
-                            in_tail += tkp_order_key(v[u]) > thr;
+                        for (int u = 0; u < PU; u++) {
+                            const uint32_t key = tkp_order_key(v[u]);
+                            in_tail += key > thr;
+                            in_tight += key > tkey;
+                        }
                     }
                     in_tail = group_sum<NT>(in_tail, part);
-                    if ((double)in_tail * (double)V > 0.5 * (double)a.cap_gpu * (double)n)
-                        gthr = tight_gather_key(a, mean, sd, thr);
+                    in_tight = group_sum<NT>(in_tight, part);
+                    const double scale = (double)V / (double)n; /* sample -> row */
+                    if (in_tail * scale > 0.5 * (double)a.cap_gpu && in_tight * scale >= 2.0 * k)
+                        gthr = tkey;
                 }
             }
         }
