@@ -123,7 +123,6 @@ struct qr_args {
     int mass;         /* some row may be searched as top-p alone: hist, wkeys and widx exist */
     int tight;        /* top-k rows gather above gather_key, not the CPU's threshold (README,
                        * "Workspace") */
-    double tight_delta; /* ... at mean + tight_delta x std (tight_quantile) */
     int scan_in_mass; /* a fused batch whose qr_mass grid is resident at once: qr_mass does
                        * qr_scan's work, then the CTAs of a row meet (no qr_scan launch) */
     int64_t batch, vocab, stride, cap_gpu, cap_cpu, pitch, vpc, cpr;
@@ -177,19 +176,6 @@ __device__ __forceinline__ uint32_t group_sum(uint32_t v, unsigned *part)
         __syncthreads();
     }
     return v;
-}
-
-/* The key above which a top-k row's buffer is gathered when the buffer is smaller than the
- * CPU's (a.tight; README, "Workspace"): mean + tight_delta x std (the plan's Gaussian quantile),
- * never below the CPU's threshold `thr`. Any key >= thr gives the CPU's outputs and statistics:
- * the search replays the CPU's query on the buffer and checks that it held the answer. */
-__device__ __forceinline__ uint32_t tight_gather_key(const qr_args &a, double mean, double sd,
-                                                     uint32_t thr)
-{
-    if (!(sd > 0.0) || !isfinite(a.tight_delta))
-        return thr;
-    const uint32_t key = qrita_threshold_key(mean, sd, a.tight_delta, 0.0);
-    return key > thr ? key : thr;
 }
 
 __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
@@ -254,28 +240,33 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
             if (delta != -INFINITY) {
                 has = 1;
                 thr = qrita_threshold_key(mean, sd, delta, a.margin);
-                /* tight only where the sample predicts both that the CPU's buffer would fill
-                 * more than half of the GPU's and that at least 2 k keys lie above the tight
-                 * key: rows whose tail is lighter than a Gaussian's (model logits) can have
-                 * fewer than k there, and would be searched in full (README, "Workspace") */
+                /* The tight gather (README, "Workspace"): only where the sample predicts that
+                 * the CPU's buffer would fill more than half of the GPU's; then above the key
+                 * that the sample predicts half of the GPU's buffer above: its m-th largest
+                 * key, found bit by bit (integer counts: order-free) */
                 if (a.tight && tkp_topk_on(k, V)) {
-                    const uint32_t tkey = tight_gather_key(a, mean, sd, thr);
-                    unsigned in_tail = 0, in_tight = 0;
-                    for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
-                        if (!one)
-                            load(base);
+                    auto at_least = [&](uint32_t key) { /* sample keys >= key, block-wide */
+                        unsigned c = 0;
+                        for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
+                            if (!one)
+                                load(base);
 #pragma unroll
-                        for (int u = 0; u < PU; u++) {
-                            const uint32_t key = tkp_order_key(v[u]);
-                            in_tail += key > thr;
-                            in_tight += key > tkey;
+                            for (int u = 0; u < PU; u++)
+                                c += tkp_order_key(v[u]) >= key;
                         }
+                        return group_sum<NT>(c, part);
+                    };
+                    const double per_sample = (double)V / (double)n;
+                    const double half = 0.5 * (double)a.cap_gpu;
+                    if (thr < UINT32_MAX && at_least(thr + 1) * per_sample > half) {
+                        const unsigned m = half / per_sample > 1.0 ? (unsigned)(half / per_sample)
+                                                                   : 1u;
+                        uint32_t sel = 0;
+                        for (int bit = 31; bit >= 0; bit--)
+                            if (at_least(sel | (1u << bit)) >= m)
+                                sel |= 1u << bit;
+                        gthr = sel > thr + 1 ? sel - 1 : thr;
                     }
-                    in_tail = group_sum<NT>(in_tail, part);
-                    in_tight = group_sum<NT>(in_tight, part);
-                    const double scale = (double)V / (double)n; /* sample -> row */
-                    if (in_tail * scale > 0.5 * (double)a.cap_gpu && in_tight * scale >= 2.0 * k)
-                        gthr = tkey;
                 }
             }
         }
@@ -1298,27 +1289,6 @@ static int64_t pool_capacity(int64_t batch, int64_t vocab, int32_t k_max, size_t
     return cap > WARM_N ? cap : (full < WARM_N ? full : WARM_N);
 }
 
-/* The tight gather's delta (README, "Workspace"): the N(0, 1) quantile above which a share
- * n / V of a Gaussian row lies, n = min(cap / 2, max(2 k_max, cap / 4)) tokens (half to a
- * quarter of the buffer), by bisection on erfc; -inf when there is no such quantile. */
-static double tight_quantile(int64_t vocab, int32_t k_max, int64_t cap)
-{
-    int64_t n = 2 * (int64_t)k_max > cap / 4 ? 2 * (int64_t)k_max : cap / 4;
-    n = n < cap / 2 ? n : cap / 2;
-    if (n < 1 || n >= vocab)
-        return -INFINITY;
-    const double share = (double)n / (double)vocab;
-    double lo = -40.0, hi = 40.0; /* 0.5 erfc(d / sqrt 2) falls from 1 to 0 */
-    for (int i = 0; i < 100; i++) {
-        const double mid = 0.5 * (lo + hi);
-        if (0.5 * erfc(mid / sqrt(2.0)) > share)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* search=sort's workspace: each row's segment bounds, its keys twice (in, sorted) and the
  * segmented sort's scratch, whose size CUB reports. CUB counts keys in an int. */
 static int sort_workspace(struct qrita_gpu_plan *pl, size_t *cur, struct tkp_error *err)
@@ -1442,15 +1412,11 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
      * (README, "Workspace": Figure 2 at B = 64, 164 -> 432 us) */
     const bool whole = search == QRITA_SORT || (ops & TKP_TOPP) != 0;
     pl->gpu_capacity = pool_capacity(batch, vocab, k_max, cur + 2 * 256, whole);
-    /* tight only where the tighter key can lie above the CPU's threshold of the batch's
-     * largest k (the lowest of its rows' thresholds): elsewhere every row buffers the CPU's
-     * keys, and a buffer that overflows sends its row to the CPU's query over the row */
-    const double delta = tight_quantile(vocab, k_max, pl->gpu_capacity);
+    /* tight possible where the buffer is smaller than the CPU's and some row has a top-k
+     * threshold; each such row decides from its sample (qr_prep) */
     const double cpu = qrita_delta_topk(k_max, vocab, host_quantile);
     pl->tight = search != QRITA_SORT && pl->gpu_capacity < cpu_capacity && k_max > 0 &&
-                isfinite(cpu) &&
-                delta > cpu - sigma_margin * fabs(cpu);
-    pl->tight_delta = pl->tight ? delta : -INFINITY;
+                isfinite(cpu);
     const int64_t pitch = (pl->gpu_capacity + 3) & ~(int64_t)3;
     pl->ws_keys = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch + WARM_N));
     pl->ws_idx = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch + WARM_N));
@@ -1489,7 +1455,6 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     a.sort_end = sort ? (int *)(ws + pl->ws_sort_end) : nullptr;
     a.mass = pl->need_mass;
     a.tight = pl->tight;
-    a.tight_delta = pl->tight_delta;
     a.gather2 = pl->need_mass && pl->truncation == QRITA_TRUNC_AUTO;
     /* small top-p-alone batches searched on a buffer (truncation auto), a block per row */
     a.fuse = pl->group == BLOCK_G && pl->truncation == QRITA_TRUNC_AUTO && pl->ops == TKP_TOPP &&

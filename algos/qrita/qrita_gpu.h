@@ -27,7 +27,6 @@ struct qrita_gpu_plan {
     int64_t cpu_capacity, gpu_capacity; /* outlier buffer: the CPU's bound, the GPU's */
     int tight;                          /* gpu_capacity < cpu_capacity: top-k rows gather above
                                          * a tighter key than the CPU's (README, "Workspace") */
-    double tight_delta;                 /* ... mean + tight_delta x std */
     int64_t vec_per_cta;                /* float4 vectors per CTA of the streaming kernels */
     int cta_per_row;                    /* CTAs per row of the streaming kernels */
     int group;                          /* search: threads per row (32 or 512) */
