@@ -2,7 +2,8 @@
  * table, string and math libraries only) where these are defined:
  *   sweep "name" { algos = {...}, dataset = ..., vocab = {...}, batch = {...}, k = {...},
  *                  p = {...}, draws = n, seed = n, verify = n, where = function(cell) end,
- *                  timing = { warmup = n, min_reps = n, max_reps = n, max_seconds = x } }
+ *                  timing = { warmup = n, warmup_seconds = x, min_reps = n, max_reps = n,
+ *                             max_seconds = x } }
  *   ablation "name" { base = { <sweep keys but algos> }, variants = { A = {"qrita", ...} } }
  *   pow2(a, b) -> {2^a, ..., 2^b}        range(a, b [, step]) -> {a, a+step, ..., <= b}
  *   file "x.h5" -> a dataset name that reads logits from x.h5 (relative to the config)

@@ -202,7 +202,7 @@ if [ -n "$s" ]; then
         echo '\begin{tabular}{lrrrrlrrrrl}\toprule'
         echo '& \multicolumn{4}{c}{this run} & \multicolumn{5}{c}{published} & \\ \cmidrule(lr){2-5}\cmidrule(lr){6-10}'
         echo 'dataset/vocab & $N_t$ & hit & $S_t$ & hit & model & $N_t$ & hit & $S_t$ & hit & hit rates \\ \midrule'
-        tawk '$ix["algo"] == "qrita" && ($ix["mode"] == "topk" || $ix["mode"] == "topp") {
+        tawk '$ix["sweep"] == "table1" && $ix["algo"] == "qrita" && ($ix["mode"] == "topk" || $ix["mode"] == "topp") {
                 c = $ix["panel"]; if (!(c in seen)) { seen[c] = 1; order[++m] = c; v[c] = $ix["vocab"] }
                 if ($ix["mode"] == "topk") { nt[c] = $ix["outliers"]; hk[c] = $ix["hit_rate"] }
                 else { st[c] = $ix["outlier_mass"]; hp[c] = $ix["hit_rate"] } }
@@ -217,6 +217,19 @@ if [ -n "$s" ]; then
                 return (a - pa <= 0.05 && pa - a <= 0.05 && b - pb <= 0.05 && pb - b <= 0.05) ? "agree" : "differ" }' \
             "$fig/$s-hitrate.tsv"
         echo '\bottomrule\end{tabular}\end{table}'
+        # the statistics nobody fitted (sweep table1_unfitted: other k and p, untuned datasets)
+        if awk -F'\t' '$1 == "table1_unfitted" { found = 1; exit } END { exit !found }' "$fig/$s-all.tsv"; then
+            echo '\begin{table}[H]\centering\caption{\textbf{Not fitted:} the same statistics at settings and on datasets the calibration never saw (sweep \texttt{table1\_unfitted}): top-$k$ alone at $k$ = 10, 200, 1000 and top-$p$ alone at $p$ = 0.5, 0.95 on the model-like profiles, and the untuned \texttt{peers\_s1} and \texttt{flat} rows; the paper publishes none of them. Real logits (\texttt{scripts/dump\_logits.py}) are the way to an unfitted Table 1.}'
+            echo '\begin{tabular}{lrrrrrr}\toprule dataset & V & $k$ & $p$ & hit rate & $N_t$ & $S_t$ \\ \midrule'
+            tawk '$ix["sweep"] == "table1_unfitted" && $ix["status"] == "ok" {
+                    topk = $ix["k"] > 0
+                    print tex($ix["dataset"]), $ix["vocab"], (topk ? $ix["k"] : "--"), (topk ? "--" : $ix["p"]),
+                          num($ix["hit_rate"], "%.3f"), num($ix["outliers"], "%.0f"),
+                          (topk ? "--" : num($ix["outlier_mass"], "%.3f")) " \\\\" }' "$fig/$s-all.tsv"
+            echo '\bottomrule\end{tabular}\end{table}'
+        else
+            echo '\emph{These results have no \texttt{table1\_unfitted} sweep: the statistics that were not fitted are not shown.}'
+        fi
         figure "$s-hitrate" "Truncation hit rate and mean outliers per vocabulary and mode, from \\texttt{${s//_/\\_}.h5}."
     } > "$gen/table1.tex"
 else
@@ -277,6 +290,11 @@ if [ -n "$s" ]; then
         # the paper's claims from Table 4 (its section 4.5), each a ratio of two runs' times
         echo '\begin{table}[H]\centering\caption{The claims the paper makes from Table 4, judged on this run: each is the ratio of two runs'"'"' times, published and here; it holds when both ratios lie on the same side of 1, a ratio within 5\,\% of 1 counting as no difference.}'
         echo '\begin{tabular}{lrrl}\toprule claim (runs) & published & this run & verdict \\ \midrule'
+        # keys sorted per row by runs I and J (column sorted; files before it: none), so that
+        # the verdicts say whether the GPU's search=sort really sorted
+        sorted_of() { awk -F'\t' -v v="$1" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+                      ("sorted" in c) && $c["variant"] == v { print $c["sorted"] + 0; exit }' "$fig/$s-all.tsv"; }
+        sorted_I=$(sorted_of I) sorted_J=$(sorted_of J) \
         backend=$(awk -F'\t' '$1 == "backend" { print $2 }' "$fig/$s-info.tsv") tawk '
             function side(r) { return r > 1.05 ? 1 : r < 1 / 1.05 ? -1 : 0 }
             function claim(name, a, b, note,   pa, pb, pr, mr, v) {
@@ -285,11 +303,13 @@ if [ -n "$s" ]; then
                 v = pr == "" || mr == "" ? "no data" : side(pr) == side(mr) ? "holds" : "does not hold"
                 print tex(name), num(pr, "%.2f"), num(mr, "%.2f"), v (note != "" ? " (" note ")" : "") " \\\\" }
             { t[$ix["label"]] = $ix["median_ms"] }
-            END { sorts = ENVIRON["backend"] == "gpu" ? "on the GPU \\texttt{search=sort} is the pivot search, not a sort: not a test of this claim" : ""
-                  claim("autotune (A / B)", "A", "B", ""); claim("duplicate handling (B / C)", "B", "C", "")
+            function sorts(n) { # what run I or J sorted, per row
+                if (n + 0 > 0) return sprintf("%.0f keys sorted per row", n)
+                return ENVIRON["backend"] == "gpu" ? "a file from before the GPU sorted: \\texttt{search=sort} was the pivot search there, not a test of this claim" : "" }
+            END { claim("autotune (A / B)", "A", "B", ""); claim("duplicate handling (B / C)", "B", "C", "")
                   claim("truncation (C / E)", "C", "E", ""); claim("binary against quaternary (F / C)", "F", "C", "")
-                  claim("search against sort, truncated (C / I)", "C", "I", sorts)
-                  claim("search against sort, whole row (E / J)", "E", "J", sorts) }' "$fig/$s-ablation.tsv"
+                  claim("search against sort, truncated (C / I)", "C", "I", sorts(ENVIRON["sorted_I"]))
+                  claim("search against sort, whole row (E / J)", "E", "J", sorts(ENVIRON["sorted_J"])) }' "$fig/$s-ablation.tsv"
         echo '\bottomrule\end{tabular}\end{table}'
         figure "$s-ablation" "Ablation bars from \\texttt{${s//_/\\_}.h5}; the paper's Table 4."
     } > "$gen/table4.tex"

@@ -261,3 +261,32 @@ TEST(results_cells_say_whether_their_times_settled)
         CHECK(cells == 2, "expected 2 cells, got %d", cells);
     }
 }
+
+/* run --only: the cells of the listed algorithms and no others; a name no cell runs is an
+ * error that names it (a typo would otherwise run nothing). */
+TEST(results_run_only_keeps_the_listed_algorithms)
+{
+    char out[1 << 14], h5[512];
+    const char *cfg = write_scratch("only.lua",
+                                    "sweep \"only\" { algos = { \"naive_sort\", \"rtopk\" }, vocab = 300,\n"
+                                    "  batch = { 1, 2 }, k = 5, p = 1.0, timing = { max_reps = 1 } }\n");
+    snprintf(h5, sizeof h5, "%s/only.h5", scratch_dir());
+    unlink(h5);
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu --only rtopk && %s export %s",
+                    topkp_bin(), cfg, h5, topkp_bin(), h5) == 0, "run: %s", out);
+    const char *header = strstr(out, "sweep\t");
+    REQUIRE(header, "no export header: %s", out);
+    const int col = tsv_column(header, "algo");
+    int cells = 0;
+    for (const char *line = strchr(header, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+        char v[32];
+        tsv_field(line + 1, col, v, sizeof v);
+        CHECK(strcmp(v, "rtopk") == 0, "--only rtopk wrote a cell of %s", v);
+        cells++;
+    }
+    CHECK(cells == 2, "--only rtopk: %d cells, expected 2", cells);
+    unlink(h5);
+    CHECK(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu --only rtpk", topkp_bin(), cfg,
+                  h5) != 0, "--only with an unknown name succeeded: %s", out);
+    CHECK(strstr(out, "--only rtpk") != NULL, "the error does not name the value: %s", out);
+}
