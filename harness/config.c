@@ -9,7 +9,9 @@
  *   file "x.h5" -> a dataset name that reads logits from x.h5 (relative to the config)
  *   backend     -> "cpu" or "gpu": the backend of this run, so a config can size itself
  * Every declaration is validated when it is called, against the modules' option tables, so
- * an error names the config's file:line. */
+ * an error names the config's file:line. A hostile config fails the same way, never crashes
+ * or hangs: the limits of harness/limits.h (README.md, "Configs") bound its instructions, its
+ * memory and every list and name it declares. */
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
@@ -20,6 +22,7 @@
 
 #include "../algos/common/prob.h"
 #include "../datasets/datasets.h"
+#include "limits.h"
 #include "plan.h"
 
 static const char *const sweep_keys[] = { "algos", "dataset", "vocab", "batch", "k", "p",
@@ -29,8 +32,17 @@ static const char *const timing_keys[] = { "warmup", "warmup_seconds", "min_reps
 
 struct load_ctx {
     struct tkp_plan *plan;
-    char dir[512]; /* the config's folder, for file "x.h5" */
+    char dir[512];          /* the config's folder, for file "x.h5" */
+    long long instructions; /* Lua instructions run so far (counted by budget_hook) */
+    size_t lua_bytes;       /* bytes the Lua state holds (counted by capped_alloc) */
+    int memory_refused;     /* capped_alloc refused an allocation */
+    int n_sweeps;           /* sweep and ablation declarations so far */
+    int in_where;           /* a `where` function is running */
+    int ended;              /* the script has returned: no more declarations */
 };
+
+/* Instructions between two calls of budget_hook. */
+#define HOOK_EVERY 1000
 
 /* luaL_error with C printf formats (%g...); the message gets the config's file:line. */
 static int config_error(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -47,6 +59,55 @@ static int config_error(lua_State *L, const char *fmt, ...)
 static struct load_ctx *ctx_of(lua_State *L)
 {
     return lua_touserdata(L, lua_upvalueindex(1));
+}
+
+/* The load context of a state: the allocator's user data (see tkp_config_load). */
+static struct load_ctx *state_ctx(lua_State *L)
+{
+    void *ud = NULL;
+    lua_getallocf(L, &ud);
+    return ud;
+}
+
+/* The count hook: past TKP_LUA_INSTRUCTION_BUDGET instructions every further call raises, so
+ * a config that catches the error with pcall is stopped again at once. The hook runs in the
+ * Lua function it interrupts: level 0 names its file:line. */
+static void budget_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    struct load_ctx *ctx = state_ctx(L);
+    ctx->instructions += HOOK_EVERY;
+    if (ctx->instructions <= TKP_LUA_INSTRUCTION_BUDGET)
+        return;
+    lua_Debug here;
+    if (lua_getstack(L, 0, &here) && lua_getinfo(L, "Sl", &here) && here.currentline > 0)
+        lua_pushfstring(L, "%s:%d: ", here.short_src, here.currentline);
+    else
+        lua_pushliteral(L, "");
+    lua_pushfstring(L, "the config ran more than %d Lua instructions (an endless loop?)",
+                    TKP_LUA_INSTRUCTION_BUDGET);
+    lua_concat(L, 2);
+    lua_error(L);
+}
+
+/* The Lua state's allocator: it refuses to hold more than TKP_LUA_MEMORY_MIB. */
+static void *capped_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    struct load_ctx *ctx = ud;
+    const size_t old = ptr ? osize : 0, cap = (size_t)TKP_LUA_MEMORY_MIB << 20;
+    if (nsize == 0) {
+        free(ptr);
+        ctx->lua_bytes -= old;
+        return NULL;
+    }
+    if (nsize > old && nsize - old > cap - ctx->lua_bytes) {
+        ctx->memory_refused = 1;
+        return NULL;
+    }
+    void *p = realloc(ptr, nsize);
+    if (p)
+        ctx->lua_bytes = ctx->lua_bytes - old + nsize;
+    return p;
 }
 
 const char *tkp_mode_name(int32_t k, float p, int64_t vocab)
@@ -160,8 +221,17 @@ static void parse_algo(lua_State *L, int idx, const char *what, struct algo_entr
         if (lua_type(L, -2) == LUA_TNUMBER) {
             if (lua_tointeger(L, -2) != 1)
                 rc = -1, tkp_error_set(&err, "%s: extra positional value", name);
+        } else if (lua_type(L, -2) != LUA_TSTRING) {
+            rc = -1;
+            tkp_error_set(&err, "%s: option names must be strings, got a %s key", name,
+                          luaL_typename(L, -2));
         } else if (lua_type(L, -1) == LUA_TSTRING) {
-            rc = tkp_option_set(e->algo, e->opts, lua_tostring(L, -2), lua_tostring(L, -1), &err);
+            if (strlen(lua_tostring(L, -1)) != lua_rawlen(L, -1))
+                rc = -1, tkp_error_set(&err, "%s option %s: the value holds a NUL byte", name,
+                                       lua_tostring(L, -2));
+            else
+                rc = tkp_option_set(e->algo, e->opts, lua_tostring(L, -2), lua_tostring(L, -1),
+                                    &err);
         } else if (lua_type(L, -1) == LUA_TNUMBER) {
             rc = tkp_option_set_number(e->algo, e->opts, lua_tostring(L, -2),
                                        lua_tonumber(L, -1), &err);
@@ -192,7 +262,10 @@ static int dataset_list(lua_State *L, int idx, const char *what, const char **ou
         out[n++] = lua_tostring(L, -1);
     } else if (lua_istable(L, -1)) {
         lua_Integer len = luaL_len(L, -1);
-        for (lua_Integer i = 1; i <= len && n < max; i++) {
+        if (len == 0 || len > max)
+            config_error(L, "%s: 'dataset' must list 1 to %d datasets, got %lld", what, max,
+                         (long long)len);
+        for (lua_Integer i = 1; i <= len; i++) {
             lua_geti(L, -1, i);
             if (lua_type(L, -1) != LUA_TSTRING)
                 config_error(L, "%s: dataset[%d] must be a name", what, (int)i);
@@ -220,6 +293,20 @@ static int flag_field(lua_State *L, int idx, const char *what, const char *key, 
     return v;
 }
 
+/* Field timing.`key` of the table at ti (`def` when absent), refused outside [lo, hi] (and
+ * when not an integer, for counts) before any cast. */
+static double timing_number(lua_State *L, int ti, const char *what, const char *key, double def,
+                            double lo, double hi, int integer)
+{
+    double v[1];
+    number_list(L, ti, what, key, def, 0, v, 1);
+    if (!(v[0] >= lo && v[0] <= hi) || (integer && v[0] != floor(v[0])))
+        config_error(L, "%s: timing.%s = %g must be %s in [%g, %g] (the limit of "
+                     "harness/limits.h)", what, key, v[0], integer ? "an integer" : "a number",
+                     lo, hi);
+    return v[0];
+}
+
 /* The measurement policy's defaults (README, "Results"): one warm-up call and more for 0.05 s,
  * at least 10 samples a cell (20 on the GPU), at most 50 (200), a 0.5 s cap once the minimum is
  * taken, a 2 % relative IQR to stop early; a cell that hits a cap first, or has fewer than
@@ -242,23 +329,19 @@ static void read_timing(lua_State *L, int idx, const char *what, struct tkp_timi
         config_error(L, "%s: 'timing' must be a table", what);
     int ti = lua_gettop(L);
     check_keys(L, ti, "timing", timing_keys);
-    double v[1];
-    number_list(L, ti, what, "warmup", t->warmup, 0, v, 1);
-    t->warmup = (int)v[0];
-    number_list(L, ti, what, "warmup_seconds", t->warmup_seconds, 0, v, 1);
-    t->warmup_seconds = v[0];
-    number_list(L, ti, what, "max_reps", t->max_reps, 0, v, 1);
-    t->max_reps = (int)v[0];
+    t->warmup = (int)timing_number(L, ti, what, "warmup", t->warmup, 0, TKP_MAX_WARMUP, 1);
+    t->warmup_seconds = timing_number(L, ti, what, "warmup_seconds", t->warmup_seconds, 0,
+                                      TKP_MAX_TIMING_SECONDS, 0);
+    t->max_reps = (int)timing_number(L, ti, what, "max_reps", t->max_reps, 1, TKP_MAX_REPS, 1);
     if (t->max_reps < t->min_reps)
         t->min_reps = t->max_reps; /* the default minimum, lowered to an explicit maximum */
-    number_list(L, ti, what, "min_reps", t->min_reps, 0, v, 1);
-    t->min_reps = (int)v[0];
-    number_list(L, ti, what, "max_seconds", t->max_seconds, 0, v, 1);
-    t->max_seconds = v[0];
+    t->min_reps = (int)timing_number(L, ti, what, "min_reps", t->min_reps, 1, TKP_MAX_REPS, 1);
+    t->max_seconds = timing_number(L, ti, what, "max_seconds", t->max_seconds, 0,
+                                   TKP_MAX_TIMING_SECONDS, 0);
+    double v[1];
     number_list(L, ti, what, "target_rel", t->target_rel, 0, v, 1);
     t->target_rel = v[0];
-    number_list(L, ti, what, "timeout", t->timeout, 0, v, 1);
-    t->timeout = v[0];
+    t->timeout = timing_number(L, ti, what, "timeout", t->timeout, 0, TKP_MAX_TIMING_SECONDS, 0);
     t->cold = flag_field(L, ti, what, "cold", t->cold);
     t->graph = flag_field(L, ti, what, "graph", t->graph);
     if (t->warmup < 0 || !(t->warmup_seconds >= 0) || t->min_reps < 1 ||
@@ -295,7 +378,76 @@ static void add_cell(struct tkp_plan *plan, const struct tkp_cell *c)
     plan->cells[plan->n++] = *c;
 }
 
-#define MAX_AXIS 64
+#define MAX_AXIS TKP_MAX_LIST_VALUES
+
+/* Refuse a sweep whose cross product, counted with overflow checks before any cell is made,
+ * passes TKP_MAX_CELLS. */
+static void check_cross_product(lua_State *L, const char *what, const int *sizes, int n)
+{
+    uint64_t total = 1;
+    int overflow = 0;
+    for (int i = 0; i < n; i++)
+        overflow |= __builtin_mul_overflow(total, (uint64_t)sizes[i], &total);
+    if (overflow || total > TKP_MAX_CELLS)
+        config_error(L, "%s: its cross product has %s%llu cells (algos x dataset x vocab x batch "
+                     "x k x p = %d x %d x %d x %d x %d x %d), more than the limit of %d cells "
+                     "a run", what, overflow ? "over " : "", (unsigned long long)total, sizes[0],
+                     sizes[1], sizes[2], sizes[3], sizes[4], sizes[5], TKP_MAX_CELLS);
+}
+
+/* Call the sweep's `where` (at index `where`) on cell c: does it keep the cell? A `where` that
+ * raises a value that is not a message is named as such (a table would print "(null)"). */
+static int where_keeps(lua_State *L, int where, const char *what, const struct tkp_cell *c)
+{
+    struct load_ctx *ctx = ctx_of(L);
+    lua_pushvalue(L, where);
+    push_cell_table(L, c);
+    ctx->in_where++;
+    int rc = lua_pcall(L, 1, 1, 0);
+    ctx->in_where--;
+    if (rc != LUA_OK) {
+        if (lua_type(L, -1) == LUA_TSTRING)
+            lua_error(L);
+        config_error(L, "%s: where() raised a %s value (not a message)", what,
+                     luaL_typename(L, -1));
+    }
+    int keep = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return keep;
+}
+
+/* The dataset of a cell, with a relative file "x.h5" under the config's folder; refused when
+ * longer than TKP_MAX_DATASET_CHARS rather than cut. */
+static void cell_dataset(lua_State *L, const char *what, const char *dir, const char *name,
+                         struct tkp_cell *c)
+{
+    int n;
+    if (strncmp(name, "file:", 5) == 0 && name[5] != '/')
+        n = snprintf(c->dataset, sizeof c->dataset, "file:%s%s", dir, name + 5);
+    else
+        n = snprintf(c->dataset, sizeof c->dataset, "%s", name);
+    if (n < 0 || n > TKP_MAX_DATASET_CHARS || (size_t)n >= sizeof c->dataset)
+        config_error(L, "%s: dataset '%.60s...' is too long (%d characters; the limit is %d)",
+                     what, c->dataset, n, TKP_MAX_DATASET_CHARS);
+}
+
+/* The cell's options and key, refused rather than cut when they do not fit. */
+static void cell_options_and_key(lua_State *L, const char *what, struct tkp_cell *c)
+{
+    char options[1024];
+    tkp_options_format(c->algo, c->opts, options, sizeof options);
+    if (strlen(options) >= sizeof c->options)
+        config_error(L, "%s: the options '%.60s...' are too long (the limit is %zu characters)",
+                     what, options, sizeof c->options - 1);
+    memcpy(c->options, options, strlen(options) + 1);
+    int n = snprintf(c->key, sizeof c->key, "%s|%s|%s|%s|%lld|%lld|%d|%.9g|%d|%llu",
+                     c->algo->name, c->variant, c->options, c->dataset, (long long)c->vocab,
+                     (long long)c->batch, c->k, (double)c->p, c->draws,
+                     (unsigned long long)c->seed);
+    if (n < 0 || (size_t)n >= sizeof c->key)
+        config_error(L, "%s: the cell key '%.60s...' is too long (%d characters; the limit is "
+                     "%zu)", what, c->key, n, sizeof c->key - 1);
+}
 
 /* Expand one sweep (the spec table at idx) for the given algorithm entries. */
 static void expand(lua_State *L, int idx, const char *sweep, const char *what,
@@ -330,6 +482,7 @@ static void expand(lua_State *L, int idx, const char *sweep, const char *what,
     if (!lua_isnil(L, where) && !lua_isfunction(L, where))
         config_error(L, "%s: 'where' must be a function", what);
     int nd = dataset_list(L, idx, what, datasets, MAX_AXIS);
+    check_cross_product(L, what, (const int[]){ n_algos, nd, nv, nb, nk, np }, 6);
 
     for (int a = 0; a < n_algos; a++)
         for (int d = 0; d < nd; d++)
@@ -341,11 +494,7 @@ static void expand(lua_State *L, int idx, const char *sweep, const char *what,
                             snprintf(c.sweep, sizeof c.sweep, "%s", sweep);
                             c.algo = algos[a].algo;
                             snprintf(c.variant, sizeof c.variant, "%s", algos[a].variant);
-                            if (strncmp(datasets[d], "file:", 5) == 0 && datasets[d][5] != '/')
-                                snprintf(c.dataset, sizeof c.dataset, "file:%s%s", ctx->dir,
-                                         datasets[d] + 5);
-                            else
-                                snprintf(c.dataset, sizeof c.dataset, "%s", datasets[d]);
+                            cell_dataset(L, what, ctx->dir, datasets[d], &c);
                             c.vocab = (int64_t)vocab[iv];
                             c.batch = (int64_t)batch[ib];
                             c.k = (int32_t)ks[ik];
@@ -356,31 +505,40 @@ static void expand(lua_State *L, int idx, const char *sweep, const char *what,
                             c.verify_rows = verify;
                             c.timing = timing;
                             c.opts = algos[a].opts;
-                            if (!lua_isnil(L, where)) {
-                                lua_pushvalue(L, where);
-                                push_cell_table(L, &c);
-                                lua_call(L, 1, 1);
-                                int keep = lua_toboolean(L, -1);
-                                lua_pop(L, 1);
-                                if (!keep)
-                                    continue;
-                            }
+                            if (!lua_isnil(L, where) && !where_keeps(L, where, what, &c))
+                                continue;
+                            cell_options_and_key(L, what, &c);
+                            if (ctx->plan->n >= TKP_MAX_CELLS)
+                                config_error(L, "%s: the plan has more than the limit of %d "
+                                             "cells a run", what, TKP_MAX_CELLS);
                             c.opts = malloc(c.algo->opts_size);
                             memcpy(c.opts, algos[a].opts, c.algo->opts_size);
-                            tkp_options_format(c.algo, c.opts, c.options, sizeof c.options);
-                            snprintf(c.key, sizeof c.key, "%s|%s|%s|%s|%lld|%lld|%d|%.9g|%d|%llu",
-                                     c.algo->name, c.variant, c.options, c.dataset,
-                                     (long long)c.vocab, (long long)c.batch, c.k, (double)c.p,
-                                     c.draws, (unsigned long long)c.seed);
                             add_cell(ctx->plan, &c);
                         }
     lua_pop(L, 2); /* where, dataset */
 }
 
-static void check_sweep_name(lua_State *L, const char *kind, const char *name)
+/* A name or label that is copied into a fixed buffer: refused, never cut, when too long, and
+ * when it holds a NUL byte (C would see only the part before it). */
+static const char *checked_name(lua_State *L, int idx, const char *what, const char *kind)
 {
-    if (!*name || strlen(name) >= 64 || strchr(name, '/'))
-        config_error(L, "%s name '%s' must be 1-63 characters without '/'", kind, name);
+    size_t len;
+    const char *name = lua_tolstring(L, idx, &len);
+    if (!*name || len > TKP_MAX_NAME_CHARS || strlen(name) != len || strchr(name, '/'))
+        config_error(L, "%s%s name '%.60s%s' must be 1-%d characters without '/' or NUL (it has %zu)",
+                     what, kind, name, len > 60 ? "..." : "", TKP_MAX_NAME_CHARS, len);
+    return name;
+}
+
+/* Refuse a declaration after the script ended or from inside a `where` function. */
+static void check_declaration_allowed(lua_State *L, const char *kind)
+{
+    struct load_ctx *ctx = ctx_of(L);
+    if (ctx->ended)
+        config_error(L, "%s declared after the config ended (from a finalizer?): declarations "
+                     "must run while the config runs", kind);
+    if (ctx->in_where)
+        config_error(L, "%s declared inside a where() function", kind);
 }
 
 /* Parse the list at idx into algorithm entries; returns the count. */
@@ -418,6 +576,7 @@ static int sweep_body(lua_State *L)
     const char *name = lua_tostring(L, lua_upvalueindex(2));
     char what[96];
     snprintf(what, sizeof what, "sweep '%s'", name);
+    check_declaration_allowed(L, what);
     luaL_checktype(L, 1, LUA_TTABLE);
     check_keys(L, 1, what, sweep_keys);
     struct algo_entry algos[MAX_AXIS];
@@ -442,6 +601,7 @@ static int ablation_body(lua_State *L)
     const char *name = lua_tostring(L, lua_upvalueindex(2));
     char what[96];
     snprintf(what, sizeof what, "ablation '%s'", name);
+    check_declaration_allowed(L, what);
     luaL_checktype(L, 1, LUA_TTABLE);
     check_keys(L, 1, what, keys);
     lua_getfield(L, 1, "base");
@@ -467,9 +627,10 @@ static int ablation_body(lua_State *L)
             config_error(L, "%s: more than %d variants", what, MAX_AXIS);
         memset(&algos[n], 0, sizeof algos[n]);
         char label_what[160];
-        snprintf(label_what, sizeof label_what, "%s variant %s", what, lua_tostring(L, -2));
+        const char *label = checked_name(L, -2, what, ": variant label");
+        snprintf(label_what, sizeof label_what, "%s variant %s", what, label);
         parse_algo(L, -1, label_what, &algos[n]);
-        snprintf(algos[n].variant, sizeof algos[n].variant, "%s", lua_tostring(L, -2));
+        snprintf(algos[n].variant, sizeof algos[n].variant, "%s", label);
         n++;
         lua_pop(L, 1);
     }
@@ -483,15 +644,26 @@ static int ablation_body(lua_State *L)
     return 0;
 }
 
-/* sweep "name" / ablation "name": returns the closure that takes the spec table. */
+/* sweep "name" / ablation "name": returns the closure that takes the spec table. The names
+ * declared so far are a set in the registry (a name is checked in constant time), at most
+ * TKP_MAX_SWEEPS of them. */
 static int declare(lua_State *L, const char *kind, lua_CFunction body)
 {
-    const char *name = luaL_checkstring(L, 1);
-    check_sweep_name(L, kind, name);
-    struct tkp_plan *plan = ctx_of(L)->plan;
-    for (size_t i = 0; i < plan->n; i++)
-        if (strcmp(plan->cells[i].sweep, name) == 0)
-            config_error(L, "%s '%s' is declared twice", kind, name);
+    luaL_checkstring(L, 1);
+    check_declaration_allowed(L, kind);
+    const char *name = checked_name(L, 1, "", kind);
+    struct load_ctx *ctx = ctx_of(L);
+    if (ctx->n_sweeps == TKP_MAX_SWEEPS)
+        config_error(L, "%s '%s': more than the limit of %d sweeps and ablations", kind, name,
+                     TKP_MAX_SWEEPS);
+    lua_getfield(L, LUA_REGISTRYINDEX, "tkp.declared");
+    if (lua_getfield(L, -1, name) != LUA_TNIL)
+        config_error(L, "%s '%s' is declared twice", kind, name);
+    lua_pop(L, 1);
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, name);
+    lua_pop(L, 1);
+    ctx->n_sweeps++;
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_pushvalue(L, 1);
     lua_pushcclosure(L, body, 2);
@@ -534,7 +706,13 @@ static int lua_range(lua_State *L)
 
 static int lua_file(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    size_t len;
+    const char *path = luaL_checklstring(L, 1, &len);
+    if (strlen(path) != len)
+        config_error(L, "file \"%s...\": the path holds a NUL byte", path);
+    if (len > TKP_MAX_DATASET_CHARS - 5)
+        config_error(L, "file \"%.60s...\": the path is too long (%zu characters; the limit is %d)",
+                     path, len, TKP_MAX_DATASET_CHARS - 5);
     lua_pushfstring(L, "file:%s", path);
     return 1;
 }
@@ -547,9 +725,12 @@ static void add_file(struct tkp_plan *plan, const char *name, const char *text)
     plan->n_files++;
 }
 
-static char *read_text(const char *path)
+/* The whole file, NUL-terminated; its size in *size. NULL when unreadable or larger than
+ * TKP_CONFIG_MAX_BYTES (*size is then past the limit). */
+static char *read_text(const char *path, size_t *size)
 {
     FILE *f = fopen(path, "rb");
+    *size = 0;
     if (!f)
         return NULL;
     size_t cap = 4096, n = 0;
@@ -557,12 +738,41 @@ static char *read_text(const char *path)
     size_t got;
     while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
         n += got;
+        if (n > TKP_CONFIG_MAX_BYTES)
+            break;
         if (n + 1 == cap)
             buf = realloc(buf, cap *= 2);
     }
     buf[n] = 0;
     fclose(f);
+    *size = n;
+    if (n > TKP_CONFIG_MAX_BYTES) {
+        free(buf);
+        return NULL;
+    }
     return buf;
+}
+
+/* setmetatable without finalizers: Lua 5.4 runs a __gc with debug hooks off, so the
+ * instruction budget could not stop one, and it could run after the script ended (at
+ * lua_close). A metatable with a __gc field is refused when it is set, the only moment Lua
+ * marks an object for finalization. */
+static int lua_setmetatable_no_gc(lua_State *L)
+{
+    if (lua_istable(L, 2) && (lua_pushliteral(L, "__gc"), lua_rawget(L, 2)) != LUA_TNIL)
+        config_error(L, "setmetatable: __gc finalizers are not allowed in a config (they run "
+                     "outside the instruction budget, possibly after the config ended)");
+    lua_settop(L, 2);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, 2, 1);
+    return 1;
+}
+
+static int lua_panic_message(lua_State *L)
+{
+    fprintf(stderr, "topkp: unprotected Lua error: %s\n", lua_tostring(L, -1));
+    return 0; /* Lua aborts */
 }
 
 static void open_sandbox(lua_State *L)
@@ -581,22 +791,71 @@ static void open_sandbox(lua_State *L)
         lua_pushnil(L);
         lua_setglobal(L, removed[i]);
     }
+    lua_getglobal(L, "setmetatable");
+    lua_pushcclosure(L, lua_setmetatable_no_gc, 1);
+    lua_setglobal(L, "setmetatable");
+    lua_newtable(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, "tkp.declared");
+}
+
+/* The config's error message, for an error value that may not be a message, or a memory
+ * error (Lua's own message names no file). */
+static void config_failure(lua_State *L, const char *path, int rc, const struct load_ctx *ctx,
+                           struct tkp_error *err)
+{
+    const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    if (ctx->memory_refused && (rc == LUA_ERRMEM || (msg && strcmp(msg, "not enough memory") == 0)))
+        tkp_error_set(err, "%s: the config used more than %d MiB of Lua memory (a table or "
+                      "string that grows without bound?)", path, TKP_LUA_MEMORY_MIB);
+    else if (msg)
+        tkp_error_set(err, "%s", msg);
+    else
+        tkp_error_set(err, "%s: the config raised a %s value (not a message)", path,
+                      luaL_typename(L, -1));
+}
+
+/* Load the text as a chunk named after the file: whole (a NUL byte is refused with its
+ * offset rather than ending the config early), and text only (no precompiled chunks). */
+static int load_chunk(lua_State *L, const char *path, const char *text, size_t size,
+                      struct tkp_error *err)
+{
+    const char *nul = memchr(text, 0, size);
+    if (nul) {
+        tkp_error_set(err, "%s: byte %zu is a NUL byte (a config is text)", path,
+                      (size_t)(nul - text));
+        return 1;
+    }
+    char chunk[600];
+    snprintf(chunk, sizeof chunk, "@%s", path);
+    return luaL_loadbufferx(L, text, size, chunk, "t");
 }
 
 int tkp_config_load(const char *path, enum tkp_backend backend, struct tkp_plan *plan,
                     struct tkp_error *err)
 {
     memset(plan, 0, sizeof *plan);
-    char *text = read_text(path);
+    size_t size;
+    char *text = read_text(path, &size);
     if (!text) {
-        tkp_error_set(err, "%s: cannot read", path);
+        if (size > TKP_CONFIG_MAX_BYTES)
+            tkp_error_set(err, "%s: larger than the limit of %d bytes for a config", path,
+                          TKP_CONFIG_MAX_BYTES);
+        else
+            tkp_error_set(err, "%s: cannot read", path);
         return TKP_EINVAL;
     }
     struct load_ctx ctx = { .plan = plan };
     const char *slash = strrchr(path, '/');
+    if (strlen(path) >= sizeof ctx.dir - 1) {
+        tkp_error_set(err, "%.80s...: the path is too long (%zu characters; the limit is %zu)",
+                      path, strlen(path), sizeof ctx.dir - 2);
+        free(text);
+        return TKP_EINVAL;
+    }
     if (slash)
         snprintf(ctx.dir, sizeof ctx.dir, "%.*s/", (int)(slash - path), path);
-    lua_State *L = luaL_newstate();
+    lua_State *L = lua_newstate(capped_alloc, &ctx);
+    lua_atpanic(L, lua_panic_message);
     open_sandbox(L);
     static const struct {
         const char *name;
@@ -610,15 +869,23 @@ int tkp_config_load(const char *path, enum tkp_backend backend, struct tkp_plan 
     }
     lua_pushstring(L, backend == TKP_GPU ? "gpu" : "cpu");
     lua_setglobal(L, "backend");
-    char chunk[600];
-    snprintf(chunk, sizeof chunk, "@%s", path);
-    int rc = luaL_loadbuffer(L, text, strlen(text), chunk) || lua_pcall(L, 0, 0, 0);
-    if (rc) {
-        tkp_error_set(err, "%s", lua_tostring(L, -1));
-    } else if (plan->n == 0) {
+    lua_sethook(L, budget_hook, LUA_MASKCOUNT, HOOK_EVERY);
+    int rc = load_chunk(L, path, text, size, err);
+    if (rc == LUA_OK)
+        rc = lua_pcall(L, 0, 0, 0);
+    else if (lua_gettop(L) == 0)
+        rc = -1; /* err is set: the chunk was refused before Lua saw it */
+    ctx.ended = 1;
+    if (rc > 0) {
+        config_failure(L, path, rc, &ctx, err);
+    } else if (rc == 0 && ctx.instructions > TKP_LUA_INSTRUCTION_BUDGET) {
+        tkp_error_set(err, "%s: the config ran more than %d Lua instructions (an endless loop "
+                      "caught by pcall?)", path, TKP_LUA_INSTRUCTION_BUDGET);
+        rc = 1;
+    } else if (rc == 0 && plan->n == 0) {
         tkp_error_set(err, "%s: declares no cells (no sweep, or every cell filtered out)", path);
         rc = 1;
-    } else {
+    } else if (rc == 0) {
         add_file(plan, path, text);
     }
     lua_close(L);

@@ -16,6 +16,7 @@
 
 #include "../datasets/datasets.h"
 #include "apply.h"
+#include "limits.h"
 #include "logits_file.h"
 #include "peer_cell.h"
 #include "results.h"
@@ -193,6 +194,25 @@ static void list_peers(int probe)
     }
 }
 
+/* The named limits of harness/limits.h (README.md, "Configs"). */
+static void list_limits(void)
+{
+#define LIMIT(name) printf("  %-27s %lld\n", #name, (long long)(name))
+    puts("limits:");
+    LIMIT(TKP_LUA_INSTRUCTION_BUDGET);
+    LIMIT(TKP_LUA_MEMORY_MIB);
+    LIMIT(TKP_CONFIG_MAX_BYTES);
+    LIMIT(TKP_MAX_SWEEPS);
+    LIMIT(TKP_MAX_CELLS);
+    LIMIT(TKP_MAX_LIST_VALUES);
+    LIMIT(TKP_MAX_NAME_CHARS);
+    LIMIT(TKP_MAX_DATASET_CHARS);
+    LIMIT(TKP_MAX_WARMUP);
+    LIMIT(TKP_MAX_REPS);
+    LIMIT(TKP_MAX_TIMING_SECONDS);
+#undef LIMIT
+}
+
 static int cmd_list(int argc, char **argv)
 {
     int probe = !(argc == 1 && strcmp(argv[0], "--no-probe") == 0);
@@ -208,6 +228,7 @@ static int cmd_list(int argc, char **argv)
     for (const struct tkp_dataset *d = tkp_datasets; d->name; d++)
         printf("  %-11s %s\n", d->name, d->summary);
     puts("  file:X.h5   logits read from an HDF5 file (/logits [B, V])");
+    list_limits();
     return 0;
 }
 
