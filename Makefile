@@ -6,16 +6,33 @@
 #   make gpu-bundle sm_90a binary + its shared libraries under build/gpu/ (rpath $ORIGIN/lib)
 #   make test-gpu   on the GPU machine: GPU tests (bitwise CPU = GPU) and compute-sanitizer
 #   make figures RESULTS=file.h5   draw plots/out/*.png and *.pdf from a results file
+#   make SAN=1 test (or make test-san)  the CPU suite under ASan+UBSan, built in build/san
+#   make fuzz FUZZ_SECONDS=60  libFuzzer on the config, logits and results readers (tests/fuzz/)
 .DELETE_ON_ERROR:
 SHELL := /bin/bash
 .SHELLFLAGS := -e -o pipefail -c
 
+# SAN=1: AddressSanitizer + UndefinedBehaviorSanitizer, CPU only, in its own folder (the
+# instrumented objects must not mix with build/'s). README.md, "Robustness checks".
+ifneq ($(SAN),)
+CPU_ONLY := 1
+BUILD    ?= build/san
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+endif
+# FUZZ=1 (set by `make fuzz`): the same, with clang and libFuzzer's coverage, in build/fuzz.
+ifneq ($(FUZZ),)
+CPU_ONLY := 1
+CC       := clang
+BUILD    ?= build/fuzz
+SAN_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+             -fno-sanitize-recover=undefined -Wno-unknown-warning-option -Wno-missing-field-initializers
+endif
 BUILD   ?= build
 CC      ?= gcc
 PKGS    := lua5.4 hdf5-serial
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-format-truncation -ffp-contract=off -MMD -MP -I$(BUILD) -fopenmp \
-           $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+           $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(SAN_FLAGS)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhdf5_hl -lz -lm
 
 NVCC    ?= $(shell command -v nvcc 2>/dev/null)
@@ -42,7 +59,7 @@ LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(CU_OBJS)
 TEST_SRCS := $(filter-out tests/oracle.c,$(wildcard tests/*.c))
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps run test test-gpu gpu-bundle figures paper clean
+.PHONY: all deps run test test-san fuzz fuzz-run test-gpu gpu-bundle figures paper clean
 all: $(BUILD)/topkp
 
 # Rebuild everything when the flags change (e.g. CUDA appears or CPU_ONLY is set).
@@ -87,9 +104,35 @@ run: deps
 	$(BUILD)/topkp run configs/quick.lua -o $(RESULTS)
 	$(MAKE) figures RESULTS=$(RESULTS)
 
+# Under SAN=1 the suite (and every topkp it starts, through the environment) runs with
+# SAN_ENV: LeakSanitizer on with tests/fuzz/lsan.supp (known leaks, each with its reason),
+# stop at the first report, print UBSan stacks.
+SAN_ENV := $(if $(SAN),ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1} \
+             LSAN_OPTIONS=$${LSAN_OPTIONS:-suppressions=$(CURDIR)/tests/fuzz/lsan.supp:print_suppressions=0} \
+             UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1})
 test: deps
 	$(MAKE) $(BUILD)/topkp $(BUILD)/topkp-tests
-	TOPKP=$(BUILD)/topkp $(BUILD)/topkp-tests
+	$(SAN_ENV) TOPKP=$(BUILD)/topkp $(BUILD)/topkp-tests
+
+test-san:
+	$(MAKE) SAN=1 test
+
+# libFuzzer on the three readers (tests/fuzz/fuzz_*.c), FUZZ_SECONDS each; fails on a crash,
+# a sanitizer report, an input running past 10 s or a process past 2 GiB whose stack is in
+# this repository's code (tests/fuzz/run.sh sorts them). New inputs go to
+# $(BUILD)/corpus/<target>, reproducers to $(BUILD)/findings/ (README.md, "Robustness checks").
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= config logits results
+fuzz:
+	bash scripts/install-deps.sh clang libclang-rt-dev libomp-dev
+	bash scripts/install-deps.sh
+	$(MAKE) FUZZ=1 fuzz-run
+
+$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/libtopkp.a
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(LDLIBS)
+
+fuzz-run: $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
+	bash tests/fuzz/run.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 gpu-bundle: deps
 	@test -n "$(NVCC)" || { echo "gpu-bundle needs nvcc" >&2; exit 1; }
@@ -101,7 +144,7 @@ test-gpu:
 	bash scripts/gpu-test.sh build/gpu
 
 clean:
-	rm -rf $(BUILD) build/gpu build/gpu-obj
+	rm -rf $(BUILD) build/gpu build/gpu-obj build/san build/fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

@@ -83,5 +83,6 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    fflush(stdout); /* before LeakSanitizer's exit-time report, which ends the process (SAN=1) */
     return failed ? 1 : 0;
 }

@@ -1,0 +1,1 @@
+sweep "x" { algos = { "qrita" , dataset = 

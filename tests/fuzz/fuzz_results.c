@@ -1,0 +1,21 @@
+/* fuzz_results.c — libFuzzer target for the results readers behind `topkp export` and
+ * `topkp info` (harness/export.c, tkp_results_export and tkp_results_info): the input is a
+ * results file's bytes (seed: a tiny `topkp run` under tests/fuzz/corpus/results/). The text
+ * goes to /dev/null. Built by `make fuzz` (README.md, "Robustness checks"). */
+#include "../../harness/results.h"
+#include "fuzz_file.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static FILE *sink;
+    if (!sink && !(sink = fopen("/dev/null", "w")))
+        return 0;
+    const char *path = fuzz_write_file(data, size, ".h5");
+    if (!path)
+        return 0;
+    struct tkp_error err = { { 0 } };
+    tkp_results_export(path, NULL, sink, &err);
+    tkp_results_info(path, sink, &err);
+    unlink(path);
+    return 0;
+}
