@@ -194,6 +194,20 @@ struct algo_entry {
     char variant[64];
 };
 
+/* The option struct of an algorithm entry being parsed: a Lua userdata anchored in the
+ * registry until the state closes, so that a config error raised after it (which jumps past
+ * any free) leaks nothing. */
+static void *entry_opts(lua_State *L, size_t size)
+{
+    void *p = lua_newuserdatauv(L, size ? size : 1, 0);
+    memset(p, 0, size ? size : 1);
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, "topkp.entry_opts");
+    lua_pushvalue(L, -2);
+    lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+    lua_pop(L, 2);
+    return p;
+}
+
 static void parse_algo(lua_State *L, int idx, const char *what, struct algo_entry *e)
 {
     idx = lua_absindex(L, idx);
@@ -210,7 +224,7 @@ static void parse_algo(lua_State *L, int idx, const char *what, struct algo_entr
     e->algo = tkp_algo_find(name);
     if (!e->algo)
         config_error(L, "%s: unknown algorithm '%s' (see `topkp list`)", what, name);
-    e->opts = calloc(1, e->algo->opts_size);
+    e->opts = entry_opts(L, e->algo->opts_size);
     tkp_options_defaults(e->algo, e->opts);
     if (!lua_istable(L, idx))
         return;
@@ -243,10 +257,8 @@ static void parse_algo(lua_State *L, int idx, const char *what, struct algo_entr
             tkp_error_set(&err, "%s option %s: a %s is not a valid value", name,
                           lua_tostring(L, -2), luaL_typename(L, -1));
         }
-        if (rc) {
-            free(e->opts);
+        if (rc)
             config_error(L, "%s: %s", what, err.msg);
-        }
         lua_pop(L, 1);
     }
 }
@@ -369,13 +381,19 @@ static void push_cell_table(lua_State *L, const struct tkp_cell *c)
     }
 }
 
-static void add_cell(struct tkp_plan *plan, const struct tkp_cell *c)
+/* Append cell c to the plan; 0 when its array cannot grow (out of memory). */
+static int add_cell(struct tkp_plan *plan, const struct tkp_cell *c)
 {
     if (plan->n == plan->cap) {
-        plan->cap = plan->cap ? 2 * plan->cap : 64;
-        plan->cells = realloc(plan->cells, plan->cap * sizeof *plan->cells);
+        size_t cap = plan->cap ? 2 * plan->cap : 64;
+        struct tkp_cell *cells = realloc(plan->cells, cap * sizeof *cells);
+        if (!cells)
+            return 0;
+        plan->cells = cells;
+        plan->cap = cap;
     }
     plan->cells[plan->n++] = *c;
+    return 1;
 }
 
 #define MAX_AXIS TKP_MAX_LIST_VALUES
@@ -511,9 +529,16 @@ static void expand(lua_State *L, int idx, const char *sweep, const char *what,
                             if (ctx->plan->n >= TKP_MAX_CELLS)
                                 config_error(L, "%s: the plan has more than the limit of %d "
                                              "cells a run", what, TKP_MAX_CELLS);
-                            c.opts = malloc(c.algo->opts_size);
+                            c.opts = malloc(c.algo->opts_size ? c.algo->opts_size : 1);
+                            if (!c.opts)
+                                config_error(L, "%s: out of memory for cell %zu", what,
+                                             ctx->plan->n + 1);
                             memcpy(c.opts, algos[a].opts, c.algo->opts_size);
-                            add_cell(ctx->plan, &c);
+                            if (!add_cell(ctx->plan, &c)) {
+                                free(c.opts);
+                                config_error(L, "%s: out of memory for cell %zu", what,
+                                             ctx->plan->n + 1);
+                            }
                         }
     lua_pop(L, 2); /* where, dataset */
 }
@@ -584,8 +609,6 @@ static int sweep_body(lua_State *L)
     int n = parse_algo_list(L, -1, what, algos);
     lua_pop(L, 1);
     expand(L, 1, name, what, algos, n);
-    for (int i = 0; i < n; i++)
-        free(algos[i].opts);
     return 0;
 }
 
@@ -638,8 +661,6 @@ static int ablation_body(lua_State *L)
         config_error(L, "%s: no variants", what);
     qsort(algos, (size_t)n, sizeof algos[0], by_label);
     expand(L, base, name, what, algos, n);
-    for (int i = 0; i < n; i++)
-        free(algos[i].opts);
     lua_pop(L, 2);
     return 0;
 }
@@ -717,12 +738,24 @@ static int lua_file(lua_State *L)
     return 1;
 }
 
-static void add_file(struct tkp_plan *plan, const char *name, const char *text)
+/* Record a config file's name and text in the plan; 0 when out of memory. */
+static int add_file(struct tkp_plan *plan, const char *name, const char *text)
 {
-    plan->files = realloc(plan->files, (plan->n_files + 1) * sizeof *plan->files);
-    plan->files[plan->n_files].name = strdup(name);
-    plan->files[plan->n_files].text = strdup(text);
+    struct tkp_config_file *files =
+        realloc(plan->files, (plan->n_files + 1) * sizeof *plan->files);
+    if (!files)
+        return 0;
+    plan->files = files;
+    char *n = strdup(name), *t = strdup(text);
+    if (!n || !t) {
+        free(n);
+        free(t);
+        return 0;
+    }
+    plan->files[plan->n_files].name = n;
+    plan->files[plan->n_files].text = t;
     plan->n_files++;
+    return 1;
 }
 
 /* The whole file, NUL-terminated; its size in *size. NULL when unreadable or larger than
@@ -736,12 +769,20 @@ static char *read_text(const char *path, size_t *size)
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     size_t got;
-    while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
         n += got;
         if (n > TKP_CONFIG_MAX_BYTES)
             break;
-        if (n + 1 == cap)
-            buf = realloc(buf, cap *= 2);
+        if (n + 1 == cap) {
+            char *grown = realloc(buf, cap *= 2);
+            if (!grown)
+                free(buf);
+            buf = grown;
+        }
+    }
+    if (!buf) {
+        fclose(f);
+        return NULL;
     }
     buf[n] = 0;
     fclose(f);
@@ -855,6 +896,11 @@ int tkp_config_load(const char *path, enum tkp_backend backend, struct tkp_plan 
     if (slash)
         snprintf(ctx.dir, sizeof ctx.dir, "%.*s/", (int)(slash - path), path);
     lua_State *L = lua_newstate(capped_alloc, &ctx);
+    if (!L) {
+        tkp_error_set(err, "%s: out of memory starting Lua", path);
+        free(text);
+        return TKP_EINVAL;
+    }
     lua_atpanic(L, lua_panic_message);
     open_sandbox(L);
     static const struct {
@@ -885,8 +931,9 @@ int tkp_config_load(const char *path, enum tkp_backend backend, struct tkp_plan 
     } else if (rc == 0 && plan->n == 0) {
         tkp_error_set(err, "%s: declares no cells (no sweep, or every cell filtered out)", path);
         rc = 1;
-    } else if (rc == 0) {
-        add_file(plan, path, text);
+    } else if (rc == 0 && !add_file(plan, path, text)) {
+        tkp_error_set(err, "%s: out of memory recording the config's text", path);
+        rc = 1;
     }
     lua_close(L);
     free(text);
