@@ -258,11 +258,23 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
     free(p);
 }
 
+/* The whole identity of a cell (the fields of its plan key, config.c, then the backend), never
+ * cut: results.c turns a long one into a prefix and a hash (tkp_results_key). */
+static void cell_identity(const struct tkp_cell *c, enum tkp_backend backend, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s|%s|%s|%s|%lld|%lld|%d|%.9g|%d|%llu|%s", c->algo->name, c->variant,
+             c->options, c->dataset, (long long)c->vocab, (long long)c->batch, c->k,
+             (double)c->p, c->draws, (unsigned long long)c->seed,
+             backend == TKP_GPU ? "gpu" : "cpu");
+}
+
 static void fill_row_identity(const struct tkp_cell *c, enum tkp_backend backend,
                               struct tkp_cell_row *row)
 {
     memset(row, 0, sizeof *row);
-    snprintf(row->key, sizeof row->key, "%s|%s", c->key, backend == TKP_GPU ? "gpu" : "cpu");
+    char identity[sizeof c->variant + sizeof c->options + sizeof c->dataset + 512];
+    cell_identity(c, backend, identity, sizeof identity);
+    tkp_results_key(identity, row->key);
     snprintf(row->algo, sizeof row->algo, "%s", c->algo->name);
     snprintf(row->variant, sizeof row->variant, "%s", c->variant);
     snprintf(row->options, sizeof row->options, "%s", c->options);
@@ -341,9 +353,26 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
         tkp_plan_free(&plan);
         return TKP_OK;
     }
+    /* The GPU first: a machine without one must not leave an empty results file behind. */
+    struct run_env env = { .backend = args->backend };
+    long long l2_bytes = 0;
+    if (args->backend == TKP_GPU) {
+        struct tkp_gpu_props props;
+        rc = tkp_gpu_props(&props, err);
+        if (!rc)
+            rc = tkp_gpu_timer_open(&env.gpu, err);
+        if (rc) {
+            tkp_gpu_timer_close(env.gpu);
+            tkp_plan_free(&plan);
+            return rc;
+        }
+        env.max_clock_mhz = props.max_sm_clock_mhz;
+        l2_bytes = props.l2_bytes;
+    }
     struct tkp_results *res;
     rc = tkp_results_open(&res, args->output, args->resume, err);
     if (rc) {
+        tkp_gpu_timer_close(env.gpu);
         tkp_plan_free(&plan);
         return rc;
     }
@@ -354,30 +383,20 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     if (earlier_run &&
         (rc = tkp_run_check_resume(res, args->output, &plan, &id, args->force, err)) != TKP_OK) {
         tkp_results_close(res);
+        tkp_gpu_timer_close(env.gpu);
         tkp_plan_free(&plan);
         return rc;
     }
-    struct run_env env = { .backend = args->backend };
-    long long l2_bytes = 0;
-    if (args->backend == TKP_GPU) {
-        struct tkp_gpu_props props;
-        rc = tkp_gpu_props(&props, err);
-        if (!rc)
-            rc = tkp_gpu_timer_open(&env.gpu, err);
-        if (rc) {
-            tkp_results_close(res);
-            tkp_plan_free(&plan);
-            return rc;
-        }
-        env.max_clock_mhz = props.max_sm_clock_mhz;
-        l2_bytes = props.l2_bytes;
-    }
     tkp_peer_session_init(&env.peers, args->backend, l2_bytes, env.max_clock_mhz, res);
     env.copy_gbps = tkp_measure_copy_gbps(args->backend);
-    if (!args->resume)
+    if (!args->resume || tkp_results_fresh(res))
         tkp_provenance_write(res, args->backend, args->argc, args->argv, env.copy_gbps);
-    for (size_t i = 0; i < plan.n_files; i++)
-        tkp_results_config(res, plan.files[i].name, plan.files[i].text);
+    for (size_t i = 0; i < plan.n_files && rc == TKP_OK; i++)
+        if (tkp_results_config(res, plan.files[i].name, plan.files[i].text) != 0) {
+            tkp_error_set(err, "%s: cannot write the config text of %s (disk full or an I/O "
+                          "error?)", args->output, plan.files[i].name);
+            rc = TKP_EINVAL;
+        }
     const int run_index = tkp_run_record_begin(res, &plan, &id, args->backend, !earlier_run,
                                                earlier_run && args->force, args->argc, args->argv);
 
