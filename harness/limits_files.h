@@ -18,5 +18,7 @@
 /* Largest existing results file that fails to open and is taken for a partial create (a run
  * killed before its first flush leaves 96 bytes) rather than a corrupt results file. */
 #define TKP_PARTIAL_CREATE_BYTES 4096
+/* Bytes reserved past a results file's end for HDF5's metadata of one append (results.c). */
+#define TKP_RESULTS_METADATA_ROOM (64 * 1024)
 
 #endif

@@ -10,6 +10,7 @@
  * Errors go to stderr with a non-zero exit. */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 
 #include "../datasets/datasets.h"
 #include "apply.h"
+#include "h5util.h"
 #include "limits_files.h"
 #include "logits_file.h"
 #include "peer_cell.h"
@@ -491,6 +493,11 @@ static int cmd_info(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* Every file is closed explicitly; HDF5's exit handler would only close again a results
+     * file whose write failed, and HDF5 1.10 crashes doing that (tkp_results_close). */
+    H5dont_atexit();
+    /* A file-size limit (RLIMIT_FSIZE) fails the write with EFBIG, reported, not the process. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2)
         return usage();
     const char *cmd = argv[1];

@@ -20,7 +20,8 @@ struct tkp_results {
     hid_t file;
     int lock_fd;  /* holds flock(LOCK_EX) on the file for the whole run (README.md, "Results") */
     int fresh;    /* created (or a partial create replaced) by this open */
-    int failed;   /* a write failed: nothing more is written */
+    int failed;   /* a write failed or had no room: nothing more is written */
+    int broken;   /* likewise: the file is left unclosed, as last flushed (tkp_results_close) */
     char path[1024];
     struct done_key *done; /* cells already ok in the file (for --resume) */
     size_t n_done, cap_done;
@@ -330,7 +331,7 @@ static int create_file(struct tkp_results *r, struct tkp_error *err)
     if (H5Fflush(r->file, H5F_SCOPE_GLOBAL) < 0) {
         tkp_error_set(err, "%s: cannot write: %s", r->path,
                       errno ? strerror(errno) : "HDF5 flush failed");
-        r->failed = 1;
+        r->failed = r->broken = 1;
         return TKP_EINVAL;
     }
     r->fresh = 1;
@@ -407,22 +408,49 @@ int tkp_results_open(struct tkp_results **out, const char *path, int resume,
 
 int tkp_results_fresh(const struct tkp_results *r) { return r->fresh; }
 
+int tkp_results_failed(const struct tkp_results *r) { return r->failed; }
+
 const char *tkp_results_path(const struct tkp_results *r) { return r->path; }
 
-/* After a failed write HDF5 may fail again flushing on close: close every object still open
- * (H5Fclose with the strong degree), report nothing more and never retry. */
+/* Bytes of the superblock (version 0, 8-byte addresses: the default format) that hold the
+ * end-of-file address: HDF5's EOA. 0 when the superblock is another version. */
+static uint64_t superblock_eoa(int fd)
+{
+    unsigned char sb[48];
+    if (pread(fd, sb, sizeof sb, 0) != (ssize_t)sizeof sb || sb[8] != 0 || sb[13] != 8)
+        return 0;
+    uint64_t eoa = 0;
+    for (int i = 7; i >= 0; i--)
+        eoa = eoa << 8 | sb[40 + i];
+    return eoa;
+}
+
+/* After a failed write, HDF5 1.10's H5Fclose fails flushing again and leaves the file's id
+ * half torn down, which then crashes HDF5's exit handler: such a file is not closed (its rows
+ * before the failure are on disk already, each flushed) and topkp turns that handler off
+ * (main.c). Either way the room reserved past the end (reserve_room) is given back, up to
+ * the end of file the superblock on disk names. */
 void tkp_results_close(struct tkp_results *r)
 {
     if (!r)
         return;
-    if (r->file >= 0 && H5Fclose(r->file) < 0 && !r->failed)
+    if (r->file >= 0 && !r->broken && H5Fclose(r->file) < 0)
         fprintf(stderr, "%s: closing failed (the last cells may not be on disk)\n", r->path);
+    if (r->file >= 0) {
+        struct stat st;
+        uint64_t eoa = r->lock_fd >= 0 ? superblock_eoa(r->lock_fd) : 0;
+        if (eoa && fstat(r->lock_fd, &st) == 0 && (uint64_t)st.st_size > eoa &&
+            ftruncate(r->lock_fd, (off_t)eoa) != 0)
+            fprintf(stderr, "%s: cannot trim the reserved room: %s\n", r->path, strerror(errno));
+    }
     r->file = -1;
     free_results(r);
 }
 
 int tkp_results_attr(struct tkp_results *r, const char *name, const char *value)
 {
+    if (r->failed)
+        return -1;
     return h5_set_attr_str(r->file, name, value);
 }
 
@@ -511,6 +539,35 @@ static int64_t append(hid_t d, hid_t type, const void *data, hsize_t n)
     return rc < 0 ? -1 : (int64_t)len;
 }
 
+/* Most bytes one append may add to the file: a new chunk of cells rows (64 rows, open_table),
+ * the samples in 1024-element chunks, and room for HDF5's metadata. */
+static uint64_t append_room(int64_t n_samples)
+{
+    return 64 * sizeof(struct tkp_cell_row) + ((uint64_t)n_samples / 1024 + 2) * 8192 +
+           TKP_RESULTS_METADATA_ROOM;
+}
+
+/* Allocate `room` bytes past HDF5's end of file before HDF5 writes anything (posix_fallocate,
+ * so that a full disk or a file-size limit fails here, when nothing of the cell is written
+ * yet: a failed write inside HDF5 leaves a superblock that points past the end of the file,
+ * and no cell of the file would open). Returns 0, or the errno. */
+static int reserve_room(struct tkp_results *r, uint64_t room)
+{
+    struct stat st;
+    hsize_t size = 0;
+    if (H5Fget_filesize(r->file, &size) < 0 || fstat(r->lock_fd, &st) != 0)
+        return EIO;
+    const off_t want = (off_t)(size + room);
+    if (st.st_size >= want)
+        return 0;
+    int e = posix_fallocate(r->lock_fd, 0, want);
+    if (e) { /* give back whatever was allocated: the file is as HDF5 left it */
+        if (ftruncate(r->lock_fd, st.st_size) != 0)
+            e = errno;
+    }
+    return e;
+}
+
 /* Append the repetition times and flush, then the row and flush: a row reaches the disk only
  * after its samples (README.md, "Results"). Any failed HDF5 call fails the append. */
 int tkp_results_append(struct tkp_results *r, const char *sweep, struct tkp_cell_row *row,
@@ -527,9 +584,12 @@ int tkp_results_append(struct tkp_results *r, const char *sweep, struct tkp_cell
     hid_t cells = g < 0 ? -1 : open_table(g, "cells", t, 64);
     hid_t times = g < 0 ? -1 : open_table(g, "samples", H5T_NATIVE_DOUBLE, 1024);
     const char *step = NULL;
+    int room = 0, saved_errno = 0;
     errno = 0;
     if (g < 0 || cells < 0 || times < 0) {
         step = "cannot open its tables";
+    } else if ((room = reserve_room(r, append_room(n))) != 0) {
+        step = "no room for its samples";
     } else {
         row->n_samples = n;
         row->samples_offset = append(times, H5T_NATIVE_DOUBLE, samples_us, (hsize_t)n);
@@ -537,12 +597,14 @@ int tkp_results_append(struct tkp_results *r, const char *sweep, struct tkp_cell
             step = "cannot write its samples";
         else if (H5Fflush(r->file, H5F_SCOPE_GLOBAL) < 0)
             step = "cannot flush its samples";
+        else if ((room = reserve_room(r, append_room(0))) != 0)
+            step = "no room for its row";
         else if (append(cells, t, row, 1) < 0)
             step = "cannot write its row";
         else if (H5Fflush(r->file, H5F_SCOPE_GLOBAL) < 0)
             step = "cannot flush its row";
     }
-    const int saved_errno = errno;
+    saved_errno = room ? room : errno;
     if (times >= 0)
         H5Dclose(times);
     if (cells >= 0)
@@ -550,8 +612,8 @@ int tkp_results_append(struct tkp_results *r, const char *sweep, struct tkp_cell
     H5Tclose(t);
     if (g >= 0)
         H5Gclose(g);
-    if (step) {
-        r->failed = 1;
+    if (step) { /* whatever HDF5 holds unwritten is never flushed: the file stays as flushed */
+        r->failed = r->broken = 1;
         tkp_error_set(err, "%s: %s for cell %.120s%s (%s); the run stops, the cells before it "
                       "are kept", r->path, step, row->key, strlen(row->key) > 120 ? "..." : "",
                       saved_errno ? strerror(saved_errno) : "HDF5 write failed");

@@ -43,6 +43,8 @@ int tkp_results_open(struct tkp_results **out, const char *path, int resume,
                      struct tkp_error *err);
 /* Was the file created (or a partial one replaced) by tkp_results_open? */
 int tkp_results_fresh(const struct tkp_results *r);
+/* Has a write failed (nothing more is written, the file is left unclosed)? */
+int tkp_results_failed(const struct tkp_results *r);
 /* The path the results were opened with. */
 const char *tkp_results_path(const struct tkp_results *r);
 /* The key column of a cell from its whole identity: the identity itself when shorter than

@@ -417,6 +417,8 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
         row.cell_seconds = (tkp_now_us() - t0) * 1e-6;
         rc = tkp_results_append(res, c->sweep, &row, samples, n, err);
         free(samples);
+        if (rc) /* not recorded: the error says why, and no progress line claims the cell */
+            break;
         ran++;
         double elapsed = (tkp_now_us() - started) * 1e-6;
         double left = elapsed / (double)ran * (double)(plan.n - i - 1);
@@ -427,10 +429,12 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     }
     if (skipped)
         fprintf(stderr, "resume: %zu cells were already done\n", skipped);
-    char now[64];
-    tkp_utc_now(now, sizeof now);
-    tkp_results_attr(res, "end_time", now);
-    tkp_run_record_end(res, run_index);
+    if (!tkp_results_failed(res)) { /* after a failed write nothing more goes in */
+        char now[64];
+        tkp_utc_now(now, sizeof now);
+        tkp_results_attr(res, "end_time", now);
+        tkp_run_record_end(res, run_index);
+    }
     tkp_results_close(res);
     cache_free(&env.cache);
     tkp_peer_session_close(&env.peers);
