@@ -274,7 +274,7 @@ TEST(hostile_files_resume_refuses_other_layouts)
     const struct {
         const char *path, *want;
     } cases[] = { { logits, "logits" }, { text, "not an HDF5 file" }, { nokey, "no column 'key'" },
-                  { fewer, "columns" } };
+                  { fewer, "no column 'algo'" } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t n = 0;
         char *before = slurp_file(cases[i].path, &n);
