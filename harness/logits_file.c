@@ -1,4 +1,5 @@
 /* logits_file.c — see logits_file.h. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,9 +189,10 @@ int tkp_logits_write(const char *path, const struct tkp_batch *b, const char *co
                      struct tkp_error *err)
 {
     h5_quiet();
+    errno = 0;
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (f < 0) {
-        tkp_error_set(err, "%s: cannot create", path);
+        tkp_error_set(err, "%s: cannot create: %s", path, errno ? strerror(errno) : "HDF5 refused");
         return TKP_EINVAL;
     }
     hsize_t dims[2] = { (hsize_t)b->batch, (hsize_t)b->vocab };
@@ -211,9 +213,10 @@ int tkp_apply_write(const char *path, int64_t batch, int64_t vocab, const uint8_
                     const char *options, struct tkp_error *err)
 {
     h5_quiet();
+    errno = 0;
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (f < 0) {
-        tkp_error_set(err, "%s: cannot create", path);
+        tkp_error_set(err, "%s: cannot create: %s", path, errno ? strerror(errno) : "HDF5 refused");
         return TKP_EINVAL;
     }
     int rc = 0;
