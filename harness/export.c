@@ -4,7 +4,9 @@
  * can crash or hang HDF5 itself, so each command reads the file in a child process and a
  * crash or a hang there is an error naming the file (README.md, "Results"). */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -130,12 +132,30 @@ static herr_t export_sweep(hid_t group, const char *name, const H5L_info_t *info
     return 0;
 }
 
+/* Why H5Fopen failed: the file is locked by a run (flock, results.c) or it is not HDF5. */
+static void open_failed(const char *path, struct tkp_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int locked = fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    int missing = fd < 0;
+    int e = errno;
+    if (fd >= 0)
+        close(fd);
+    if (missing)
+        tkp_error_set(err, "%s: cannot open: %s", path, strerror(e));
+    else if (locked)
+        tkp_error_set(err, "%s is in use by another topkp run (locked); read it when the run ends",
+                      path);
+    else
+        tkp_error_set(err, "%s: not a readable HDF5 file", path);
+}
+
 static int export_file(const char *path, const char *sweep, FILE *out, struct tkp_error *err)
 {
     h5_quiet();
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) {
-        tkp_error_set(err, "%s: not a readable HDF5 file", path);
+        open_failed(path, err);
         return TKP_EINVAL;
     }
     struct export_ctx x = { out, sweep, 0, 0, "" };
@@ -189,7 +209,7 @@ static int info_file(const char *path, const char *sweep, FILE *out, struct tkp_
     h5_quiet();
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) {
-        tkp_error_set(err, "%s: not a readable HDF5 file", path);
+        open_failed(path, err);
         return TKP_EINVAL;
     }
     hid_t root = H5Gopen2(f, "/", H5P_DEFAULT);

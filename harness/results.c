@@ -568,6 +568,19 @@ static int reserve_room(struct tkp_results *r, uint64_t room)
     return e;
 }
 
+int tkp_results_reserve(struct tkp_results *r, uint64_t bytes, struct tkp_error *err)
+{
+    int e = r->failed ? EIO : reserve_room(r, bytes + TKP_RESULTS_METADATA_ROOM);
+    if (!e)
+        return TKP_OK;
+    r->failed = r->broken = 1;
+    tkp_error_set(err, "%s: no room for the run's records (%s); the run stops, the file is "
+                  "left as it was", r->path, strerror(e));
+    return TKP_EINVAL;
+}
+
+void tkp_results_fail(struct tkp_results *r) { r->failed = r->broken = 1; }
+
 /* Append the repetition times and flush, then the row and flush: a row reaches the disk only
  * after its samples (README.md, "Results"). Any failed HDF5 call fails the append. */
 int tkp_results_append(struct tkp_results *r, const char *sweep, struct tkp_cell_row *row,

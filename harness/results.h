@@ -43,6 +43,11 @@ int tkp_results_open(struct tkp_results **out, const char *path, int resume,
                      struct tkp_error *err);
 /* Was the file created (or a partial one replaced) by tkp_results_open? */
 int tkp_results_fresh(const struct tkp_results *r);
+/* Allocate room on disk for `bytes` more (and HDF5's metadata) before writing anything that
+ * is not a cell; on failure nothing more is written and the error names the file. */
+int tkp_results_reserve(struct tkp_results *r, uint64_t bytes, struct tkp_error *err);
+/* Mark the file failed (a write outside tkp_results_append failed): nothing more is written. */
+void tkp_results_fail(struct tkp_results *r);
 /* Has a write failed (nothing more is written, the file is left unclosed)? */
 int tkp_results_failed(const struct tkp_results *r);
 /* The path the results were opened with. */

@@ -235,7 +235,7 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
     }
     int32_t *k = malloc(sizeof(int32_t) * (size_t)cell->batch);
     float *p = malloc(sizeof(float) * (size_t)cell->batch);
-    for (int64_t r = 0; r < cell->batch; r++) {
+    for (int64_t r = 0; k && p && r < cell->batch; r++) {
         k[r] = cell->k;
         p[r] = cell->p;
     }
@@ -244,7 +244,14 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
     int32_t draws = (a->outputs & TKP_OUT_SAMPLE) ? cell->draws : 0;
     uint8_t *kept = (a->outputs & TKP_OUT_SET) ? malloc((size_t)(b.batch * b.vocab)) : NULL;
     int64_t *drawn = draws ? malloc(sizeof(int64_t) * (size_t)(b.batch * draws)) : NULL;
-    int rc = tkp_validate_rows(&b, &err);
+    int rc = TKP_OK;
+    if (!k || !p || ((a->outputs & TKP_OUT_SET) && !kept) || (draws && !drawn)) {
+        tkp_error_set(&err, "out of host memory for the outputs of [%lld, %lld] with %d draws",
+                      (long long)b.batch, (long long)b.vocab, (int)draws);
+        rc = TKP_ENOMEM;
+    }
+    if (!rc)
+        rc = tkp_validate_rows(&b, &err);
     if (!rc && (a->flags & TKP_PEER))
         rc = run_peer(cell, env, e, &b, kept, drawn, draws, row, samples, n_samples, &err);
     else if (!rc)
@@ -389,7 +396,11 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     }
     tkp_peer_session_init(&env.peers, args->backend, l2_bytes, env.max_clock_mhz, res);
     env.copy_gbps = tkp_measure_copy_gbps(args->backend);
-    if (!args->resume || tkp_results_fresh(res))
+    uint64_t texts = 0; /* the config texts, twice at most (/config and a forced run's record) */
+    for (size_t i = 0; i < plan.n_files; i++)
+        texts += 2 * strlen(plan.files[i].text);
+    rc = tkp_results_reserve(res, texts, err);
+    if (rc == TKP_OK && (!args->resume || tkp_results_fresh(res)))
         tkp_provenance_write(res, args->backend, args->argc, args->argv, env.copy_gbps);
     for (size_t i = 0; i < plan.n_files && rc == TKP_OK; i++)
         if (tkp_results_config(res, plan.files[i].name, plan.files[i].text) != 0) {
@@ -397,8 +408,15 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
                           "error?)", args->output, plan.files[i].name);
             rc = TKP_EINVAL;
         }
-    const int run_index = tkp_run_record_begin(res, &plan, &id, args->backend, !earlier_run,
-                                               earlier_run && args->force, args->argc, args->argv);
+    const int run_index = rc ? -1 : tkp_run_record_begin(res, &plan, &id, args->backend,
+                                                         !earlier_run, earlier_run && args->force,
+                                                         args->argc, args->argv);
+    if (rc == TKP_OK && run_index < 0) {
+        tkp_results_fail(res);
+        tkp_error_set(err, "%s: cannot write the run record /runs (disk full or an I/O error?)",
+                      args->output);
+        rc = TKP_EINVAL;
+    }
 
     double started = tkp_now_us();
     size_t ran = 0, skipped = 0;
@@ -429,6 +447,11 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     }
     if (skipped)
         fprintf(stderr, "resume: %zu cells were already done\n", skipped);
+    struct tkp_error end_err = { "" };
+    if (!tkp_results_failed(res) && tkp_results_reserve(res, 0, &end_err) != TKP_OK && rc == TKP_OK) {
+        *err = end_err;
+        rc = TKP_EINVAL;
+    }
     if (!tkp_results_failed(res)) { /* after a failed write nothing more goes in */
         char now[64];
         tkp_utc_now(now, sizeof now);

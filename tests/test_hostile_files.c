@@ -304,6 +304,8 @@ TEST(hostile_files_resume_locks_the_file)
     CHECK(rc == 1 && strstr(out, h5) && strstr(out, "in use by another topkp run"),
           "--resume on a locked file: want 'in use by another topkp run', got %d: %s", rc, out);
     CHECK(before && same_bytes(h5, before, n), "--resume wrote into a locked file");
+    CHECK(run_cmd(out, sizeof out, "%s export %s", bin, h5) == 1 && strstr(out, "in use"),
+          "export of a file in use must say so: %s", out);
     free(before);
     close(fd);
     CHECK(run_cmd(out, sizeof out, "%s run %s -o %s --resume --backend cpu", bin, cfg, h5) == 0 &&
