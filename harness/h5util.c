@@ -70,8 +70,8 @@ int h5_get_attr_str(hid_t obj, const char *name, char *buf, size_t n)
             H5Tclose(mt);
         } else {
             size_t len = H5Tget_size(ft);
-            char *tmp = calloc(1, len + 1);
-            if (H5Aread(a, ft, tmp) >= 0) {
+            char *tmp = len < (1u << 30) ? calloc(1, len + 1) : NULL;
+            if (tmp && H5Aread(a, ft, tmp) >= 0) {
                 snprintf(buf, n, "%s", tmp);
                 rc = 0;
             }

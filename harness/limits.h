@@ -1,6 +1,7 @@
 /* limits.h — the named limits of a run, in one place (README.md, "Configs"): a config that
  * goes past one fails with an error naming the config file, the value and the limit, never
- * a crash or a hang. `topkp list` prints them under "limits:". One #define per limit. */
+ * a crash or a hang. `topkp list` prints them under "limits:". One #define per limit; those of
+ * the file readers and writers are in limits_files.h, included here. */
 #ifndef TKP_LIMITS_H
 #define TKP_LIMITS_H
 
@@ -15,5 +16,7 @@
 #define TKP_MAX_WARMUP 1000000              /* timing.warmup: untimed calls before a cell */
 #define TKP_MAX_REPS 1000000                /* timing.min_reps and timing.max_reps */
 #define TKP_MAX_TIMING_SECONDS 86400        /* timing.warmup_seconds, max_seconds and timeout */
+
+#include "limits_files.h"
 
 #endif

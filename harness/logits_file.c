@@ -1,17 +1,21 @@
 /* logits_file.c — see logits_file.h. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "h5util.h"
+#include "limits_files.h"
 #include "logits_file.h"
 
-/* Read a 1-D or 2-D dataset's shape; returns its rank or -1. */
+/* A dataset's rank and up to two dimensions; -1 when its dataspace cannot be read. */
 static int dataset_shape(hid_t d, hsize_t dims[2])
 {
     hid_t s = H5Dget_space(d);
+    if (s < 0)
+        return -1;
     int rank = H5Sget_simple_extent_ndims(s);
-    if (rank >= 1 && rank <= 2)
-        H5Sget_simple_extent_dims(s, dims, NULL);
+    if (rank >= 1 && rank <= 2 && H5Sget_simple_extent_dims(s, dims, NULL) < 0)
+        rank = -1;
     H5Sclose(s);
     return rank;
 }
@@ -19,12 +23,26 @@ static int dataset_shape(hid_t d, hsize_t dims[2])
 static int numeric(hid_t d)
 {
     hid_t t = H5Dget_type(d);
+    if (t < 0)
+        return 0;
     H5T_class_t c = H5Tget_class(t);
     H5Tclose(t);
     return c == H5T_FLOAT || c == H5T_INTEGER;
 }
 
-/* Read the optional per-row vector `name` into out[0..batch) over the defaults. */
+/* "(a, b)" or "(a)" for an error message; the rank when it is neither 1 nor 2. */
+static void shape_text(int rank, const hsize_t dims[2], char *buf, size_t n)
+{
+    if (rank == 2)
+        snprintf(buf, n, "(%llu, %llu)", (unsigned long long)dims[0], (unsigned long long)dims[1]);
+    else if (rank == 1)
+        snprintf(buf, n, "(%llu)", (unsigned long long)dims[0]);
+    else
+        snprintf(buf, n, "of rank %d", rank);
+}
+
+/* Read the optional per-row vector `name` (at most `batch` numbers: rows it leaves out keep
+ * the defaults) into out[0..batch). */
 static int read_row_vector(hid_t f, const char *path, const char *name, hid_t memtype,
                            int64_t batch, void *out, size_t elem, struct tkp_error *err)
 {
@@ -33,22 +51,64 @@ static int read_row_vector(hid_t f, const char *path, const char *name, hid_t me
     hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
     hsize_t dims[2] = { 0, 0 };
     int rank = d < 0 ? -1 : dataset_shape(d, dims);
-    if (rank != 1 || !numeric(d) || (int64_t)dims[0] > batch) {
-        tkp_error_set(err, "%s: %s must be a numeric vector of at most %lld rows", path, name,
-                      (long long)batch);
+    if (rank != 1 || !numeric(d) || dims[0] > (hsize_t)batch) {
+        char shape[64];
+        shape_text(rank, dims, shape, sizeof shape);
+        tkp_error_set(err, "%s: /%s must be a numeric vector of at most %lld rows (one per "
+                      "/logits row), got %s%s", path, name, (long long)batch,
+                      d < 0 ? "an unreadable dataset" : shape,
+                      d >= 0 && rank == 1 && !numeric(d) ? " of a non-numeric type" : "");
         if (d >= 0)
             H5Dclose(d);
         return TKP_EINVAL;
     }
     void *tmp = malloc(elem * (dims[0] ? dims[0] : 1));
-    int rc = H5Dread(d, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, tmp) < 0;
+    int rc = !tmp || (dims[0] > 0 && H5Dread(d, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, tmp) < 0);
     if (!rc)
         memcpy(out, tmp, elem * dims[0]);
     else
-        tkp_error_set(err, "%s: cannot read %s", path, name);
+        tkp_error_set(err, "%s: cannot read /%s%s", path, name, tmp ? "" : " (out of memory)");
     free(tmp);
     H5Dclose(d);
     return rc ? TKP_EINVAL : TKP_OK;
+}
+
+/* Check /logits' declared shape against the limits (limits_files.h) before it sizes a buffer. */
+static int check_logits_shape(const char *path, int rank, const hsize_t dims[2], int is_numeric,
+                              struct tkp_error *err)
+{
+    char shape[64];
+    shape_text(rank, dims, shape, sizeof shape);
+    if (rank != 2 || !is_numeric || dims[1] < 1) {
+        tkp_error_set(err, "%s: /logits must be a 2-D numeric [B, V] dataset with V >= 1, got "
+                      "%s%s", path, rank < 0 ? "an unreadable dataspace" : shape,
+                      is_numeric ? "" : " of a non-numeric type");
+        return TKP_EINVAL;
+    }
+    if (dims[0] > (hsize_t)TKP_MAX_LOGITS_ROWS || dims[1] > (hsize_t)TKP_MAX_LOGITS_VOCAB ||
+        (dims[0] > 0 && dims[1] > (hsize_t)TKP_MAX_LOGITS_ELEMS / dims[0])) {
+        tkp_error_set(err, "%s: /logits shape %s is too large (limits: B <= %lld, V <= %lld, "
+                      "B x V <= %lld elements, TKP_MAX_LOGITS_* in harness/limits_files.h)",
+                      path, shape, (long long)TKP_MAX_LOGITS_ROWS, (long long)TKP_MAX_LOGITS_VOCAB,
+                      (long long)TKP_MAX_LOGITS_ELEMS);
+        return TKP_EINVAL;
+    }
+    return TKP_OK;
+}
+
+/* Allocate b's buffers for b->batch x b->vocab (checked by the caller). */
+static int alloc_batch(const char *path, struct tkp_batch *b, struct tkp_error *err)
+{
+    size_t rows = (size_t)(b->batch ? b->batch : 1);
+    b->logits = malloc(sizeof(float) * rows * (size_t)b->vocab);
+    b->k = malloc(sizeof(int32_t) * rows);
+    b->p = malloc(sizeof(float) * rows);
+    if (b->logits && b->k && b->p)
+        return TKP_OK;
+    tkp_error_set(err, "%s: out of memory for /logits of shape (%lld, %lld) (%.3g GB)", path,
+                  (long long)b->batch, (long long)b->vocab,
+                  4e-9 * (double)rows * (double)b->vocab);
+    return TKP_ENOMEM;
 }
 
 int tkp_logits_read(const char *path, int32_t k_default, float p_default, struct tkp_batch *b,
@@ -66,22 +126,17 @@ int tkp_logits_read(const char *path, int32_t k_default, float p_default, struct
     hsize_t dims[2] = { 0, 0 };
     if (d < 0) {
         tkp_error_set(err, "%s: no /logits dataset", path);
-    } else if (dataset_shape(d, dims) != 2 || !numeric(d) || dims[1] < 1) {
-        tkp_error_set(err, "%s: /logits must be a 2-D numeric [B, V] dataset with V >= 1", path);
-    } else {
+    } else if ((rc = check_logits_shape(path, dataset_shape(d, dims), dims, numeric(d), err)) ==
+               TKP_OK) {
         b->batch = (int64_t)dims[0];
         b->vocab = (int64_t)dims[1];
-        size_t rows = (size_t)(b->batch ? b->batch : 1);
-        b->logits = malloc(sizeof(float) * rows * (size_t)b->vocab);
-        b->k = malloc(sizeof(int32_t) * rows);
-        b->p = malloc(sizeof(float) * rows);
-        if (!b->logits || !b->k || !b->p) {
-            tkp_error_set(err, "%s: out of memory for [%lld, %lld] logits", path,
-                          (long long)b->batch, (long long)b->vocab);
-            rc = TKP_ENOMEM;
-        } else if (H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, b->logits) < 0) {
+        rc = alloc_batch(path, b, err);
+        if (rc == TKP_OK && b->batch > 0 &&
+            H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, b->logits) < 0) {
             tkp_error_set(err, "%s: cannot read /logits", path);
-        } else {
+            rc = TKP_EINVAL;
+        }
+        if (rc == TKP_OK) {
             for (int64_t r = 0; r < b->batch; r++) {
                 b->k[r] = k_default;
                 b->p[r] = p_default;
@@ -134,9 +189,10 @@ int tkp_logits_write(const char *path, const struct tkp_batch *b, const char *co
                      struct tkp_error *err)
 {
     h5_quiet();
+    errno = 0;
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (f < 0) {
-        tkp_error_set(err, "%s: cannot create", path);
+        tkp_error_set(err, "%s: cannot create: %s", path, errno ? strerror(errno) : "HDF5 refused");
         return TKP_EINVAL;
     }
     hsize_t dims[2] = { (hsize_t)b->batch, (hsize_t)b->vocab };
@@ -157,9 +213,10 @@ int tkp_apply_write(const char *path, int64_t batch, int64_t vocab, const uint8_
                     const char *options, struct tkp_error *err)
 {
     h5_quiet();
+    errno = 0;
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (f < 0) {
-        tkp_error_set(err, "%s: cannot create", path);
+        tkp_error_set(err, "%s: cannot create: %s", path, errno ? strerror(errno) : "HDF5 refused");
         return TKP_EINVAL;
     }
     int rc = 0;

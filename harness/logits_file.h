@@ -7,7 +7,8 @@
 #include "apply.h"
 
 /* Read a logits file. Rows the file's /k (/p) leaves out, or all rows when it has none, take
- * k_default (p_default); a file value wins. Errors name the file and the dataset. */
+ * k_default (p_default); a file value wins; a /k (/p) longer than /logits is an error. The shape is checked against limits_files.h before it sizes a
+ * buffer. Errors name the file, the dataset and its shape. */
 int tkp_logits_read(const char *path, int32_t k_default, float p_default, struct tkp_batch *b,
                     struct tkp_error *err);
 void tkp_batch_free(struct tkp_batch *b);

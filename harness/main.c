@@ -3,19 +3,23 @@
  *   topkp run CONFIG.lua [-o FILE.h5] [--backend cpu|gpu] [--resume [--force]] [--dry-run]
  *             [--only ALGO,...]
  *   topkp apply ALGO --in LOGITS.h5 --out OUT.h5 [--backend cpu|gpu] [--k K] [--p P]
- *               [--draws N] [--seed S] [--offset O] [--set name=value]...
- *   topkp gen DATASET --batch B --vocab V [--seed S] [--k K] [--p P] -o LOGITS.h5
+ *               [--draws N] [--seed S] [--offset O] [--set name=value]... [--force]
+ *   topkp gen DATASET --batch B --vocab V [--seed S] [--k K] [--p P] -o LOGITS.h5 [--force]
  *   topkp export RESULTS.h5 [--sweep NAME]
  *   topkp info RESULTS.h5
  * Errors go to stderr with a non-zero exit. */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../datasets/datasets.h"
 #include "apply.h"
+#include "h5util.h"
 #include "limits.h"
 #include "logits_file.h"
 #include "peer_cell.h"
@@ -29,8 +33,9 @@ static int usage(void)
           "  topkp run CONFIG.lua [-o FILE.h5] [--backend cpu|gpu] [--resume [--force]] [--dry-run]\n"
           "              [--only ALGO,...]   (only the cells of these modules or peers)\n"
           "  topkp apply ALGO --in LOGITS.h5 --out OUT.h5 [--backend cpu|gpu] [--k K] [--p P]\n"
-          "              [--draws N] [--seed S] [--offset O] [--set name=value]...\n"
+          "              [--draws N] [--seed S] [--offset O] [--set name=value]... [--force]\n"
           "  topkp gen DATASET --batch B --vocab V [--seed S] [--k K] [--p P] -o LOGITS.h5\n"
+          "              [--force]   (--force: overwrite an existing output, never the input)\n"
           "  topkp export RESULTS.h5 [--sweep NAME]\n"
           "  topkp info RESULTS.h5\n",
           stderr);
@@ -67,6 +72,64 @@ static float float_arg(const char *cmd, const char *flag, const char *v)
         exit(2);
     }
     return x;
+}
+
+/* May `out` be written? Never when it is the input `in` (the same st_dev/st_ino, whatever the
+ * path), and only with --force when it exists (README.md, "A five-minute tour"). */
+static int output_allowed(const char *cmd, const char *in, const char *out, int force)
+{
+    struct stat so, si;
+    if (stat(out, &so) != 0)
+        return 1;
+    if (in && stat(in, &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+        fprintf(stderr, "topkp %s: %s is the input file %s; refusing to write over it (even "
+                "with --force)\n", cmd, out, in);
+        return 0;
+    }
+    if (!force) {
+        fprintf(stderr, "topkp %s: %s exists; pass --force to overwrite it\n", cmd, out);
+        return 0;
+    }
+    return 1;
+}
+
+/* Write through `out`.partial and rename it over `out`, so that a failed write leaves any
+ * earlier `out` as it was and no half-written file behind. */
+static void partial_path(const char *out, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s.partial", out);
+}
+
+/* "OUT: not written (OUT.partial: what failed); OUT is left as it was". */
+static void keep_partial_message(struct tkp_error *err, const char *out)
+{
+    char why[sizeof err->msg];
+    snprintf(why, sizeof why, "%s", err->msg);
+    tkp_error_set(err, "%s: not written (%s); %s is left as it was", out, why, out);
+}
+
+static int commit_output(const char *cmd, const char *partial, const char *out, int rc)
+{
+    if (rc) {
+        unlink(partial);
+        return rc;
+    }
+    if (rename(partial, out) != 0) {
+        fprintf(stderr, "topkp %s: cannot rename %s to %s: %s\n", cmd, partial, out,
+                strerror(errno));
+        unlink(partial);
+        return -1;
+    }
+    return 0;
+}
+
+/* rows x cols elements of `elem` bytes each, or 0 when that overflows or passes `limit`
+ * elements. */
+static size_t checked_bytes(long long rows, long long cols, size_t elem, long long limit)
+{
+    if (rows < 0 || cols < 0 || (cols > 0 && rows > limit / cols))
+        return 0;
+    return (size_t)(rows * cols) * elem;
 }
 
 static enum tkp_backend default_backend(void)
@@ -194,7 +257,7 @@ static void list_peers(int probe)
     }
 }
 
-/* The named limits of harness/limits.h (README.md, "Configs"). */
+/* The named limits of harness/limits.h and limits_files.h (README.md, "Configs"). */
 static void list_limits(void)
 {
 #define LIMIT(name) printf("  %-27s %lld\n", #name, (long long)(name))
@@ -210,6 +273,11 @@ static void list_limits(void)
     LIMIT(TKP_MAX_WARMUP);
     LIMIT(TKP_MAX_REPS);
     LIMIT(TKP_MAX_TIMING_SECONDS);
+    LIMIT(TKP_MAX_LOGITS_ELEMS);
+    LIMIT(TKP_MAX_LOGITS_ROWS);
+    LIMIT(TKP_MAX_LOGITS_VOCAB);
+    LIMIT(TKP_RESULT_KEY_BYTES);
+    LIMIT(TKP_READ_SECONDS);
 #undef LIMIT
 }
 
@@ -281,7 +349,10 @@ static int cmd_apply(int argc, char **argv)
     int32_t k = 0, draws = 1;
     float p = 1.0f;
     uint64_t seed = 0, offset = 0;
-    void *opts = calloc(1, a->opts_size);
+    int force = 0;
+    void *opts = calloc(1, a->opts_size ? a->opts_size : 1);
+    if (!opts)
+        return fail("apply", "out of host memory for the options");
     tkp_options_defaults(a, opts);
     struct tkp_error err = { "" };
     for (int i = 1; i < argc; i++) {
@@ -290,6 +361,8 @@ static int cmd_apply(int argc, char **argv)
             in = argv[++i];
         else if (strcmp(argv[i], "--out") == 0 && v)
             out = argv[++i];
+        else if (strcmp(argv[i], "--force") == 0)
+            force = 1;
         else if (strcmp(argv[i], "--backend") == 0)
             backend = backend_arg("apply", argv[++i]);
         else if (strcmp(argv[i], "--k") == 0)
@@ -310,19 +383,38 @@ static int cmd_apply(int argc, char **argv)
     }
     if (!in || !out)
         return usage();
+    if (!output_allowed("apply", in, out, force))
+        return 1;
     struct tkp_batch b;
     if (tkp_logits_read(in, k, p, &b, &err))
         return fail("apply", err.msg);
     if (!(a->outputs & TKP_OUT_SAMPLE))
         draws = 0;
-    uint8_t *kept = (a->outputs & TKP_OUT_SET) ? malloc((size_t)(b.batch * b.vocab) + 1) : NULL;
-    int64_t *samples = draws ? malloc(sizeof(int64_t) * (size_t)(b.batch * draws) + 1) : NULL;
-    int rc = tkp_apply(a, opts, backend, &b, kept, samples, draws, seed, offset, NULL, &err);
+    const size_t kept_bytes = checked_bytes(b.batch, b.vocab, 1, TKP_MAX_LOGITS_ELEMS);
+    const size_t drawn_bytes = checked_bytes(b.batch, draws, sizeof(int64_t), TKP_MAX_LOGITS_ELEMS);
+    uint8_t *kept = (a->outputs & TKP_OUT_SET) && kept_bytes ? malloc(kept_bytes + 1) : NULL;
+    int64_t *samples = draws && drawn_bytes ? malloc(drawn_bytes + 1) : NULL;
+    int rc = TKP_OK;
+    if (((a->outputs & TKP_OUT_SET) && b.batch > 0 && !kept) || (draws && b.batch > 0 && !samples)) {
+        tkp_error_set(&err, "out of host memory for the outputs of %lld rows x %lld columns and "
+                      "%d draws (limit %lld elements, TKP_MAX_LOGITS_ELEMS)", (long long)b.batch,
+                      (long long)b.vocab, (int)draws, (long long)TKP_MAX_LOGITS_ELEMS);
+        rc = TKP_ENOMEM;
+    }
+    if (rc == TKP_OK)
+        rc = tkp_apply(a, opts, backend, &b, kept, samples, draws, seed, offset, NULL, &err);
     if (rc == TKP_OK) {
-        char options[512];
+        char options[512], partial[1100];
         tkp_options_format(a, opts, options, sizeof options);
-        rc = tkp_apply_write(out, b.batch, b.vocab, kept, samples, draws, a->name,
+        partial_path(out, partial, sizeof partial);
+        rc = tkp_apply_write(partial, b.batch, b.vocab, kept, samples, draws, a->name,
                              backend == TKP_GPU ? "gpu" : "cpu", options, &err);
+        if (rc)
+            keep_partial_message(&err, out);
+        else if (commit_output("apply", partial, out, rc))
+            rc = TKP_EINVAL, tkp_error_set(&err, "%s: not written", out);
+        if (rc)
+            unlink(partial);
     }
     free(kept);
     free(samples);
@@ -340,8 +432,11 @@ static int cmd_gen(int argc, char **argv)
     uint64_t seed = 1;
     int32_t k = 0;
     float p = 1.0f;
+    int force = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--batch") == 0)
+        if (strcmp(argv[i], "--force") == 0)
+            force = 1;
+        else if (strcmp(argv[i], "--batch") == 0)
             batch = int_arg("gen", "--batch", argv[++i], 1, 1 << 20);
         else if (strcmp(argv[i], "--vocab") == 0)
             vocab = int_arg("gen", "--vocab", argv[++i], 1, 1 << 23);
@@ -358,20 +453,42 @@ static int cmd_gen(int argc, char **argv)
     }
     if (batch < 0 || vocab < 0 || !out)
         return usage();
+    if (!output_allowed("gen", NULL, out, force))
+        return 1;
     struct tkp_error err = { "" };
-    struct tkp_batch b = { batch, vocab, malloc(sizeof(float) * (size_t)(batch * vocab)),
-                           malloc(sizeof(int32_t) * (size_t)batch),
+    const size_t bytes = checked_bytes(batch, vocab, sizeof(float), TKP_MAX_LOGITS_ELEMS);
+    if (!bytes) {
+        tkp_error_set(&err, "--batch %lld x --vocab %lld = %.4g elements is more than %lld "
+                      "(TKP_MAX_LOGITS_ELEMS, harness/limits_files.h)", batch, vocab,
+                      (double)batch * (double)vocab, (long long)TKP_MAX_LOGITS_ELEMS);
+        return fail("gen", err.msg);
+    }
+    struct tkp_batch b = { batch, vocab, malloc(bytes), malloc(sizeof(int32_t) * (size_t)batch),
                            malloc(sizeof(float) * (size_t)batch) };
+    if (!b.logits || !b.k || !b.p) {
+        tkp_error_set(&err, "out of host memory for --batch %lld x --vocab %lld logits (%.3g GB)",
+                      batch, vocab, 1e-9 * (double)bytes);
+        tkp_batch_free(&b);
+        return fail("gen", err.msg);
+    }
     int rc = tkp_dataset_generate(name, seed, batch, vocab, b.logits, &err);
     for (long long r = 0; r < batch; r++) {
         b.k[r] = k;
         b.p[r] = p;
     }
-    char seed_text[32];
+    char seed_text[32], partial[1100];
     snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)seed);
     const char *attrs[] = { "dataset", name, "seed", seed_text, NULL };
-    if (rc == TKP_OK)
-        rc = tkp_logits_write(out, &b, attrs, &err);
+    partial_path(out, partial, sizeof partial);
+    if (rc == TKP_OK) {
+        rc = tkp_logits_write(partial, &b, attrs, &err);
+        if (rc)
+            keep_partial_message(&err, out);
+        else if (commit_output("gen", partial, out, rc))
+            rc = TKP_EINVAL, tkp_error_set(&err, "%s: not written", out);
+        if (rc)
+            unlink(partial);
+    }
     tkp_batch_free(&b);
     return rc ? fail("gen", err.msg) : 0;
 }
@@ -401,6 +518,11 @@ static int cmd_info(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* Every file is closed explicitly; HDF5's exit handler would only close again a results
+     * file whose write failed, and HDF5 1.10 crashes doing that (tkp_results_close). */
+    H5dont_atexit();
+    /* A file-size limit (RLIMIT_FSIZE) fails the write with EFBIG, reported, not the process. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2)
         return usage();
     const char *cmd = argv[1];

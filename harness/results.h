@@ -10,9 +10,10 @@
 #include <stdio.h>
 
 #include "../algos/tkp.h"
+#include "limits_files.h"
 
 struct tkp_cell_row {
-    char key[400];       /* identifies the cell for --resume */
+    char key[TKP_RESULT_KEY_BYTES]; /* identifies the cell for --resume (tkp_results_key) */
     char algo[32], variant[64], options[256], dataset[256], mode[16], backend[8];
     int64_t batch, vocab, k, draws, seed;
     double p;
@@ -32,9 +33,28 @@ struct tkp_cell_row {
 
 struct tkp_results;
 
-/* Create `path` (TKP_EINVAL if it exists and resume is 0) or, with resume, reopen it. */
+/* Create `path` (TKP_EINVAL if it exists and resume is 0) or, with resume, reopen it. Either
+ * way the file is locked (flock LOCK_EX) until tkp_results_close: a second writer is refused
+ * ("in use by another topkp run"). --resume refuses, writing nothing, a file that is not a
+ * results file of this layout (a logits file, a non-HDF5 file, other cells columns). A file
+ * that holds no cells and no run records (a run killed before its first flush) is started
+ * afresh, with a message, by run and --resume alike. */
 int tkp_results_open(struct tkp_results **out, const char *path, int resume,
                      struct tkp_error *err);
+/* Was the file created (or a partial one replaced) by tkp_results_open? */
+int tkp_results_fresh(const struct tkp_results *r);
+/* Allocate room on disk for `bytes` more (and HDF5's metadata) before writing anything that
+ * is not a cell; on failure nothing more is written and the error names the file. */
+int tkp_results_reserve(struct tkp_results *r, uint64_t bytes, struct tkp_error *err);
+/* Mark the file failed (a write outside tkp_results_append failed): nothing more is written. */
+void tkp_results_fail(struct tkp_results *r);
+/* Has a write failed (nothing more is written, the file is left unclosed)? */
+int tkp_results_failed(const struct tkp_results *r);
+/* The path the results were opened with. */
+const char *tkp_results_path(const struct tkp_results *r);
+/* The key column of a cell from its whole identity: the identity itself when shorter than
+ * TKP_RESULT_KEY_BYTES - 1, else a prefix, '#' and a 64-bit FNV-1a hash of all of it. */
+void tkp_results_key(const char *identity, char key[TKP_RESULT_KEY_BYTES]);
 void tkp_results_close(struct tkp_results *r);
 /* Root provenance attribute (string). */
 int tkp_results_attr(struct tkp_results *r, const char *name, const char *value);
@@ -46,7 +66,8 @@ int tkp_results_attr_get(struct tkp_results *r, const char *name, char *buf, siz
 void tkp_results_config_link(const char *name, char *link, size_t n);
 /* Store the text of a loaded config file under /config/<name> (once). */
 int tkp_results_config(struct tkp_results *r, const char *name, const char *text);
-/* Append one cell and its repetition times, then flush the file. */
+/* Append one cell's repetition times and flush, then its row and flush. Any failed write is an
+ * error naming the file; after one, nothing more is written (rows before stay readable). */
 int tkp_results_append(struct tkp_results *r, const char *sweep, struct tkp_cell_row *row,
                        const double *samples_us, int64_t n, struct tkp_error *err);
 /* Rows in /sweeps/<sweep>/cells (0 when the sweep has none yet). */

@@ -144,7 +144,8 @@ int tkp_run_record_begin(struct tkp_results *r, const struct tkp_plan *plan,
         }
     }
     H5Gclose(g);
-    H5Fflush(file, H5F_SCOPE_GLOBAL);
+    if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0)
+        return -1; /* the caller stops the run (tkp_results_fail) */
     return n;
 }
 

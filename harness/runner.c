@@ -235,7 +235,7 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
     }
     int32_t *k = malloc(sizeof(int32_t) * (size_t)cell->batch);
     float *p = malloc(sizeof(float) * (size_t)cell->batch);
-    for (int64_t r = 0; r < cell->batch; r++) {
+    for (int64_t r = 0; k && p && r < cell->batch; r++) {
         k[r] = cell->k;
         p[r] = cell->p;
     }
@@ -244,7 +244,14 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
     int32_t draws = (a->outputs & TKP_OUT_SAMPLE) ? cell->draws : 0;
     uint8_t *kept = (a->outputs & TKP_OUT_SET) ? malloc((size_t)(b.batch * b.vocab)) : NULL;
     int64_t *drawn = draws ? malloc(sizeof(int64_t) * (size_t)(b.batch * draws)) : NULL;
-    int rc = tkp_validate_rows(&b, &err);
+    int rc = TKP_OK;
+    if (!k || !p || ((a->outputs & TKP_OUT_SET) && !kept) || (draws && !drawn)) {
+        tkp_error_set(&err, "out of host memory for the outputs of [%lld, %lld] with %d draws",
+                      (long long)b.batch, (long long)b.vocab, (int)draws);
+        rc = TKP_ENOMEM;
+    }
+    if (!rc)
+        rc = tkp_validate_rows(&b, &err);
     if (!rc && (a->flags & TKP_PEER))
         rc = run_peer(cell, env, e, &b, kept, drawn, draws, row, samples, n_samples, &err);
     else if (!rc)
@@ -258,11 +265,23 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
     free(p);
 }
 
+/* The whole identity of a cell (the fields of its plan key, config.c, then the backend), never
+ * cut: results.c turns a long one into a prefix and a hash (tkp_results_key). */
+static void cell_identity(const struct tkp_cell *c, enum tkp_backend backend, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s|%s|%s|%s|%lld|%lld|%d|%.9g|%d|%llu|%s", c->algo->name, c->variant,
+             c->options, c->dataset, (long long)c->vocab, (long long)c->batch, c->k,
+             (double)c->p, c->draws, (unsigned long long)c->seed,
+             backend == TKP_GPU ? "gpu" : "cpu");
+}
+
 static void fill_row_identity(const struct tkp_cell *c, enum tkp_backend backend,
                               struct tkp_cell_row *row)
 {
     memset(row, 0, sizeof *row);
-    snprintf(row->key, sizeof row->key, "%s|%s", c->key, backend == TKP_GPU ? "gpu" : "cpu");
+    char identity[sizeof c->variant + sizeof c->options + sizeof c->dataset + 512];
+    cell_identity(c, backend, identity, sizeof identity);
+    tkp_results_key(identity, row->key);
     snprintf(row->algo, sizeof row->algo, "%s", c->algo->name);
     snprintf(row->variant, sizeof row->variant, "%s", c->variant);
     snprintf(row->options, sizeof row->options, "%s", c->options);
@@ -341,9 +360,26 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
         tkp_plan_free(&plan);
         return TKP_OK;
     }
+    /* The GPU first: a machine without one must not leave an empty results file behind. */
+    struct run_env env = { .backend = args->backend };
+    long long l2_bytes = 0;
+    if (args->backend == TKP_GPU) {
+        struct tkp_gpu_props props;
+        rc = tkp_gpu_props(&props, err);
+        if (!rc)
+            rc = tkp_gpu_timer_open(&env.gpu, err);
+        if (rc) {
+            tkp_gpu_timer_close(env.gpu);
+            tkp_plan_free(&plan);
+            return rc;
+        }
+        env.max_clock_mhz = props.max_sm_clock_mhz;
+        l2_bytes = props.l2_bytes;
+    }
     struct tkp_results *res;
     rc = tkp_results_open(&res, args->output, args->resume, err);
     if (rc) {
+        tkp_gpu_timer_close(env.gpu);
         tkp_plan_free(&plan);
         return rc;
     }
@@ -354,32 +390,33 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     if (earlier_run &&
         (rc = tkp_run_check_resume(res, args->output, &plan, &id, args->force, err)) != TKP_OK) {
         tkp_results_close(res);
+        tkp_gpu_timer_close(env.gpu);
         tkp_plan_free(&plan);
         return rc;
     }
-    struct run_env env = { .backend = args->backend };
-    long long l2_bytes = 0;
-    if (args->backend == TKP_GPU) {
-        struct tkp_gpu_props props;
-        rc = tkp_gpu_props(&props, err);
-        if (!rc)
-            rc = tkp_gpu_timer_open(&env.gpu, err);
-        if (rc) {
-            tkp_results_close(res);
-            tkp_plan_free(&plan);
-            return rc;
-        }
-        env.max_clock_mhz = props.max_sm_clock_mhz;
-        l2_bytes = props.l2_bytes;
-    }
     tkp_peer_session_init(&env.peers, args->backend, l2_bytes, env.max_clock_mhz, res);
     env.copy_gbps = tkp_measure_copy_gbps(args->backend);
-    if (!args->resume)
-        tkp_provenance_write(res, args->backend, args->argc, args->argv, env.copy_gbps);
+    uint64_t texts = 0; /* the config texts, twice at most (/config and a forced run's record) */
     for (size_t i = 0; i < plan.n_files; i++)
-        tkp_results_config(res, plan.files[i].name, plan.files[i].text);
-    const int run_index = tkp_run_record_begin(res, &plan, &id, args->backend, !earlier_run,
-                                               earlier_run && args->force, args->argc, args->argv);
+        texts += 2 * strlen(plan.files[i].text);
+    rc = tkp_results_reserve(res, texts, err);
+    if (rc == TKP_OK && (!args->resume || tkp_results_fresh(res)))
+        tkp_provenance_write(res, args->backend, args->argc, args->argv, env.copy_gbps);
+    for (size_t i = 0; i < plan.n_files && rc == TKP_OK; i++)
+        if (tkp_results_config(res, plan.files[i].name, plan.files[i].text) != 0) {
+            tkp_error_set(err, "%s: cannot write the config text of %s (disk full or an I/O "
+                          "error?)", args->output, plan.files[i].name);
+            rc = TKP_EINVAL;
+        }
+    const int run_index = rc ? -1 : tkp_run_record_begin(res, &plan, &id, args->backend,
+                                                         !earlier_run, earlier_run && args->force,
+                                                         args->argc, args->argv);
+    if (rc == TKP_OK && run_index < 0) {
+        tkp_results_fail(res);
+        tkp_error_set(err, "%s: cannot write the run record /runs (disk full or an I/O error?)",
+                      args->output);
+        rc = TKP_EINVAL;
+    }
 
     double started = tkp_now_us();
     size_t ran = 0, skipped = 0;
@@ -398,6 +435,8 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
         row.cell_seconds = (tkp_now_us() - t0) * 1e-6;
         rc = tkp_results_append(res, c->sweep, &row, samples, n, err);
         free(samples);
+        if (rc) /* not recorded: the error says why, and no progress line claims the cell */
+            break;
         ran++;
         double elapsed = (tkp_now_us() - started) * 1e-6;
         double left = elapsed / (double)ran * (double)(plan.n - i - 1);
@@ -408,10 +447,17 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     }
     if (skipped)
         fprintf(stderr, "resume: %zu cells were already done\n", skipped);
-    char now[64];
-    tkp_utc_now(now, sizeof now);
-    tkp_results_attr(res, "end_time", now);
-    tkp_run_record_end(res, run_index);
+    struct tkp_error end_err = { "" };
+    if (!tkp_results_failed(res) && tkp_results_reserve(res, 0, &end_err) != TKP_OK && rc == TKP_OK) {
+        *err = end_err;
+        rc = TKP_EINVAL;
+    }
+    if (!tkp_results_failed(res)) { /* after a failed write nothing more goes in */
+        char now[64];
+        tkp_utc_now(now, sizeof now);
+        tkp_results_attr(res, "end_time", now);
+        tkp_run_record_end(res, run_index);
+    }
     tkp_results_close(res);
     cache_free(&env.cache);
     tkp_peer_session_close(&env.peers);

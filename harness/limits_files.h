@@ -1,0 +1,27 @@
+/* limits_files.h — named limits of the file readers and writers (logits files, results
+ * files, `apply` and `gen`): every size read from a file or the command line is checked
+ * against one of these before it sizes an allocation (README.md, "A five-minute tour" and
+ * "Results"). */
+#ifndef TKP_LIMITS_FILES_H
+#define TKP_LIMITS_FILES_H
+
+/* Most float elements (rows x vocab) a logits file or `gen` may hold: 2^34 (64 GiB of float). */
+#define TKP_MAX_LOGITS_ELEMS (1LL << 34)
+/* Most rows a logits file may declare (the k and p vectors are one entry a row). */
+#define TKP_MAX_LOGITS_ROWS (1LL << 24)
+/* Most columns (vocabulary) a logits file may declare. */
+#define TKP_MAX_LOGITS_VOCAB (1LL << 31)
+/* Bytes of the results key column (struct tkp_cell_row.key): longer identities keep a prefix
+ * and a 64-bit FNV-1a hash of the whole identity (results.h). */
+#define TKP_RESULT_KEY_BYTES 400
+/* Hex digits of the hash that ends a long key, after a '#'. */
+#define TKP_RESULT_KEY_HASH_HEX 16
+/* Largest existing results file that fails to open and is taken for a partial create (a run
+ * killed before its first flush leaves 96 bytes) rather than a corrupt results file. */
+#define TKP_PARTIAL_CREATE_BYTES 4096
+/* Bytes reserved past a results file's end for HDF5's metadata of one append (results.c). */
+#define TKP_RESULTS_METADATA_ROOM (64 * 1024)
+/* Seconds `topkp export` or `topkp info` may read a file before it is taken for corrupt. */
+#define TKP_READ_SECONDS 600
+
+#endif
