@@ -449,8 +449,9 @@ static void cell_dataset(lua_State *L, const char *what, const char *dir, const 
                      what, c->dataset, n, TKP_MAX_DATASET_CHARS);
 }
 
-/* The cell's options and key, refused rather than cut when they do not fit. */
-static void cell_options_and_key(lua_State *L, const char *what, struct tkp_cell *c)
+/* The cell's options, refused rather than cut when they do not fit. (Its results key is built
+ * from the whole identity by the runner: tkp_results_key.) */
+static void cell_options(lua_State *L, const char *what, struct tkp_cell *c)
 {
     char options[1024];
     tkp_options_format(c->algo, c->opts, options, sizeof options);
@@ -458,13 +459,6 @@ static void cell_options_and_key(lua_State *L, const char *what, struct tkp_cell
         config_error(L, "%s: the options '%.60s...' are too long (the limit is %zu characters)",
                      what, options, sizeof c->options - 1);
     memcpy(c->options, options, strlen(options) + 1);
-    int n = snprintf(c->key, sizeof c->key, "%s|%s|%s|%s|%lld|%lld|%d|%.9g|%d|%llu",
-                     c->algo->name, c->variant, c->options, c->dataset, (long long)c->vocab,
-                     (long long)c->batch, c->k, (double)c->p, c->draws,
-                     (unsigned long long)c->seed);
-    if (n < 0 || (size_t)n >= sizeof c->key)
-        config_error(L, "%s: the cell key '%.60s...' is too long (%d characters; the limit is "
-                     "%zu)", what, c->key, n, sizeof c->key - 1);
 }
 
 /* Expand one sweep (the spec table at idx) for the given algorithm entries. */
@@ -525,7 +519,7 @@ static void expand(lua_State *L, int idx, const char *sweep, const char *what,
                             c.opts = algos[a].opts;
                             if (!lua_isnil(L, where) && !where_keeps(L, where, what, &c))
                                 continue;
-                            cell_options_and_key(L, what, &c);
+                            cell_options(L, what, &c);
                             if (ctx->plan->n >= TKP_MAX_CELLS)
                                 config_error(L, "%s: the plan has more than the limit of %d "
                                              "cells a run", what, TKP_MAX_CELLS);

@@ -33,7 +33,6 @@ struct tkp_cell {
     uint64_t seed;
     int verify_rows;
     struct tkp_timing timing;
-    char key[384];
 };
 
 struct tkp_config_file {

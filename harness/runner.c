@@ -265,8 +265,8 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
     free(p);
 }
 
-/* The whole identity of a cell (the fields of its plan key, config.c, then the backend), never
- * cut: results.c turns a long one into a prefix and a hash (tkp_results_key). */
+/* The whole identity of a cell (algorithm, variant, options, dataset, V, B, k, p, draws, seed,
+ * backend), never cut: results.c turns a long one into a prefix and a hash (tkp_results_key). */
 static void cell_identity(const struct tkp_cell *c, enum tkp_backend backend, char *buf, size_t n)
 {
     snprintf(buf, n, "%s|%s|%s|%s|%lld|%lld|%d|%.9g|%d|%llu|%s", c->algo->name, c->variant,
