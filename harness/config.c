@@ -350,9 +350,8 @@ static void read_timing(lua_State *L, int idx, const char *what, struct tkp_timi
     t->min_reps = (int)timing_number(L, ti, what, "min_reps", t->min_reps, 1, TKP_MAX_REPS, 1);
     t->max_seconds = timing_number(L, ti, what, "max_seconds", t->max_seconds, 0,
                                    TKP_MAX_TIMING_SECONDS, 0);
-    double v[1];
-    number_list(L, ti, what, "target_rel", t->target_rel, 0, v, 1);
-    t->target_rel = v[0];
+    /* a relative IQR: 0 never stops early, 1000 always does */
+    t->target_rel = timing_number(L, ti, what, "target_rel", t->target_rel, 0, 1000, 0);
     t->timeout = timing_number(L, ti, what, "timeout", t->timeout, 0, TKP_MAX_TIMING_SECONDS, 0);
     t->cold = flag_field(L, ti, what, "cold", t->cold);
     t->graph = flag_field(L, ti, what, "graph", t->graph);

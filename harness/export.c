@@ -233,11 +233,12 @@ static int info_file(const char *path, const char *sweep, FILE *out, struct tkp_
 typedef int (*read_fn)(const char *path, const char *sweep, FILE *out, struct tkp_error *err);
 
 /* Run fn in a child process (limited to TKP_READ_SECONDS) and return its status; a child that
- * crashed or hung is an error naming the file. The child's error message comes back through
- * a pipe. */
+ * crashed or hung is an error naming the file (*crashed = 1). The child's error message comes
+ * back through a pipe. */
 static int read_guarded(read_fn fn, const char *path, const char *sweep, FILE *out,
-                        struct tkp_error *err)
+                        struct tkp_error *err, int *crashed)
 {
+    *crashed = 0;
     int fds[2];
     fflush(out);
     if (pipe(fds) != 0)
@@ -276,6 +277,7 @@ static int read_guarded(read_fn fn, const char *path, const char *sweep, FILE *o
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
+    *crashed = WIFSIGNALED(status);
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) {
         tkp_error_set(err, "%s: reading it did not finish within %d s (a corrupt results file?)",
                       path, TKP_READ_SECONDS);
@@ -294,10 +296,26 @@ static int read_guarded(read_fn fn, const char *path, const char *sweep, FILE *o
 
 int tkp_results_export(const char *path, const char *sweep, FILE *out, struct tkp_error *err)
 {
-    return read_guarded(export_file, path, sweep, out, err);
+    int crashed;
+    return read_guarded(export_file, path, sweep, out, err, &crashed);
 }
 
 int tkp_results_info(const char *path, FILE *out, struct tkp_error *err)
 {
-    return read_guarded(info_file, path, NULL, out, err);
+    int crashed;
+    return read_guarded(info_file, path, NULL, out, err, &crashed);
+}
+
+int tkp_results_read_crashes(const char *path, struct tkp_error *err)
+{
+    FILE *sink = fopen("/dev/null", "w");
+    if (!sink)
+        return 0;
+    struct tkp_error ignored;
+    int crashed;
+    read_guarded(export_file, path, NULL, sink, &ignored, &crashed);
+    fclose(sink);
+    if (crashed)
+        tkp_error_set(err, "%s", ignored.msg);
+    return crashed;
 }

@@ -362,6 +362,14 @@ int tkp_results_open(struct tkp_results **out, const char *path, int resume,
         free_results(r);
         return TKP_EINVAL;
     }
+    /* a corrupt file may crash libhdf5 itself: read it in a child first (export.c) */
+    struct tkp_error crash;
+    if (resume && stat(path, &st) == 0 && st.st_size > TKP_PARTIAL_CREATE_BYTES &&
+        tkp_results_read_crashes(path, &crash)) {
+        tkp_error_set(err, "%s; not resumed", crash.msg);
+        free_results(r);
+        return TKP_EINVAL;
+    }
     int created;
     if (lock_file(r, &created, err)) {
         free_results(r);

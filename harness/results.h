@@ -82,5 +82,9 @@ int tkp_results_done(struct tkp_results *r, const char *sweep, const char *key);
 int tkp_results_export(const char *path, const char *sweep, FILE *out, struct tkp_error *err);
 /* Print the root attributes as name<TAB>value lines. */
 int tkp_results_info(const char *path, FILE *out, struct tkp_error *err);
+/* Does reading `path` as export does (in a child process) crash or hang the HDF5 library? 1,
+ * with err saying how, or 0 (it reads, or fails with an ordinary error). --resume asks before
+ * it opens a file in this process. */
+int tkp_results_read_crashes(const char *path, struct tkp_error *err);
 
 #endif

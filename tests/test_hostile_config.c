@@ -138,6 +138,8 @@ TEST(hostile_config_timing_counts_out_of_range)
                   "timing.min_reps = 1.5 must be an integer");
     CHECK_REFUSED("seconds.lua", load_error("seconds.lua", SWEEP ", timing = { warmup_seconds = math.huge } }\n"),
                   "timing.warmup_seconds = inf must be a number");
+    CHECK_REFUSED("target.lua", load_error("target.lua", SWEEP ", timing = { target_rel = -1 } }\n"),
+                  "timing.target_rel = -1 must be a number in [0, 1000]");
 }
 
 TEST(hostile_config_list_overflow_is_refused)
