@@ -108,19 +108,22 @@ static void keep_partial_message(struct tkp_error *err, const char *out)
     tkp_error_set(err, "%s: not written (%s); %s is left as it was", out, why, out);
 }
 
-static int commit_output(const char *cmd, const char *partial, const char *out, int rc)
+/* After `partial` was written (rc: how that went): rename it over `out`, or remove it and say
+ * that `out` was not written. Returns rc, or TKP_EINVAL when the rename failed. */
+static int finish_output(const char *cmd, const char *partial, const char *out, int rc,
+                         struct tkp_error *err)
 {
     if (rc) {
-        unlink(partial);
-        return rc;
-    }
-    if (rename(partial, out) != 0) {
+        keep_partial_message(err, out);
+    } else if (rename(partial, out) != 0) {
         fprintf(stderr, "topkp %s: cannot rename %s to %s: %s\n", cmd, partial, out,
                 strerror(errno));
-        unlink(partial);
-        return -1;
+        rc = TKP_EINVAL;
+        tkp_error_set(err, "%s: not written", out);
     }
-    return 0;
+    if (rc)
+        unlink(partial);
+    return rc;
 }
 
 /* rows x cols elements of `elem` bytes each, or 0 when that overflows or passes `limit`
@@ -409,12 +412,7 @@ static int cmd_apply(int argc, char **argv)
         partial_path(out, partial, sizeof partial);
         rc = tkp_apply_write(partial, b.batch, b.vocab, kept, samples, draws, a->name,
                              backend == TKP_GPU ? "gpu" : "cpu", options, &err);
-        if (rc)
-            keep_partial_message(&err, out);
-        else if (commit_output("apply", partial, out, rc))
-            rc = TKP_EINVAL, tkp_error_set(&err, "%s: not written", out);
-        if (rc)
-            unlink(partial);
+        rc = finish_output("apply", partial, out, rc, &err);
     }
     free(kept);
     free(samples);
@@ -482,12 +480,7 @@ static int cmd_gen(int argc, char **argv)
     partial_path(out, partial, sizeof partial);
     if (rc == TKP_OK) {
         rc = tkp_logits_write(partial, &b, attrs, &err);
-        if (rc)
-            keep_partial_message(&err, out);
-        else if (commit_output("gen", partial, out, rc))
-            rc = TKP_EINVAL, tkp_error_set(&err, "%s: not written", out);
-        if (rc)
-            unlink(partial);
+        rc = finish_output("gen", partial, out, rc, &err);
     }
     tkp_batch_free(&b);
     return rc ? fail("gen", err.msg) : 0;
