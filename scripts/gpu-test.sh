@@ -1,29 +1,56 @@
 #!/usr/bin/env bash
-# gpu-test.sh [BUNDLE] — on the GPU machine: every GPU test (bitwise CPU = GPU on the
+# gpu-test.sh [BUNDLE [LOGDIR]] — on the GPU machine: every GPU test (bitwise CPU = GPU on the
 # adversarial suite, samplers, determinism), then compute-sanitizer memcheck, racecheck,
 # initcheck and synccheck on the small adversarial cases of every module (README.md, "GPU";
-# run it after any change to a kernel and commit its log under results/h200/). BUNDLE is the folder `make gpu-bundle` wrote (build/gpu).
-# Prints "N passed, N failed" per stage; exits non-zero when anything failed.
+# run it after any change to a kernel and commit its logs under results/h200/).
+# BUNDLE is the folder `make gpu-bundle` wrote (build/gpu). Each (tool, test) pair runs as its
+# own process, all at once (racecheck alone takes minutes per case), its log in LOGDIR.
+# TOOLS="racecheck initcheck" runs some of the four tools only.
+# STAGES=sanitizers skips the plain GPU tests; SAN_TIMEOUT=S stops each sanitizer run after S s. Prints "N passed, N failed" per stage and one
+# line per sanitizer run; exits non-zero when anything failed.
 set -uo pipefail
 bundle=${1:-build/gpu}
+logdir=${2:-$(mktemp -d)}
+stages=${STAGES:-all}
 export TOPKP=$bundle/topkp
+mkdir -p "$logdir"
 status=0
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader || true
-echo "== GPU tests"
-"$bundle/topkp-tests" gpu_ || status=1
-small=gpu_cases_,gpu_naive_sort_matches_cpu_on_adversarial,gpu_rtopk_matches_cpu_on_adversarial
-small=$small,gpu_cake_matches_cpu_on_adversarial,gpu_cake_chained_matches_cpu_on_adversarial
-small=$small,gpu_qrita_gaussian_b1_topp # the fused top-p search at B = 1 (window and gather)
-small=$small,gpu_qrita_fused_topp # the fused top-p search on every adversarial case (V = 1, 7, ...)
-small=$small,gpu_rejection_512_threads_list # the 512-thread kernel's listed pass 1 and its overflow
-if command -v compute-sanitizer >/dev/null; then
-    for tool in memcheck racecheck initcheck synccheck; do
-        echo "== compute-sanitizer $tool (small cases)"
-        compute-sanitizer --tool "$tool" --error-exitcode 3 "$bundle/topkp-tests" "$small" \
-            || status=1
-    done
-else
-    echo "compute-sanitizer not found: sanitizer stage not run"
-    status=1
+if [[ $stages == all ]]; then
+    echo "== GPU tests"
+    "$bundle/topkp-tests" gpu_ 2>&1 | tee "$logdir/gpu-tests.log" | tail -3
+    [[ ${PIPESTATUS[0]} == 0 ]] || status=1
 fi
+small=(gpu_cases_ gpu_naive_sort_matches_cpu_on_adversarial gpu_rtopk_matches_cpu_on_adversarial
+    gpu_cake_matches_cpu_on_adversarial gpu_cake_chained_matches_cpu_on_adversarial
+    gpu_qrita_gaussian_b1_topp   # the fused top-p search at B = 1 (window and gather)
+    gpu_qrita_fused_topp         # the fused top-p search on every adversarial case (V = 1, 7, ...)
+    gpu_rejection_512_threads_list)  # the 512-thread kernel's listed pass 1 and its overflow
+if ! command -v compute-sanitizer >/dev/null; then
+    echo "compute-sanitizer not found: sanitizer stage not run"
+    exit 1
+fi
+# Each selected test on its own: racecheck takes minutes over a whole family.
+filter=$(IFS=,; echo "${small[*]}")
+mapfile -t tests < <("$bundle/topkp-tests" --list "$filter")
+pids=()
+names=()
+for tool in ${TOOLS:-memcheck racecheck initcheck synccheck}; do
+    for test in "${tests[@]}"; do
+        log="$logdir/$tool-$test.log"
+        timeout "${SAN_TIMEOUT:-0}" compute-sanitizer --tool "$tool" --error-exitcode 3 "$bundle/topkp-tests" "$test" \
+            >"$log" 2>&1 &
+        pids+=($!)
+        names+=("$tool $test")
+    done
+done
+echo "== compute-sanitizer: ${#pids[@]} runs (${TOOLS:-4 tools} x ${#tests[@]} small tests)"
+for i in "${!pids[@]}"; do
+    wait "${pids[$i]}"
+    rc=$?
+    log="$logdir/${names[$i]// /-}.log"
+    printf '%-10s rc=%s  %s | %s\n' "${names[$i]}" "$rc" \
+        "$(grep -m1 -E 'passed, [0-9]+ failed' "$log")" "$(grep -m1 'ERROR SUMMARY' "$log")"
+    [[ $rc == 0 ]] || status=1
+done
 exit $status

@@ -1,7 +1,9 @@
 /* main.c — runs every registered test (or those whose name contains one of the
  * comma-separated words of argv[1]) and
- * prints "N passed, N failed, N skipped". Exit status 1 when anything failed. */
+ * prints "N passed, N failed, N skipped". Exit status 1 when anything failed.
+ * `--list [FILTER]` prints the selected names, one a line, and runs nothing. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,8 +63,15 @@ static int by_name(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    const char *filter = argc > 1 ? argv[1] : NULL;
+    const bool list = argc > 1 && strcmp(argv[1], "--list") == 0;
+    const char *filter = argc > 1 + list ? argv[1 + list] : NULL;
     qsort(tests, (size_t)n_tests, sizeof tests[0], by_name);
+    if (list) {
+        for (int i = 0; i < n_tests; i++)
+            if (!filter || selected(tests[i].name, filter))
+                printf("%s\n", tests[i].name);
+        return 0;
+    }
     int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < n_tests; i++) {
         if (filter && !selected(tests[i].name, filter))

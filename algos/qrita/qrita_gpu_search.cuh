@@ -153,13 +153,17 @@ __device__ __forceinline__ void load4(const Src &s, int64_t item, uint32_t (&k)[
 #pragma unroll
         for (int u = 0; u < 4; u++)
             k[u] = i + u < s.n ? tkp_order_key(s.row[i + u]) : 0u;
-    } else {
+    } else if (i + 4 <= s.n) {
         const uint4 *q = reinterpret_cast<const uint4 *>(s.keys + i);
         const uint4 v = s.kind == 3 ? __ldcg(q) : *q; /* as pool_word */
         k[0] = v.x;
-        k[1] = i + 1 < s.n ? v.y : 0u;
-        k[2] = i + 2 < s.n ? v.z : 0u;
-        k[3] = i + 3 < s.n ? v.w : 0u;
+        k[1] = v.y;
+        k[2] = v.z;
+        k[3] = v.w;
+    } else { /* the last, partial item: no read past n (those words were never written) */
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            k[u] = i + u < s.n ? (s.kind == 3 ? __ldcg(s.keys + i + u) : s.keys[i + u]) : 0u;
     }
 }
 
