@@ -5,9 +5,10 @@
 # run it after any change to a kernel and commit its logs under results/h200/).
 # BUNDLE is the folder `make gpu-bundle` wrote (build/gpu). Each (tool, test) pair runs as its
 # own process, all at once (racecheck alone takes minutes per case), its log in LOGDIR.
-# TOOLS="racecheck initcheck" runs some of the four tools only.
-# STAGES=sanitizers skips the plain GPU tests; SAN_TIMEOUT=S stops each sanitizer run after S s. Prints "N passed, N failed" per stage and one
-# line per sanitizer run; exits non-zero when anything failed.
+# TOOLS="racecheck initcheck" runs some of the four tools only; STAGES=sanitizers skips the
+# plain GPU tests; SAN_TIMEOUT=S stops each sanitizer run after S s. Prints "N passed,
+# N failed" for the GPU tests and one line per sanitizer run; exits non-zero when anything
+# failed or no small test was found.
 set -uo pipefail
 bundle=${1:-build/gpu}
 logdir=${2:-$(mktemp -d)}
@@ -33,24 +34,30 @@ fi
 # Each selected test on its own: racecheck takes minutes over a whole family.
 filter=$(IFS=,; echo "${small[*]}")
 mapfile -t tests < <("$bundle/topkp-tests" --list "$filter")
+if [[ ${#tests[@]} == 0 ]]; then
+    echo "no test matches $filter: sanitizer stage not run"
+    exit 1
+fi
 pids=()
 names=()
+logs=()
 for tool in ${TOOLS:-memcheck racecheck initcheck synccheck}; do
     for test in "${tests[@]}"; do
         log="$logdir/$tool-$test.log"
-        timeout "${SAN_TIMEOUT:-0}" compute-sanitizer --tool "$tool" --error-exitcode 3 "$bundle/topkp-tests" "$test" \
-            >"$log" 2>&1 &
+        timeout "${SAN_TIMEOUT:-0}" compute-sanitizer --tool "$tool" --error-exitcode 3 \
+            "$bundle/topkp-tests" "$test" >"$log" 2>&1 &
         pids+=($!)
         names+=("$tool $test")
+        logs+=("$log")
     done
 done
 echo "== compute-sanitizer: ${#pids[@]} runs (${TOOLS:-4 tools} x ${#tests[@]} small tests)"
 for i in "${!pids[@]}"; do
     wait "${pids[$i]}"
     rc=$?
-    log="$logdir/${names[$i]// /-}.log"
     printf '%-10s rc=%s  %s | %s\n' "${names[$i]}" "$rc" \
-        "$(grep -m1 -E 'passed, [0-9]+ failed' "$log")" "$(grep -m1 'ERROR SUMMARY' "$log")"
+        "$(grep -m1 -E 'passed, [0-9]+ failed' "${logs[$i]}")" \
+        "$(grep -m1 'ERROR SUMMARY' "${logs[$i]}")"
     [[ $rc == 0 ]] || status=1
 done
 exit $status

@@ -56,6 +56,12 @@ static int selected(const char *name, const char *filter)
     return 0;
 }
 
+/* No filter selects every test. */
+static bool wanted(const char *name, const char *filter)
+{
+    return !filter || selected(name, filter);
+}
+
 static int by_name(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -68,13 +74,13 @@ int main(int argc, char **argv)
     qsort(tests, (size_t)n_tests, sizeof tests[0], by_name);
     if (list) {
         for (int i = 0; i < n_tests; i++)
-            if (!filter || selected(tests[i].name, filter))
+            if (wanted(tests[i].name, filter))
                 printf("%s\n", tests[i].name);
         return 0;
     }
     int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < n_tests; i++) {
-        if (filter && !selected(tests[i].name, filter))
+        if (!wanted(tests[i].name, filter))
             continue;
         current_failed = 0;
         current_skip = NULL;
