@@ -6,7 +6,9 @@
 # BUNDLE is the folder `make gpu-bundle` wrote (build/gpu). Each (tool, test) pair runs as its
 # own process, all at once (racecheck alone takes minutes per case), its log in LOGDIR.
 # TOOLS="racecheck initcheck" runs some of the four tools only; STAGES=sanitizers skips the
-# plain GPU tests; SAN_TIMEOUT=S stops each sanitizer run after S s. Prints "N passed,
+# plain GPU tests; SAN_TIMEOUT=S stops each sanitizer run after S s; SMALL="a,b" checks those
+# tests instead of the small set; SAN_SHARDS=N splits each test's adversarial cases over N
+# runs (TKP_CASE_SHARD, tests/cases.c), for racecheck's slowest families. Prints "N passed,
 # N failed" for the GPU tests and one line per sanitizer run; exits non-zero when anything
 # failed or no small test was found.
 set -uo pipefail
@@ -32,7 +34,8 @@ if ! command -v compute-sanitizer >/dev/null; then
     exit 1
 fi
 # Each selected test on its own: racecheck takes minutes over a whole family.
-filter=$(IFS=,; echo "${small[*]}")
+filter=${SMALL:-$(IFS=,; echo "${small[*]}")}
+shards=${SAN_SHARDS:-1}
 mapfile -t tests < <("$bundle/topkp-tests" --list "$filter")
 if [[ ${#tests[@]} == 0 ]]; then
     echo "no test matches $filter: sanitizer stage not run"
@@ -43,15 +46,18 @@ names=()
 logs=()
 for tool in ${TOOLS:-memcheck racecheck initcheck synccheck}; do
     for test in "${tests[@]}"; do
-        log="$logdir/$tool-$test.log"
-        timeout "${SAN_TIMEOUT:-0}" compute-sanitizer --tool "$tool" --error-exitcode 3 \
-            "$bundle/topkp-tests" "$test" >"$log" 2>&1 &
-        pids+=($!)
-        names+=("$tool $test")
-        logs+=("$log")
+        for ((shard = 0; shard < shards; shard++)); do
+            part=$([[ $shards == 1 ]] || echo "-$shard-of-$shards")
+            log="$logdir/$tool-$test$part.log"
+            TKP_CASE_SHARD=$shard/$shards timeout "${SAN_TIMEOUT:-0}" compute-sanitizer \
+                --tool "$tool" --error-exitcode 3 "$bundle/topkp-tests" "$test" >"$log" 2>&1 &
+            pids+=($!)
+            names+=("$tool $test$part")
+            logs+=("$log")
+        done
     done
 done
-echo "== compute-sanitizer: ${#pids[@]} runs (${TOOLS:-4 tools} x ${#tests[@]} small tests)"
+echo "== compute-sanitizer: ${#pids[@]} runs (${TOOLS:-4 tools} x ${#tests[@]} small tests x $shards shards)"
 for i in "${!pids[@]}"; do
     wait "${pids[$i]}"
     rc=$?

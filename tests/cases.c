@@ -1,5 +1,6 @@
 /* cases.c — see cases.h. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -361,6 +362,17 @@ static int run_backend(const struct tkp_algo *a, const void *opts, enum tkp_back
     return tkp_apply(a, opts, backend, &c->b, kept, samples, draws, c->seed, 11, NULL, err);
 }
 
+/* TKP_CASE_SHARD=I/N keeps the cases whose index is I mod N, so a slow sanitizer run
+ * (racecheck) can check one family as N processes (scripts/gpu-test.sh, SAN_SHARDS). */
+static int case_in_shard(int i)
+{
+    const char *s = getenv("TKP_CASE_SHARD");
+    int shard, shards;
+    if (!s || sscanf(s, "%d/%d", &shard, &shards) != 2 || shards < 1)
+        return 1;
+    return i % shards == shard;
+}
+
 void check_gpu_matches_cpu(const char *algo, const char *const *options)
 {
     if (!tkp_gpu_present()) {
@@ -375,6 +387,8 @@ void check_gpu_matches_cpu(const char *algo, const char *const *options)
     cases_fit(a, c, n);
     const int32_t draws = 8;
     for (int i = 0; i < n && make_opts(a, options, opts) == 0; i++) {
+        if (!case_in_shard(i))
+            continue;
         const struct tkp_batch *b = &c[i].b;
         size_t cells = (size_t)(b->batch * b->vocab), drawn = (size_t)(b->batch * draws);
         int set = (a->outputs & TKP_OUT_SET) != 0, sample = (a->outputs & TKP_OUT_SAMPLE) != 0;
