@@ -49,7 +49,7 @@ static int load_rows(const struct tkp_cell *cell, int64_t rows, float *x, struct
     struct tkp_batch file;
     int rc = tkp_logits_read(cell->dataset + 5, 0, 1.0f, &file, err);
     if (rc == TKP_OK && file.vocab != cell->vocab) {
-        tkp_error_set(err, "%s has V=%lld, the cell asks for V=%lld", cell->dataset + 5,
+        tkp_error_set(err, "%s has V=%lld but the cell asks for V=%lld", cell->dataset + 5,
                       (long long)file.vocab, (long long)cell->vocab);
         rc = TKP_EINVAL;
     } else if (rc == TKP_OK && file.batch == 0) {
