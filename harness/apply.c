@@ -93,10 +93,8 @@ static void incapable_message(const struct tkp_algo *a, const struct tkp_problem
     ops_text(a->ops, ops, sizeof ops);
     outputs_text(a->outputs, outs, sizeof outs);
     const int one_op = a->ops == TKP_TOPK || a->ops == TKP_TOPP || a->ops == TKP_TOPK_TOPP;
-    const int one_out = a->outputs == TKP_OUT_SET || a->outputs == TKP_OUT_SAMPLE;
     tkp_error_set(err, "%s cannot do this problem (%s, returning %s): it offers %s%s, and "
-                  "returns %s%s", a->name, asked_ops, asked_out, ops, one_op ? " only" : "",
-                  outs, one_out ? " only" : "");
+                  "returns %s", a->name, asked_ops, asked_out, ops, one_op ? " only" : "", outs);
 }
 
 int tkp_capable(const struct tkp_algo *a, const struct tkp_problem *pb, struct tkp_error *err)
