@@ -44,7 +44,8 @@ static int missing(const char *cmd, const char *what)
 static const char *flag_value(const char *cmd, int argc, char **argv, int *i)
 {
     if (*i + 1 >= argc) {
-        fprintf(stderr, "topkp %s: %s needs a value (see `topkp help %s`)\n", cmd, argv[*i], cmd);
+        fprintf(stderr, "topkp %s: option '%s' needs a value (see `topkp help %s`)\n", cmd,
+                argv[*i], cmd);
         exit(2);
     }
     return argv[++*i];
