@@ -457,7 +457,8 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
         tkp_progress_done(&prog, i, &row, (tkp_now_us() - t0) * 1e-6, stderr);
     }
     if (prog.skipped_n)
-        fprintf(stderr, "resume: %lld cells were already done\n", (long long)prog.skipped_n);
+        fprintf(stderr, "resume: %lld %s already done\n", (long long)prog.skipped_n,
+                prog.skipped_n == 1 ? "cell was" : "cells were");
     struct tkp_error end_err = { "" };
     if (!tkp_results_failed(res) && tkp_results_reserve(res, 0, &end_err) != TKP_OK && rc == TKP_OK) {
         *err = end_err;
