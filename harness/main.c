@@ -440,7 +440,8 @@ static int apply_parse(int argc, char **argv, struct apply_args *x, const struct
         else if (strcmp(f, "--p") == 0)
             x->p = float_arg("apply", f, flag_value("apply", argc, argv, &i)), x->p_given = 1;
         else if (strcmp(f, "--draws") == 0)
-            x->draws = (int32_t)int_arg("apply", f, flag_value("apply", argc, argv, &i), 1, 1 << 24);
+            x->draws = (int32_t)int_arg("apply", f, flag_value("apply", argc, argv, &i), 1,
+                                        1 << 24);
         else if (strcmp(f, "--seed") == 0)
             x->seed = (uint64_t)int_arg("apply", f, flag_value("apply", argc, argv, &i), 0,
                                         9223372036854775807LL);
@@ -558,8 +559,7 @@ static int cmd_apply(int argc, char **argv)
         fprintf(stderr, "topkp apply: unknown algorithm '%s' (see `topkp list`)\n", argv[0]);
         return 2;
     }
-    struct apply_args x = { .backend = default_backend(), .k = 0, .draws = 1,
-                            .p = 1.0f };
+    struct apply_args x = { .backend = default_backend(), .k = 0, .draws = 1, .p = 1.0f };
     void *opts = calloc(1, a->opts_size ? a->opts_size : 1);
     if (!opts)
         return fail("apply", "out of host memory for the options");

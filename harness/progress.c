@@ -213,7 +213,8 @@ void tkp_progress_summary(const struct tkp_progress *p, const char *output, int 
          s++) {
         char cell[512], wall[32], median[32];
         cell_text(&p->plan->cells[p->slowest[s].cell], cell, sizeof cell);
-        fprintf(out, "  %10s  %10s  %s\n", tkp_format_us(p->slowest[s].seconds * 1e6, wall, sizeof wall),
+        fprintf(out, "  %10s  %10s  %s\n",
+                tkp_format_us(p->slowest[s].seconds * 1e6, wall, sizeof wall),
                 tkp_format_us(p->slowest[s].median_us, median, sizeof median), cell);
     }
     if (wrote)
