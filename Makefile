@@ -90,7 +90,7 @@ $(BUILD)/version.h: FORCE
 	@mkdir -p $(BUILD)
 	@c="$${TKP_COMMIT:-$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo +dirty)}"; \
 	echo "#define TKP_GIT_COMMIT \"$$c\"" > $@.tmp; cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
-$(BUILD)/harness/provenance.o: $(BUILD)/version.h
+$(BUILD)/harness/provenance.o $(BUILD)/harness/run_record.o $(BUILD)/harness/main.o: $(BUILD)/version.h
 FORCE:
 
 deps:

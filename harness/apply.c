@@ -1,5 +1,6 @@
 /* apply.c — see apply.h. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,25 +40,75 @@ struct tkp_problem tkp_problem_of(const struct tkp_batch *b, enum tkp_backend ba
     return pb;
 }
 
+/* Join up to three names as English does: "a", "a and b", "a, b and c". */
+static void join_names(const char *const *names, int n, char *buf, size_t size)
+{
+    buf[0] = 0;
+    size_t used = 0;
+    for (int i = 0; i < n && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%s",
+                                 i == 0 ? "" : i == n - 1 ? " and " : ", ", names[i]);
+}
+
+/* The operations of a bit set, e.g. "top-k, top-p and top-k then top-p" (README.md: with both,
+ * top-k first, then top-p); "no truncation" for none. */
+static void ops_text(unsigned ops, char *buf, size_t size)
+{
+    const char *names[3];
+    int n = 0;
+    if (ops & TKP_TOPK)
+        names[n++] = "top-k";
+    if (ops & TKP_TOPP)
+        names[n++] = "top-p";
+    if (ops & TKP_TOPK_TOPP)
+        names[n++] = "top-k then top-p";
+    if (n)
+        join_names(names, n, buf, size);
+    else
+        snprintf(buf, size, "no truncation");
+}
+
+static void outputs_text(unsigned outputs, char *buf, size_t size)
+{
+    const char *names[2];
+    int n = 0;
+    if (outputs & TKP_OUT_SET)
+        names[n++] = "a kept set";
+    if (outputs & TKP_OUT_SAMPLE)
+        names[n++] = "samples";
+    if (n)
+        join_names(names, n, buf, size);
+    else
+        snprintf(buf, size, "nothing");
+}
+
+/* "rtopk cannot do this problem (top-p, returning a kept set): it offers top-k only, and
+ * returns a kept set". */
+static void incapable_message(const struct tkp_algo *a, const struct tkp_problem *pb,
+                              struct tkp_error *err)
+{
+    char asked_ops[96], asked_out[48], ops[96], outs[48];
+    ops_text(pb->ops, asked_ops, sizeof asked_ops);
+    outputs_text(pb->outputs, asked_out, sizeof asked_out);
+    ops_text(a->ops, ops, sizeof ops);
+    outputs_text(a->outputs, outs, sizeof outs);
+    const int one_op = a->ops == TKP_TOPK || a->ops == TKP_TOPP || a->ops == TKP_TOPK_TOPP;
+    tkp_error_set(err, "%s cannot do this problem (%s, returning %s): it offers %s%s, and "
+                  "returns %s", a->name, asked_ops, asked_out, ops, one_op ? " only" : "", outs);
+}
+
 int tkp_capable(const struct tkp_algo *a, const struct tkp_problem *pb, struct tkp_error *err)
 {
     if (!(a->backends & pb->backend)) {
-        tkp_error_set(err, "%s has no %s implementation%s", a->name,
-                      pb->backend == TKP_GPU ? "GPU" : "CPU",
-                      a->flags & TKP_NOT_IMPLEMENTED ? " (not implemented)" : "");
+        const char *where = pb->backend == TKP_GPU ? "GPU" : "CPU";
+        if (a->flags & TKP_NOT_IMPLEMENTED)
+            tkp_error_set(err, "%s is not implemented yet (no %s code)", a->name, where);
+        else
+            tkp_error_set(err, "%s has no %s implementation", a->name, where);
         return TKP_EUNSUPPORTED;
     }
     if ((pb->ops & ~a->ops) || (pb->outputs & ~a->outputs)) {
-        tkp_error_set(err, "%s cannot do this problem: it offers %s%s%s, with %s%s%s output",
-                      a->name, a->ops & TKP_TOPK ? "top-k" : "",
-                      (a->ops & TKP_TOPK) && (a->ops & ~TKP_TOPK) ? ", " : "",
-                      (a->ops & TKP_TOPP) && (a->ops & TKP_TOPK_TOPP) ? "top-p, top-k+top-p"
-                      : a->ops & TKP_TOPP                           ? "top-p"
-                      : a->ops & TKP_TOPK_TOPP                      ? "top-k+top-p"
-                                                                    : "",
-                      a->outputs & TKP_OUT_SET ? "set" : "",
-                      a->outputs == (TKP_OUT_SET | TKP_OUT_SAMPLE) ? " and " : "",
-                      a->outputs & TKP_OUT_SAMPLE ? "sample" : "");
+        incapable_message(a, pb, err);
         return TKP_EUNSUPPORTED;
     }
     return TKP_OK;

@@ -197,8 +197,8 @@ int tkp_logits_write(const char *path, const struct tkp_batch *b, const char *co
     }
     hsize_t dims[2] = { (hsize_t)b->batch, (hsize_t)b->vocab };
     int rc = write_array(f, "logits", H5T_NATIVE_FLOAT, 2, dims, b->logits) ||
-             write_array(f, "k", H5T_NATIVE_INT32, 1, dims, b->k) ||
-             write_array(f, "p", H5T_NATIVE_FLOAT, 1, dims, b->p);
+             (b->k && write_array(f, "k", H5T_NATIVE_INT32, 1, dims, b->k)) ||
+             (b->p && write_array(f, "p", H5T_NATIVE_FLOAT, 1, dims, b->p));
     for (int i = 0; !rc && attrs && attrs[i]; i += 2)
         rc = h5_set_attr_str(f, attrs[i], attrs[i + 1]);
     if (H5Fclose(f) < 0)

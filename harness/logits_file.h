@@ -7,14 +7,16 @@
 #include "apply.h"
 
 /* Read a logits file. Rows the file's /k (/p) leaves out, or all rows when it has none, take
- * k_default (p_default); a file value wins; a /k (/p) longer than /logits is an error. The shape is checked against limits_files.h before it sizes a
- * buffer. Errors name the file, the dataset and its shape. */
+ * k_default (p_default); a /k (/p) longer than /logits is an error. (`topkp apply` then lets a
+ * --k or --p given on its command line override every row: its --help.) The shape is checked
+ * against limits_files.h before it sizes a buffer. Errors name the file, the dataset and its
+ * shape. */
 int tkp_logits_read(const char *path, int32_t k_default, float p_default, struct tkp_batch *b,
                     struct tkp_error *err);
 void tkp_batch_free(struct tkp_batch *b);
 
-/* Write /logits, /k and /p, plus string attributes given as NULL-terminated name/value
- * pairs (may be NULL). */
+/* Write /logits, and /k and /p unless b->k (b->p) is NULL, plus string attributes given as
+ * NULL-terminated name/value pairs (may be NULL). */
 int tkp_logits_write(const char *path, const struct tkp_batch *b, const char *const *attrs,
                      struct tkp_error *err);
 

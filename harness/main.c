@@ -1,13 +1,9 @@
-/* main.c — the topkp command line:
- *   topkp list [--no-probe]
- *   topkp run CONFIG.lua [-o FILE.h5] [--backend cpu|gpu] [--resume [--force]] [--dry-run]
- *             [--only ALGO,...]
- *   topkp apply ALGO --in LOGITS.h5 --out OUT.h5 [--backend cpu|gpu] [--k K] [--p P]
- *               [--draws N] [--seed S] [--offset O] [--set name=value]... [--force]
- *   topkp gen DATASET --batch B --vocab V [--seed S] [--k K] [--p P] -o LOGITS.h5 [--force]
- *   topkp export RESULTS.h5 [--sweep NAME]
- *   topkp info RESULTS.h5
- * Errors go to stderr with a non-zero exit. */
+/* main.c — the topkp command line. Each subcommand is one row of `commands` (name, summary,
+ * usage text, function), near the end of this file:
+ *   topkp list | run | apply | gen | export | info   (topkp help CMD prints its flags)
+ *   topkp --help, -h, help [CMD], CMD --help: usage on stdout, exit 0; topkp --version
+ * Usage errors (an unknown option, an extra argument, a bad value) exit 2 with a message naming
+ * the argument; other errors go to stderr with exit 1. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -23,23 +19,46 @@
 #include "limits.h"
 #include "logits_file.h"
 #include "peer_cell.h"
+#include "provenance.h"
 #include "results.h"
 #include "runner.h"
+#include "timing.h"
+#include "version.h"
 
-static int usage(void)
+/* An argument no rule of `cmd` took: an unknown option or one positional argument too many. */
+static int bad_arg(const char *cmd, const char *arg)
 {
-    fputs("usage:\n"
-          "  topkp list [--no-probe]   (--no-probe: do not ask Python which peers import)\n"
-          "  topkp run CONFIG.lua [-o FILE.h5] [--backend cpu|gpu] [--resume [--force]] [--dry-run]\n"
-          "              [--only ALGO,...]   (only the cells of these modules or peers)\n"
-          "  topkp apply ALGO --in LOGITS.h5 --out OUT.h5 [--backend cpu|gpu] [--k K] [--p P]\n"
-          "              [--draws N] [--seed S] [--offset O] [--set name=value]... [--force]\n"
-          "  topkp gen DATASET --batch B --vocab V [--seed S] [--k K] [--p P] -o LOGITS.h5\n"
-          "              [--force]   (--force: overwrite an existing output, never the input)\n"
-          "  topkp export RESULTS.h5 [--sweep NAME]\n"
-          "  topkp info RESULTS.h5\n",
-          stderr);
+    fprintf(stderr, "topkp %s: %s '%s' (see `topkp help %s`)\n", cmd,
+            arg[0] == '-' && arg[1] ? "unknown option" : "unexpected argument", arg, cmd);
     return 2;
+}
+
+/* A required argument is missing. */
+static int missing(const char *cmd, const char *what)
+{
+    fprintf(stderr, "topkp %s: %s (see `topkp help %s`)\n", cmd, what, cmd);
+    return 2;
+}
+
+/* The value after the flag argv[*i] (moving *i past it); exits 2 when there is none. */
+static const char *flag_value(const char *cmd, int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "topkp %s: option '%s' needs a value (see `topkp help %s`)\n", cmd,
+                argv[*i], cmd);
+        exit(2);
+    }
+    return argv[++*i];
+}
+
+/* Take argv[i] as the positional argument `slot`, unless it looks like an option or the slot
+ * is taken: then it is an error (bad_arg's exit status), else 0. */
+static int positional(const char *cmd, const char *arg, const char **slot)
+{
+    if (*slot || (arg[0] == '-' && arg[1]))
+        return bad_arg(cmd, arg);
+    *slot = arg;
+    return 0;
 }
 
 static int fail(const char *what, const char *msg)
@@ -284,11 +303,23 @@ static void list_limits(void)
 #undef LIMIT
 }
 
+static const char LIST_USAGE[] =
+    "usage: topkp list [--no-probe]\n"
+    "\n"
+    "Prints the modules (their ops, outputs, backends and --set options), the peer libraries,\n"
+    "the datasets and the limits of harness/limits.h and harness/limits_files.h.\n"
+    "\n"
+    "  --no-probe   do not start Python to ask which peer packages import here\n";
+
 static int cmd_list(int argc, char **argv)
 {
-    int probe = !(argc == 1 && strcmp(argv[0], "--no-probe") == 0);
-    if (argc > 1 || (argc == 1 && probe))
-        return usage();
+    int probe = 1;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--no-probe") == 0)
+            probe = 0;
+        else
+            return bad_arg("list", argv[i]);
+    }
     puts("algorithms:");
     for (int i = 0; tkp_algos[i]; i++) {
         print_algo(tkp_algos[i]);
@@ -303,30 +334,46 @@ static int cmd_list(int argc, char **argv)
     return 0;
 }
 
+static const char RUN_USAGE[] =
+    "usage: topkp run CONFIG.lua [-o FILE.h5] [options]\n"
+    "\n"
+    "Runs every cell of the config's sweeps and appends one row per cell to FILE.h5, flushed\n"
+    "as it finishes. Prints a line per cell on stderr (its status, median time and the time\n"
+    "left), then a summary: cells by status, the slowest cells, and the file written.\n"
+    "\n"
+    "  -o FILE.h5          the results file (default results/CONFIG.h5); an existing one is\n"
+    "                      refused without --resume\n"
+    "  --backend cpu|gpu   where the cells run (default gpu when one is present, else cpu)\n"
+    "  --resume            continue FILE.h5: run only the cells it does not hold yet\n"
+    "  --force             with --resume, append even with another config or binary\n"
+    "  --dry-run           print the plan, one cell a line, on stdout and run nothing\n"
+    "  --only ALGO,...     run only the cells of these modules or peers\n";
+
 static int cmd_run(int argc, char **argv)
 {
     struct tkp_run_args a = { .output = NULL, .backend = default_backend(), .argc = argc + 2,
                               .argv = argv - 2 }; /* the whole command line */
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
-            a.output = argv[++i];
+        int rc = 0;
+        if (strcmp(argv[i], "-o") == 0)
+            a.output = flag_value("run", argc, argv, &i);
         else if (strcmp(argv[i], "--backend") == 0)
-            a.backend = backend_arg("run", i + 1 < argc ? argv[++i] : NULL);
+            a.backend = backend_arg("run", flag_value("run", argc, argv, &i));
         else if (strcmp(argv[i], "--resume") == 0)
             a.resume = 1;
         else if (strcmp(argv[i], "--force") == 0)
             a.force = 1;
         else if (strcmp(argv[i], "--dry-run") == 0)
             a.dry_run = 1;
-        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
-            a.only = argv[++i];
-        else if (argv[i][0] != '-' && !a.config)
-            a.config = argv[i];
+        else if (strcmp(argv[i], "--only") == 0)
+            a.only = flag_value("run", argc, argv, &i);
         else
-            return usage();
+            rc = positional("run", argv[i], &a.config);
+        if (rc)
+            return rc;
     }
     if (!a.config)
-        return usage();
+        return missing("run", "no CONFIG.lua given");
     char out[1024];
     if (!a.output) {
         const char *base = strrchr(a.config, '/');
@@ -338,175 +385,418 @@ static int cmd_run(int argc, char **argv)
     return tkp_run(&a, &err) ? fail("run", err.msg) : 0;
 }
 
+static const char APPLY_USAGE[] =
+    "usage: topkp apply ALGO --in LOGITS.h5 --out OUT.h5 [options]\n"
+    "\n"
+    "Runs module ALGO (topkp list) on every row of LOGITS.h5 (/logits [B, V]) and writes\n"
+    "OUT.h5: /kept uint8 [B, V] for a module that returns a kept set, /samples int64 [B, N]\n"
+    "for one that samples. Says on stderr what it kept, how long it took and what it wrote.\n"
+    "\n"
+    "  --in FILE           the logits file (topkp gen, scripts/dump_logits.py)\n"
+    "  --out FILE          the output, written as FILE.partial and renamed\n"
+    "  --k K               top-k for every row (k <= 0 or k >= V: off)\n"
+    "  --p P               top-p for every row (p >= 1: off; p <= 0 keeps one token)\n"
+    "  --draws N           samples per row, for a module that samples (default 1)\n"
+    "  --seed S            the sampler's seed (default 0)\n"
+    "  --offset O          the sampler's Philox offset (default 0)\n"
+    "  --set NAME=VALUE    a module option (topkp list shows them); may be repeated\n"
+    "  --backend cpu|gpu   where it runs (default gpu when one is present, else cpu)\n"
+    "  --force             overwrite an existing OUT (never the input)\n"
+    "\n"
+    "k and p: a --k or --p given here applies to every row and overrides the file's /k or /p\n"
+    "(a note on stderr says on how many rows the file had another value). Without the flag a\n"
+    "row takes the file's value; a file without /k (/p), or rows it leaves out, have top-k\n"
+    "(top-p) off.\n";
+
+/* What apply asked for beyond the module and the files. */
+struct apply_args {
+    const char *in, *out;
+    enum tkp_backend backend;
+    int32_t k, draws;
+    float p;
+    int k_given, p_given, force;
+    uint64_t seed, offset;
+};
+
+/* Parse apply's arguments; the --set options go onto opts as they come (after ALGO is known,
+ * so ALGO must come first). Returns 0, or the exit status of a usage error. */
+static int apply_parse(int argc, char **argv, struct apply_args *x, const struct tkp_algo *a,
+                       void *opts)
+{
+    struct tkp_error err = { "" };
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i];
+        if (strcmp(f, "--in") == 0)
+            x->in = flag_value("apply", argc, argv, &i);
+        else if (strcmp(f, "--out") == 0)
+            x->out = flag_value("apply", argc, argv, &i);
+        else if (strcmp(f, "--force") == 0)
+            x->force = 1;
+        else if (strcmp(f, "--backend") == 0)
+            x->backend = backend_arg("apply", flag_value("apply", argc, argv, &i));
+        else if (strcmp(f, "--k") == 0)
+            x->k = (int32_t)int_arg("apply", f, flag_value("apply", argc, argv, &i),
+                                    -2147483647LL, 2147483647LL), x->k_given = 1;
+        else if (strcmp(f, "--p") == 0)
+            x->p = float_arg("apply", f, flag_value("apply", argc, argv, &i)), x->p_given = 1;
+        else if (strcmp(f, "--draws") == 0)
+            x->draws = (int32_t)int_arg("apply", f, flag_value("apply", argc, argv, &i), 1,
+                                        1 << 24);
+        else if (strcmp(f, "--seed") == 0)
+            x->seed = (uint64_t)int_arg("apply", f, flag_value("apply", argc, argv, &i), 0,
+                                        9223372036854775807LL);
+        else if (strcmp(f, "--offset") == 0)
+            x->offset = (uint64_t)int_arg("apply", f, flag_value("apply", argc, argv, &i), 0,
+                                          9223372036854775807LL);
+        else if (strcmp(f, "--set") == 0) {
+            if (tkp_option_assign(a, opts, flag_value("apply", argc, argv, &i), &err)) {
+                fprintf(stderr, "topkp apply: %s\n", err.msg);
+                return 2;
+            }
+        } else
+            return bad_arg("apply", f);
+    }
+    if (!x->in)
+        return missing("apply", "--in LOGITS.h5 is required");
+    if (!x->out)
+        return missing("apply", "--out OUT.h5 is required");
+    return 0;
+}
+
+/* A --k or --p on the command line overrides every row (APPLY_USAGE); the rows the file left
+ * out already hold it (tkp_logits_read's default), so a changed row is one the file set. */
+static void override_rows(struct tkp_batch *b, const struct apply_args *x)
+{
+    int64_t k_changed = 0, p_changed = 0;
+    for (int64_t r = 0; r < b->batch; r++) {
+        if (x->k_given && b->k[r] != x->k)
+            b->k[r] = x->k, k_changed++;
+        if (x->p_given && !(b->p[r] == x->p))
+            b->p[r] = x->p, p_changed++;
+    }
+    if (k_changed)
+        fprintf(stderr, "topkp apply: --k %d overrides the file's /k on %lld of %lld rows\n",
+                (int)x->k, (long long)k_changed, (long long)b->batch);
+    if (p_changed)
+        fprintf(stderr, "topkp apply: --p %g overrides the file's /p on %lld of %lld rows\n",
+                (double)x->p, (long long)p_changed, (long long)b->batch);
+}
+
+/* "topkp apply: qrita (cpu) on 8 rows x 32000 in 1.2 ms: kept 50 tokens a row; wrote y.h5" */
+static void apply_report(const char *algo, const struct apply_args *x, const struct tkp_batch *b,
+                         const uint8_t *kept, int32_t draws, double us)
+{
+    char t[32], what[160] = "";
+    size_t used = 0;
+    if (kept && b->batch > 0) {
+        int64_t lo = INT64_MAX, hi = 0, sum = 0;
+        for (int64_t r = 0; r < b->batch; r++) {
+            int64_t n = 0;
+            for (int64_t j = 0; j < b->vocab; j++)
+                n += kept[r * b->vocab + j] != 0;
+            lo = n < lo ? n : lo, hi = n > hi ? n : hi, sum += n;
+        }
+        if (lo == hi)
+            used = (size_t)snprintf(what, sizeof what, "kept %lld tokens a row", (long long)lo);
+        else
+            used = (size_t)snprintf(what, sizeof what, "kept %lld to %lld tokens a row (mean %.1f)",
+                                    (long long)lo, (long long)hi, (double)sum / (double)b->batch);
+    }
+    if (draws)
+        snprintf(what + used, sizeof what - used, "%s%d draw%s a row", used ? ", " : "",
+                 (int)draws, draws == 1 ? "" : "s");
+    fprintf(stderr, "topkp apply: %s (%s) on %lld rows x %lld in %s: %s; wrote %s\n", algo,
+            x->backend == TKP_GPU ? "gpu" : "cpu", (long long)b->batch, (long long)b->vocab,
+            tkp_format_us(us, t, sizeof t), what, x->out);
+}
+
+/* Run the module on the batch and write the output file. */
+static int apply_run(const struct tkp_algo *a, const void *opts, const struct apply_args *x,
+                     struct tkp_batch *b, struct tkp_error *err)
+{
+    const int32_t draws = (a->outputs & TKP_OUT_SAMPLE) ? x->draws : 0;
+    const size_t kept_bytes = checked_bytes(b->batch, b->vocab, 1, TKP_MAX_LOGITS_ELEMS);
+    const size_t drawn_bytes = checked_bytes(b->batch, draws, sizeof(int64_t), TKP_MAX_LOGITS_ELEMS);
+    uint8_t *kept = (a->outputs & TKP_OUT_SET) && kept_bytes ? malloc(kept_bytes + 1) : NULL;
+    int64_t *samples = draws && drawn_bytes ? malloc(drawn_bytes + 1) : NULL;
+    int rc = TKP_OK;
+    if (((a->outputs & TKP_OUT_SET) && b->batch > 0 && !kept) || (draws && b->batch > 0 && !samples)) {
+        tkp_error_set(err, "out of host memory for the outputs of %lld rows x %lld columns and "
+                      "%d draws (limit %lld elements, TKP_MAX_LOGITS_ELEMS)", (long long)b->batch,
+                      (long long)b->vocab, (int)draws, (long long)TKP_MAX_LOGITS_ELEMS);
+        rc = TKP_ENOMEM;
+    }
+    const double t0 = tkp_now_us();
+    if (rc == TKP_OK)
+        rc = tkp_apply(a, opts, x->backend, b, kept, samples, draws, x->seed, x->offset, NULL, err);
+    const double us = tkp_now_us() - t0;
+    if (rc == TKP_OK) {
+        char options[512], partial[1100];
+        tkp_options_format(a, opts, options, sizeof options);
+        partial_path(x->out, partial, sizeof partial);
+        rc = tkp_apply_write(partial, b->batch, b->vocab, kept, samples, draws, a->name,
+                             x->backend == TKP_GPU ? "gpu" : "cpu", options, err);
+        rc = finish_output("apply", partial, x->out, rc, err);
+    }
+    if (rc == TKP_OK)
+        apply_report(a->name, x, b, kept, draws, us);
+    free(kept);
+    free(samples);
+    return rc;
+}
+
 static int cmd_apply(int argc, char **argv)
 {
     if (argc < 1)
-        return usage();
+        return missing("apply", "no ALGO given");
+    if (argv[0][0] == '-') {
+        fprintf(stderr, "topkp apply: ALGO comes first, got '%s' (see `topkp help apply`)\n",
+                argv[0]);
+        return 2;
+    }
     const struct tkp_algo *a = tkp_algo_find(argv[0]);
     if (!a) {
         fprintf(stderr, "topkp apply: unknown algorithm '%s' (see `topkp list`)\n", argv[0]);
         return 2;
     }
-    const char *in = NULL, *out = NULL;
-    enum tkp_backend backend = default_backend();
-    int32_t k = 0, draws = 1;
-    float p = 1.0f;
-    uint64_t seed = 0, offset = 0;
-    int force = 0;
+    struct apply_args x = { .backend = default_backend(), .k = 0, .draws = 1, .p = 1.0f };
     void *opts = calloc(1, a->opts_size ? a->opts_size : 1);
     if (!opts)
         return fail("apply", "out of host memory for the options");
     tkp_options_defaults(a, opts);
+    int rc = apply_parse(argc, argv, &x, a, opts);
+    if (rc || !output_allowed("apply", x.in, x.out, x.force)) {
+        free(opts);
+        return rc ? rc : 1;
+    }
     struct tkp_error err = { "" };
-    for (int i = 1; i < argc; i++) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(argv[i], "--in") == 0 && v)
-            in = argv[++i];
-        else if (strcmp(argv[i], "--out") == 0 && v)
-            out = argv[++i];
-        else if (strcmp(argv[i], "--force") == 0)
-            force = 1;
-        else if (strcmp(argv[i], "--backend") == 0)
-            backend = backend_arg("apply", argv[++i]);
-        else if (strcmp(argv[i], "--k") == 0)
-            k = (int32_t)int_arg("apply", "--k", argv[++i], -2147483647LL, 2147483647LL);
-        else if (strcmp(argv[i], "--p") == 0)
-            p = float_arg("apply", "--p", argv[++i]);
-        else if (strcmp(argv[i], "--draws") == 0)
-            draws = (int32_t)int_arg("apply", "--draws", argv[++i], 1, 1 << 24);
-        else if (strcmp(argv[i], "--seed") == 0)
-            seed = (uint64_t)int_arg("apply", "--seed", argv[++i], 0, 9223372036854775807LL);
-        else if (strcmp(argv[i], "--offset") == 0)
-            offset = (uint64_t)int_arg("apply", "--offset", argv[++i], 0, 9223372036854775807LL);
-        else if (strcmp(argv[i], "--set") == 0 && v) {
-            if (tkp_option_assign(a, opts, argv[++i], &err))
-                return fail("apply", err.msg);
-        } else
-            return usage();
-    }
-    if (!in || !out)
-        return usage();
-    if (!output_allowed("apply", in, out, force))
-        return 1;
     struct tkp_batch b;
-    if (tkp_logits_read(in, k, p, &b, &err))
-        return fail("apply", err.msg);
-    if (!(a->outputs & TKP_OUT_SAMPLE))
-        draws = 0;
-    const size_t kept_bytes = checked_bytes(b.batch, b.vocab, 1, TKP_MAX_LOGITS_ELEMS);
-    const size_t drawn_bytes = checked_bytes(b.batch, draws, sizeof(int64_t), TKP_MAX_LOGITS_ELEMS);
-    uint8_t *kept = (a->outputs & TKP_OUT_SET) && kept_bytes ? malloc(kept_bytes + 1) : NULL;
-    int64_t *samples = draws && drawn_bytes ? malloc(drawn_bytes + 1) : NULL;
-    int rc = TKP_OK;
-    if (((a->outputs & TKP_OUT_SET) && b.batch > 0 && !kept) || (draws && b.batch > 0 && !samples)) {
-        tkp_error_set(&err, "out of host memory for the outputs of %lld rows x %lld columns and "
-                      "%d draws (limit %lld elements, TKP_MAX_LOGITS_ELEMS)", (long long)b.batch,
-                      (long long)b.vocab, (int)draws, (long long)TKP_MAX_LOGITS_ELEMS);
-        rc = TKP_ENOMEM;
-    }
-    if (rc == TKP_OK)
-        rc = tkp_apply(a, opts, backend, &b, kept, samples, draws, seed, offset, NULL, &err);
+    rc = tkp_logits_read(x.in, x.k, x.p, &b, &err);
     if (rc == TKP_OK) {
-        char options[512], partial[1100];
-        tkp_options_format(a, opts, options, sizeof options);
-        partial_path(out, partial, sizeof partial);
-        rc = tkp_apply_write(partial, b.batch, b.vocab, kept, samples, draws, a->name,
-                             backend == TKP_GPU ? "gpu" : "cpu", options, &err);
-        rc = finish_output("apply", partial, out, rc, &err);
+        override_rows(&b, &x);
+        rc = apply_run(a, opts, &x, &b, &err);
+        tkp_batch_free(&b);
     }
-    free(kept);
-    free(samples);
     free(opts);
-    tkp_batch_free(&b);
     return rc ? fail("apply", err.msg) : 0;
+}
+
+static const char GEN_USAGE[] =
+    "usage: topkp gen DATASET --batch B --vocab V -o LOGITS.h5 [options]\n"
+    "\n"
+    "Writes B rows of V logits of a synthetic dataset (topkp list names them) in the\n"
+    "logits-file layout of datasets/README.md: /logits float32 [B, V], and /k, /p only when\n"
+    "asked.\n"
+    "\n"
+    "  --batch B    rows, 1 to 1048576\n"
+    "  --vocab V    columns, 1 to 8388608 (B x V within harness/limits_files.h)\n"
+    "  -o FILE      the output, written as FILE.partial and renamed\n"
+    "  --seed S     the dataset's seed (default 1)\n"
+    "  --k K        also write /k: K for every row (apply's --k overrides it)\n"
+    "  --p P        also write /p: P for every row (apply's --p overrides it)\n"
+    "  --force      overwrite an existing output\n";
+
+/* What gen asked for. */
+struct gen_args {
+    const char *dataset, *out;
+    long long batch, vocab;
+    uint64_t seed;
+    int32_t k;
+    float p;
+    int k_given, p_given, force;
+};
+
+static int gen_parse(int argc, char **argv, struct gen_args *g)
+{
+    for (int i = 0; i < argc; i++) {
+        const char *f = argv[i];
+        int rc = 0;
+        if (strcmp(f, "--force") == 0)
+            g->force = 1;
+        else if (strcmp(f, "--batch") == 0)
+            g->batch = int_arg("gen", f, flag_value("gen", argc, argv, &i), 1, 1 << 20);
+        else if (strcmp(f, "--vocab") == 0)
+            g->vocab = int_arg("gen", f, flag_value("gen", argc, argv, &i), 1, 1 << 23);
+        else if (strcmp(f, "--seed") == 0)
+            g->seed = (uint64_t)int_arg("gen", f, flag_value("gen", argc, argv, &i), 0,
+                                        9223372036854775807LL);
+        else if (strcmp(f, "--k") == 0)
+            g->k = (int32_t)int_arg("gen", f, flag_value("gen", argc, argv, &i), -2147483647LL,
+                                    2147483647LL), g->k_given = 1;
+        else if (strcmp(f, "--p") == 0)
+            g->p = float_arg("gen", f, flag_value("gen", argc, argv, &i)), g->p_given = 1;
+        else if (strcmp(f, "-o") == 0)
+            g->out = flag_value("gen", argc, argv, &i);
+        else
+            rc = positional("gen", f, &g->dataset);
+        if (rc)
+            return rc;
+    }
+    if (!g->dataset)
+        return missing("gen", "no DATASET given");
+    if (g->batch < 0)
+        return missing("gen", "--batch B is required");
+    if (g->vocab < 0)
+        return missing("gen", "--vocab V is required");
+    if (!g->out)
+        return missing("gen", "-o LOGITS.h5 is required");
+    return 0;
+}
+
+/* b's buffers for g's shape: /k and /p only when asked. */
+static int gen_alloc(const struct gen_args *g, struct tkp_batch *b, struct tkp_error *err)
+{
+    const size_t bytes = checked_bytes(g->batch, g->vocab, sizeof(float), TKP_MAX_LOGITS_ELEMS);
+    if (!bytes) {
+        tkp_error_set(err, "--batch %lld x --vocab %lld = %.4g elements is more than %lld "
+                      "(TKP_MAX_LOGITS_ELEMS, harness/limits_files.h)", g->batch, g->vocab,
+                      (double)g->batch * (double)g->vocab, (long long)TKP_MAX_LOGITS_ELEMS);
+        return TKP_EINVAL;
+    }
+    *b = (struct tkp_batch){ g->batch, g->vocab, malloc(bytes),
+                             g->k_given ? malloc(sizeof(int32_t) * (size_t)g->batch) : NULL,
+                             g->p_given ? malloc(sizeof(float) * (size_t)g->batch) : NULL };
+    if (!b->logits || (g->k_given && !b->k) || (g->p_given && !b->p)) {
+        tkp_error_set(err, "out of host memory for --batch %lld x --vocab %lld logits (%.3g GB)",
+                      g->batch, g->vocab, 1e-9 * (double)bytes);
+        tkp_batch_free(b);
+        return TKP_ENOMEM;
+    }
+    for (long long r = 0; r < g->batch; r++) {
+        if (b->k)
+            b->k[r] = g->k;
+        if (b->p)
+            b->p[r] = g->p;
+    }
+    return TKP_OK;
 }
 
 static int cmd_gen(int argc, char **argv)
 {
-    if (argc < 1)
-        return usage();
-    const char *name = argv[0], *out = NULL;
-    long long batch = -1, vocab = -1;
-    uint64_t seed = 1;
-    int32_t k = 0;
-    float p = 1.0f;
-    int force = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--force") == 0)
-            force = 1;
-        else if (strcmp(argv[i], "--batch") == 0)
-            batch = int_arg("gen", "--batch", argv[++i], 1, 1 << 20);
-        else if (strcmp(argv[i], "--vocab") == 0)
-            vocab = int_arg("gen", "--vocab", argv[++i], 1, 1 << 23);
-        else if (strcmp(argv[i], "--seed") == 0)
-            seed = (uint64_t)int_arg("gen", "--seed", argv[++i], 0, 9223372036854775807LL);
-        else if (strcmp(argv[i], "--k") == 0)
-            k = (int32_t)int_arg("gen", "--k", argv[++i], -2147483647LL, 2147483647LL);
-        else if (strcmp(argv[i], "--p") == 0)
-            p = float_arg("gen", "--p", argv[++i]);
-        else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
-            out = argv[++i];
-        else
-            return usage();
-    }
-    if (batch < 0 || vocab < 0 || !out)
-        return usage();
-    if (!output_allowed("gen", NULL, out, force))
+    struct gen_args g = { .batch = -1, .vocab = -1, .seed = 1 };
+    int rc = gen_parse(argc, argv, &g);
+    if (rc)
+        return rc;
+    if (!output_allowed("gen", NULL, g.out, g.force))
         return 1;
     struct tkp_error err = { "" };
-    const size_t bytes = checked_bytes(batch, vocab, sizeof(float), TKP_MAX_LOGITS_ELEMS);
-    if (!bytes) {
-        tkp_error_set(&err, "--batch %lld x --vocab %lld = %.4g elements is more than %lld "
-                      "(TKP_MAX_LOGITS_ELEMS, harness/limits_files.h)", batch, vocab,
-                      (double)batch * (double)vocab, (long long)TKP_MAX_LOGITS_ELEMS);
+    struct tkp_batch b;
+    if (gen_alloc(&g, &b, &err))
         return fail("gen", err.msg);
-    }
-    struct tkp_batch b = { batch, vocab, malloc(bytes), malloc(sizeof(int32_t) * (size_t)batch),
-                           malloc(sizeof(float) * (size_t)batch) };
-    if (!b.logits || !b.k || !b.p) {
-        tkp_error_set(&err, "out of host memory for --batch %lld x --vocab %lld logits (%.3g GB)",
-                      batch, vocab, 1e-9 * (double)bytes);
-        tkp_batch_free(&b);
-        return fail("gen", err.msg);
-    }
-    int rc = tkp_dataset_generate(name, seed, batch, vocab, b.logits, &err);
-    for (long long r = 0; r < batch; r++) {
-        b.k[r] = k;
-        b.p[r] = p;
-    }
+    rc = tkp_dataset_generate(g.dataset, g.seed, g.batch, g.vocab, b.logits, &err);
     char seed_text[32], partial[1100];
-    snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)seed);
-    const char *attrs[] = { "dataset", name, "seed", seed_text, NULL };
-    partial_path(out, partial, sizeof partial);
+    snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)g.seed);
+    const char *attrs[] = { "dataset", g.dataset, "seed", seed_text, NULL };
+    partial_path(g.out, partial, sizeof partial);
     if (rc == TKP_OK) {
         rc = tkp_logits_write(partial, &b, attrs, &err);
-        rc = finish_output("gen", partial, out, rc, &err);
+        rc = finish_output("gen", partial, g.out, rc, &err);
     }
     tkp_batch_free(&b);
     return rc ? fail("gen", err.msg) : 0;
 }
 
+static const char EXPORT_USAGE[] =
+    "usage: topkp export RESULTS.h5 [--sweep NAME]\n"
+    "\n"
+    "Prints the cells of every sweep of a results file (of `topkp run`) as TSV on stdout: one\n"
+    "header line, a first column `sweep`, then every field, by name.\n"
+    "\n"
+    "  --sweep NAME   only this sweep's cells\n";
+
 static int cmd_export(int argc, char **argv)
 {
-    if (argc < 1)
-        return usage();
-    const char *sweep = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--sweep") == 0 && i + 1 < argc)
-            sweep = argv[++i];
+    const char *file = NULL, *sweep = NULL;
+    for (int i = 0; i < argc; i++) {
+        int rc = 0;
+        if (strcmp(argv[i], "--sweep") == 0)
+            sweep = flag_value("export", argc, argv, &i);
         else
-            return usage();
+            rc = positional("export", argv[i], &file);
+        if (rc)
+            return rc;
     }
+    if (!file)
+        return missing("export", "no RESULTS.h5 given");
     struct tkp_error err = { "" };
-    return tkp_results_export(argv[0], sweep, stdout, &err) ? fail("export", err.msg) : 0;
+    return tkp_results_export(file, sweep, stdout, &err) ? fail("export", err.msg) : 0;
 }
+
+static const char INFO_USAGE[] =
+    "usage: topkp info RESULTS.h5\n"
+    "\n"
+    "Prints a results file's root attributes (provenance: version, commit, host, device,\n"
+    "copy bandwidth) and every run recorded under /runs, as name<TAB>value lines.\n";
 
 static int cmd_info(int argc, char **argv)
 {
-    if (argc != 1)
-        return usage();
+    const char *file = NULL;
+    for (int i = 0; i < argc; i++) {
+        int rc = positional("info", argv[i], &file);
+        if (rc)
+            return rc;
+    }
+    if (!file)
+        return missing("info", "no RESULTS.h5 given");
     struct tkp_error err = { "" };
-    return tkp_results_info(argv[0], stdout, &err) ? fail("info", err.msg) : 0;
+    return tkp_results_info(file, stdout, &err) ? fail("info", err.msg) : 0;
+}
+
+/* The subcommands: adding one is adding a row. */
+struct command {
+    const char *name, *summary, *usage;
+    int (*fn)(int argc, char **argv);
+};
+
+static const struct command commands[] = {
+    { "list", "the modules, peers, datasets and limits", LIST_USAGE, cmd_list },
+    { "run", "run a Lua config's sweeps into a results file", RUN_USAGE, cmd_run },
+    { "apply", "run one module on a logits file", APPLY_USAGE, cmd_apply },
+    { "gen", "write a logits file from a synthetic dataset", GEN_USAGE, cmd_gen },
+    { "export", "print a results file's cells as TSV", EXPORT_USAGE, cmd_export },
+    { "info", "print a results file's provenance and runs", INFO_USAGE, cmd_info },
+    { NULL, NULL, NULL, NULL },
+};
+
+static const struct command *command_find(const char *name)
+{
+    for (const struct command *c = commands; c->name; c++)
+        if (strcmp(c->name, name) == 0)
+            return c;
+    return NULL;
+}
+
+/* The overview: every subcommand with its summary. */
+static void overview(FILE *out)
+{
+    fputs("usage: topkp COMMAND [ARGUMENTS]\n\ncommands:\n", out);
+    for (const struct command *c = commands; c->name; c++)
+        fprintf(out, "  %-8s %s\n", c->name, c->summary);
+    fputs("\n`topkp help COMMAND` (or `topkp COMMAND --help`) lists a command's flags;\n"
+          "`topkp --version` prints the version. README.md has a five-minute tour.\n", out);
+}
+
+static int is_help(const char *arg)
+{
+    return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
+/* topkp help [COMMAND] */
+static int help(int argc, char **argv)
+{
+    if (argc > 1)
+        return bad_arg("help", argv[1]);
+    if (argc == 0 || is_help(argv[0])) {
+        overview(stdout);
+        return 0;
+    }
+    const struct command *c = command_find(argv[0]);
+    if (!c) {
+        fprintf(stderr, "topkp help: unknown command '%s' (see `topkp --help`)\n", argv[0]);
+        return 2;
+    }
+    fputs(c->usage, stdout);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -516,20 +806,31 @@ int main(int argc, char **argv)
     H5dont_atexit();
     /* A file-size limit (RLIMIT_FSIZE) fails the write with EFBIG, reported, not the process. */
     signal(SIGXFSZ, SIG_IGN);
-    if (argc < 2)
-        return usage();
-    const char *cmd = argv[1];
-    if (strcmp(cmd, "list") == 0)
-        return cmd_list(argc - 2, argv + 2);
-    if (strcmp(cmd, "run") == 0)
-        return cmd_run(argc - 2, argv + 2);
-    if (strcmp(cmd, "apply") == 0)
-        return cmd_apply(argc - 2, argv + 2);
-    if (strcmp(cmd, "gen") == 0)
-        return cmd_gen(argc - 2, argv + 2);
-    if (strcmp(cmd, "export") == 0)
-        return cmd_export(argc - 2, argv + 2);
-    if (strcmp(cmd, "info") == 0)
-        return cmd_info(argc - 2, argv + 2);
-    return usage();
+    if (argc < 2) {
+        overview(stderr);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (is_help(name) || strcmp(name, "help") == 0)
+        return help(argc - 2, argv + 2);
+    if (strcmp(name, "--version") == 0) {
+        if (argc > 2) {
+            fprintf(stderr, "topkp: unexpected argument '%s' after --version\n", argv[2]);
+            return 2;
+        }
+        printf("topkp %s (commit %s)\n", TKP_VERSION, TKP_GIT_COMMIT);
+        return 0;
+    }
+    const struct command *c = command_find(name);
+    if (!c) {
+        fprintf(stderr, "topkp: unknown %s '%s' (see `topkp --help`)\n",
+                name[0] == '-' ? "option" : "command", name);
+        return 2;
+    }
+    for (int i = 2; i < argc; i++)
+        if (is_help(argv[i])) {
+            fputs(c->usage, stdout);
+            return 0;
+        }
+    return c->fn(argc - 2, argv + 2);
 }

@@ -11,6 +11,7 @@
 #include "gpu.h"
 #include "logits_file.h"
 #include "peer_cell.h"
+#include "progress.h"
 #include "provenance.h"
 #include "results.h"
 #include "run_record.h"
@@ -48,7 +49,7 @@ static int load_rows(const struct tkp_cell *cell, int64_t rows, float *x, struct
     struct tkp_batch file;
     int rc = tkp_logits_read(cell->dataset + 5, 0, 1.0f, &file, err);
     if (rc == TKP_OK && file.vocab != cell->vocab) {
-        tkp_error_set(err, "%s has V=%lld, the cell asks for V=%lld", cell->dataset + 5,
+        tkp_error_set(err, "%s has V=%lld but the cell asks for V=%lld", cell->dataset + 5,
                       (long long)file.vocab, (long long)cell->vocab);
         rc = TKP_EINVAL;
     } else if (rc == TKP_OK && file.batch == 0) {
@@ -345,6 +346,18 @@ static int keep_only(struct tkp_plan *plan, const char *only, const char *config
     return TKP_OK;
 }
 
+/* --resume: the cells the file already holds are not run again (tkp_results_done). */
+static void skip_done_cells(struct tkp_progress *prog, const struct tkp_plan *plan,
+                            struct tkp_results *res, enum tkp_backend backend)
+{
+    for (size_t i = 0; i < plan->n; i++) {
+        struct tkp_cell_row row;
+        fill_row_identity(&plan->cells[i], backend, &row);
+        if (tkp_results_done(res, plan->cells[i].sweep, row.key))
+            tkp_progress_skip(prog, i);
+    }
+}
+
 int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
 {
     struct tkp_plan plan;
@@ -418,17 +431,21 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
         rc = TKP_EINVAL;
     }
 
-    double started = tkp_now_us();
-    size_t ran = 0, skipped = 0;
+    struct tkp_progress prog;
+    if (rc == TKP_OK)
+        rc = tkp_progress_init(&prog, &plan, err);
+    else
+        memset(&prog, 0, sizeof prog);
+    const int have_progress = prog.plan != NULL;
+    if (rc == TKP_OK && args->resume)
+        skip_done_cells(&prog, &plan, res, args->backend);
     for (size_t i = 0; i < plan.n && rc == TKP_OK; i++) {
+        if (tkp_progress_skipped(&prog, i))
+            continue;
         const struct tkp_cell *c = &plan.cells[i];
         struct tkp_cell_row row;
         fill_row_identity(c, args->backend, &row);
         row.run = run_index;
-        if (args->resume && tkp_results_done(res, c->sweep, row.key)) {
-            skipped++;
-            continue;
-        }
         double t0 = tkp_now_us(), *samples;
         int64_t n;
         run_cell(&plan, c, &env, &row, &samples, &n);
@@ -437,16 +454,11 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
         free(samples);
         if (rc) /* not recorded: the error says why, and no progress line claims the cell */
             break;
-        ran++;
-        double elapsed = (tkp_now_us() - started) * 1e-6;
-        double left = elapsed / (double)ran * (double)(plan.n - i - 1);
-        fprintf(stderr, "[%zu/%zu] %s %s%s%s V=%lld B=%lld k=%d p=%g: %s %.1f us%s%s  (%.0f s left)\n",
-                i + 1, plan.n, c->sweep, c->algo->name, c->variant[0] ? ":" : "", c->variant,
-                (long long)c->vocab, (long long)c->batch, c->k, (double)c->p, row.status,
-                row.median_us, row.message[0] ? " — " : "", row.message, left);
+        tkp_progress_done(&prog, i, &row, (tkp_now_us() - t0) * 1e-6, stderr);
     }
-    if (skipped)
-        fprintf(stderr, "resume: %zu cells were already done\n", skipped);
+    if (prog.skipped_n)
+        fprintf(stderr, "resume: %lld %s already done\n", (long long)prog.skipped_n,
+                prog.skipped_n == 1 ? "cell was" : "cells were");
     struct tkp_error end_err = { "" };
     if (!tkp_results_failed(res) && tkp_results_reserve(res, 0, &end_err) != TKP_OK && rc == TKP_OK) {
         *err = end_err;
@@ -459,6 +471,9 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
         tkp_run_record_end(res, run_index);
     }
     tkp_results_close(res);
+    if (have_progress)
+        tkp_progress_summary(&prog, args->output, rc == TKP_OK, stderr);
+    tkp_progress_free(&prog);
     cache_free(&env.cache);
     tkp_peer_session_close(&env.peers);
     tkp_gpu_timer_close(env.gpu);

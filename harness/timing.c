@@ -1,5 +1,6 @@
 /* timing.c — see timing.h. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -108,4 +109,23 @@ int tkp_time_repetitions(const struct tkp_timing *timing, const struct tkp_rep_s
         (*samples)[(*n)++] = dt;
     }
     return TKP_OK;
+}
+
+char *tkp_format_us(double us, char *buf, size_t n)
+{
+    const double s = us * 1e-6;
+    if (!isfinite(us) || us < 0)
+        snprintf(buf, n, "-");
+    else if (us < 999.95) /* thresholds at the rounding edge: never "1000.0 us" */
+        snprintf(buf, n, "%.1f us", us);
+    else if (us < 999950)
+        snprintf(buf, n, "%.1f ms", us * 1e-3);
+    else if (s < 59.995)
+        snprintf(buf, n, "%.2f s", s);
+    else if (s < 3599.5)
+        snprintf(buf, n, "%d min %02d s", (int)(lround(s) / 60), (int)(lround(s) % 60));
+    else
+        snprintf(buf, n, "%lld h %02d min", (long long)(llround(s / 60) / 60),
+                 (int)(llround(s / 60) % 60));
+    return buf;
 }

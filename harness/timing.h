@@ -29,6 +29,10 @@ int tkp_time_settled(const struct tkp_timing *t, const double *us, int64_t n);
 int tkp_time_should_stop(const struct tkp_timing *t, const double *us, int64_t n,
                          double total_us);
 double tkp_now_us(void); /* monotonic clock */
+/* A time for people to read, in the unit that suits it: "12.3 us", "150.4 ms", "1.50 s",
+ * "2 min 05 s", "1 h 03 min"; "-" for a negative or non-finite time. Every time the CLI
+ * prints goes through it. Returns buf. */
+char *tkp_format_us(double us, char *buf, size_t n);
 
 /* One source of timed repetitions: warm() runs once untimed; ready() (NULL: nothing) runs
  * once after the warm-up, before the first timed repetition (a CUDA graph is captured there);

@@ -1,5 +1,6 @@
 /* test_cli.c — the command line end to end: gen -> apply round trip against the oracle,
- * file values winning over --k/--p, clear errors for bad files and impossible problems. */
+ * --k/--p overriding the file's values (apply --help), clear errors for bad files and
+ * impossible problems. */
 #include <hdf5.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,8 +50,8 @@ TEST(cli_gen_then_apply_naive_sort_equals_oracle_on_every_row)
     for (int64_t r = 0; kept && samples && !test_failed() && r < b.batch; r++) {
         struct oracle_row o;
         char why[256];
-        /* the file gen wrote holds k=0, p=1 for every row, and a file value wins */
-        CHECK(b.k[r] == 0 && b.p[r] == 1.0f, "gen should write k=0 p=1, got %d %g", b.k[r],
+        /* gen wrote no /k or /p, so every row takes apply's --k 40 --p 0.8 */
+        CHECK(b.k[r] == 40 && b.p[r] == 0.8f, "gen should write no /k, /p: got %d %g", b.k[r],
               (double)b.p[r]);
         oracle_row_init(&o, b.logits + r * b.vocab, b.vocab, b.k[r], b.p[r]);
         CHECK(oracle_check_kept(&o, kept + r * b.vocab, why, sizeof why), "row %lld: %s",
@@ -65,11 +66,9 @@ TEST(cli_gen_then_apply_naive_sort_equals_oracle_on_every_row)
     tkp_batch_free(&b);
 }
 
-TEST(cli_apply_uses_command_line_k_p_when_the_file_has_none)
+/* A 2 x 6 logits file whose /k covers row 0 only (k = 1). */
+static void write_partial_k_file(const char *path)
 {
-    char out[4096], path[512], res[512];
-    snprintf(path, sizeof path, "%s/nokp.h5", scratch_dir());
-    snprintf(res, sizeof res, "%s/nokp-out.h5", scratch_dir());
     float x[2 * 6] = { 1, 5, 3, 2, 4, 0, 9, 9, 9, 1, 1, 1 };
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
@@ -77,19 +76,38 @@ TEST(cli_apply_uses_command_line_k_p_when_the_file_has_none)
     hid_t s = H5Screate_simple(2, dims, NULL);
     hid_t d = H5Dcreate2(f, "logits", H5T_NATIVE_FLOAT, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, x);
-    int32_t k_first[1] = { 1 }; /* /k covers row 0 only: row 1 takes --k */
+    int32_t k_first[1] = { 1 };
     hsize_t one = 1;
     hid_t s1 = H5Screate_simple(1, &one, NULL);
     hid_t dk = H5Dcreate2(f, "k", H5T_NATIVE_INT32, s1, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     H5Dwrite(dk, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, k_first);
     H5Dclose(dk), H5Sclose(s1), H5Dclose(d), H5Sclose(s), H5Fclose(f);
+}
+
+TEST(cli_apply_k_flag_overrides_the_file_and_the_file_fills_in_without_it)
+{
+    char out[4096], path[512], res[512];
+    snprintf(path, sizeof path, "%s/nokp.h5", scratch_dir());
+    snprintf(res, sizeof res, "%s/nokp-out.h5", scratch_dir());
+    write_partial_k_file(path);
+    /* --k 2 overrides the file's k = 1 on row 0, and says so */
     REQUIRE(run_cmd(out, sizeof out, "%s apply naive_sort --backend cpu --in %s --out %s --k 2", topkp_bin(),
                     path, res) == 0, "apply failed: %s", out);
+    CHECK(strstr(out, "--k 2 overrides the file's /k on 1 of 2 rows"), "no note of the override: %s", out);
     hsize_t kd[2];
     uint8_t *kept = read_2d(res, "kept", H5T_NATIVE_UINT8, 1, kd);
     REQUIRE(kept, "no /kept");
-    const uint8_t want[12] = { 0, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0 };
-    CHECK(memcmp(kept, want, 12) == 0, "row 0 must keep {1} (file k=1), row 1 {0,1} (--k 2 with ties to lower index)");
+    const uint8_t with_flag[12] = { 0, 1, 0, 0, 1, 0, 1, 1, 0, 0, 0, 0 };
+    CHECK(memcmp(kept, with_flag, 12) == 0, "--k 2 on both rows: row 0 keeps {1,4}, row 1 {0,1} (ties to the lower index)");
+    free(kept);
+    /* without --k: row 0 takes the file's k = 1, row 1 (left out of /k) has top-k off */
+    REQUIRE(run_cmd(out, sizeof out, "%s apply naive_sort --backend cpu --in %s --out %s --force", topkp_bin(),
+                    path, res) == 0, "apply failed: %s", out);
+    CHECK(!strstr(out, "overrides"), "no flag, no override note: %s", out);
+    kept = read_2d(res, "kept", H5T_NATIVE_UINT8, 1, kd);
+    REQUIRE(kept, "no /kept");
+    const uint8_t from_file[12] = { 0, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1 };
+    CHECK(memcmp(kept, from_file, 12) == 0, "row 0 must keep {1} (file k=1), row 1 everything (no k)");
     free(kept);
 }
 

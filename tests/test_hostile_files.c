@@ -379,7 +379,7 @@ TEST(hostile_files_long_keys_do_not_collide)
             out);
     REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --resume --force --backend cpu", bin, c2, h5) == 0,
             "resume: %s", out);
-    CHECK(strstr(out, "resume: 1 cells were already done"),
+    CHECK(strstr(out, "resume: 1 cell was already done"),
           "--resume must skip exactly the one done cell: %s", out);
     REQUIRE(run_cmd(out, sizeof out, "%s export %s", bin, h5) == 0, "export: %s", out);
     int key = tsv_column(out, "key"), dataset = tsv_column(out, "dataset"), rows = 0;
