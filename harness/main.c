@@ -5,7 +5,8 @@
  *   topkp apply ALGO --in LOGITS.h5 --out OUT.h5 [--backend cpu|gpu] [--k K] [--p P]
  *               [--draws N] [--seed S] [--offset O] [--set name=value]... [--force]
  *   topkp gen DATASET --batch B --vocab V [--seed S] [--k K] [--p P] -o LOGITS.h5 [--force]
- *   topkp export RESULTS.h5 [--sweep NAME]
+ *   topkp export RESULTS.h5 [--format tsv|csv|json] [--sweep NAME]
+ *   topkp compare A.h5 B.h5 [--threshold REL] [--sweep NAME]
  *   topkp info RESULTS.h5
  * Errors go to stderr with a non-zero exit. */
 #include <errno.h>
@@ -36,7 +37,8 @@ static int usage(void)
           "              [--draws N] [--seed S] [--offset O] [--set name=value]... [--force]\n"
           "  topkp gen DATASET --batch B --vocab V [--seed S] [--k K] [--p P] -o LOGITS.h5\n"
           "              [--force]   (--force: overwrite an existing output, never the input)\n"
-          "  topkp export RESULTS.h5 [--sweep NAME]\n"
+          "  topkp export RESULTS.h5 [--format tsv|csv|json] [--sweep NAME]\n"
+          "  topkp compare A.h5 B.h5 [--threshold REL] [--sweep NAME]   (B's medians against A's)\n"
           "  topkp info RESULTS.h5\n",
           stderr);
     return 2;
@@ -491,14 +493,17 @@ static int cmd_export(int argc, char **argv)
     if (argc < 1)
         return usage();
     const char *sweep = NULL;
+    enum tkp_export_format format = TKP_EXPORT_TSV;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--sweep") == 0 && i + 1 < argc)
             sweep = argv[++i];
-        else
+        else if (strcmp(argv[i], "--format") != 0 || i + 1 == argc ||
+                 tkp_export_format_of(argv[++i], &format) != 0)
             return usage();
     }
     struct tkp_error err = { "" };
-    return tkp_results_export(argv[0], sweep, stdout, &err) ? fail("export", err.msg) : 0;
+    return tkp_results_export_as(argv[0], sweep, format, stdout, &err) ? fail("export", err.msg)
+                                                                       : 0;
 }
 
 static int cmd_info(int argc, char **argv)
