@@ -20,6 +20,7 @@
 
 #include "../datasets/datasets.h"
 #include "apply.h"
+#include "compare.h"
 #include "h5util.h"
 #include "limits.h"
 #include "logits_file.h"
@@ -536,5 +537,7 @@ int main(int argc, char **argv)
         return cmd_export(argc - 2, argv + 2);
     if (strcmp(cmd, "info") == 0)
         return cmd_info(argc - 2, argv + 2);
+    if (strcmp(cmd, "compare") == 0)
+        return tkp_compare_main(argc - 2, argv + 2, stdout);
     return usage();
 }
