@@ -120,8 +120,9 @@ static void print_text(FILE *out, enum tkp_export_format f, const char *s)
 }
 
 /* TSV and CSV: %.9g, NaN as `nan` (a column that does not apply to the cell). JSON: the
- * shortest of %.15g, %.16g, %.17g that reads back as the same double; NaN and the infinities,
- * which JSON has no number for, as null. */
+ * shortest of %.15g, %.16g, %.17g that reads back as the same double, with ".0" when that
+ * looks like an integer (a float column stays float for JSON readers); NaN and the
+ * infinities, which JSON has no number for, as null. */
 static void print_double(FILE *out, enum tkp_export_format f, double v)
 {
     if (f != TKP_EXPORT_JSON) {
@@ -142,6 +143,8 @@ static void print_double(FILE *out, enum tkp_export_format f, double v)
             break;
     }
     fputs(buf, out);
+    if (!buf[strcspn(buf, ".e")])
+        fputs(".0", out);
 }
 
 /* One member of a row (a compound member of type `member` at `data`). */
