@@ -80,7 +80,20 @@ struct tkp_io {
     uint64_t seed, offset; /* Philox key and counter offset */
 };
 
-/* Statistics accumulated by a module over the rows it ran (zero where not meaningful). */
+/* Which statistics of struct tkp_stats a module's stats() reports for its options and problem
+ * (tkp_stats.reported): each is a column of the results row; the harness stores NaN in the
+ * columns a module does not report (README.md, "Results"). */
+enum {
+    TKP_STAT_HIT_RATE = 1u,     /* trunc_hits per row */
+    TKP_STAT_OUTLIERS = 2u,     /* outliers per row */
+    TKP_STAT_OUTLIER_MASS = 4u, /* outlier_mass per row */
+    TKP_STAT_ITERATIONS = 8u,   /* iterations per row */
+    TKP_STAT_ROUNDS = 16u,      /* rounds per row */
+    TKP_STAT_SORTED = 32u,      /* sorted per row */
+};
+
+/* Statistics accumulated by a module over the rows it ran (zero where not meaningful; which
+ * are meaningful, `reported` says). */
 struct tkp_stats {
     int64_t rows;
     int64_t trunc_hits;     /* rows where a truncation/candidate shortcut sufficed */
@@ -90,6 +103,7 @@ struct tkp_stats {
     double iterations;      /* total pivot-search iterations */
     double rounds;          /* total rejection rounds */
     double sorted;          /* total keys sorted (a sort-based boundary search) */
+    unsigned reported;      /* TKP_STAT_* of the statistics that apply (0: none) */
 };
 
 struct tkp_algo {

@@ -1,4 +1,5 @@
 /* cell_row.c — see cell_row.h. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,21 +52,41 @@ void tkp_row_times(struct tkp_cell_row *row, const struct tkp_batch *b, int set_
 {
     struct tkp_time_stats ts;
     tkp_time_summarize(samples, n, &ts);
-    row->noisy = n > 0 && !tkp_time_settled(timing, samples, n);
-    row->median_us = ts.median;
-    row->q1_us = ts.q1;
-    row->q3_us = ts.q3;
-    row->min_us = ts.min;
-    row->max_us = ts.max;
-    row->mean_us = ts.mean;
-    row->stdev_us = ts.stdev;
+    const int timed = n > 0 && samples;
+    row->noisy = timed && !tkp_time_settled(timing, samples, n);
+    row->median_us = timed ? ts.median : NAN;
+    row->q1_us = timed ? ts.q1 : NAN;
+    row->q3_us = timed ? ts.q3 : NAN;
+    row->min_us = timed ? ts.min : NAN;
+    row->max_us = timed ? ts.max : NAN;
+    row->mean_us = timed ? ts.mean : NAN;
+    row->stdev_us = timed && n > 1 ? ts.stdev : NAN;
     row->bytes_read = (double)(b->batch * b->vocab) * 4.0 + (double)b->batch * 8.0;
     row->bytes_written = (set_output ? (double)(b->batch * b->vocab) : 0.0) +
                          (double)(b->batch * draws) * 8.0;
-    if (ts.median > 0) {
+    row->gbps = row->bw_fraction = NAN;
+    if (timed && ts.median > 0) {
         row->gbps = (row->bytes_read + row->bytes_written) / (ts.median * 1e3);
-        row->bw_fraction = copy_gbps > 0 ? row->gbps / copy_gbps : 0.0;
+        row->bw_fraction = copy_gbps > 0 ? row->gbps / copy_gbps : NAN;
     }
+}
+
+/* stats->what per row when `bit` is reported, else NaN. */
+static double per_row(const struct tkp_stats *s, unsigned bit, double what)
+{
+    return s && s->rows > 0 && (s->reported & bit) ? what / (double)s->rows : NAN;
+}
+
+void tkp_row_stats(struct tkp_cell_row *row, const struct tkp_stats *s)
+{
+    const struct tkp_stats none = { 0 };
+    const struct tkp_stats *v = s ? s : &none;
+    row->hit_rate = per_row(s, TKP_STAT_HIT_RATE, (double)v->trunc_hits);
+    row->outliers = per_row(s, TKP_STAT_OUTLIERS, v->outliers);
+    row->outlier_mass = per_row(s, TKP_STAT_OUTLIER_MASS, v->outlier_mass);
+    row->iterations = per_row(s, TKP_STAT_ITERATIONS, v->iterations);
+    row->rounds = per_row(s, TKP_STAT_ROUNDS, v->rounds);
+    row->sorted = per_row(s, TKP_STAT_SORTED, v->sorted);
 }
 
 void tkp_row_status(struct tkp_cell_row *row, int rc, const char *message)

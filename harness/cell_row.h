@@ -16,10 +16,16 @@ int tkp_row_judge(struct tkp_cell_row *row, const struct tkp_batch *b, const uin
                   const int64_t *samples, int32_t draws, int rows, int exact_required,
                   struct tkp_error *err);
 /* Time statistics of the samples, whether they settled under `timing` (noisy otherwise), bytes
- * read and written, GB/s and the bandwidth fraction. */
+ * read and written, GB/s and the bandwidth fraction. Without samples the times, GB/s and the
+ * fraction are NaN; stdev_us is NaN below two samples, bw_fraction without a measured copy
+ * bandwidth. */
 void tkp_row_times(struct tkp_cell_row *row, const struct tkp_batch *b, int set_output,
                    int32_t draws, const double *samples, int64_t n,
                    const struct tkp_timing *timing, double copy_gbps);
+/* The module statistics columns (hit_rate, outliers, outlier_mass, iterations, rounds, sorted)
+ * per row from a module's stats; a column the module does not report (tkp_stats.reported), or
+ * every column when `s` is NULL or counted no rows, is NaN (README.md, "Results"). */
+void tkp_row_stats(struct tkp_cell_row *row, const struct tkp_stats *s);
 /* ok / unsupported / oom / error from a return code, and the message. */
 void tkp_row_status(struct tkp_cell_row *row, int rc, const char *message);
 

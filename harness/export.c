@@ -1,30 +1,154 @@
-/* export.c — `topkp export` and `topkp info`: any results file to TSV (one header line,
- * columns by name, so gnuplot and pandas read it) and its provenance attributes. The reader
- * is generic over the compound members it finds, so older files export too. A corrupt file
- * can crash or hang HDF5 itself, so each command reads the file in a child process and a
- * crash or a hang there is an error naming the file (README.md, "Results"). */
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/file.h>
+/* export.c — `topkp export` and `topkp info`: any results file to text, one row per cell with
+ * a first column `sweep` and then every column by name (README.md, "Results"): TSV (the
+ * default, what gnuplot and the figures read), CSV with RFC 4180 quoting, or JSON (an array of
+ * objects, numbers as numbers, NaN as null); and its provenance attributes. The reader is
+ * generic over the compound members it finds, so older files export too. A corrupt file can
+ * crash or hang HDF5 itself, so each command reads the file in a child process
+ * (read_guard.h). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include "limits_files.h"
 
 #include "h5util.h"
+#include "read_guard.h"
 #include "results.h"
 
 struct export_ctx {
     FILE *out;
     const char *only;
+    enum tkp_export_format format;
     int header_done, failed;
+    int64_t rows; /* rows written so far (JSON puts a comma before every row but the first) */
     char header[4096];
 };
 
-static void print_value(FILE *out, hid_t member, const char *data)
+int tkp_export_format_of(const char *name, enum tkp_export_format *format)
+{
+    static const char *const names[] = { "tsv", "csv", "json" };
+    for (int i = 0; i < 3; i++)
+        if (name && strcmp(name, names[i]) == 0) {
+            *format = (enum tkp_export_format)i;
+            return 0;
+        }
+    return -1;
+}
+
+/* TSV: the text with tabs and newlines as spaces (one line per row, as it always was). */
+static void tsv_text(FILE *out, const char *s)
+{
+    for (; *s; s++)
+        fputc(*s == '\t' || *s == '\n' ? ' ' : *s, out);
+}
+
+/* CSV (RFC 4180): quoted when it holds a comma, a quote or a line break; quotes doubled. */
+static void csv_text(FILE *out, const char *s)
+{
+    if (!s[strcspn(s, ",\"\r\n")]) {
+        fputs(s, out);
+        return;
+    }
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+/* Bytes of the valid UTF-8 sequence at s, or 0 when s does not start one. */
+static int utf8_length(const unsigned char *s)
+{
+    if (s[0] < 0x80)
+        return 1;
+    int n = s[0] >= 0xC2 && s[0] <= 0xDF ? 2 : s[0] >= 0xE0 && s[0] <= 0xEF ? 3
+            : s[0] >= 0xF0 && s[0] <= 0xF4                                ? 4
+                                                                          : 0;
+    unsigned char lo = 0x80, hi = 0xBF; /* the second byte's range (no overlong or surrogate) */
+    if (s[0] == 0xE0)
+        lo = 0xA0;
+    else if (s[0] == 0xED)
+        hi = 0x9F;
+    else if (s[0] == 0xF0)
+        lo = 0x90;
+    else if (s[0] == 0xF4)
+        hi = 0x8F;
+    for (int i = 1; i < n; i++)
+        if (s[i] < (i == 1 ? lo : 0x80) || s[i] > (i == 1 ? hi : 0xBF))
+            return 0;
+    return n;
+}
+
+/* JSON: a quoted string, `"` `\` and control characters escaped; a byte that is not valid
+ * UTF-8 becomes U+FFFD, so the output always parses. */
+static void json_text(FILE *out, const char *text)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    fputc('"', out);
+    while (*s) {
+        int n = utf8_length(s);
+        if (n == 0) {
+            fputs("\\ufffd", out);
+            s++;
+            continue;
+        }
+        if (*s == '"' || *s == '\\')
+            fprintf(out, "\\%c", *s);
+        else if (*s == '\n')
+            fputs("\\n", out);
+        else if (*s == '\t')
+            fputs("\\t", out);
+        else if (*s == '\r')
+            fputs("\\r", out);
+        else if (*s < 0x20)
+            fprintf(out, "\\u%04x", *s);
+        else
+            fwrite(s, 1, (size_t)n, out);
+        s += n;
+    }
+    fputc('"', out);
+}
+
+static void print_text(FILE *out, enum tkp_export_format f, const char *s)
+{
+    if (f == TKP_EXPORT_JSON)
+        json_text(out, s);
+    else if (f == TKP_EXPORT_CSV)
+        csv_text(out, s);
+    else
+        tsv_text(out, s);
+}
+
+/* TSV and CSV: %.9g, NaN as `nan` (a column that does not apply to the cell). JSON: the
+ * shortest of %.15g, %.16g, %.17g that reads back as the same double, with ".0" when that
+ * looks like an integer (a float column stays float for JSON readers); NaN and the
+ * infinities, which JSON has no number for, as null. */
+static void print_double(FILE *out, enum tkp_export_format f, double v)
+{
+    if (f != TKP_EXPORT_JSON) {
+        if (isnan(v))
+            fputs("nan", out);
+        else
+            fprintf(out, "%.9g", v);
+        return;
+    }
+    if (!isfinite(v)) {
+        fputs("null", out);
+        return;
+    }
+    char buf[40];
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    fputs(buf, out);
+    if (!buf[strcspn(buf, ".e")])
+        fputs(".0", out);
+}
+
+/* One member of a row (a compound member of type `member` at `data`). */
+static void print_value(FILE *out, enum tkp_export_format f, hid_t member, const char *data)
 {
     H5T_class_t c = H5Tget_class(member);
     size_t size = H5Tget_size(member);
@@ -33,10 +157,7 @@ static void print_value(FILE *out, hid_t member, const char *data)
         size_t n = size < sizeof buf - 1 ? size : sizeof buf - 1;
         memcpy(buf, data, n);
         buf[n] = 0;
-        for (char *p = buf; *p; p++)
-            if (*p == '\t' || *p == '\n')
-                *p = ' ';
-        fputs(buf, out);
+        print_text(out, f, buf);
     } else if (c == H5T_INTEGER) {
         long long v = 0;
         if (size == 8)
@@ -56,8 +177,93 @@ static void print_value(FILE *out, hid_t member, const char *data)
             memcpy(&w, data, 4);
             v = w;
         }
-        fprintf(out, "%.9g", v);
+        print_double(out, f, v);
+    } else if (f == TKP_EXPORT_JSON) {
+        fputs("null", out); /* a member of another class: no value, but valid JSON */
     }
+}
+
+/* The column names of a sweep, "sweep" first, tab-separated (to compare sweeps' columns). */
+static void header_of(hid_t mt, char *header, size_t n)
+{
+    size_t used = (size_t)snprintf(header, n, "sweep");
+    for (int m = 0; m < H5Tget_nmembers(mt) && used < n; m++) {
+        char *mn = H5Tget_member_name(mt, (unsigned)m);
+        used += (size_t)snprintf(header + used, n - used, "\t%s", mn ? mn : "");
+        H5free_memory(mn);
+    }
+}
+
+/* The header line: TSV as it is, CSV each name quoted as needed; JSON opens the array. */
+static void print_header(struct export_ctx *x, hid_t mt)
+{
+    if (x->format == TKP_EXPORT_JSON) {
+        fputc('[', x->out);
+        return;
+    }
+    if (x->format == TKP_EXPORT_TSV) {
+        fprintf(x->out, "%s\n", x->header);
+        return;
+    }
+    csv_text(x->out, "sweep");
+    for (int m = 0; m < H5Tget_nmembers(mt); m++) {
+        char *mn = H5Tget_member_name(mt, (unsigned)m);
+        fputc(',', x->out);
+        csv_text(x->out, mn ? mn : "");
+        H5free_memory(mn);
+    }
+    fputc('\n', x->out);
+}
+
+/* One row: TSV/CSV fields in column order; JSON an object {"sweep": ..., "<column>": ...}. */
+static void print_row(struct export_ctx *x, const char *sweep, hid_t mt, const char *row)
+{
+    const enum tkp_export_format f = x->format;
+    const char sep = f == TKP_EXPORT_CSV ? ',' : '\t';
+    if (f == TKP_EXPORT_JSON) {
+        fputs(x->rows ? ",\n{\"sweep\": " : "\n{\"sweep\": ", x->out);
+        json_text(x->out, sweep);
+    } else if (f == TKP_EXPORT_CSV) {
+        csv_text(x->out, sweep);
+    } else {
+        fputs(sweep, x->out);
+    }
+    for (int m = 0; m < H5Tget_nmembers(mt); m++) {
+        hid_t member = H5Tget_member_type(mt, (unsigned)m);
+        if (f == TKP_EXPORT_JSON) {
+            char *mn = H5Tget_member_name(mt, (unsigned)m);
+            fputs(", ", x->out);
+            json_text(x->out, mn ? mn : "");
+            fputs(": ", x->out);
+            H5free_memory(mn);
+        } else {
+            fputc(sep, x->out);
+        }
+        print_value(x->out, f, member, row + H5Tget_member_offset(mt, (unsigned)m));
+        H5Tclose(member);
+    }
+    fputs(f == TKP_EXPORT_JSON ? "}" : "\n", x->out);
+    x->rows++;
+}
+
+/* Every row of one opened cells table (its memory type mt, n rows). */
+static void export_rows(struct export_ctx *x, const char *name, hid_t d, hid_t mt, hssize_t n)
+{
+    size_t row_size = H5Tget_size(mt);
+    int members = H5Tget_nmembers(mt);
+    char *rows = n >= 0 && members > 0 && row_size > 0 ? malloc(row_size * (size_t)(n > 0 ? n : 1))
+                                                      : NULL;
+    if (!rows) {
+        fprintf(stderr, "export: sweep %s: its cells table cannot be read\n", name);
+        x->failed = 1;
+    } else if (!x->failed && n > 0 && H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0) {
+        fprintf(stderr, "export: sweep %s: its cells cannot be read (a corrupt file?)\n", name);
+        x->failed = 1;
+    } else if (!x->failed) {
+        for (hssize_t i = 0; i < n; i++)
+            print_row(x, name, mt, rows + (size_t)i * row_size);
+    }
+    free(rows);
 }
 
 static herr_t export_sweep(hid_t group, const char *name, const H5L_info_t *info, void *data)
@@ -71,94 +277,51 @@ static herr_t export_sweep(hid_t group, const char *name, const H5L_info_t *info
     hid_t d = H5Dopen2(group, path, H5P_DEFAULT), ft = d < 0 ? -1 : H5Dget_type(d);
     hid_t mt = ft < 0 ? -1 : H5Tget_native_type(ft, H5T_DIR_DEFAULT);
     hid_t s = d < 0 ? -1 : H5Dget_space(d);
-    if (d < 0 || ft < 0 || mt < 0 || s < 0 || H5Tget_class(ft) != H5T_COMPOUND) {
+    int ok = d >= 0 && ft >= 0 && mt >= 0 && s >= 0 && H5Tget_class(ft) == H5T_COMPOUND;
+    if (!ok) {
         fprintf(stderr, "export: sweep %s: its cells table cannot be opened\n", name);
         x->failed = 1;
-        if (s >= 0)
-            H5Sclose(s);
-        if (mt >= 0)
-            H5Tclose(mt);
-        if (ft >= 0)
-            H5Tclose(ft);
-        if (d >= 0)
-            H5Dclose(d);
-        return 1;
-    }
-    hssize_t n = H5Sget_simple_extent_npoints(s);
-    size_t row_size = H5Tget_size(mt);
-    int members = H5Tget_nmembers(mt);
-    char header[4096];
-    size_t used = (size_t)snprintf(header, sizeof header, "sweep");
-    for (int m = 0; m < members && used < sizeof header; m++) {
-        char *mn = H5Tget_member_name(mt, (unsigned)m);
-        used += (size_t)snprintf(header + used, sizeof header - used, "\t%s", mn);
-        H5free_memory(mn);
-    }
-    if (!x->header_done) {
-        fprintf(x->out, "%s\n", header);
-        snprintf(x->header, sizeof x->header, "%s", header);
-        x->header_done = 1;
-    } else if (strcmp(header, x->header) != 0) {
-        fprintf(stderr, "export: sweep %s has other columns; export it alone with --sweep\n",
-                name);
-        x->failed = 1;
-    }
-    char *rows = n >= 0 && members > 0 && row_size > 0 ? malloc(row_size * (size_t)(n > 0 ? n : 1))
-                                                      : NULL;
-    if (!rows) {
-        fprintf(stderr, "export: sweep %s: its cells table cannot be read\n", name);
-        x->failed = 1;
-    } else if (!x->failed && n > 0 && H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0) {
-        fprintf(stderr, "export: sweep %s: its cells cannot be read (a corrupt file?)\n", name);
-        x->failed = 1;
-    } else if (!x->failed && n > 0) {
-        for (hssize_t i = 0; i < n; i++) {
-            fputs(name, x->out);
-            for (int m = 0; m < members; m++) {
-                hid_t member = H5Tget_member_type(mt, (unsigned)m);
-                fputc('\t', x->out);
-                print_value(x->out, member, rows + (size_t)i * row_size +
-                                                H5Tget_member_offset(mt, (unsigned)m));
-                H5Tclose(member);
-            }
-            fputc('\n', x->out);
+    } else {
+        char header[4096];
+        header_of(mt, header, sizeof header);
+        if (!x->header_done) {
+            snprintf(x->header, sizeof x->header, "%s", header);
+            print_header(x, mt);
+            x->header_done = 1;
+        } else if (strcmp(header, x->header) != 0) {
+            fprintf(stderr, "export: sweep %s has other columns; export it alone with --sweep\n",
+                    name);
+            x->failed = 1;
         }
+        export_rows(x, name, d, mt, H5Sget_simple_extent_npoints(s));
     }
-    free(rows);
-    H5Sclose(s);
-    H5Tclose(mt);
-    H5Tclose(ft);
-    H5Dclose(d);
-    return 0;
+    if (s >= 0)
+        H5Sclose(s);
+    if (mt >= 0)
+        H5Tclose(mt);
+    if (ft >= 0)
+        H5Tclose(ft);
+    if (d >= 0)
+        H5Dclose(d);
+    return ok ? 0 : 1;
 }
 
-/* Why H5Fopen failed: the file is locked by a run (flock, results.c) or it is not HDF5. */
-static void open_failed(const char *path, struct tkp_error *err)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    int locked = fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-    int missing = fd < 0;
-    int e = errno;
-    if (fd >= 0)
-        close(fd);
-    if (missing)
-        tkp_error_set(err, "%s: cannot open: %s", path, strerror(e));
-    else if (locked)
-        tkp_error_set(err, "%s is in use by another topkp run (locked); read it when the run ends",
-                      path);
-    else
-        tkp_error_set(err, "%s: not a readable HDF5 file", path);
-}
+/* What export's child reads with: the sweep (or NULL for all) and the format. */
+struct export_req {
+    const char *sweep;
+    enum tkp_export_format format;
+};
 
-static int export_file(const char *path, const char *sweep, FILE *out, struct tkp_error *err)
+static int export_file(const char *path, const void *arg, FILE *out, struct tkp_error *err)
 {
+    const struct export_req *req = arg;
     h5_quiet();
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) {
-        open_failed(path, err);
+        tkp_read_open_failed(path, err);
         return TKP_EINVAL;
     }
-    struct export_ctx x = { out, sweep, 0, 0, "" };
+    struct export_ctx x = { .out = out, .only = req->sweep, .format = req->format };
     if (h5_exists(f, "/sweeps")) {
         hid_t g = H5Gopen2(f, "/sweeps", H5P_DEFAULT);
         if (g < 0 || H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, export_sweep, &x) < 0)
@@ -167,14 +330,16 @@ static int export_file(const char *path, const char *sweep, FILE *out, struct tk
             H5Gclose(g);
     }
     H5Fclose(f);
+    if (x.header_done && req->format == TKP_EXPORT_JSON)
+        fputs("\n]\n", out);
     if (x.failed) {
         tkp_error_set(err, "%s: not every sweep could be exported (a corrupt file? see above)",
                       path);
         return TKP_EINVAL;
     }
     if (!x.header_done) {
-        tkp_error_set(err, "%s: no sweep%s%s with cells", path, sweep ? " named " : "",
-                      sweep ? sweep : "");
+        tkp_error_set(err, "%s: no sweep%s%s with cells", path, req->sweep ? " named " : "",
+                      req->sweep ? req->sweep : "");
         return TKP_EINVAL;
     }
     return TKP_OK;
@@ -203,13 +368,13 @@ static herr_t print_run(hid_t group, const char *name, const H5L_info_t *info, v
     return 0;
 }
 
-static int info_file(const char *path, const char *sweep, FILE *out, struct tkp_error *err)
+static int info_file(const char *path, const void *arg, FILE *out, struct tkp_error *err)
 {
-    (void)sweep;
+    (void)arg;
     h5_quiet();
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) {
-        open_failed(path, err);
+        tkp_read_open_failed(path, err);
         return TKP_EINVAL;
     }
     hid_t root = H5Gopen2(f, "/", H5P_DEFAULT);
@@ -230,80 +395,23 @@ static int info_file(const char *path, const char *sweep, FILE *out, struct tkp_
     return TKP_OK;
 }
 
-typedef int (*read_fn)(const char *path, const char *sweep, FILE *out, struct tkp_error *err);
-
-/* Run fn in a child process (limited to TKP_READ_SECONDS) and return its status; a child that
- * crashed or hung is an error naming the file (*crashed = 1). The child's error message comes
- * back through a pipe. */
-static int read_guarded(read_fn fn, const char *path, const char *sweep, FILE *out,
-                        struct tkp_error *err, int *crashed)
+int tkp_results_export_as(const char *path, const char *sweep, enum tkp_export_format format,
+                          FILE *out, struct tkp_error *err)
 {
-    *crashed = 0;
-    int fds[2];
-    fflush(out);
-    if (pipe(fds) != 0)
-        return fn(path, sweep, out, err);
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return fn(path, sweep, out, err);
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        signal(SIGALRM, SIG_DFL);
-        /* a crash inside libhdf5 on a corrupt file ends this child by its signal, which the
-         * parent reports; a sanitizer's handler would turn it into a plain exit status */
-        signal(SIGSEGV, SIG_DFL);
-        signal(SIGBUS, SIG_DFL);
-        signal(SIGFPE, SIG_DFL);
-        alarm(TKP_READ_SECONDS);
-        int rc = fn(path, sweep, out, err);
-        fflush(out);
-        if (rc && write(fds[1], err->msg, strlen(err->msg)) < 0)
-            rc = TKP_EINVAL;
-        _exit(rc ? 1 : 0);
-    }
-    close(fds[1]);
-    char msg[sizeof err->msg] = "";
-    size_t got = 0;
-    for (ssize_t n; got < sizeof msg - 1 && (n = read(fds[0], msg + got, sizeof msg - 1 - got)) != 0;)
-        if (n > 0)
-            got += (size_t)n;
-        else if (errno != EINTR)
-            break;
-    msg[got] = 0;
-    close(fds[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    *crashed = WIFSIGNALED(status);
-    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) {
-        tkp_error_set(err, "%s: reading it did not finish within %d s (a corrupt results file?)",
-                      path, TKP_READ_SECONDS);
-        return TKP_EINVAL;
-    }
-    if (WIFSIGNALED(status)) {
-        tkp_error_set(err, "%s: a corrupt results file (HDF5 crashed reading it: %s)", path,
-                      strsignal(WTERMSIG(status)));
-        return TKP_EINVAL;
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        return TKP_OK;
-    tkp_error_set(err, "%s", msg[0] ? msg : "reading failed");
-    return TKP_EINVAL;
+    const struct export_req req = { sweep, format };
+    int crashed;
+    return tkp_read_guarded(export_file, path, &req, out, err, &crashed);
 }
 
 int tkp_results_export(const char *path, const char *sweep, FILE *out, struct tkp_error *err)
 {
-    int crashed;
-    return read_guarded(export_file, path, sweep, out, err, &crashed);
+    return tkp_results_export_as(path, sweep, TKP_EXPORT_TSV, out, err);
 }
 
 int tkp_results_info(const char *path, FILE *out, struct tkp_error *err)
 {
     int crashed;
-    return read_guarded(info_file, path, NULL, out, err, &crashed);
+    return tkp_read_guarded(info_file, path, NULL, out, err, &crashed);
 }
 
 int tkp_results_read_crashes(const char *path, struct tkp_error *err)
@@ -311,9 +419,10 @@ int tkp_results_read_crashes(const char *path, struct tkp_error *err)
     FILE *sink = fopen("/dev/null", "w");
     if (!sink)
         return 0;
+    const struct export_req req = { NULL, TKP_EXPORT_TSV };
     struct tkp_error ignored;
     int crashed;
-    read_guarded(export_file, path, NULL, sink, &ignored, &crashed);
+    tkp_read_guarded(export_file, path, &req, sink, &ignored, &crashed);
     fclose(sink);
     if (crashed)
         tkp_error_set(err, "%s", ignored.msg);

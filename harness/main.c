@@ -1,6 +1,6 @@
 /* main.c — the topkp command line. Each subcommand is one row of `commands` (name, summary,
  * usage text, function), near the end of this file:
- *   topkp list | run | apply | gen | export | info   (topkp help CMD prints its flags)
+ *   topkp list | run | apply | gen | export | compare | info   (topkp help CMD: its flags)
  *   topkp --help, -h, help [CMD], CMD --help: usage on stdout, exit 0; topkp --version
  * Usage errors (an unknown option, an extra argument, a bad value) exit 2 with a message naming
  * the argument; other errors go to stderr with exit 1. */
@@ -15,6 +15,7 @@
 
 #include "../datasets/datasets.h"
 #include "apply.h"
+#include "compare.h"
 #include "h5util.h"
 #include "limits.h"
 #include "logits_file.h"
@@ -697,21 +698,31 @@ static int cmd_gen(int argc, char **argv)
 }
 
 static const char EXPORT_USAGE[] =
-    "usage: topkp export RESULTS.h5 [--sweep NAME]\n"
+    "usage: topkp export RESULTS.h5 [--format tsv|csv|json] [--sweep NAME]\n"
     "\n"
-    "Prints the cells of every sweep of a results file (of `topkp run`) as TSV on stdout: one\n"
-    "header line, a first column `sweep`, then every field, by name.\n"
+    "Prints the cells of every sweep of a results file (of `topkp run`) on stdout: a first\n"
+    "column `sweep`, then every field, by name. A float that does not apply to a cell (the\n"
+    "times of an untimed cell, a statistic its module does not report) is nan (null in JSON).\n"
     "\n"
+    "  --format F     tsv (the default: one header line), csv (RFC 4180 quoting) or json (an\n"
+    "                 array of objects)\n"
     "  --sweep NAME   only this sweep's cells\n";
 
 static int cmd_export(int argc, char **argv)
 {
     const char *file = NULL, *sweep = NULL;
+    enum tkp_export_format format = TKP_EXPORT_TSV;
     for (int i = 0; i < argc; i++) {
         int rc = 0;
         if (strcmp(argv[i], "--sweep") == 0)
             sweep = flag_value("export", argc, argv, &i);
-        else
+        else if (strcmp(argv[i], "--format") == 0) {
+            const char *f = flag_value("export", argc, argv, &i);
+            if (tkp_export_format_of(f, &format) != 0) {
+                fprintf(stderr, "topkp export: --format needs tsv, csv or json, got '%s'\n", f);
+                return 2;
+            }
+        } else
             rc = positional("export", argv[i], &file);
         if (rc)
             return rc;
@@ -719,7 +730,47 @@ static int cmd_export(int argc, char **argv)
     if (!file)
         return missing("export", "no RESULTS.h5 given");
     struct tkp_error err = { "" };
-    return tkp_results_export(file, sweep, stdout, &err) ? fail("export", err.msg) : 0;
+    return tkp_results_export_as(file, sweep, format, stdout, &err) ? fail("export", err.msg)
+                                                                    : 0;
+}
+
+static const char COMPARE_USAGE[] =
+    "usage: topkp compare A.h5 B.h5 [--threshold REL] [--sweep NAME]\n"
+    "\n"
+    "For every cell the two results files share (the same sweep and cell key), B's median time\n"
+    "against A's: the ratio B/A, its distribution-free 95 % interval (from each median's order\n"
+    "statistics) and a verdict, then one summary line (N faster, N slower, N unchanged, N only\n"
+    "in A, N only in B, N not timed in both). A cell is faster or slower only when its interval\n"
+    "excludes 1 and its ratio is past the threshold.\n"
+    "\n"
+    "  --threshold REL   the relative difference that counts (default 0.02, in [0, 10])\n"
+    "  --sweep NAME      only this sweep's cells\n";
+
+static int cmd_compare(int argc, char **argv)
+{
+    const char *a = NULL, *b = NULL, *sweep = NULL;
+    double threshold = 0.02;
+    for (int i = 0; i < argc; i++) {
+        int rc = 0;
+        if (strcmp(argv[i], "--sweep") == 0)
+            sweep = flag_value("compare", argc, argv, &i);
+        else if (strcmp(argv[i], "--threshold") == 0) {
+            threshold = float_arg("compare", argv[i], flag_value("compare", argc, argv, &i));
+            if (!(threshold >= 0 && threshold <= 10)) {
+                fprintf(stderr, "topkp compare: --threshold needs a relative difference in "
+                        "[0, 10], such as 0.02, got %g\n", threshold);
+                return 2;
+            }
+        } else
+            rc = positional("compare", argv[i], a ? &b : &a);
+        if (rc)
+            return rc;
+    }
+    if (!b)
+        return missing("compare", "two results files are needed (A.h5 B.h5)");
+    struct tkp_error err = { "" };
+    return tkp_compare_files(a, b, sweep, threshold, stdout, &err) ? fail("compare", err.msg)
+                                                                    : 0;
 }
 
 static const char INFO_USAGE[] =
@@ -753,7 +804,9 @@ static const struct command commands[] = {
     { "run", "run a Lua config's sweeps into a results file", RUN_USAGE, cmd_run },
     { "apply", "run one module on a logits file", APPLY_USAGE, cmd_apply },
     { "gen", "write a logits file from a synthetic dataset", GEN_USAGE, cmd_gen },
-    { "export", "print a results file's cells as TSV", EXPORT_USAGE, cmd_export },
+    { "export", "print a results file's cells as TSV, CSV or JSON", EXPORT_USAGE, cmd_export },
+    { "compare", "compare two results files' median times, cell by cell", COMPARE_USAGE,
+      cmd_compare },
     { "info", "print a results file's provenance and runs", INFO_USAGE, cmd_info },
     { NULL, NULL, NULL, NULL },
 };

@@ -77,8 +77,21 @@ int64_t tkp_results_handle(struct tkp_results *r);
 /* Was a cell with this key already recorded as ok or unsupported? */
 int tkp_results_done(struct tkp_results *r, const char *sweep, const char *key);
 
-/* Print every sweep's cells (or only `sweep`) as TSV with one header line: a first column
- * `sweep`, then every field. Strings as written, numbers with %.9g. */
+/* What `topkp export --format` prints (README.md, "Results"): */
+enum tkp_export_format {
+    TKP_EXPORT_TSV,  /* one header line; tabs and newlines in strings as spaces; %.9g; NaN `nan` */
+    TKP_EXPORT_CSV,  /* the same columns, RFC 4180 quoting (a field with , " or a line break is
+                        quoted, quotes doubled), LF line ends; %.9g; NaN `nan` */
+    TKP_EXPORT_JSON, /* an array of objects {"sweep": ..., "<column>": ...}, one per line;
+                        numbers exact (round-trip); NaN and infinities null */
+};
+/* "tsv", "csv" or "json" into *format; -1 for any other name. */
+int tkp_export_format_of(const char *name, enum tkp_export_format *format);
+/* Print every sweep's cells (or only `sweep`) in `format`: a first column `sweep`, then every
+ * column of the cells table by name, in its order. Read in a child process (read_guard.h). */
+int tkp_results_export_as(const char *path, const char *sweep, enum tkp_export_format format,
+                          FILE *out, struct tkp_error *err);
+/* tkp_results_export_as in TSV. */
 int tkp_results_export(const char *path, const char *sweep, FILE *out, struct tkp_error *err);
 /* Print the root attributes as name<TAB>value lines. */
 int tkp_results_info(const char *path, FILE *out, struct tkp_error *err);

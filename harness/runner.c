@@ -194,13 +194,7 @@ static int run_module(const struct tkp_cell *cell, struct run_env *env, const st
         struct tkp_stats stats = { 0 };
         if (a->stats)
             a->stats(in.state, &stats);
-        double rows = stats.rows > 0 ? (double)stats.rows : 1.0;
-        row->hit_rate = (double)stats.trunc_hits / rows;
-        row->outliers = stats.outliers / rows;
-        row->outlier_mass = stats.outlier_mass / rows;
-        row->iterations = stats.iterations / rows;
-        row->rounds = stats.rounds / rows;
-        row->sorted = stats.sorted / rows;
+        tkp_row_stats(row, &stats);
         int exact = !(a->approximate && a->approximate(cell->opts));
         rc = tkp_row_judge(row, b, kept, drawn, draws, cell->verify_rows, exact, err);
     }
@@ -230,7 +224,9 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
     *samples = NULL;
     *n_samples = 0;
     struct cached_batch *e = cache_get(&env->cache, plan, cell, &err);
-    if (!e) {
+    if (!e) { /* no logits: untimed (NaN times, cell_row.h) */
+        const struct tkp_batch shape = { cell->batch, cell->vocab, NULL, NULL, NULL };
+        tkp_row_times(row, &shape, 0, 0, NULL, 0, &cell->timing, env->copy_gbps);
         tkp_row_status(row, TKP_EINVAL, err.msg);
         return;
     }
@@ -295,6 +291,7 @@ static void fill_row_identity(const struct tkp_cell *c, enum tkp_backend backend
     row->p = c->p_declared;
     row->draws = c->draws;
     row->seed = (int64_t)c->seed;
+    tkp_row_stats(row, NULL); /* NaN until a module reports them (peers never do) */
 }
 
 void tkp_plan_print(const struct tkp_plan *plan, FILE *out)

@@ -63,7 +63,9 @@ figure() { # figure STEM-KIND CAPTION
 tawk() {
     awk -F'\t' -v OFS=' & ' -v baseline="$BASELINE" '
         function tex(s) { gsub(/\\/, "\\textbackslash{}", s); gsub(/[_%&#$]/, "\\\\&", s); return s }
-        function num(x, f) { return x == "" || x == "NaN" ? "--" : sprintf(f, x) }
+        # "--" for an empty value and for NaN: "NaN" of figures.sh, "nan" of a column that does
+        # not apply to the cell (README.md, "Results")
+        function num(x, f) { return x == "" || tolower(x) ~ /^[-+]?nan$/ ? "--" : sprintf(f, x) }
         function rule(peer) { if (peer == 1 && !ruled) { ruled = 1; return "\\midrule\n" } return "" }
         FNR == NR { if ($1 !~ /^#/ && $1 != "table") { pub[$1, $2, $4] = $5; publabel[$1, $2] = $3 }; next }
         FNR == 1 { delete ix; for (i = 1; i <= NF; i++) ix[$i] = i; next }

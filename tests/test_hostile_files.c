@@ -418,7 +418,7 @@ static int libhdf5_sanitizer_report(const char *out)
 }
 
 /* Truncate and flip bytes of a small results file: export, info and run --resume exit 0 or 1
- * with an error naming the file, never crash or hang (under SAN=1, a sanitizer report inside libhdf5 also
+ * (compare against the intact file 0 or 2) with an error naming the file, never crash or hang (under SAN=1, a sanitizer report inside libhdf5 also
  * counts as the library's error). Seeded; the seed and the damage print on failure. */
 TEST(hostile_files_corrupt_results_do_not_crash)
 {
@@ -444,14 +444,17 @@ TEST(hostile_files_corrupt_results_do_not_crash)
             for (flips = 1 + rand() % 16; flips-- > 0;)
                 copy[(size_t)rand() % n] ^= (char)(1 << (rand() % 8));
         REQUIRE(write_file(bad, copy, len) == 0, "cannot write %s", bad);
-        for (int c = 0; c < 3; c++) {
-            const char *cmd = c == 2 ? "run" : c ? "info" : "export";
-            int rc = c == 2 ? run_cmd(out, sizeof out,
-                                      "{ timeout 60 %s run %s -o %s --resume --backend cpu 2>&1 "
-                                      ">/dev/null; }", bin, quick_config(), bad)
-                            : run_cmd(out, sizeof out, "{ timeout 60 %s %s %s 2>&1 >/dev/null; }",
-                                      bin, cmd, bad);
-            CHECK(rc == 0 || (rc == 1 && (strstr(out, bad) || libhdf5_sanitizer_report(out))),
+        for (int c = 0; c < 4; c++) {
+            const char *cmd = c == 3 ? "compare" : c == 2 ? "run" : c ? "info" : "export";
+            int rc = c == 3 ? run_cmd(out, sizeof out, "{ timeout 60 %s compare %s %s 2>&1 "
+                                      ">/dev/null; }", bin, bad, h5)
+                     : c == 2 ? run_cmd(out, sizeof out,
+                                        "{ timeout 60 %s run %s -o %s --resume --backend cpu 2>&1 "
+                                        ">/dev/null; }", bin, quick_config(), bad)
+                              : run_cmd(out, sizeof out, "{ timeout 60 %s %s %s 2>&1 >/dev/null; }",
+                                        bin, cmd, bad);
+            CHECK(rc == 0 ||
+                      (rc == 1 && (strstr(out, bad) || libhdf5_sanitizer_report(out))),
                   "seed %u trial %d (%s at %zu): %s exited %d: %.500s", seed, trial,
                   trial % 3 == 0 ? "truncated" : "flipped bytes from", at, cmd, rc, out);
         }

@@ -304,9 +304,13 @@ static int cake_run(void *state, const struct tkp_io *io, void *workspace, void 
     return TKP_OK;
 }
 
+/* The radix select's passes per row, and the rows it finished before its last pass (hit_rate),
+ * on the CPU; the GPU keeps its pass counts on the device (cake_run) and reports none. */
 static void cake_stats(const void *state, struct tkp_stats *out)
 {
-    *out = ((const struct cake_state *)state)->stats;
+    const struct cake_state *s = state;
+    *out = s->stats;
+    out->reported = s->pb.backend == TKP_CPU ? TKP_STAT_HIT_RATE | TKP_STAT_ITERATIONS : 0u;
 }
 
 const struct tkp_algo tkp_algo_cake = {

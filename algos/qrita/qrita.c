@@ -274,6 +274,20 @@ static int qrita_run(void *state, const struct tkp_io *io, void *workspace, void
     return TKP_OK;
 }
 
+/* The statistics that apply (tkp.h, TKP_STAT_*): the truncation's hits and outliers unless it
+ * is off, the outliers' mass where some row has top-p alone, and the keys sorted by
+ * search=sort or the iterations of a pivot search. A problem with neither filter: none. */
+static unsigned qrita_reported(const struct qrita_state *s)
+{
+    if (!s->pb.ops)
+        return 0;
+    unsigned r = s->opts.search == QRITA_SORT ? TKP_STAT_SORTED : TKP_STAT_ITERATIONS;
+    if (s->opts.truncation != QRITA_TRUNC_OFF)
+        r |= TKP_STAT_HIT_RATE | TKP_STAT_OUTLIERS |
+             (s->pb.ops & TKP_TOPP ? TKP_STAT_OUTLIER_MASS : 0u);
+    return r;
+}
+
 static void qrita_stats(const void *state, struct tkp_stats *out)
 {
     const struct qrita_state *s = state;
@@ -282,10 +296,13 @@ static void qrita_stats(const void *state, struct tkp_stats *out)
     if (s->pb.backend == TKP_GPU) {
         if (qrita_gpu_stats(&s->gpu, s->gpu_workspace, out) != TKP_OK)
             memset(out, 0, sizeof *out);
+        else
+            out->reported = qrita_reported(s);
         return;
     }
 #endif
     *out = s->stats;
+    out->reported = qrita_reported(s);
 }
 
 const struct tkp_algo tkp_algo_qrita = {

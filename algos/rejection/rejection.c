@@ -329,6 +329,7 @@ static void rej_stats(const void *state, struct tkp_stats *out)
             out->rows = s->pb.batch;
     }
 #endif
+    out->reported = TKP_STAT_ROUNDS | TKP_STAT_ITERATIONS; /* rejection rounds, bisection steps */
 }
 
 const struct tkp_algo tkp_algo_rejection = {

@@ -226,12 +226,14 @@ static void rtopk_stats(const void *state, struct tkp_stats *out)
             rtopk_gpu_iterations(s->gpu_iters, s->pb.batch, s->gpu_stream, &it, &err) == TKP_OK) {
             out->rows = s->pb.batch;
             out->iterations = it;
+            out->reported = TKP_STAT_ITERATIONS;
         }
         return;
     }
 #endif
     out->rows = s->rows;
     out->iterations = (double)s->iterations;
+    out->reported = TKP_STAT_ITERATIONS; /* the threshold search's passes */
 }
 
 const struct tkp_algo tkp_algo_rtopk = {

@@ -1,0 +1,107 @@
+/* read_guard.c — see read_guard.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "limits_files.h"
+#include "read_guard.h"
+
+void tkp_read_open_failed(const char *path, struct tkp_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int locked = fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    int missing = fd < 0;
+    int e = errno;
+    if (fd >= 0)
+        close(fd);
+    if (missing)
+        tkp_error_set(err, "%s: cannot open: %s", path, strerror(e));
+    else if (locked)
+        tkp_error_set(err, "%s is in use by another topkp run (locked); read it when the run ends",
+                      path);
+    else
+        tkp_error_set(err, "%s: not a readable HDF5 file", path);
+}
+
+/* The child: run fn under an alarm; its error message goes to the pipe. Never returns. */
+static void run_child(tkp_read_fn fn, const char *path, const void *arg, FILE *out,
+                      struct tkp_error *err, int fd)
+{
+    signal(SIGALRM, SIG_DFL);
+    /* a crash inside libhdf5 on a corrupt file ends this child by its signal, which the
+     * parent reports; a sanitizer's handler would turn it into a plain exit status */
+    signal(SIGSEGV, SIG_DFL);
+    signal(SIGBUS, SIG_DFL);
+    signal(SIGFPE, SIG_DFL);
+    alarm(TKP_READ_SECONDS);
+    int rc = fn(path, arg, out, err);
+    if (fflush(out) != 0 && !rc) {
+        tkp_error_set(err, "%s: cannot write what was read: %s", path, strerror(errno));
+        rc = TKP_EINVAL;
+    }
+    if (rc && write(fd, err->msg, strlen(err->msg)) < 0)
+        rc = TKP_EINVAL;
+    _exit(rc ? 1 : 0);
+}
+
+/* The child's message from the pipe (up to n - 1 bytes). */
+static void read_message(int fd, char *msg, size_t n)
+{
+    size_t got = 0;
+    for (ssize_t r; got < n - 1 && (r = read(fd, msg + got, n - 1 - got)) != 0;)
+        if (r > 0)
+            got += (size_t)r;
+        else if (errno != EINTR)
+            break;
+    msg[got] = 0;
+}
+
+int tkp_read_guarded(tkp_read_fn fn, const char *path, const void *arg, FILE *out,
+                     struct tkp_error *err, int *crashed)
+{
+    *crashed = 0;
+    int fds[2];
+    fflush(out);
+    if (pipe(fds) != 0)
+        return fn(path, arg, out, err);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return fn(path, arg, out, err);
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        run_child(fn, path, arg, out, err, fds[1]);
+    }
+    close(fds[1]);
+    char msg[sizeof err->msg];
+    read_message(fds[0], msg, sizeof msg);
+    close(fds[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    *crashed = WIFSIGNALED(status) && WTERMSIG(status) != SIGPIPE;
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGPIPE) { /* `topkp export F | head` */
+        tkp_error_set(err, "%s: the output was closed before all of it was written", path);
+        return TKP_EINVAL;
+    }
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) {
+        tkp_error_set(err, "%s: reading it did not finish within %d s (a corrupt results file?)",
+                      path, TKP_READ_SECONDS);
+        return TKP_EINVAL;
+    }
+    if (WIFSIGNALED(status)) {
+        tkp_error_set(err, "%s: a corrupt results file (HDF5 crashed reading it: %s)", path,
+                      strsignal(WTERMSIG(status)));
+        return TKP_EINVAL;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return TKP_OK;
+    tkp_error_set(err, "%s", msg[0] ? msg : "reading failed");
+    return TKP_EINVAL;
+}

@@ -1,0 +1,26 @@
+/* read_guard.h — reading a results file in a child process. A corrupt file can crash or hang
+ * libhdf5 itself, so `export`, `info`, `compare` and --resume's check read it in a child limited
+ * to TKP_READ_SECONDS: a crash or a hang there is an error naming the file, never a crash of
+ * topkp (README.md, "Results"). */
+#ifndef TKP_READ_GUARD_H
+#define TKP_READ_GUARD_H
+
+#include <stdio.h>
+
+#include "../algos/tkp.h"
+
+/* A reader: reads `path` (with its own argument `arg`), writes what it found to `out`;
+ * TKP_OK or an error code with err set. */
+typedef int (*tkp_read_fn)(const char *path, const void *arg, FILE *out, struct tkp_error *err);
+
+/* Run fn in a child process and return its status; what it writes to `out` is there when this
+ * returns (out is flushed before the child starts). A child that crashed or hung is an error
+ * naming the file (*crashed = 1); the child's own error message comes back through a pipe.
+ * Without a pipe or a fork, fn runs in this process. */
+int tkp_read_guarded(tkp_read_fn fn, const char *path, const void *arg, FILE *out,
+                     struct tkp_error *err, int *crashed);
+
+/* Why H5Fopen failed on `path`: missing, locked by a run (flock, results.c) or not HDF5. */
+void tkp_read_open_failed(const char *path, struct tkp_error *err);
+
+#endif
