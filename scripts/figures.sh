@@ -260,7 +260,15 @@ if [ "$(wc -l < "$base-ablation.tsv")" -ge 2 ]; then
     # per group: its title (and baseline), bars, log axis; the key: each sweep's variants and
     # what they set, then what they all share
     ab() { awk -F'\t' "$rows $1" "$base-ablation.tsv"; }
-    gtitles=$(ab '!s[c["gi"]]++ { printf "%s\"%s  (baseline %s)\"", (n++ ? " " : ""), c["group"], c["baseline"] }')
+    # a group's title: the words of its name that differ among the groups; the others once
+    gwords='!s[c["gi"]]++ { g[++n] = c["group"]; b[n] = c["baseline"] }
+        END { m = split(g[1], w0, " "); for (j = 1; j <= m; j++) same[j] = 1
+              for (i = 2; i <= n; i++) { split(g[i], w, " "); for (j = 1; j <= m; j++) if (w[j] != w0[j]) same[j] = 0 }'
+    gtitles=$(ab "$gwords"' for (i = 1; i <= n; i++) { split(g[i], w, " "); t = ""
+                for (j = 1; j <= m; j++) if (!same[j] || n == 1) t = t (t == "" ? "" : " ") w[j]
+                printf "%s\"%s  (baseline %s)\"", (i > 1 ? " " : ""), t, b[i] } }')
+    gcommon=$(ab "$gwords"' if (n > 1) { t = ""; for (j = 1; j <= m; j++) if (same[j]) t = t (t == "" ? "" : " ") w0[j]
+                printf "every bar: %s", t } }')
     gbars=$(ab '{ b[c["gi"]]++; if (c["gi"] > ng) ng = c["gi"] } END { for (g = 1; g <= ng; g++) printf "%s%d", (g > 1 ? " " : ""), b[g] }')
     glog=$(ab '!s[c["gi"]]++ { printf "%s%d", (n++ ? " " : ""), c["ylog"] }')
     keylines=$(ab '{ if (!(c["sweep"] in ns)) { ns[c["sweep"]] = 1; sw[++n] = c["sweep"]; com[n] = c["common"] }
@@ -268,8 +276,12 @@ if [ "$(wc -l < "$base-ablation.tsv")" -ge 2 ]; then
         END { for (i = 1; i <= n; i++) { pre = n > 1 ? sw[i] " " : ""
                 for (j = 1; j <= nk[i]; j++) printf "%s\"%s%s\"", (out++ ? " " : ""), pre, k[i, j]
                 if (com[i] != "") printf " \"%sall variants:  %s\"", pre, com[i] } }')
+    bargroup=$(ab '{ printf "%s%s", (NR > 2 ? " " : ""), c["gi"] }')
+    barx=$(ab '{ printf "%s%s", (NR > 2 ? " " : ""), c["x"] }')
+    barlabels=$(ab '{ printf "%s\"%s\"", (NR > 2 ? " " : ""), c["variant"] }')
     draw ablation.gp "$base-ablation" "$base-ablation.tsv" "$names" "gtitles=$(gq "$gtitles")" \
-        "gbars='$gbars'" "glog='$glog'" "keylines=$(gq "$keylines")"
+        "gbars='$gbars'" "glog='$glog'" "keylines=$(gq "$keylines")" "bargroup='$bargroup'" \
+        "barx='$barx'" "barlabels=$(gq "$barlabels")" "gcommon=$(gq "$gcommon")"
     kinds+=(ablation)
 fi
 
