@@ -7,7 +7,7 @@
 # many rows as that takes, so no entry is cut and none lies over data (README.md, "Figures").
 # When the figure has one x value (`nx` = 1: a Table-4-like file) each panel is a labelled
 # dot plot instead: a row per series, its value on a log axis, written beside the dot.
-# Set before loading: what, ycol, ylab, present; optional: reference (a dotted y line, e.g. 1
+# Set before loading: what, ycol, ylab, present; optional: yformat (the y tics' format), reference (a dotted y line, e.g. 1
 # for speed-ups), errlo/errhi (columns of error bars), floor (memory: zero values are drawn
 # on a dotted line at this y, its tic reading "0 B"), ydecades "lo hi" (with floor).
 if (!exists("reference")) reference = NaN
@@ -19,6 +19,12 @@ if (!exists("xlog")) xlog = 1
 if (!exists("xlab")) xlab = "batch (rows)"
 if (!exists("fixed")) fixed = ""
 if (!exists("note")) note = ""
+if (!exists("yformat")) yformat = "% h"
+if (!exists("xvals")) xvals = ""
+# up to 8 x values: a tic at each (a k sweep's 1 8 50 200 1000), else gnuplot's own
+data_xtics = words(xvals) >= 1 && words(xvals) <= 8 ? \
+    'set xtics (); do for [j = 1:words(xvals)] { xv = real(word(xvals, j)); set xtics add (sprintf("%g", xv) xv) }' : \
+    'set xtics autofreq'
 nr = words(frows)
 nc = words(fcols)
 dots = nx == 1
@@ -73,9 +79,9 @@ floor_tics = 'set ytics ("0 B" floor); \
     do for [e = int(word(ydecades, 1)):int(word(ydecades, 2)):ystep] { set ytics add (gprintf("%.0s %cB", 10.0**e) 10.0**e) }; \
     set mytics 10; set yrange [floor / 2.5:10.0**(int(word(ydecades, 2)) + 0.3)]'
 if (floor == floor) ystep = (int(word(ydecades, 2)) - int(word(ydecades, 1)) > 8) ? 2 : 1
-axes_line = 'unset logscale; set xrange [*:*]; set autoscale xfix; set offsets graph 0.04, graph 0.04, 0, 0; set xtics autofreq; if (xlog) { set logscale x }; set logscale y; \
+axes_line = 'unset logscale; set xrange [*:*]; set autoscale xfix; set offsets graph 0.04, graph 0.04, 0, 0; eval data_xtics; if (xlog) { set logscale x }; set logscale y; \
     if (floor == floor) { eval floor_tics } else { set ytics autofreq; set yrange [*:*] }; \
-    set xlabel xlab noenhanced; set ylabel ylab noenhanced'
+    set format y yformat; set format x "% h"; set xlabel xlab noenhanced; set ylabel ylab noenhanced'
 plot_line = 'plot for [i = 1:nlines] datafile using "fx":(keep(r, c, i)) with linespoints lt S[i] title L[i], \
     for [i = 1:(errlo ne "" ? nlines : 0)] datafile using "fx":(keep(r, c, i)):errlo:errhi with yerrorbars lt S[i] dt 1 lw 1 pt 0 notitle, \
     datafile using "fx":(noisy_at(r, c)) @noisy_style notitle, \
@@ -84,7 +90,7 @@ plot_line = 'plot for [i = 1:nlines] datafile using "fx":(keep(r, c, i)) with li
 # dot plot: series i at y = i (top down), its value on x, written beside the dot
 axes_dots = 'unset logscale; set logscale x; set yrange [nlines + 0.7:0.3]; set ytics (); set grid xtics ytics; \
     do for [i = 1:nlines] { set ytics add ((pcol(r, c) == 1 ? L[i] : "") i) }; set ytics scale 0 noenhanced; \
-    set offsets graph 0.05, graph 0.25, 0, 0; set xlabel ylab noenhanced; unset ylabel; \
+    set offsets graph 0.05, graph 0.25, 0, 0; set format x yformat; set xlabel ylab noenhanced; unset ylabel; \
     if (floor == floor) { eval floor_xtics } else { set xrange [*:*]; set xtics autofreq }'
 floor_xtics = 'set xtics ("0 B" floor); \
     do for [e = int(word(ydecades, 1)):int(word(ydecades, 2)):ystep] { set xtics add (gprintf("%.0s %cB", 10.0**e) 10.0**e) }; \

@@ -6,7 +6,8 @@
 # with the columns fx, frow, fcol, ri, ci, skey, level before the TSV's own, sorted by panel,
 # series and x, to stdout, and the layout to the file `meta` (one "name<TAB>value" a line;
 # "series" lines list every series in drawing order). Variables: X, BY, FACET (may be empty),
-# meta. mawk-compatible: no asort, no gensub.
+# meta, sweeps (a file of the sweeps' names in declaration order, one a line; sweeps not in it
+# come after them, in the order of the rows). mawk-compatible: no asort, no gensub.
 BEGIN {
     FS = OFS = "\t"
     nax = split("sweep dataset vocab batch k p mode algo", AX, " ")
@@ -16,6 +17,7 @@ BEGIN {
     for (i = 1; i <= 4; i++) moderank[M[i]] = i
     title["batch"] = "batch (rows)"; title["vocab"] = "vocabulary V (tokens)"
     title["k"] = "k (top-k)"; title["p"] = "p (top-p)"
+    while (sweeps != "" && (getline l < sweeps) > 0) declared[l] = ++ndeclared
 }
 function fail(msg) { print "figures.sh: " msg > "/dev/stderr"; failed = 1; exit 2 }
 # the value of axis a in row r, and how a panel, a key or a title names it
@@ -35,6 +37,7 @@ function skey_of(r, a,   v) {
     if (a in numeric) return sprintf("%022.6f", v + 1e6)
     if (a == "mode") return sprintf("%02d", moderank[v])
     if (a == "algo") return sprintf("%06d%09d", R[r, "sortkey"] + 0, first[a, v])
+    if (a == "sweep" && (v in declared)) return sprintf("%09d", declared[v])
     return sprintf("%09d", first[a, v])
 }
 function has(list, a) { return index(" " list " ", " " a " ") > 0 }
@@ -141,7 +144,9 @@ END {
     for (i = 1; i <= ncols; i++) ci[CV[i]] = i
     for (i = 1; i <= nser; i++) si[SV[i]] = i
     for (i = 1; i <= nlv; i++) li[LVV[i]] = i
-    nx = 0; for (x in xs) nx++
+    nx = 0; for (x in xs) { nx++; XK[nx] = sprintf("%030.9f", x + 0); XV[nx] = x + 0 }
+    sort2(XK, XV, nx)
+    xvals = ""; for (i = 1; i <= nx; i++) xvals = xvals (i > 1 ? " " : "") XV[i]
     # the axes with one value over every drawn cell, for the figure's subtitle
     fixed = ""
     split("sweep dataset vocab batch k p mode", Fx, " ")
@@ -154,7 +159,7 @@ END {
     rows = ""; for (i = 1; i <= nrows; i++) rows = rows (i > 1 ? " " : "") qword(RV[i] == "" ? "-" : RV[i])
     cols = ""; for (i = 1; i <= ncols; i++) cols = cols (i > 1 ? " " : "") qword(CV[i] == "" ? "-" : CV[i])
     print "x", X > meta; print "xlab", title[X] > meta
-    print "xlog", (X == "p" ? 0 : 1) > meta; print "nx", nx > meta
+    print "xlog", (X == "p" ? 0 : 1) > meta; print "nx", nx > meta; print "xvals", xvals > meta
     print "nrows", nrows > meta; print "ncols", ncols > meta
     print "rows", rows > meta; print "cols", cols > meta
     print "by", sers > meta; print "facet", facet > meta; print "fixed", fixed > meta

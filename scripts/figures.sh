@@ -137,8 +137,12 @@ kinds=()
 awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "variant") v = i; print; next } $v == ""' "$base.tsv" > "$base-plain.tsv"
 layout_ok=1
 if [ "$(wc -l < "$base-plain.tsv")" -ge 2 ]; then
-    awk -v X="${X:-}" -v BY="${BY:-}" -v FACET="${FACET:-}" -v meta="$base-layout.txt" \
+    # the sweeps in declaration order: the first run record's first_rows ("sweep=row,...")
+    awk -F'\t' '/^run / { n++ } n == 1 && $1 == "first_rows" { k = split($2, f, ","); for (i = 1; i <= k; i++) { sub(/=[0-9]*$/, "", f[i]); print f[i] }; exit }' \
+        "$base-info.tsv" > "$base-sweeps.txt"
+    awk -v X="${X:-}" -v BY="${BY:-}" -v FACET="${FACET:-}" -v meta="$base-layout.txt" -v sweeps="$base-sweeps.txt" \
         -f "$top/scripts/figures-layout.awk" "$base-plain.tsv" > "$base-lines.tsv" || exit 2
+    rm -f "$base-sweeps.txt"
     awk -f "$top/scripts/figures-style.awk" "$top/plots/palette.tsv" "$base-layout.txt" > "$base-styles.tsv"
 else
     layout_ok=0
@@ -211,7 +215,7 @@ grid() {
     note=$(meta dropped)
     draw "$gp" "$base${kind:+-$kind}" "$base-lines.tsv" "$names" "present='$present'" \
         "frows=$(gq "$(meta rows)")" "fcols=$(gq "$(meta cols)")" "xlab=$(gq "$(meta xlab)")" \
-        "xlog=$(meta xlog)" "nx=$(meta nx)" "fixed=$(gq "$(fixed_line)")" "note=$(gq "$note")" \
+        "xlog=$(meta xlog)" "nx=$(meta nx)" "xvals='$(meta xvals)'" "fixed=$(gq "$(fixed_line)")" "note=$(gq "$note")" \
         "${extra[@]}" "$@"
     kinds+=("${kind:-time}")
 }
