@@ -1,8 +1,7 @@
 # common.gp — shared setup loaded by every plots/*.gp: the TSV reader (tab separated, columns
 # by name from the header), the device/commit label, the lines to draw as arrays L (names) and
 # S (linetypes, in the colours of plots/palette.tsv) with `longest` (the longest name's
-# length), and
-# `render`, which draws the figure's `body` once per output format.
+# length), and `render`, which draws the figure's `body` once per output format.
 # Variables from scripts/figures.sh: datafile, outbase, label, formats (default "png pdf"),
 # lines (the names of the lines to draw, as gnuplot words) with their colours, points and
 # dashes, and per figure width/height in pixels (the PDF is drawn at 150 px per inch).

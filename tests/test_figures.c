@@ -833,10 +833,18 @@ TEST(figures_ablation_bars_in_declaration_order_against_the_declared_baseline)
     CHECK(run_cmd(out, sizeof out, "%s info %s", topkp_bin(), res) == 0 &&
               strstr(out, "ablation:ord\tM/Z/A/M\n"),
           "the run record must keep baseline and order (ablation:ord = M/Z/A/M): %s", out);
-    REQUIRE(draw_figures(res, "abl-order", "", "png pdf") == 0, "figures.sh failed");
+    REQUIRE(draw_figures(res, "abl-order", "", "png pdf svg") == 0, "figures.sh failed");
     check_drawn(scratch_dir(), "abl-order/abl-order", "-ablation");
     char path[600], order[128];
     int repeats;
+    /* three bars make a narrow figure: it is still as wide as its title (7.6 px a character) */
+    snprintf(path, sizeof path, "%s/abl-order/abl-order-ablation.svg", scratch_dir());
+    char *svg = slurp(path);
+    const char *w = svg ? strstr(svg, "width=\"") : NULL, *t = svg ? strstr(svg, "<text>Ablation") : NULL;
+    size_t title = t ? strcspn(t + 6, "<") : 0;
+    CHECK(w && t && atof(w + 7) >= 7.6 * (double)title,
+          "%s: %.0f px wide for a title of %zu characters", path, w ? atof(w + 7) : 0, title);
+    free(svg);
     snprintf(path, sizeof path, "%s/abl-order/abl-order-ablation.tsv", scratch_dir());
     column_values(path, "variant", order, sizeof order, &repeats);
     CHECK(strcmp(order, "|Z|A|M|") == 0, "bars in order %s, want the declared |Z|A|M|", order);
