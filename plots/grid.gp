@@ -7,7 +7,9 @@
 # many rows as that takes, so no entry is cut and none lies over data (README.md, "Figures").
 # When the figure has one x value (`nx` = 1: a Table-4-like file) each panel is a labelled
 # dot plot instead: a row per series, its value on a log axis, written beside the dot.
-# Set before loading: what, ycol, ylab, present; optional: yformat (the y tics' format), reference (a dotted y line, e.g. 1
+# Set before loading: what, ycol, ylab, present; optional: yformat (the y tics' format), yscale
+# (a factor on ycol and the error columns: the time figure's us in seconds), vunit (the unit
+# of the dot plot's value labels, with an SI prefix; "-": plain numbers), reference (a dotted y line, e.g. 1
 # for speed-ups), errlo/errhi (columns of error bars), floor (memory: zero values are drawn
 # on a dotted line at this y, its tic reading "0 B"), ydecades "lo hi" (with floor).
 if (!exists("reference")) reference = NaN
@@ -20,6 +22,8 @@ if (!exists("xlab")) xlab = "batch (rows)"
 if (!exists("fixed")) fixed = ""
 if (!exists("note")) note = ""
 if (!exists("yformat")) yformat = "% h"
+if (!exists("yscale")) yscale = 1
+if (!exists("vunit")) vunit = "-"
 if (!exists("xvals")) xvals = ""
 # up to 8 x values: a tic at each (a k sweep's 1 8 50 200 1000), else gnuplot's own
 data_xtics = words(xvals) >= 1 && words(xvals) <= 8 ? \
@@ -28,7 +32,8 @@ data_xtics = words(xvals) >= 1 && words(xvals) <= 8 ? \
 nr = words(frows)
 nc = words(fcols)
 dots = nx == 1
-yval(dummy) = (floor == floor && column(ycol) == 0) ? floor : column(ycol)
+yval(dummy) = (floor == floor && column(ycol) == 0) ? floor : column(ycol) * yscale
+err(name) = column(name) * yscale
 keep(r, c, i) = column("ri") == r && column("ci") == c && strcol("skey") eq L[i] ? yval(0) : NaN
 noisy_at(r, c) = column("ri") == r && column("ci") == c && is_noisy(0) ? yval(0) : NaN
 # geometry in pixels (common.gp's char_px: the width of a character of the PNG font); panels
@@ -82,8 +87,8 @@ if (floor == floor) ystep = (int(word(ydecades, 2)) - int(word(ydecades, 1)) > 8
 axes_line = 'unset logscale; set xrange [*:*]; set autoscale xfix; set offsets graph 0.04, graph 0.04, 0, 0; eval data_xtics; if (xlog) { set logscale x }; set logscale y; \
     if (floor == floor) { eval floor_tics } else { set ytics autofreq; set yrange [*:*] }; \
     set format y yformat; set format x "% h"; set xlabel xlab noenhanced; set ylabel ylab noenhanced'
-plot_line = 'plot for [i = 1:nlines] datafile using "fx":(keep(r, c, i)) with linespoints lt S[i] title L[i], \
-    for [i = 1:(errlo ne "" ? nlines : 0)] datafile using "fx":(keep(r, c, i)):errlo:errhi with yerrorbars lt S[i] dt 1 lw 1 pt 0 notitle, \
+plot_line = 'plot for [i = 1:(errlo ne "" ? nlines : 0)] datafile using "fx":(keep(r, c, i)):(err(errlo)):(err(errhi)) with yerrorbars lt S[i] dt 1 lw 1 pt 0 notitle, \
+    for [i = 1:nlines] datafile using "fx":(keep(r, c, i)) with linespoints lt S[i] title L[i], \
     datafile using "fx":(noisy_at(r, c)) @noisy_style notitle, \
     (reference == reference ? reference : NaN) with lines dt 3 lw 1.5 lc "gray40" notitle, \
     (floor == floor ? floor : NaN) with lines dt 3 lw 1.5 lc "gray40" notitle'
@@ -98,10 +103,14 @@ floor_xtics = 'set xtics ("0 B" floor); \
 # a value as its label: bytes with a prefix beside a floor, else 3 digits
 prefix(e) = e < 1 ? "" : word("k M G T P E", e > 6 ? 6 : e)
 bytes(v) = v < 1 ? "0 B" : sprintf("%.3g %sB", v / 1000.0**int(log10(v) / 3), prefix(int(log10(v) / 3)))
-vlabel(v) = floor == floor ? bytes(v) : gprintf("%.3g", v)
-plot_dots = 'plot for [i = 1:nlines] datafile using (keep(r, c, i)):(i) with points lt S[i] ps 1.4 notitle, \
-    for [i = 1:(errlo ne "" ? nlines : 0)] datafile using (keep(r, c, i)):(i):errlo:errhi with xerrorbars lt S[i] dt 1 lw 1 pt 0 notitle, \
-    for [i = 1:nlines] datafile using (keep(r, c, i)):(i):(vlabel(column(ycol))) with labels left offset char 1.2, 0 font ",9" notitle, \
+# v with an SI prefix and `vunit` (3 digits: "739 us", "1.2 M")
+sie(v) = v <= 0 ? 0 : floor(log10(v) / 3 + 1e-9)
+siprefix(e) = e > 0 ? word("k M G T P E", e > 6 ? 6 : e) : e < 0 ? word("m u n p f", -e > 5 ? 5 : -e) : ""
+si(v) = sprintf("%.3g %s%s", v / 1000.0**sie(v), siprefix(sie(v)), vunit)
+vlabel(v) = floor == floor ? bytes(v) : vunit ne "-" ? si(v) : gprintf("%.3g", v)
+plot_dots = 'plot for [i = 1:(errlo ne "" ? nlines : 0)] datafile using (keep(r, c, i)):(i):(err(errlo)):(err(errhi)) with xerrorbars lt S[i] dt 1 lw 1 pt 0 notitle, \
+    for [i = 1:nlines] datafile using (keep(r, c, i)):(i) with points lt S[i] ps 1.4 title L[i], \
+    for [i = 1:nlines] datafile using (keep(r, c, i)):(i):(vlabel(column(ycol) * yscale)) with labels left offset char 1.2, 0 font ",9" notitle, \
     datafile using (noisy_at(r, c)):(0) @noisy_style notitle'
 # the key, drawn entry by entry (pixel positions, column by column): a sample of the line
 # with its point, then its name; the noisy ring last
