@@ -1,17 +1,18 @@
 # grid.gp — the panel grid shared by the line figures (time, throughput, speedup, vs_peers,
-# memory): one row per value of the FACET axes (`frows`), one column per mode when mode is a
-# FACET axis (`fcols`), x = column fx (the X axis, log unless it is p), y = column `ycol`, one
-# line per series of `lines` (column skey; styles from common.gp). Where = the figure
-# has data only in the panels of `present` ("row|column" index words). The key sits outside
-# the panels, in a strip along the bottom, in as many columns as fit the figure's width and as
-# many rows as that takes, so no entry is cut and none lies over data (README.md, "Figures").
-# When the figure has one x value (`nx` = 1: a Table-4-like file) each panel is a labelled
-# dot plot instead: a row per series, its value on a log axis, written beside the dot.
-# Set before loading: what, ycol, ylab, present; optional: yformat (the y tics' format), yscale
-# (a factor on ycol and the error columns: the time figure's us in seconds), vunit (the unit
-# of the dot plot's value labels, with an SI prefix; "-": plain numbers), reference (a dotted y line, e.g. 1
-# for speed-ups), errlo/errhi (columns of error bars), floor (memory: zero values are drawn
-# on a dotted line at this y, its tic reading "0 B"), ydecades "lo hi" (with floor).
+# memory, peak_memory): one panel per value of the FACET axes (`frows`; a single column of
+# them wraps into rows of up to three), one column per mode when mode is a FACET axis
+# (`fcols`), x = column fx (the X axis, log unless it is p), y = column `ycol`, one line per
+# series of `lines` (column skey; styles from common.gp). Only the panels of `present`
+# ("row|column" index words) have data for this figure. The key sits outside the panels:
+# along the bottom in as many columns as fit the width, or beside a single column of panels;
+# so no entry is cut and none lies over data (README.md, "Figures"). When the figure has one x
+# value (`nx` = 1: a Table-4-like file) each panel is a labelled dot plot instead: a row per
+# series, its value on a log axis, written beside the dot.
+# Set before loading: what, ycol, ylab, present. Optional: yformat (the y tics' format), yscale
+# (a factor on ycol and the error columns: the time figure's us in seconds), vunit (the unit of
+# the dot plot's value labels, with an SI prefix; "-": plain numbers), reference (a dotted y
+# line, e.g. 1 for speed-ups), errlo/errhi (columns of error bars), floor (memory: zero values
+# are drawn on a dotted line at this y, its tic reading "0 B") with ydecades "lo hi".
 if (!exists("reference")) reference = NaN
 if (!exists("floor")) floor = NaN
 if (!exists("errlo")) errlo = ""

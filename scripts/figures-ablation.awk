@@ -1,14 +1,14 @@
 # figures-ablation.awk — the data of the ablation figure (plots/ablation.gp) from
 # scripts/figures.sh's <stem>.tsv (README.md, "Figures"): a group per sweep and shape (dataset,
 # V, B, k, p) in order of appearance, a bar per variant in declaration order, each with its
-# time relative to the baseline variant of its group. Input: "sweep<TAB>baseline/A/B/..."
-# lines (the run record's ablation:<sweep>; a sweep without one: the first variant of its rows
-# is the baseline, the rows give the order) from the file `orders`, then the TSV on input. Output columns: x (the bar's place in
-# its group), label (the variant; "<group>:<variant>" when there are several groups, as before),
-# group, variant, sweep, algo, options, median_ms, q1_ms, q3_ms, hit_rate, rel (time / the
-# baseline's), baseline, gi (the group's number), key (the options, and the algo, that differ
-# among the sweep's variants), common (those all its variants share), ylog (1 when the group's
-# times span more than 30x: drawn on a log axis).
+# time relative to the baseline variant of its group. The file `orders` holds
+# "sweep<TAB>baseline/A/B/..." lines (the run record's ablation:<sweep>); for a sweep without
+# one, the first variant of its rows is the baseline and the rows give the order. Output
+# columns: x (the bar's place in its group), label (the variant; "<group>:<variant>" when there
+# are several groups, as before), group, variant, sweep, algo, options, median_ms, q1_ms, q3_ms,
+# hit_rate, rel (time / the baseline's), baseline, gi (the group's number), key (the options,
+# and the algo, that differ among the sweep's variants), common (those all its variants share),
+# ylog (1 when the group's times span more than 30x: drawn on a log axis).
 BEGIN {
     FS = OFS = "\t"
     while ((getline l < orders) > 0) {
