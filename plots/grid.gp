@@ -39,11 +39,16 @@ keep(r, c, i) = column("ri") == r && column("ci") == c && strcol("skey") eq L[i]
 noisy_at(r, c) = column("ri") == r && column("ci") == c && is_noisy(0) ? yval(0) : NaN
 # geometry in pixels (common.gp's char_px: the width of a character of the PNG font); panels
 # of a single column wrap into rows of up to three
+# (wrapped, only the panels with data take a place: PI[r] is panel r's place among them)
 wrap = nc == 1 && nr > 1
-gc = wrap ? (nr <= 3 ? nr : nr == 4 ? 2 : 3) : nc
-gr = wrap ? (nr + gc - 1) / gc : nr
-prow(r, c) = wrap ? (r - 1) / gc + 1 : r
-pcol(r, c) = wrap ? (r - 1) % gc + 1 : c
+array PI[nr]
+np = 0
+do for [r = 1:nr] { if (strstrt(" ".present." ", " ".r."|1 ") > 0) { np = np + 1 }; PI[r] = np > 0 ? np : 1 }
+np = wrap ? (np > 0 ? np : 1) : nr
+gc = wrap ? (np <= 3 ? np : np == 4 ? 2 : 3) : nc
+gr = wrap ? (np + gc - 1) / gc : nr
+prow(r, c) = wrap ? (PI[r] - 1) / gc + 1 : r
+pcol(r, c) = wrap ? (PI[r] - 1) % gc + 1 : c
 ylabw = dots ? char_px * longest + 30 : 90.0
 left = ylabw; right = 30.0; hgap = dots ? 40.0 : 100.0; vgap = 100.0; below = 60.0
 longpanel = 0
