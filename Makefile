@@ -5,7 +5,7 @@
 #   make deps       apt-get install what is missing (scripts/install-deps.sh)
 #   make gpu-bundle sm_90a binary + its shared libraries under build/gpu/ (rpath $ORIGIN/lib)
 #   make test-gpu   on the GPU machine: GPU tests (bitwise CPU = GPU) and compute-sanitizer
-#   make figures RESULTS=file.h5   draw plots/out/*.png and *.pdf from a results file
+#   make figures RESULTS=file.h5 [X=k BY=p FACET=mode]  draw plots/out/*.png and *.pdf from a results file
 #   make SAN=1 test (or make test-san)  the CPU suite under ASan+UBSan, built in build/san
 #   make fuzz FUZZ_SECONDS=60  libFuzzer on the config, logits and results readers (tests/fuzz/)
 .DELETE_ON_ERROR:

@@ -4,7 +4,8 @@
  *                  p = {...}, draws = n, seed = n, verify = n, where = function(cell) end,
  *                  timing = { warmup = n, warmup_seconds = x, min_reps = n, max_reps = n,
  *                             max_seconds = x } }
- *   ablation "name" { base = { <sweep keys but algos> }, variants = { A = {"qrita", ...} } }
+ *   ablation "name" { base = { <sweep keys but algos> }, variants = { A = {"qrita", ...} },
+ *                     baseline = "A" }   (or variants = { {"A", {"qrita", ...}}, ... }: in order)
  *   pow2(a, b) -> {2^a, ..., 2^b}        range(a, b [, step]) -> {a, a+step, ..., <= b}
  *   file "x.h5" -> a dataset name that reads logits from x.h5 (relative to the config)
  *   backend     -> "cpu" or "gpu": the backend of this run, so a config can size itself
@@ -610,12 +611,140 @@ static int by_label(const void *a, const void *b)
     return strcmp(((const struct algo_entry *)a)->variant, ((const struct algo_entry *)b)->variant);
 }
 
-/* ablation "name" { base = { sweep keys }, variants = { A = algo entry, ... } }. */
+/* How the `variants` table at idx is written: 1 for the list form { {"A", entry}, ... } (keys
+ * 1..n only), 0 for the keyed form { A = entry, ... } (names only); a mix is refused. */
+static int variants_listed(lua_State *L, int idx, const char *what)
+{
+    int numbers = 0, names = 0;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) == LUA_TSTRING)
+            names++;
+        else if (lua_isinteger(L, -1))
+            numbers++;
+        else
+            config_error(L, "%s: variant labels must be names", what);
+    }
+    if (numbers && names)
+        config_error(L, "%s: 'variants' is either a list { {\"A\", entry}, ... } or a table "
+                     "{ A = entry, ... }, not both", what);
+    if (numbers && luaL_len(L, idx) != numbers)
+        config_error(L, "%s: the list of variants has holes", what);
+    return numbers > 0;
+}
+
+/* Variant `label` (the value at label_idx) with its algorithm entry at entry_idx into *e. */
+static void parse_variant(lua_State *L, int label_idx, int entry_idx, const char *what,
+                          struct algo_entry *e)
+{
+    char label_what[160];
+    memset(e, 0, sizeof *e);
+    const char *label = checked_name(L, label_idx, what, ": variant label");
+    snprintf(label_what, sizeof label_what, "%s variant %s", what, label);
+    parse_algo(L, entry_idx, label_what, e);
+    snprintf(e->variant, sizeof e->variant, "%s", label);
+}
+
+/* The keyed form { A = entry, ... }: run (and drawn) by label, since Lua keeps no order of a
+ * table's keys. Returns the count. */
+static int keyed_variants(lua_State *L, int idx, const char *what, struct algo_entry *algos)
+{
+    int n = 0;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        if (n == MAX_AXIS)
+            config_error(L, "%s: more than %d variants", what, MAX_AXIS);
+        parse_variant(L, -2, -1, what, &algos[n++]);
+        lua_pop(L, 1);
+    }
+    qsort(algos, (size_t)n, sizeof algos[0], by_label);
+    return n;
+}
+
+/* The list form { {"A", entry}, {"B", entry}, ... }: run and drawn in the order written. */
+static int listed_variants(lua_State *L, int idx, const char *what, struct algo_entry *algos)
+{
+    lua_Integer len = luaL_len(L, idx);
+    if (len > MAX_AXIS)
+        config_error(L, "%s: more than %d variants", what, MAX_AXIS);
+    for (lua_Integer i = 1; i <= len; i++) {
+        lua_geti(L, idx, i);
+        const int item = lua_gettop(L);
+        int extra = !lua_istable(L, item); /* anything but [1] and [2] */
+        for (lua_pushnil(L); !extra && lua_next(L, item); lua_pop(L, 1))
+            extra = !lua_isinteger(L, -2) || lua_tointeger(L, -2) < 1 || lua_tointeger(L, -2) > 2;
+        if (extra || lua_geti(L, item, 1) != LUA_TSTRING || lua_geti(L, item, 2) == LUA_TNIL)
+            config_error(L, "%s: variants[%d] must be { \"label\", algorithm entry }", what,
+                         (int)i);
+        parse_variant(L, item + 1, item + 2, what, &algos[i - 1]);
+        for (lua_Integer j = 1; j < i; j++)
+            if (strcmp(algos[j - 1].variant, algos[i - 1].variant) == 0)
+                config_error(L, "%s: variant %s is listed twice", what, algos[i - 1].variant);
+        lua_settop(L, item - 1);
+    }
+    return (int)len;
+}
+
+/* `baseline = "A"`: the variant an ablation's ratios divide by (README.md, "Figures"), which
+ * must be one of its variants; the first declared when absent. */
+static void ablation_baseline(lua_State *L, const char *what, const struct algo_entry *algos,
+                              int n, char *out, size_t size)
+{
+    lua_getfield(L, 1, "baseline");
+    if (lua_isnil(L, -1)) {
+        snprintf(out, size, "%s", algos[0].variant);
+    } else {
+        const char *want = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        int i = 0;
+        while (want && i < n && strcmp(algos[i].variant, want) != 0)
+            i++;
+        if (!want || i == n) {
+            char list[512] = "";
+            for (int j = 0; j < n && strlen(list) < sizeof list - 80; j++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "",
+                         algos[j].variant);
+            config_error(L, "%s: baseline %s%.63s%s names no variant (the variants: %s)", what,
+                         want ? "'" : "a ", want ? want : luaL_typename(L, -1), want ? "'" : "",
+                         list);
+        }
+        snprintf(out, size, "%s", want);
+    }
+    lua_pop(L, 1);
+}
+
+/* Record the ablation's baseline and variant order in the plan (the run record keeps them:
+ * run_record.c). */
+static void record_ablation(lua_State *L, const char *name, const char *what,
+                            const char *baseline, const struct algo_entry *algos, int n)
+{
+    struct tkp_plan *plan = ctx_of(L)->plan;
+    size_t len = 1;
+    for (int i = 0; i < n; i++)
+        len += strlen(algos[i].variant) + 1;
+    struct tkp_ablation *grown =
+        realloc(plan->ablations, (plan->n_ablations + 1) * sizeof *plan->ablations);
+    char *labels = grown ? malloc(len) : NULL;
+    if (grown)
+        plan->ablations = grown;
+    if (!labels)
+        config_error(L, "%s: out of memory", what);
+    labels[0] = 0;
+    for (int i = 0; i < n; i++)
+        strcat(strcat(labels, i ? "/" : ""), algos[i].variant);
+    struct tkp_ablation *a = &plan->ablations[plan->n_ablations++];
+    snprintf(a->sweep, sizeof a->sweep, "%s", name);
+    snprintf(a->baseline, sizeof a->baseline, "%s", baseline);
+    a->variants = labels;
+}
+
+/* ablation "name" { base = { sweep keys }, variants = { A = algo entry, ... } or
+ * { {"A", algo entry}, ... }, baseline = "A" }. */
 static int ablation_body(lua_State *L)
 {
-    static const char *const keys[] = { "base", "variants", NULL };
+    static const char *const keys[] = { "base", "variants", "baseline", NULL };
     const char *name = lua_tostring(L, lua_upvalueindex(2));
-    char what[96];
+    char what[96], baseline[64];
     snprintf(what, sizeof what, "ablation '%s'", name);
     check_declaration_allowed(L, what);
     luaL_checktype(L, 1, LUA_TTABLE);
@@ -634,26 +763,13 @@ static int ablation_body(lua_State *L)
         config_error(L, "%s: 'variants' must be a table { label = algorithm entry }", what);
     int variants = lua_gettop(L);
     struct algo_entry algos[MAX_AXIS];
-    int n = 0;
-    lua_pushnil(L);
-    while (lua_next(L, variants)) {
-        if (lua_type(L, -2) != LUA_TSTRING)
-            config_error(L, "%s: variant labels must be names", what);
-        if (n == MAX_AXIS)
-            config_error(L, "%s: more than %d variants", what, MAX_AXIS);
-        memset(&algos[n], 0, sizeof algos[n]);
-        char label_what[160];
-        const char *label = checked_name(L, -2, what, ": variant label");
-        snprintf(label_what, sizeof label_what, "%s variant %s", what, label);
-        parse_algo(L, -1, label_what, &algos[n]);
-        snprintf(algos[n].variant, sizeof algos[n].variant, "%s", label);
-        n++;
-        lua_pop(L, 1);
-    }
+    int n = variants_listed(L, variants, what) ? listed_variants(L, variants, what, algos)
+                                                : keyed_variants(L, variants, what, algos);
     if (n == 0)
         config_error(L, "%s: no variants", what);
-    qsort(algos, (size_t)n, sizeof algos[0], by_label);
+    ablation_baseline(L, what, algos, n, baseline, sizeof baseline);
     expand(L, base, name, what, algos, n);
+    record_ablation(L, name, what, baseline, algos, n);
     lua_pop(L, 2);
     return 0;
 }
@@ -945,7 +1061,10 @@ void tkp_plan_free(struct tkp_plan *plan)
         free(plan->files[i].name);
         free(plan->files[i].text);
     }
+    for (size_t i = 0; i < plan->n_ablations; i++)
+        free(plan->ablations[i].variants);
     free(plan->cells);
     free(plan->files);
+    free(plan->ablations);
     memset(plan, 0, sizeof *plan);
 }

@@ -39,11 +39,22 @@ struct tkp_config_file {
     char *name, *text;
 };
 
+/* An ablation's figure metadata (README.md, "Figures"): the variant its ratios divide by and
+ * its variants in declaration order (the list form of `variants`; by label for the keyed form,
+ * the order its cells run in). */
+struct tkp_ablation {
+    char sweep[64];
+    char baseline[64]; /* `baseline = "A"`, else the first variant */
+    char *variants;    /* owned: the labels joined by '/' (a label holds no '/') */
+};
+
 struct tkp_plan {
     struct tkp_cell *cells;
     size_t n, cap;
     struct tkp_config_file *files;
     size_t n_files;
+    struct tkp_ablation *ablations;
+    size_t n_ablations;
 };
 
 /* Run a Lua config in a sandbox and expand its sweeps; errors name file:line. The config sees

@@ -80,6 +80,31 @@ int tkp_run_check_resume(struct tkp_results *r, const char *path, const struct t
     return TKP_EINVAL;
 }
 
+/* Each ablation's baseline and variants (plan.h), as the attribute "ablation:<sweep>" =
+ * "<baseline>/<first variant>/<second>/..." of the run record, which `topkp info` prints and
+ * scripts/figures.sh reads (README.md, "Figures"). At most 32 KiB of them (a run record's
+ * attributes share one HDF5 object header); the figures fall back to the row order for the
+ * rest. */
+static void write_ablations(hid_t g, const struct tkp_plan *plan)
+{
+    size_t used = 0;
+    for (size_t i = 0; i < plan->n_ablations; i++) {
+        const struct tkp_ablation *a = &plan->ablations[i];
+        char name[80];
+        size_t len = strlen(a->baseline) + 1 + strlen(a->variants);
+        used += len + sizeof name;
+        if (len >= 4000 || used > 32768) /* `topkp info` prints values up to 4 KiB */
+            continue;
+        char *value = malloc(len + 1);
+        if (!value)
+            continue;
+        snprintf(value, len + 1, "%s/%s", a->baseline, a->variants);
+        snprintf(name, sizeof name, "ablation:%s", a->sweep);
+        h5_set_attr_str(g, name, value);
+        free(value);
+    }
+}
+
 /* The number of /runs/<n> groups already in the file. */
 static int run_count(hid_t file)
 {
@@ -136,6 +161,7 @@ int tkp_run_record_begin(struct tkp_results *r, const struct tkp_plan *plan,
                                  sweep, (long long)tkp_results_rows(r, sweep));
     }
     h5_set_attr_str(g, "first_rows", buf);
+    write_ablations(g, plan);
     if (forced) { /* the config this run used, beside the first run's /config */
         for (size_t i = 0; i < plan->n_files; i++) {
             char link[256];

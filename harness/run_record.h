@@ -1,6 +1,7 @@
 /* run_record.h — the provenance of every `topkp run` into a results file (README, "Results"):
  * /runs/<n> holds one run's commit, binary id, config hash, host, device, start and end times,
- * command line and the first row each sweep of its plan appended. `--resume` compares the
+ * command line, the first row each sweep of its plan appended and each ablation's baseline and
+ * variant order ("ablation:<sweep>" = "<baseline>/<variants in order>"). `--resume` compares the
  * config and the binary with the file's and refuses another one unless --force, which records
  * the new config's text beside that run. */
 #ifndef TKP_RUN_RECORD_H

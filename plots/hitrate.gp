@@ -19,10 +19,10 @@ body = 'set multiplot layout 1, 2 title headline("Sigma-truncation statistics") 
         margins 0.08, 0.97, 150.0 / height, 1 - 80.0 / height spacing 0.08, 0; \
     set title "hit rate (rows whose outliers held the answer)"; set yrange [0:1.12]; unset logscale y; \
     set key at screen 0.5, screen 0.01 center bottom horizontal noenhanced; \
-    plot for [i = 1:nser] datafile using "x":(pick(word(hseries, i), "hit_rate")) with boxes lc i title word(hseries, i), \
+    plot for [i = 1:nser] datafile using "x":(pick(word(hseries, i), "hit_rate")) with boxes lt S[i] lc rgb word(colours, i) title word(hseries, i), \
          for [i = 1:nser] datafile using "x":(pick(word(hseries, i), "hit_rate")):(sprintf("%.2f", column("hit_rate"))) \
              with labels offset 0, 0.6 font ",8" notitle; \
     set title "mean outliers gathered N_t"; set yrange [*:*]; set logscale y; unset key; \
-    plot for [i = 1:nser] datafile using "x":(pick(word(hseries, i), "outliers")) with boxes lc i notitle; \
+    plot for [i = 1:nser] datafile using "x":(pick(word(hseries, i), "outliers")) with boxes lt S[i] lc rgb word(colours, i) notitle; \
     unset multiplot'
 eval render

@@ -1,28 +1,44 @@
 #!/usr/bin/env bash
-# figures.sh RESULTS.h5 [OUTDIR] — draw every figure kind that the results file's cells allow,
-# as PNG and PDF (FIGURE_FORMATS="png pdf svg" adds SVG), labelled with the run's device,
-# backend and git commit:
-#   <stem>.png             median time against batch, every ok cell (what `make run` promises)
-#   <stem>-throughput      rows/s against batch per vocabulary and mode   (paper Figure 2)
+# figures.sh RESULTS.h5 [OUTDIR] [X=axis] [BY=axis,...] [FACET=axis,...|none] — draw every
+# figure kind that the results file's cells allow, as PNG and PDF (FIGURE_FORMATS="png pdf svg"
+# adds SVG), labelled with the run's device, backend and git commit (README.md, "Figures"):
+#   <stem>.png             median time (q1-q3 bars) against X, every ok plain cell
+#   <stem>-throughput      rows/s against X                                (paper Figure 2)
 #   <stem>-speedup         speed-up over $BASELINE (default naive_sort)    when it and others ran
 #   <stem>-vs-peers        each module's speed-up over the fastest peer of the same cell
 #                          (sweep, dataset, vocab, batch, k, p)            when both ran
-#   <stem>-memory          workspace bytes against batch                   (paper Figure 4)
+#   <stem>-memory          workspace bytes against X, 0 B on a marked floor (paper Figure 4)
+#   <stem>-peak-memory     peak device bytes against X                     when any was measured
 #   <stem>-ablation        bars per variant of ablation sweeps             (paper Table 4)
 #   <stem>-hitrate         truncation hit rate and outliers                (paper Table 1)
-# Peers are the external libraries of the results file (an algo name with a '.', such as
-# vllm.triton or flashinfer.cake); every figure that draws modules draws them after the modules
-# in a style of their own (plots/common.gp). A line is named by its algo, ":variant" for
-# ablation cells, then the options whose values differ among that algo's cells in the file
-# ("flashinfer.cake input=softmax").
+# The line figures share one layout (scripts/figures-layout.awk): x = X (batch, vocab, k or p;
+# default batch, or the axis that varies when batch does not), a panel per value of the FACET
+# axes (default: the sweep, dataset and vocabulary that vary, and a column per mode when X is
+# batch or vocab), a series per line (algo, ":variant", and the options whose values differ
+# among that algo's cells: "flashinfer.cake input=softmax") split by the BY axes and by every
+# other axis that still varies inside a panel, so that a series is a function of x. The axes:
+# sweep, dataset, vocab, batch, k, p, mode, algo. X, BY, FACET, BASELINE and FIGURE_FORMATS are
+# read from the environment or from NAME=value arguments. Each line keeps the colour and point
+# type of plots/palette.tsv in every figure (scripts/figures-style.awk); peers (an algo name
+# with a '.', docs/PEERS.md) are dashed with open markers.
 # OUTDIR (default plots/out) also receives the TSVs the figures read, all from `topkp export`:
 # <stem>-all.tsv (every cell), <stem>.tsv (ok cells + series, panel, rows_per_s, speedup, line,
-# peer, best_peer, best_peer_us, vs_peer), <stem>-vs-peers.tsv (module cells against the best
-# peer), <stem>-exact.tsv (rows exact / rows checked per line, every cell), <stem>-ablation.tsv,
-# <stem>-hitrate.tsv, and <stem>-info.tsv (`topkp info`); <stem>-kinds.txt lists the kinds
-# drawn. paper/build.sh reads the same files.
+# peer, best_peer, best_peer_us, vs_peer), <stem>-lines.tsv (the ok plain cells with their x,
+# panel and series: fx, frow, fcol, ri, ci, skey, level), <stem>-layout.txt and
+# <stem>-styles.tsv (the layout and each series' colour, point and dash), <stem>-vs-peers.tsv
+# (module cells against the best peer), <stem>-exact.tsv (rows exact / rows checked per line,
+# every cell), <stem>-ablation.tsv, <stem>-hitrate.tsv, and <stem>-info.tsv (`topkp info`);
+# <stem>-kinds.txt lists the kinds drawn. paper/build.sh reads the same files.
 set -euo pipefail
-res=${1:?usage: figures.sh RESULTS.h5 [OUTDIR]}
+pos=()
+for a in "$@"; do
+    case $a in
+        X=*|BY=*|FACET=*|BASELINE=*|FIGURE_FORMATS=*) export "${a%%=*}=${a#*=}" ;;
+        *) pos+=("$a") ;;
+    esac
+done
+set -- "${pos[@]}"
+res=${1:?usage: figures.sh RESULTS.h5 [OUTDIR] [X=batch|vocab|k|p] [BY=axis,...] [FACET=axis,...|none]}
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=${TOPKP:-$top/build/topkp}
 baseline=${BASELINE:-naive_sort}
@@ -70,7 +86,7 @@ awk -F'\t' -v OFS='\t' -v baseline="$baseline" -v algos="$algos" -v exact="$base
     }
     FNR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; if (NR == 1) next
                print "series", "sortkey", "panel", $0, "rows_per_s", "speedup", "line", "peer",
-                     "best_peer", "best_peer_us", "vs_peer"; next }
+                     "best_peer", "best_peer_us", "vs_peer", "cell"; next }
     { a = $col["algo"]; variant = $col["variant"]; peer = index(a, ".") > 0; t = $col["median_us"] + 0
       key = $col["sweep"] SUBSEP $col["dataset"] SUBSEP $col["vocab"] SUBSEP $col["batch"] SUBSEP $col["k"] SUBSEP $col["p"] }
     NR == FNR {
@@ -91,7 +107,7 @@ awk -F'\t' -v OFS='\t' -v baseline="$baseline" -v algos="$algos" -v exact="$base
         if (!peer && (key in best) && t > 0) { split(bestname[key], b, SUBSEP); bp = name(b[1], "", b[2]); bu = best[key]; vp = bu / t }
         print s "/" $col["mode"] "/" panel, rank[a], panel, $0, \
               (t > 0 ? $col["batch"] * 1e6 / t : "NaN"), \
-              ((key in ref) && t > 0 && a != baseline ? ref[key] / t : "NaN"), s, peer, bp, bu, vp
+              ((key in ref) && t > 0 && a != baseline ? ref[key] / t : "NaN"), s, peer, bp, bu, vp, FNR - 1
     }
     END { for (s in ncell) print lrank[s], s, lalgo[s], lopts[s], lpeer[s], ncell[s], nok[s], checked[s], exact_rows[s] > exact
           if (unsettled) printf "figures.sh: %d of the cells drawn are noisy (the timer stopped at its cap before the spread settled; column noisy)\n", unsettled > "/dev/stderr" }' \
@@ -108,69 +124,111 @@ if [ "$(wc -l < "$base.tsv")" -lt 2 ]; then
     exit 1
 fi
 
-# awk preamble over $base.tsv: ix[name] is a column's index, c[name] its value in this row.
-rows='NR == 1 { for (i = 1; i <= NF; i++) ix[$i] = i; next } { for (n in ix) c[n] = $ix[n] }'
-# The distinct values of column $1 over the rows where the awk condition $2 holds, one a line,
-# in the file's order (modules in registry order, then peers).
-values() { awk -F'\t' -v want="$1" "$rows"' ('"${2:-1}"') && !seen[c[want]]++ { print c[want] }' "$base.tsv"; }
+# awk preamble over a TSV: ix[name] is a column's index, c[name] its value in this row.
+rows='NR == 1 { for (i = 1; i <= NF; i++) ix[$i] = i; next } { for (_n in ix) c[_n] = $ix[_n] }'
 words() { tr '\n' ' ' | sed 's/ $//'; }
-# style[name]: the style number of each distinct value of column $1 where $2 holds, for
-# common.gp's lt_of: modules 1, 2, ..., peers -1, -2, ...; numbered once over the whole file, so
-# a line looks the same in every figure.
-declare -A style
-number() {
-    local name n
-    while IFS=$'\t' read -r name n; do style[$name]=$n; done < <(awk -F'\t' -v want="$1" "$rows"'
-        ('"$2"') && !seen[c[want]]++ { print c[want] "\t" (c["peer"] == "1" ? -(++np) : ++nm) }' "$base.tsv")
-}
-
-info() { awk -F'\t' -v k="$1" '$1 == k { print $2 }' "$base-info.tsv"; }
+# A root attribute of the file (the lines of `topkp info` before its first run record).
+info() { awk -F'\t' -v k="$1" '/^run / { exit } $1 == k { print $2; exit }' "$base-info.tsv"; }
 label="$(info device_name) ($(info backend)), commit $(info git_commit), $(basename "$res")"
-plain='c["variant"] == ""'
-panels=$(awk -F'\t' 'NR > 1 { split($3, a, "=") ; print a[2] "\t" $3 }' "$base.tsv" | sort -u -t $'\t' -k1,1n -k2,2 | cut -f2 | words)
-modes=$(for m in topk topp topk_topp none; do values mode "$plain && c[\"mode\"] == \"$m\"" | head -1; done | words)
-number line "$plain"
-number series 1
-kinds=(time)
+kinds=()
 
+# The layout of the line figures (scripts/figures-layout.awk) over the ok plain cells, and each
+# series' style from plots/palette.tsv (scripts/figures-style.awk).
+awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "variant") v = i; print; next } $v == ""' "$base.tsv" > "$base-plain.tsv"
+layout_ok=1
+if [ "$(wc -l < "$base-plain.tsv")" -ge 2 ]; then
+    # the sweeps in declaration order: the first run record's first_rows ("sweep=row,...")
+    awk -F'\t' '/^run / { n++ } n == 1 && $1 == "first_rows" { k = split($2, f, ","); for (i = 1; i <= k; i++) { sub(/=[0-9]*$/, "", f[i]); print f[i] }; exit }' \
+        "$base-info.tsv" > "$base-sweeps.txt"
+    awk -v X="${X:-}" -v BY="${BY:-}" -v FACET="${FACET:-}" -v meta="$base-layout.txt" -v sweeps="$base-sweeps.txt" \
+        -f "$top/scripts/figures-layout.awk" "$base-plain.tsv" > "$base-lines.tsv" || exit 2
+    rm -f "$base-sweeps.txt"
+    awk -f "$top/scripts/figures-style.awk" "$top/plots/palette.tsv" "$base-layout.txt" > "$base-styles.tsv"
+else
+    layout_ok=0
+    : > "$base-layout.txt"; : > "$base-styles.tsv"; cp "$base-plain.tsv" "$base-lines.tsv"
+fi
+rm -f "$base-plain.tsv"
+meta() { awk -F'\t' -v k="$1" '$1 == k { sub(/^[^\t]*\t/, ""); print; exit }' "$base-layout.txt"; }
+declare -A colour point dash
+while IFS=$'\t' read -r n c p d; do colour[$n]=$c; point[$n]=$p; dash[$n]=$d; done < "$base-styles.tsv"
+
+# The series of the line figures where the awk condition $1 holds for some row, in drawing order.
+series_of() {
+    awk -F'\t' -v meta="$base-layout.txt" "$rows"' ('"${1:-1}"') { have[c["skey"]] = 1 }
+        END { while ((getline l < meta) > 0) { split(l, f, "\t"); if (f[1] == "series" && (f[2] in have)) print f[2] } }' \
+        "$base-lines.tsv"
+}
 # The number of cells of a figure's data file flagged noisy (0 when it has no such column): the
-# figures ring them (plots/common.gp, `noisy_mark`).
+# figures ring them (plots/common.gp, `noisy_style`).
 noisy_cells() {
     awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "noisy") c = i; next }
                  c && $c == 1 { n++ } END { print n + 0 }' "$1"
 }
+# A gnuplot string of a shell value: in single quotes, a quote doubled.
+gq() { printf "'%s'" "${1//\'/\'\'}"; }
 
 # draw FIGURE.gp OUTBASE DATAFILE NAMES [var=value ...]: gnuplot with the common variables, the
 # figure's, and the lines to draw: `lines` (NAMES, one a line, as quoted gnuplot words, since a
-# name may hold spaces) and their `styles` (style[]).
+# name may hold spaces) with their `colours`, `points` and `dashes`.
 draw() {
-    local gp=$1 outbase=$2 data=$3 names=$4 n lines="" styles=""; shift 4
+    local gp=$1 outbase=$2 data=$3 names=$4 n lines="" cols="" pts="" dts=""; shift 4
     while IFS= read -r n; do
-        if [ -n "$n" ]; then lines+="${lines:+ }\"$n\""; styles+="${styles:+ }${style[$n]}"; fi
+        [ -n "$n" ] || continue
+        lines+="${lines:+ }\"${n//\"/\'}\""; cols+="${cols:+ }${colour[$n]:-#777777}"
+        pts+="${pts:+ }${point[$n]:-7}"; dts+="${dts:+ }${dash[$n]:-1}"
     done <<< "$names"
-    local vars="dir='$top/plots'; datafile='$data'; outbase='$outbase'; label='$label'; formats='$formats'"
-    vars="$vars; noisy_cells=$(noisy_cells "$data")"
-    vars="$vars; lines='$lines'; styles='$styles'"
+    local vars="dir=$(gq "$top/plots"); datafile=$(gq "$data"); outbase=$(gq "$outbase"); label=$(gq "$label")"
+    vars="$vars; formats=$(gq "$formats"); noisy_cells=$(noisy_cells "$data")"
+    vars="$vars; lines=$(gq "$lines"); colours=$(gq "$cols"); points=$(gq "$pts"); dashes=$(gq "$dts")"
     for v in "$@"; do vars="$vars; $v"; done
     gnuplot -e "$vars" "$top/plots/$gp"
 }
-# Panels (panel|mode words) where column $1 has a value > 0 for a plain cell, except $2's.
-combos() {
-    awk -F'\t' -v y="$1" -v skip="${2:-}" "$rows"' c["variant"] == "" && c["algo"] != skip && c[y] != "NaN" &&
-        c[y] + 0 > 0 && !seen[c["panel"] "|" c["mode"]]++ { printf "%s|%s ", c["panel"], c["mode"] }' "$base.tsv"
+# Panels ("row|column" index words) where column $1 has a value for a row where $2 holds:
+# > 0, or >= 0 when $3 is "zero" (memory: a zero sits on the floor).
+present_of() {
+    awk -F'\t' -v y="$1" -v zero="${3:-}" "$rows"' ('"${2:-1}"') && c[y] != "NaN" && c[y] != "" &&
+        (c[y] + 0 > 0 || (zero != "" && c[y] + 0 == 0)) && !seen[c["ri"] "|" c["ci"]]++ { printf "%s|%s ", c["ri"], c["ci"] }' \
+        "$base-lines.tsv"
 }
-# grid FIGURE.gp KIND COLUMN NAMES [SKIP [var=value ...]]: a panel grid of COLUMN for the lines
-# NAMES, drawn (and listed in kinds) when some plain cell other than SKIP's has a value.
+# "lo hi": the decades of the smallest and largest value > 0 of column $1 where $2 holds.
+decades_of() {
+    awk -F'\t' -v y="$1" "$rows"' ('"${2:-1}"') && c[y] + 0 > 0 { v = c[y] + 0; if (!n++ || v < lo) lo = v; if (v > hi) hi = v }
+        END { if (!n) { lo = hi = 1 }; l = int(log(lo) / log(10) + 1e-9); if (lo < 1) l--; h = int(log(hi) / log(10) - 1e-9) + 1
+              print l, (h > l ? h : l + 1) }' "$base-lines.tsv"
+}
+# grid FIGURE.gp KIND COLUMN CONDITION [zero|-] [var=value ...]: a panel grid of COLUMN for the
+# series with a row where CONDITION holds, drawn (and listed in kinds) when one has a value;
+# with "zero", zero values are drawn on a "0 B" floor a decade below the smallest value.
 grid() {
-    local gp=$1 kind=$2 y=$3 names=$4 skip=${5:-}; shift $(($# < 5 ? $# : 5))
-    local present
-    present=$(combos "$y" "$skip")
-    [ -n "$present" ] || return 0
-    draw "$gp" "$base-$kind" "$base.tsv" "$names" "panels='$panels'" "modes='$modes'" "present='$present'" "$@"
-    kinds+=("$kind")
+    local gp=$1 kind=$2 y=$3 cond=$4 zero=${5:--}; shift $(($# < 5 ? $# : 5))
+    local present names extra=()
+    present=$(present_of "$y" "$cond" "${zero#-}")
+    names=$(series_of "$cond")
+    [ -n "$present" ] && [ -n "$names" ] || return 0
+    if [ "$zero" = zero ]; then
+        local d
+        d=$(decades_of "$y" "$cond")
+        extra=("ydecades='$d'" "floor=10.0**(${d% *} - 1)")
+    fi
+    local note
+    note=$(meta dropped)
+    draw "$gp" "$base${kind:+-$kind}" "$base-lines.tsv" "$names" "present='$present'" \
+        "frows=$(gq "$(meta rows)")" "fcols=$(gq "$(meta cols)")" "xlab=$(gq "$(meta xlab)")" \
+        "xlog=$(meta xlog)" "nx=$(meta nx)" "xvals='$(meta xvals)'" "fixed=$(gq "$(fixed_line)")" "note=$(gq "$note")" \
+        "${extra[@]}" "$@"
+    kinds+=("${kind:-time}")
+}
+# The subtitle of the line figures: what every cell drawn shares, and how the series split.
+fixed_line() {
+    local f b
+    f=$(meta fixed); b=$(meta by)
+    printf '%s%s%s' "${f:+every cell: $f}" "${f:+${b:+;  }}" "${b:+series split by ${b// /, }}"
 }
 
-draw time_vs_batch.gp "$base" "$base.tsv" "$(values series)"
+if [ "$layout_ok" = 1 ]; then
+    grid time_vs_batch.gp "" median_us 1
+fi
 
 # Module cells against the fastest peer of the same cell (empty but for its header when none).
 awk -F'\t' -v OFS='\t' 'NR == 1 { for (i = 1; i <= NF; i++) ix[$i] = i
@@ -180,34 +238,54 @@ awk -F'\t' -v OFS='\t' 'NR == 1 { for (i = 1; i <= NF; i++) ix[$i] = i
               $ix["batch"], $ix["k"], $ix["p"], $ix["median_us"], $ix["best_peer"], $ix["best_peer_us"], $ix["vs_peer"] }' \
     "$base.tsv" > "$base-vs-peers.tsv"
 
-if [ -n "$(combos rows_per_s)" ]; then
-    grid throughput.gp throughput rows_per_s "$(values line "$plain")"
-    grid speedup.gp speedup speedup "$(values line "$plain && c[\"algo\"] != \"$baseline\"")" "$baseline" "baseline='$baseline'"
-    grid vs_peers.gp vs-peers vs_peer "$(values line "$plain && c[\"peer\"] == \"0\"")"
-    grid memory.gp memory workspace_bytes "$(values line "$plain")"
+if [ "$layout_ok" = 1 ]; then
+    grid throughput.gp throughput rows_per_s 1
+    grid speedup.gp speedup speedup "c[\"algo\"] != \"$baseline\"" - "baseline=$(gq "$baseline")"
+    grid vs_peers.gp vs-peers vs_peer 'c["peer"] == "0"'
+    grid memory.gp memory workspace_bytes 1 zero
+    if [ -n "$(present_of peak_device_bytes 1)" ]; then
+        grid peak_memory.gp peak-memory peak_device_bytes 1 zero
+    fi
 fi
 
-# Ablation bars: one group per sweep and shape (in order of appearance), a bar per variant
-# (sorted by label), a gap between groups; rel = time / the group's first variant.
-awk -F'\t' -v OFS='\t' 'NR == 1 { for (i = 1; i <= NF; i++) ix[$i] = i; next }
-    $ix["variant"] != "" {
-        g = $ix["sweep"] " " $ix["dataset"] " V=" $ix["vocab"] " B=" $ix["batch"] " k=" $ix["k"] " p=" sprintf("%g", $ix["p"])
-        if (!(g in gi)) gi[g] = ++ng
-        print gi[g], g, $ix["variant"], $ix["sweep"], $ix["algo"], $ix["options"], $ix["median_us"] / 1e3,
-              $ix["q1_us"] / 1e3, $ix["q3_us"] / 1e3, $ix["hit_rate"]
-    }' "$base.tsv" | sort -t $'\t' -k1,1n -k3,3 > "$base-ablation.tmp"
-awk -F'\t' -v OFS='\t' 'BEGIN { print "x", "label", "group", "variant", "sweep", "algo", "options",
-                                   "median_ms", "q1_ms", "q3_ms", "hit_rate", "rel" }
-    NR == FNR { ng = $1; next }
-    $1 != g { x += FNR > 1; g = $1; first = $7 }
-    { print x++, (ng > 1 ? $1 ":" $3 : $3), $2, $3, $4, $5, $6, $7, $8, $9, $10, (first > 0 ? $7 / first : "NaN") }' \
-    "$base-ablation.tmp" "$base-ablation.tmp" > "$base-ablation.tsv"
-rm -f "$base-ablation.tmp"
+# Ablation bars (scripts/figures-ablation.awk): a panel per sweep and shape, a bar per variant in
+# declaration order (the run record's ablation:<sweep>, else the order of the rows), each
+# labelled with its time over the baseline variant's (`baseline = ...`, else the first).
+awk -F'\t' '/^run / { run = $0; sub(/^run /, "", run) }
+            $1 ~ /^ablation:/ && run != "" { s = substr($1, 10); if (!(s in r) || run + 0 >= r[s]) { r[s] = run + 0; v[s] = $2 } }
+            END { for (s in v) print s "\t" v[s] }' "$base-info.tsv" > "$base-ablation.order"
+awk -v orders="$base-ablation.order" -f "$top/scripts/figures-ablation.awk" "$base.tsv" > "$base-ablation.tsv"
+rm -f "$base-ablation.order"
 if [ "$(wc -l < "$base-ablation.tsv")" -ge 2 ]; then
-    draw ablation.gp "$base-ablation" "$base-ablation.tsv" "" \
-        "nbars=$(tail -n 1 "$base-ablation.tsv" | cut -f1)+1" \
-        "groups='$(tail -n +2 "$base-ablation.tsv" | cut -f3 | awk '!s[$0]++ { g[++n] = $0 }
-            END { for (i = 1; i <= n; i++) printf "%s%s%s", (i > 1 ? ";  " : ""), (n > 1 ? i ": " : ""), g[i] }')'"
+    names=$(awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "algo") a = i; next } !s[$a]++ { print $a }' "$base-ablation.tsv")
+    while IFS=$'\t' read -r n c p d; do colour[$n]=$c; point[$n]=$p; dash[$n]=$d; done < <(
+        while IFS= read -r n; do printf 'series\t%s\t%s\t1\t1\n' "$n" "$n"; done <<< "$names" |
+        awk -f "$top/scripts/figures-style.awk" "$top/plots/palette.tsv" -)
+    # per group: its title (and baseline), bars, log axis; the key: each sweep's variants and
+    # what they set, then what they all share
+    ab() { awk -F'\t' "$rows $1" "$base-ablation.tsv"; }
+    # a group's title: the words of its name that differ among the groups; the others once
+    gwords='!s[c["gi"]]++ { g[++n] = c["group"]; b[n] = c["baseline"] }
+        END { m = split(g[1], w0, " "); for (j = 1; j <= m; j++) same[j] = 1
+              for (i = 2; i <= n; i++) { split(g[i], w, " "); for (j = 1; j <= m; j++) if (w[j] != w0[j]) same[j] = 0 }'
+    gtitles=$(ab "$gwords"' for (i = 1; i <= n; i++) { split(g[i], w, " "); t = ""
+                for (j = 1; j <= m; j++) if (!same[j] || n == 1) t = t (t == "" ? "" : " ") w[j]
+                printf "%s\"%s  (baseline %s)\"", (i > 1 ? " " : ""), t, b[i] } }')
+    gcommon=$(ab "$gwords"' if (n > 1) { t = ""; for (j = 1; j <= m; j++) if (same[j]) t = t (t == "" ? "" : " ") w0[j]
+                printf "every bar: %s", t } }')
+    gbars=$(ab '{ b[c["gi"]]++; if (c["gi"] > ng) ng = c["gi"] } END { for (g = 1; g <= ng; g++) printf "%s%d", (g > 1 ? " " : ""), b[g] }')
+    glog=$(ab '!s[c["gi"]]++ { printf "%s%d", (n++ ? " " : ""), c["ylog"] }')
+    keylines=$(ab '{ if (!(c["sweep"] in ns)) { ns[c["sweep"]] = 1; sw[++n] = c["sweep"]; com[n] = c["common"] }
+                     if (!seen[c["sweep"], c["variant"]]++) { k[n, ++nk[n]] = c["variant"] ":  " c["key"] } }
+        END { for (i = 1; i <= n; i++) { pre = n > 1 ? sw[i] " " : ""
+                for (j = 1; j <= nk[i]; j++) printf "%s\"%s%s\"", (out++ ? " " : ""), pre, k[i, j]
+                if (com[i] != "") printf " \"%sall variants:  %s\"", pre, com[i] } }')
+    bargroup=$(ab '{ printf "%s%s", (NR > 2 ? " " : ""), c["gi"] }')
+    barx=$(ab '{ printf "%s%s", (NR > 2 ? " " : ""), c["x"] }')
+    barlabels=$(ab '{ printf "%s\"%s\"", (NR > 2 ? " " : ""), c["variant"] }')
+    draw ablation.gp "$base-ablation" "$base-ablation.tsv" "$names" "gtitles=$(gq "$gtitles")" \
+        "gbars='$gbars'" "glog='$glog'" "keylines=$(gq "$keylines")" "bargroup='$bargroup'" \
+        "barx='$barx'" "barlabels=$(gq "$barlabels")" "gcommon=$(gq "$gcommon")"
     kinds+=(ablation)
 fi
 
@@ -231,7 +309,13 @@ if [ -s "$base-hitrate.body" ]; then
                 for (i = 1; i <= ns; i++) si[S[i]] = i
                 print "x", "vocab", "panel", "series", "algo", "mode", "dataset", "k", "p", "rows", "hit_rate", "outliers", "outlier_mass" }
         { print ci[$2] + (si[$3] - (ns + 1) / 2) * 0.8 / ns, $0 }' "$base-hitrate.body" > "$base-hitrate.tsv"
-    draw hitrate.gp "$base-hitrate" "$base-hitrate.tsv" "" "cats='$cats'" "hseries='$hseries'"
+    # each algo/mode bar in its algo's colour, lighter for the earlier modes
+    while IFS=$'\t' read -r n c p d; do colour[$n]=$c; point[$n]=$p; dash[$n]=$d; done < <(
+        for s in $hseries; do echo "$s"; done | awk -F/ -v OFS='\t' '{ a[NR] = $1; s[NR] = $0; if (!($1 in n)) n[$1] = 0; i[NR] = ++n[$1] }
+            END { for (j = 1; j <= NR; j++) print "series", s[j], a[j], i[j], n[a[j]] }' |
+        awk -f "$top/scripts/figures-style.awk" "$top/plots/palette.tsv" -)
+    draw hitrate.gp "$base-hitrate" "$base-hitrate.tsv" "$(for s in $hseries; do echo "$s"; done)" \
+        "cats='$cats'" "hseries='$hseries'"
     kinds+=(hitrate)
 else
     printf 'x\tvocab\tpanel\tseries\talgo\tmode\tdataset\tk\tp\trows\thit_rate\toutliers\toutlier_mass\n' > "$base-hitrate.tsv"
