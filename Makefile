@@ -1,8 +1,10 @@
 # topkp — build/ is the only output folder.
 #   make            build build/topkp (CUDA kernels too when nvcc is present and CPU_ONLY is unset)
 #   make run        install deps, build, run configs/quick.lua -> results/quick.h5, plots/out/quick.png
-#   make test       install deps, build and run the test suite (ends with "N passed, N failed")
+#   make test       install the test deps, build and run the test suite (ends with "N passed, N failed")
 #   make deps       apt-get install what is missing (scripts/install-deps.sh)
+#   make test-deps  deps, plus torch, h5py and numpy for /usr/bin/python3 (scripts/install-python-deps.sh):
+#                   what `make test` and CI (.ci/run) install, one list; quick when all is there
 #   make gpu-bundle sm_90a binary + its shared libraries under build/gpu/ (rpath $ORIGIN/lib)
 #   make test-gpu   on the GPU machine: GPU tests (bitwise CPU = GPU) and compute-sanitizer
 #   make figures RESULTS=file.h5 [X=k BY=p FACET=mode]  draw plots/out/*.png and *.pdf from a results file
@@ -59,7 +61,7 @@ LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(CU_OBJS)
 TEST_SRCS := $(filter-out tests/oracle.c,$(wildcard tests/*.c))
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps run test test-san fuzz fuzz-run test-gpu gpu-bundle figures paper clean
+.PHONY: all deps test-deps run test test-san fuzz fuzz-run test-gpu gpu-bundle figures paper clean
 all: $(BUILD)/topkp
 
 # Rebuild everything when the flags change (e.g. CUDA appears or CPU_ONLY is set).
@@ -96,6 +98,11 @@ FORCE:
 deps:
 	bash scripts/install-deps.sh
 
+# The tests need the Python side too (tests/test_dump_logits.c runs scripts/dump_logits.py): CI
+# and `make test` install the same packages through this one target.
+test-deps: deps
+	bash scripts/install-python-deps.sh
+
 RESULTS ?= results/quick.h5
 run: deps
 	$(MAKE) all
@@ -110,7 +117,7 @@ run: deps
 SAN_ENV := $(if $(SAN),ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1} \
              LSAN_OPTIONS=$${LSAN_OPTIONS:-suppressions=$(CURDIR)/tests/fuzz/lsan.supp:print_suppressions=0} \
              UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1})
-test: deps
+test: test-deps
 	$(MAKE) $(BUILD)/topkp $(BUILD)/topkp-tests
 	$(SAN_ENV) TOPKP=$(BUILD)/topkp $(BUILD)/topkp-tests
 

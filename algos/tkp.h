@@ -3,7 +3,7 @@
  * A module is one `struct tkp_algo` (a table of capabilities, options and function
  * pointers). The harness owns memory, streams, timing and verification: a module says what
  * it supports, how much workspace it needs, and then runs without allocating or
- * synchronising. The exact output every module must produce is ../shared/SEMANTICS.md. */
+ * synchronising. The exact output every module must produce is docs/SEMANTICS.md. */
 #ifndef TKP_H
 #define TKP_H
 

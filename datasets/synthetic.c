@@ -55,7 +55,7 @@ static void fill_gaussian(uint64_t seed, uint64_t row, int64_t vocab, float *x)
     }
 }
 
-/* The shape H200-PEERS.md measured the peers on: N(0, sigma) plus 20 to 100 outliers per row
+/* The shape docs/H200-PEERS.md measured the peers on: N(0, sigma) plus 20 to 100 outliers per row
  * shifted 4 to 12 sigma up. */
 static void fill_peers(uint64_t seed, uint64_t row, int64_t vocab, float *x, float sigma)
 {
@@ -123,9 +123,9 @@ static void fill_nan_inf(uint64_t seed, uint64_t row, int64_t vocab, float *x)
 const struct tkp_dataset tkp_datasets[] = {
     { "gaussian", "N(0,1) with 16 outliers per row at 4-10 sigma", fill_gaussian },
     { "flat", "N(0,1), no outliers", fill_flat },
-    { "peers_s1", "N(0,1) + 20-100 outliers at 4-12 sigma (H200-PEERS.md, top-k tables)",
+    { "peers_s1", "N(0,1) + 20-100 outliers at 4-12 sigma (docs/H200-PEERS.md, top-k tables)",
       fill_peers_s1 },
-    { "peers_s2", "N(0,2) + 20-100 outliers at 4-12 sigma (H200-PEERS.md, top-p table)",
+    { "peers_s2", "N(0,2) + 20-100 outliers at 4-12 sigma (docs/H200-PEERS.md, top-p table)",
       fill_peers_s2 },
     { "bf16", "gaussian rounded to bfloat16 (many ties)", fill_bf16 },
     { "masked", "gaussian with half the tokens masked to -inf", fill_masked },

@@ -1,4 +1,4 @@
-/* logits_file.h — the HDF5 files of `topkp gen` and `topkp apply` (layouts in DESIGN.md):
+/* logits_file.h — the HDF5 files of `topkp gen` and `topkp apply` (layouts in docs/DESIGN.md):
  *   input:  /logits float32 [B, V]; optional /k int32 [B] and /p float32 [B]
  *   output: /kept uint8 [B, V]; /samples int64 [B, N]; root attributes algo, backend, options */
 #ifndef TKP_LOGITS_FILE_H

@@ -1,4 +1,4 @@
-/* results.h — the results file of `topkp run` (DESIGN.md): provenance attributes on /, the
+/* results.h — the results file of `topkp run` (docs/DESIGN.md): provenance attributes on /, the
  * text of every Lua file under /config, and per sweep a compound table
  * /sweeps/<sweep>/cells (one row per cell, appended and flushed as it finishes) with the raw
  * repetition times in /sweeps/<sweep>/samples. The default HDF5 format is used on purpose:

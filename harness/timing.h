@@ -45,7 +45,7 @@ struct tkp_rep_source {
     void *ctx;
 };
 
-/* The timer policy of DESIGN.md shared by modules and peers: timing->warmup untimed runs and
+/* The timer policy of docs/DESIGN.md shared by modules and peers: timing->warmup untimed runs and
  * more until timing->warmup_seconds have passed (the first cell of a run warms the process as
  * much as any other: clocks, page faults, lazily loaded kernels), then repetitions until tkp_time_should_stop; a sample taken below 90% of max_clock_mhz is
  * counted in *throttled and left out. *samples is malloc'd (timing->max_reps entries). */

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """dump_logits.py — dump a causal language model's next-token logits on a text into the
-logits file layout that `topkp apply` and Lua `file "x.h5"` datasets read (DESIGN.md):
+logits file layout that `topkp apply` and Lua `file "x.h5"` datasets read (docs/DESIGN.md):
 
     /logits    float32 [B, V]   row i: the next-token logits at position /position[i]
     /k         int32   [B]      only with --k

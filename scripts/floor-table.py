@@ -2,13 +2,13 @@
 (algos/*/README.md) from `topkp export` of a floor_grid.lua run (and of floor_grid_modules.lua
 run with the build before, for the no-regression check; MORE files, comma-separated, replace
 NEW's rows of the same cell and algorithm, e.g. a later run of one module): one line per cell with each module's
-median, its peer's and the ratio, the read floor of ../shared/reference/H200-PEERS.md (B >= 128;
+median, its peer's and the ratio, the read floor of docs/H200-PEERS.md (B >= 128;
 read plus mask write = read + (copy - read) / 4, one byte written per four read), and a summary
 of every target's misses. Prints Markdown."""
 import csv
 import sys
 
-# H200-PEERS.md, 2026-11-30, top-k k = 50: read floor, copy floor (us) at the batches >= 128.
+# docs/H200-PEERS.md ("Memory floors", the 2026-11-30 reference), top-k k = 50: read floor, copy floor (us) at the batches >= 128.
 FLOORS = {
     (128256, 128): (33.8, 34.9), (128256, 256): (51.5, 66.1), (128256, 1024): (139.3, 249.5),
     (151936, 128): (37.5, 40.9), (151936, 256): (57.1, 77.2), (151936, 1024): (161.8, 296.9),

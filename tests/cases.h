@@ -1,4 +1,4 @@
-/* cases.h — the adversarial test inputs of SEMANTICS.md and issue 3 (ties, near-ties, -inf,
+/* cases.h — the adversarial test inputs of docs/SEMANTICS.md and issue 3 (ties, near-ties, -inf,
  * NaN, +inf, extreme k and p, V=1, odd V, mixed rows), and the checks that run a module on
  * all of them against the oracle. Every module's test file calls these. */
 #ifndef TKP_CASES_H
@@ -56,7 +56,7 @@ void check_gpu_matches_cpu(const char *algo, const char *const *options);
 void check_module_cases(const char *algo, const char *const *options, enum tkp_backend backend);
 
 /* The statistical sampler test: on several rows, `draws` draws of one row have a total
- * variation distance to the renormalised kept distribution below the SEMANTICS.md bound, and
+ * variation distance to the renormalised kept distribution below the docs/SEMANTICS.md bound, and
  * the same seed gives the same draws. */
 void check_sampler_tv(const char *algo, const char *const *options, enum tkp_backend backend,
                       int32_t draws);

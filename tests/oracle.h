@@ -1,4 +1,4 @@
-/* oracle.h — the independent judge of SEMANTICS.md. It shares no code with the modules:
+/* oracle.h — the independent judge of docs/SEMANTICS.md. It shares no code with the modules:
  * its own sort (qsort on value/index pairs) and long-double masses. For one row it computes
  * the canonical order, the top-k set and the band of kept-prefix lengths the top-p rule
  * accepts, and checks a kept mask or a draw against them. */
@@ -29,7 +29,7 @@ int oracle_check_row(const struct oracle_row *o, const uint8_t *kept, const int6
                      int32_t n, char *why, size_t len);
 /* Probability of each of the first n tokens of the canonical order renormalised over them. */
 void oracle_distribution(const struct oracle_row *o, int64_t n, long double *out);
-/* The total-variation bound of SEMANTICS.md for n kept tokens and N draws. */
+/* The total-variation bound of docs/SEMANTICS.md for n kept tokens and N draws. */
 double oracle_tv_bound(int64_t n, int64_t draws);
 
 #endif

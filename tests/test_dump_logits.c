@@ -1,6 +1,6 @@
 /* test_dump_logits.c — scripts/dump_logits.py end to end on its tiny randomly initialised
  * model (no weights can be downloaded here): the file it writes is read by the harness's own
- * reader as the DESIGN.md layout, `topkp apply` takes it, the same seed gives the same bytes,
+ * reader as the docs/DESIGN.md layout, `topkp apply` takes it, the same seed gives the same bytes,
  * a bf16 model still yields float32 logits, and a missing --text file is a clear error.
  * Skipped when /usr/bin/python3 lacks torch or h5py (scripts/install-python-deps.sh). */
 #include <hdf5.h>

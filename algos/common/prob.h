@@ -1,6 +1,6 @@
 /* prob.h — the host-and-device arithmetic every module shares for probabilities and mass.
  *
- * - tkp_is_valid / tkp_canon_before / tkp_order_key: the canonical order of SEMANTICS.md.
+ * - tkp_is_valid / tkp_canon_before / tkp_order_key: the canonical order of docs/SEMANTICS.md.
  * - tkp_expf: our own exp (explicit fmaf, no libm), so the CPU and the GPU agree bit for bit.
  * - Mass is exact 64-bit fixed point: a token's weight exp(x - m) <= 1 becomes
  *   floor(w * 2^40), so sums of up to 2^23 tokens never overflow and never depend on the

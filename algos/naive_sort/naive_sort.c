@@ -3,7 +3,7 @@
  * Per row: stable-sort the valid tokens by value, descending (ties by index), keep the first
  * min(k, #valid), then walk that prefix accumulating fixed-point mass until top-p is reached.
  * Outputs the kept set and samples drawn from it. Exact by construction: it *is* the
- * canonical order of SEMANTICS.md. */
+ * canonical order of docs/SEMANTICS.md. */
 #include <string.h>
 
 #include "../common/cpu_row.h"

@@ -47,7 +47,7 @@ TKP_HD int rej_from_mass_floor(float p, int64_t k_limit)
 }
 
 /* Would a token at a pivot with `count` tokens of fixed mass `mass` before it be kept?
- * (SEMANTICS.md: in the top-k set, and first or with the mass before it below the top-p
+ * (docs/SEMANTICS.md: in the top-k set, and first or with the mass before it below the top-p
  * target.) Monotone: once false at a pivot, false at every later one. */
 TKP_HD int rej_kept(int64_t count, uint64_t mass, int64_t k_limit, uint64_t target)
 {

@@ -13,10 +13,11 @@
 --
 -- Meant for the H200 (`topkp run configs/paper/fig2_throughput.lua --backend gpu`). The modules'
 -- grid is 5 vocabularies x 11 batches x 3 modes x 5 algorithms = 825 cells; on a 2-core CPU the
--- batch-1024 cells alone take hours (a sort of 268M floats per call), so on the CPU backend
--- the grid stops at batch 16 (375 module cells, still about 40 minutes on 2 busy cores, measured:
--- naive_sort sorts a 262208-token row in about 0.25 s; the CPU peers' 225 cells come on top,
--- their time not measured here).
+-- batch-1024 cells alone would take about an hour (estimated from the batch-16 cells, scaled
+-- linearly in the batch; naive_sort sorts a 262208-token row in about 85 ms), so on the CPU
+-- backend the grid stops at batch 16 (375 module cells, about 3 minutes on 2 busy cores: 188 s
+-- measured at 67ea0b5; the CPU peers' 225 cells come on top: torch.sort and torch.topk with
+-- Debian's torch 91 s, vllm.pytorch only where vllm is installed).
 --
 -- Datasets: the paper uses WikiText-2 logits of five models; here each vocabulary gets the
 -- model-like synthetic dataset of its model (`topkp list`), paired by the `where` filter. Put

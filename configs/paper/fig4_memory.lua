@@ -1,9 +1,9 @@
 -- fig4_memory.lua — the Qrita paper's Figure 4 (section 4.3): workspace memory of each
 -- algorithm against batch size at the five vocabularies of its models (top-k 50 then top-p
 -- 0.9; the workspace_bytes column, and peak_device_bytes on the GPU). Memory does not depend on
--- timing, so each cell is timed once. Meant for the H200: the full grid (275 cells) needs hours
--- on a 2-core CPU because of the batch-1024 sorts, so on the CPU backend it stops at batch 16
--- (about 3.5 minutes on 2 busy cores, measured). Workspace depends on the shape, not the values: the synthetic "gaussian" dataset
+-- timing, so each cell is timed once. Meant for the H200: the full grid (275 cells) needs about
+-- 8 minutes of calls alone on a 2-core CPU (estimated from the batch-16 cells, scaled linearly in
+-- the batch), so on the CPU backend it stops at batch 16 (27 s on 2 busy cores, measured at 67ea0b5). Workspace depends on the shape, not the values: the synthetic "gaussian" dataset
 -- serves every vocabulary.
 local SMALL = backend == "cpu" -- the CPU-sized grid on the CPU backend, the full one on the GPU
 

@@ -17,8 +17,9 @@
 --   H  none     binary      -    -          (7.274)
 --   I  hit      sort        -    -          (2.099)
 --   J  none     sort        -    -          = the naive PyTorch sort baseline (16.487)
--- Meant for the H200. On a 2-core CPU the batch-1024 cells take about a minute each, so on the
--- CPU backend the batch is 64 (about 4 minutes in all on 2 busy cores, measured).
+-- Meant for the H200. On a 2-core CPU a batch-1024 call takes up to 14 s (run G; 0.45 s for A)
+-- and the ten cells about 8 minutes (estimated from the batch-64 cells, scaled by 16), so on the
+-- CPU backend the batch is 64 (14 s in all on 2 busy cores, measured at 67ea0b5).
 local SMALL = backend == "cpu" -- the CPU-sized grid on the CPU backend, the full one on the GPU
 
 local function qrita(truncation, search, dedup, autotune)
