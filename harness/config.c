@@ -12,7 +12,7 @@
  * Every declaration is validated when it is called, against the modules' option tables, so
  * an error names the config's file:line. A hostile config fails the same way, never crashes
  * or hangs: the limits of harness/limits.h (README.md, "Configs") bound its instructions, its
- * memory and every list and name it declares. */
+ * memory, its wall-clock time (lua_deadline.c) and every list and name it declares. */
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
@@ -24,6 +24,7 @@
 #include "../algos/common/prob.h"
 #include "../datasets/datasets.h"
 #include "limits.h"
+#include "lua_deadline.h"
 #include "plan.h"
 
 static const char *const sweep_keys[] = { "algos", "dataset", "vocab", "batch", "k", "p",
@@ -1026,8 +1027,8 @@ int tkp_config_load(const char *path, enum tkp_backend backend, struct tkp_plan 
     lua_setglobal(L, "backend");
     lua_sethook(L, budget_hook, LUA_MASKCOUNT, HOOK_EVERY);
     int rc = load_chunk(L, path, text, size, err);
-    if (rc == LUA_OK)
-        rc = lua_pcall(L, 0, 0, 0);
+    if (rc == LUA_OK) /* first in a child under TKP_LUA_SECONDS (lua_deadline.c) */
+        rc = tkp_lua_finishes_in_time(L, path, err) ? -1 : lua_pcall(L, 0, 0, 0);
     else if (lua_gettop(L) == 0)
         rc = -1; /* err is set: the chunk was refused before Lua saw it */
     ctx.ended = 1;

@@ -7,6 +7,7 @@
 
 #define TKP_LUA_INSTRUCTION_BUDGET 20000000 /* Lua instructions a config may run, `where` included */
 #define TKP_LUA_MEMORY_MIB 256              /* MiB of memory the config's Lua state may hold */
+#define TKP_LUA_SECONDS 10                  /* wall-clock seconds a config may run (C functions too) */
 #define TKP_CONFIG_MAX_BYTES (16 << 20)     /* bytes of a config file */
 #define TKP_MAX_SWEEPS 10000                /* sweep and ablation declarations in a config */
 #define TKP_MAX_CELLS 1000000               /* cells of a run, and of one sweep's cross product */

@@ -287,6 +287,7 @@ static void list_limits(void)
     puts("limits:");
     LIMIT(TKP_LUA_INSTRUCTION_BUDGET);
     LIMIT(TKP_LUA_MEMORY_MIB);
+    LIMIT(TKP_LUA_SECONDS);
     LIMIT(TKP_CONFIG_MAX_BYTES);
     LIMIT(TKP_MAX_SWEEPS);
     LIMIT(TKP_MAX_CELLS);

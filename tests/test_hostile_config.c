@@ -3,6 +3,7 @@
  * the cause. One test per kind of hostility. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "../harness/limits.h"
 #include "../harness/plan.h"
@@ -53,6 +54,48 @@ TEST(hostile_config_endless_loop_is_stopped)
     CHECK(run_cmd(out, sizeof out, "%s run %s --dry-run", topkp_bin(), path) != 0 &&
               strstr(out, "cli_loop.lua:1: the config ran more than") != NULL,
           "topkp run --dry-run of an endless loop: %s", out);
+}
+
+/* A C function is not counted by the instruction budget: a pattern that backtracks in find,
+ * gsub (under pcall), match (in `where`) or gmatch ends after TKP_LUA_SECONDS with an error
+ * naming the config's file:line. The four run at once, each `topkp run --dry-run` under
+ * `timeout`, so that a hang fails this test rather than hanging the suite. */
+TEST(hostile_config_pattern_backtracking_is_stopped)
+{
+    static const char *const names[] = { "pat_find.lua", "pat_gsub.lua", "pat_match.lua",
+                                          "pat_gmatch.lua" };
+    static const char *const texts[] = {
+        "local s = string.rep(\"a\", 200000)\ns:find(\".-.-.-.-.-b\")\n" SWEEP " }\n",
+        "local s = string.rep(\"a\", 200000)\npcall(string.gsub, s, \".-.-.-.-.-b\", \"\")\n" SWEEP " }\n",
+        "local s = string.rep(\"a\", 200000)\n" SWEEP ",\n where = function(c) return s:match(\"a*a*a*a*a*b\") end }\n",
+        "local s = string.rep(\"a\", 200000)\nfor w in s:gmatch(\".-.-.-.-.-b\") do end\n" SWEEP " }\n",
+    };
+    static const int lines[] = { 2, 2, 3, 2 };
+    char script[8192] = "", out[16384];
+    for (int i = 0; i < 4; i++) {
+        const char *path = write_scratch(names[i], texts[i]);
+        snprintf(script + strlen(script), sizeof script - strlen(script),
+                 "(timeout %d %s run %s --dry-run > %s.out 2>&1; echo \"exit $?\" >> %s.out) & ",
+                 6 * TKP_LUA_SECONDS, topkp_bin(), path, path, path);
+    }
+    snprintf(script + strlen(script), sizeof script - strlen(script), "wait; cat %s/pat_*.out",
+             scratch_dir());
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    run_cmd(out, sizeof out, "%s", script);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    for (int i = 0; i < 4; i++) {
+        char cause[128];
+        snprintf(cause, sizeof cause, "%s:%d: the config did not finish within %d s", names[i],
+                 lines[i], TKP_LUA_SECONDS);
+        CHECK(strstr(out, cause) != NULL, "%s: expected '%s' in: %s", names[i], cause, out);
+    }
+    CHECK(strstr(out, "backtracks") != NULL, "the message names no cause: %s", out);
+    CHECK(strstr(out, "exit 124") == NULL && strstr(out, "exit 0") == NULL,
+          "a backtracking config loaded or was stopped by `timeout`, not by topkp: %s", out);
+    CHECK(seconds < 2 * TKP_LUA_SECONDS + 10, "the four configs took %.1f s (the limit is %d s)",
+          seconds, TKP_LUA_SECONDS);
 }
 
 TEST(hostile_config_memory_is_capped)
@@ -171,6 +214,6 @@ TEST(hostile_config_limits_are_listed)
     char out[65536];
     CHECK(run_cmd(out, sizeof out, "%s list --no-probe", topkp_bin()) == 0, "topkp list: %s", out);
     CHECK(strstr(out, "limits:\n") && strstr(out, "TKP_LUA_INSTRUCTION_BUDGET") &&
-              strstr(out, "TKP_MAX_CELLS"),
+              strstr(out, "TKP_LUA_SECONDS") && strstr(out, "TKP_MAX_CELLS"),
           "topkp list prints no limits: %s", out);
 }
