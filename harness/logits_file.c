@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "file_error.h"
 #include "h5util.h"
 #include "limits_files.h"
 #include "logits_file.h"
@@ -192,7 +193,7 @@ int tkp_logits_write(const char *path, const struct tkp_batch *b, const char *co
     errno = 0;
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (f < 0) {
-        tkp_error_set(err, "%s: cannot create: %s", path, errno ? strerror(errno) : "HDF5 refused");
+        tkp_create_error(err, path, errno);
         return TKP_EINVAL;
     }
     hsize_t dims[2] = { (hsize_t)b->batch, (hsize_t)b->vocab };
@@ -216,7 +217,7 @@ int tkp_apply_write(const char *path, int64_t batch, int64_t vocab, const uint8_
     errno = 0;
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (f < 0) {
-        tkp_error_set(err, "%s: cannot create: %s", path, errno ? strerror(errno) : "HDF5 refused");
+        tkp_create_error(err, path, errno);
         return TKP_EINVAL;
     }
     int rc = 0;

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file_error.h"
 #include "h5util.h"
 #include "limits_files.h"
 #include "results.h"
@@ -284,13 +285,13 @@ static int lock_file(struct tkp_results *r, int *created, struct tkp_error *err)
 {
     *created = 0;
     r->lock_fd = open(r->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (r->lock_fd >= 0)
+    if (r->lock_fd >= 0) {
         *created = 1;
-    else if (errno == EEXIST)
-        r->lock_fd = open(r->path, O_RDWR | O_CLOEXEC);
-    if (r->lock_fd < 0) {
-        tkp_error_set(err, "%s: cannot %s: %s", r->path, errno == EEXIST ? "open" : "create",
-                      strerror(errno));
+    } else if (errno != EEXIST) {
+        tkp_create_error(err, r->path, errno);
+        return TKP_EINVAL;
+    } else if ((r->lock_fd = open(r->path, O_RDWR | O_CLOEXEC)) < 0) {
+        tkp_error_set(err, "%s: cannot open for writing: %s", r->path, strerror(errno));
         return TKP_EINVAL;
     }
     if (flock(r->lock_fd, LOCK_EX | LOCK_NB) != 0) {
