@@ -129,20 +129,18 @@ static void keep_partial_message(struct tkp_error *err, const char *out)
 }
 
 /* After `partial` was written (rc: how that went): rename it over `out`, or remove it and say
- * that `out` was not written. Returns rc, or TKP_EINVAL when the rename failed. */
-static int finish_output(const char *cmd, const char *partial, const char *out, int rc,
-                         struct tkp_error *err)
+ * that `out` was not written. A rename that fails (`out` became a folder, say) keeps the
+ * complete output in `partial` and says so. Returns rc, or TKP_EINVAL when the rename failed. */
+static int finish_output(const char *partial, const char *out, int rc, struct tkp_error *err)
 {
     if (rc) {
         keep_partial_message(err, out);
-    } else if (rename(partial, out) != 0) {
-        fprintf(stderr, "topkp %s: cannot rename %s to %s: %s\n", cmd, partial, out,
-                strerror(errno));
-        rc = TKP_EINVAL;
-        tkp_error_set(err, "%s: not written", out);
-    }
-    if (rc)
         unlink(partial);
+    } else if (rename(partial, out) != 0) {
+        tkp_error_set(err, "%s: not written: cannot rename %s to it (%s); the complete output "
+                      "is kept in %s", out, partial, strerror(errno), partial);
+        rc = TKP_EINVAL;
+    }
     return rc;
 }
 
@@ -538,7 +536,7 @@ static int apply_run(const struct tkp_algo *a, const void *opts, const struct ap
         partial_path(x->out, partial, sizeof partial);
         rc = tkp_apply_write(partial, b->batch, b->vocab, kept, samples, draws, a->name,
                              x->backend == TKP_GPU ? "gpu" : "cpu", options, err);
-        rc = finish_output("apply", partial, x->out, rc, err);
+        rc = finish_output(partial, x->out, rc, err);
     }
     if (rc == TKP_OK)
         apply_report(a->name, x, b, kept, draws, us);
@@ -692,7 +690,7 @@ static int cmd_gen(int argc, char **argv)
     partial_path(g.out, partial, sizeof partial);
     if (rc == TKP_OK) {
         rc = tkp_logits_write(partial, &b, attrs, &err);
-        rc = finish_output("gen", partial, g.out, rc, &err);
+        rc = finish_output(partial, g.out, rc, &err);
     }
     tkp_batch_free(&b);
     return rc ? fail("gen", err.msg) : 0;
