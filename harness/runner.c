@@ -2,6 +2,7 @@
  * cells), open the module, warm up, time repetitions, verify sample rows against the oracle,
  * append the row. Every failure becomes the cell's status; the sweep goes on. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -379,6 +380,10 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
         if (!rc)
             rc = tkp_gpu_timer_open(&env.gpu, err);
         if (rc) {
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            tkp_error_set(err, "--backend gpu needs a usable GPU (%s); nothing was written to "
+                          "%s", why, args->output);
             tkp_gpu_timer_close(env.gpu);
             tkp_plan_free(&plan);
             return rc;
