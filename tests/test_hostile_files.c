@@ -13,6 +13,8 @@
 
 #include <hdf5.h>
 
+#include "../harness/gpu.h"
+#include "../harness/runner.h"
 #include "cli_util.h"
 #include "test.h"
 
@@ -312,13 +314,12 @@ TEST(hostile_files_resume_locks_the_file)
               strstr(out, "already done"), "--resume after the lock is gone: %s", out);
 }
 
-TEST(hostile_files_partial_create_and_missing_gpu)
+TEST(hostile_files_partial_create)
 {
     const char *bin = topkp_bin(), *cfg = quick_config();
-    char h5[512], empty[512], gpu[512];
+    char h5[512], empty[512];
     snprintf(h5, sizeof h5, "%s/partial.h5", scratch_dir());
     snprintf(empty, sizeof empty, "%s/partial-empty.h5", scratch_dir());
-    snprintf(gpu, sizeof gpu, "%s/partial-gpu.h5", scratch_dir());
     /* What a run killed before its first flush leaves: the first 96 bytes of a results file. */
     char whole[512];
     snprintf(whole, sizeof whole, "%s/partial-whole.h5", scratch_dir());
@@ -336,14 +337,118 @@ TEST(hostile_files_partial_create_and_missing_gpu)
     CHECK(run_cmd(out, sizeof out, "%s run %s -o %s --resume --backend cpu", bin, cfg, empty) == 0 &&
               strstr(out, "no cells and no run records"),
           "--resume of an empty file must continue it: %s", out);
-    /* --backend gpu without a GPU (or without CUDA in this build) leaves no file behind. */
-    CHECK(run_cmd(out, sizeof out, "CUDA_VISIBLE_DEVICES= %s run %s -o %s --backend gpu", bin, cfg,
-                  gpu) != 0, "--backend gpu without a GPU must fail: %s", out);
-    CHECK(access(gpu, F_OK) != 0, "--backend gpu without a GPU left %s behind", gpu);
     /* A folder that does not exist: the real errno, not a guess. */
     CHECK(run_cmd(out, sizeof out, "%s run %s -o %s/no/such/dir/x.h5 --backend cpu", bin, cfg,
                   scratch_dir()) == 1 && strstr(out, "No such file or directory"),
           "a missing folder must report ENOENT: %s", out);
+}
+
+/* --backend gpu without a GPU (CUDA_VISIBLE_DEVICES empty, or no CUDA in this build) fails
+ * before the results file is created: through the command line, and through tkp_run itself,
+ * whose GPU check comes before tkp_results_open (the command line of a build without CUDA
+ * refuses --backend gpu before the runner starts). */
+TEST(hostile_files_missing_gpu_creates_no_file)
+{
+    const char *cfg = quick_config();
+    char gpu[512], lib[512];
+    snprintf(gpu, sizeof gpu, "%s/no-gpu.h5", scratch_dir());
+    snprintf(lib, sizeof lib, "%s/no-gpu-lib.h5", scratch_dir());
+    int rc = run_cmd(out, sizeof out, "CUDA_VISIBLE_DEVICES= %s run %s -o %s --backend gpu",
+                     topkp_bin(), cfg, gpu);
+    CHECK((rc == 1 || rc == 2) && (strstr(out, "usable GPU") || strstr(out, "no CUDA support")),
+          "--backend gpu without a GPU: want exit 1 or 2 and a message naming the GPU, got %d: %s",
+          rc, out);
+    CHECK(access(gpu, F_OK) != 0, "--backend gpu without a GPU left %s behind", gpu);
+    if (tkp_gpu_present()) {
+        test_skip("a GPU is present: tkp_run --backend gpu would run");
+        return;
+    }
+    struct tkp_run_args args = { .config = cfg, .output = lib, .backend = TKP_GPU };
+    struct tkp_error err = { { 0 } };
+    CHECK(tkp_run(&args, &err) != 0, "tkp_run --backend gpu without a GPU succeeded");
+    CHECK(strstr(err.msg, "--backend gpu needs a usable GPU") && strstr(err.msg, lib) &&
+              strstr(err.msg, "nothing was written"),
+          "tkp_run --backend gpu without a GPU: want a message naming the GPU and %s, got: %s",
+          lib, err.msg);
+    CHECK(access(lib, F_OK) != 0, "tkp_run --backend gpu without a GPU left %s behind", lib);
+}
+
+/* `run`, `gen` and `apply` into a folder they may not write: an error naming the folder and
+ * saying it is not writable, and no file (nor .partial) left there. Root ignores a folder's
+ * mode (CAP_DAC_OVERRIDE), so as root topkp runs without that capability (setpriv drops it
+ * from the bounding set): the mode then applies to root as the folder's owner. */
+TEST(hostile_files_read_only_folder_is_named)
+{
+    const char *bin = topkp_bin(), *cfg = quick_config();
+    char ro[512], res[512], logits[512], want[600];
+    snprintf(ro, sizeof ro, "%s/read-only", scratch_dir());
+    snprintf(logits, sizeof logits, "%s/ro-in.h5", scratch_dir());
+    REQUIRE(mkdir(ro, 0555) == 0 && chmod(ro, 0555) == 0, "cannot make %s", ro);
+    const char *as = "";
+    if (access(ro, W_OK) == 0) /* chmod does not bind this user: root */
+        as = "setpriv --bounding-set=-dac_override,-dac_read_search";
+    if (run_cmd(out, sizeof out, "%s sh -c 'echo x > %s/probe'", as, ro) == 0) {
+        chmod(ro, 0755);
+        test_skip("cannot make a folder read-only for this user (setpriv missing or ineffective)");
+        return;
+    }
+    snprintf(want, sizeof want, "its folder %s is not writable", ro);
+    snprintf(res, sizeof res, "%s/x.h5", ro);
+    CHECK(run_cmd(out, sizeof out, "%s %s run %s -o %s --backend cpu", as, bin, cfg, res) == 1 &&
+              strstr(out, res) && strstr(out, want),
+          "run into a read-only folder: want exit 1 and '%s', got: %s", want, out);
+    REQUIRE(run_cmd(out, sizeof out, "%s gen gaussian --batch 2 --vocab 50 -o %s", bin, logits) == 0,
+            "gen: %s", out);
+    CHECK(run_cmd(out, sizeof out, "%s %s gen gaussian --batch 2 --vocab 50 -o %s/g.h5", as, bin,
+                  ro) == 1 && strstr(out, want),
+          "gen into a read-only folder: want exit 1 and '%s', got: %s", want, out);
+    CHECK(run_cmd(out, sizeof out, "%s %s apply naive_sort --in %s --out %s/a.h5 --k 3", as, bin,
+                  logits, ro) == 1 && strstr(out, want),
+          "apply into a read-only folder: want exit 1 and '%s', got: %s", want, out);
+    CHECK(run_cmd(out, sizeof out, "ls -A %s", ro) == 0 && out[0] == 0,
+          "the read-only folder holds files afterwards: %s", out);
+    chmod(ro, 0755);
+}
+
+/* gen and apply write OUT.partial and rename it over OUT; when that rename fails (OUT is a
+ * non-empty folder) the error says so and the complete output stays readable in OUT.partial. */
+TEST(hostile_files_failed_rename_keeps_the_partial)
+{
+    const char *bin = topkp_bin();
+    char dir[512], logits[512], partial[600], kept[600];
+    snprintf(dir, sizeof dir, "%s/rename-dest.h5", scratch_dir());
+    snprintf(logits, sizeof logits, "%s/rename-in.h5", scratch_dir());
+    REQUIRE(mkdir(dir, 0755) == 0, "cannot make %s", dir);
+    REQUIRE(write_file(strcat(strcpy(kept, dir), "/keep.txt"), "x", 1) == 0, "cannot write %s", kept);
+    REQUIRE(run_cmd(out, sizeof out, "%s gen gaussian --batch 3 --vocab 60 -o %s", bin, logits) == 0,
+            "gen: %s", out);
+    snprintf(partial, sizeof partial, "%s.partial", dir);
+    const char *cmds[] = { "gen gaussian --batch 2 --vocab 50 -o", "apply naive_sort --k 3 --in" };
+    for (int c = 0; c < 2; c++) {
+        unlink(partial);
+        int rc = c == 0 ? run_cmd(out, sizeof out, "%s %s %s --force", bin, cmds[0], dir)
+                        : run_cmd(out, sizeof out, "%s %s %s --out %s --force", bin, cmds[1],
+                                  logits, dir);
+        CHECK(rc == 1 && strstr(out, "cannot rename") && strstr(out, partial) &&
+                  strstr(out, "the complete output is kept in"),
+              "%s into a folder: want exit 1 and the kept %s named, got %d: %s", cmds[c], partial,
+              rc, out);
+        /* the kept output is whole: gen's is a logits file apply reads; apply's has /kept */
+        char back[600];
+        snprintf(back, sizeof back, "%s/rename-back-%d.h5", scratch_dir(), c);
+        int whole = c == 0 ? run_cmd(out, sizeof out, "%s apply naive_sort --k 3 --in %s --out %s",
+                                     bin, partial, back) == 0
+                           : 0;
+        if (c == 1) {
+            H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+            hid_t f = H5Fopen(partial, H5F_ACC_RDONLY, H5P_DEFAULT);
+            whole = f >= 0 && H5Lexists(f, "kept", H5P_DEFAULT) > 0;
+            if (f >= 0)
+                H5Fclose(f);
+        }
+        CHECK(whole, "%s: the kept %s is not a whole output: %s", cmds[c], partial, out);
+    }
+    CHECK(access(kept, F_OK) == 0, "the folder's file %s is gone", kept);
 }
 
 /* Two cells whose identities differ only after character 400 (long variant label and long
