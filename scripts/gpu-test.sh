@@ -4,7 +4,7 @@
 # initcheck and synccheck on the small adversarial cases of every module (README.md, "GPU";
 # run it after any change to a kernel and commit its logs under results/h200/).
 # BUNDLE is the folder `make gpu-bundle` wrote (build/gpu). Each (tool, test) pair runs as its
-# own process, all at once (racecheck alone takes minutes per case), its log in LOGDIR.
+# own process (SAN_JOBS at a time, default 4), its log in LOGDIR.
 # TOOLS="racecheck initcheck" runs some of the four tools only; STAGES=sanitizers skips the
 # plain GPU tests; SAN_TIMEOUT=S stops each sanitizer run after S s; SMALL="a,b" checks those
 # tests instead of the small set; SAN_SHARDS=N splits each test's adversarial cases over N
@@ -41,7 +41,9 @@ if [[ ${#tests[@]} == 0 ]]; then
     echo "no test matches $filter: sanitizer stage not run"
     exit 1
 fi
-pids=()
+# At most SAN_JOBS runs at a time (default 4): the GPU time-slices between processes, and 68
+# racecheck runs at once finished none of the rejection cases that take about a minute alone
+# (results/h200/sanitizers-2026-12-02/README.md).
 names=()
 logs=()
 for tool in ${TOOLS:-memcheck racecheck initcheck synccheck}; do
@@ -49,21 +51,27 @@ for tool in ${TOOLS:-memcheck racecheck initcheck synccheck}; do
         for ((shard = 0; shard < shards; shard++)); do
             part=$([[ $shards == 1 ]] || echo "-$shard-of-$shards")
             log="$logdir/$tool-$test$part.log"
-            TKP_CASE_SHARD=$shard/$shards timeout "${SAN_TIMEOUT:-0}" compute-sanitizer \
-                --tool "$tool" --error-exitcode 3 "$bundle/topkp-tests" "$test" >"$log" 2>&1 &
-            pids+=($!)
+            while (($(jobs -rp | wc -l) >= ${SAN_JOBS:-4})); do
+                wait -n
+            done
+            (
+                t0=$SECONDS
+                TKP_CASE_SHARD=$shard/$shards timeout "${SAN_TIMEOUT:-0}" compute-sanitizer \
+                    --tool "$tool" --error-exitcode 3 "$bundle/topkp-tests" "$test" >"$log" 2>&1
+                echo "rc=$? wall $((SECONDS - t0)) s" >>"$log"
+            ) &
             names+=("$tool $test$part")
             logs+=("$log")
         done
     done
 done
-echo "== compute-sanitizer: ${#pids[@]} runs (${TOOLS:-4 tools} x ${#tests[@]} small tests x $shards shards)"
-for i in "${!pids[@]}"; do
-    wait "${pids[$i]}"
-    rc=$?
-    printf '%-10s rc=%s  %s | %s\n' "${names[$i]}" "$rc" \
+wait
+echo "== compute-sanitizer: ${#logs[@]} runs (${TOOLS:-4 tools} x ${#tests[@]} small tests x $shards shards)"
+for i in "${!logs[@]}"; do
+    end=$(grep -m1 -E '^rc=[0-9]+ wall' "${logs[$i]}")
+    printf '%-10s %s  %s | %s\n' "${names[$i]}" "$end" \
         "$(grep -m1 -E 'passed, [0-9]+ failed' "${logs[$i]}")" \
         "$(grep -m1 'ERROR SUMMARY' "${logs[$i]}")"
-    [[ $rc == 0 ]] || status=1
+    [[ $end == rc=0\ * ]] || status=1
 done
 exit $status
