@@ -21,7 +21,8 @@
 #define TKP_PARTIAL_CREATE_BYTES 4096
 /* Bytes reserved past a results file's end for HDF5's metadata of one append (results.c). */
 #define TKP_RESULTS_METADATA_ROOM (64 * 1024)
-/* Seconds `topkp export` or `topkp info` may read a file before it is taken for corrupt. */
+/* Seconds a reader in a child process (read_guard.h: export, info, compare, --resume's check,
+ * logits files) may read a file before it is taken for corrupt. */
 #define TKP_READ_SECONDS 600
 
 #endif

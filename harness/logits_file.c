@@ -7,6 +7,7 @@
 #include "h5util.h"
 #include "limits_files.h"
 #include "logits_file.h"
+#include "read_guard.h"
 
 /* A dataset's rank and up to two dimensions; -1 when its dataspace cannot be read. */
 static int dataset_shape(hid_t d, hsize_t dims[2])
@@ -112,8 +113,9 @@ static int alloc_batch(const char *path, struct tkp_batch *b, struct tkp_error *
     return TKP_ENOMEM;
 }
 
-int tkp_logits_read(const char *path, int32_t k_default, float p_default, struct tkp_batch *b,
-                    struct tkp_error *err)
+/* Read the file in this process (libhdf5 trusted with it). */
+static int read_here(const char *path, int32_t k_default, float p_default, struct tkp_batch *b,
+                     struct tkp_error *err)
 {
     memset(b, 0, sizeof *b);
     h5_quiet();
@@ -155,6 +157,29 @@ int tkp_logits_read(const char *path, int32_t k_default, float p_default, struct
     if (rc)
         tkp_batch_free(b);
     return rc;
+}
+
+/* The trial read of the child (a tkp_read_fn): the whole file, then nothing kept. */
+static int trial_read(const char *path, const void *unused, FILE *out, struct tkp_error *err)
+{
+    (void)unused, (void)out;
+    struct tkp_batch b;
+    int rc = read_here(path, 0, 1.0f, &b, err);
+    tkp_batch_free(&b);
+    return rc;
+}
+
+/* A corrupt file can crash or hang libhdf5 itself, so the file is first read whole in a child
+ * process (read_guard.h): a crash or a hang there is an error naming the file. Only a file the
+ * child read cleanly is read again here (README.md, "A five-minute tour": the cost is a
+ * second read of the file). */
+int tkp_logits_read(const char *path, int32_t k_default, float p_default, struct tkp_batch *b,
+                    struct tkp_error *err)
+{
+    memset(b, 0, sizeof *b);
+    int crashed;
+    int rc = tkp_read_guarded(trial_read, path, NULL, stderr, err, &crashed);
+    return rc ? rc : read_here(path, k_default, p_default, b, err);
 }
 
 void tkp_batch_free(struct tkp_batch *b)

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/wait.h>
@@ -60,13 +61,19 @@ static void read_message(int fd, char *msg, size_t n)
     msg[got] = 0;
 }
 
+int tkp_guards_in_process(void)
+{
+    const char *v = getenv("TKP_GUARDS_IN_PROCESS");
+    return v && *v;
+}
+
 int tkp_read_guarded(tkp_read_fn fn, const char *path, const void *arg, FILE *out,
                      struct tkp_error *err, int *crashed)
 {
     *crashed = 0;
     int fds[2];
     fflush(out);
-    if (pipe(fds) != 0)
+    if (tkp_guards_in_process() || pipe(fds) != 0)
         return fn(path, arg, out, err);
     pid_t pid = fork();
     if (pid < 0) {
@@ -91,12 +98,12 @@ int tkp_read_guarded(tkp_read_fn fn, const char *path, const void *arg, FILE *ou
         return TKP_EINVAL;
     }
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) {
-        tkp_error_set(err, "%s: reading it did not finish within %d s (a corrupt results file?)",
+        tkp_error_set(err, "%s: reading it did not finish within %d s (a corrupt file?)",
                       path, TKP_READ_SECONDS);
         return TKP_EINVAL;
     }
     if (WIFSIGNALED(status)) {
-        tkp_error_set(err, "%s: a corrupt results file (HDF5 crashed reading it: %s)", path,
+        tkp_error_set(err, "%s: a corrupt file (HDF5 crashed reading it: %s)", path,
                       strsignal(WTERMSIG(status)));
         return TKP_EINVAL;
     }

@@ -1,7 +1,7 @@
-/* read_guard.h — reading a results file in a child process. A corrupt file can crash or hang
- * libhdf5 itself, so `export`, `info`, `compare` and --resume's check read it in a child limited
- * to TKP_READ_SECONDS: a crash or a hang there is an error naming the file, never a crash of
- * topkp (README.md, "Results"). */
+/* read_guard.h — reading a file in a child process. A corrupt file can crash or hang libhdf5
+ * itself, so `export`, `info`, `compare`, --resume's check and the logits reader read it in a
+ * child limited to TKP_READ_SECONDS: a crash or a hang there is an error naming the file, never
+ * a crash of topkp (README.md, "Results"). */
 #ifndef TKP_READ_GUARD_H
 #define TKP_READ_GUARD_H
 
@@ -19,6 +19,11 @@ typedef int (*tkp_read_fn)(const char *path, const void *arg, FILE *out, struct 
  * Without a pipe or a fork, fn runs in this process. */
 int tkp_read_guarded(tkp_read_fn fn, const char *path, const void *arg, FILE *out,
                      struct tkp_error *err, int *crashed);
+
+/* True when TKP_GUARDS_IN_PROCESS is set: readers and the config's time limit (lua_deadline.c)
+ * then run in this process, unguarded. The fuzz targets set it (tests/fuzz/fuzz_file.h):
+ * libFuzzer sees the coverage and the crashes of its own process only. */
+int tkp_guards_in_process(void);
 
 /* Why H5Fopen failed on `path`: missing, locked by a run (flock, results.c) or not HDF5. */
 void tkp_read_open_failed(const char *path, struct tkp_error *err);

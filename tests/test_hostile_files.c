@@ -567,3 +567,52 @@ TEST(hostile_files_corrupt_results_do_not_crash)
     free(copy);
     free(good);
 }
+
+/* A corrupt logits file (truncated, or bytes flipped) under `apply --in` and as a config's
+ * `file` dataset: the reader reads it first in a child process (harness/logits_file.c), so
+ * libhdf5 crashing or hanging on it is an error naming the file; never a crash of topkp. */
+TEST(hostile_files_corrupt_logits_do_not_crash)
+{
+    const char *bin = topkp_bin();
+    char src[512], bad[512], dst[512], cfg_text[1024];
+    snprintf(src, sizeof src, "%s/corrupt-logits-src.h5", scratch_dir());
+    snprintf(bad, sizeof bad, "%s/corrupt-logits.h5", scratch_dir());
+    snprintf(dst, sizeof dst, "%s/corrupt-logits-out.h5", scratch_dir());
+    REQUIRE(run_cmd(out, sizeof out, "%s gen gaussian --batch 4 --vocab 300 --k 5 --p 0.9 -o %s",
+                    bin, src) == 0, "gen: %s", out);
+    snprintf(cfg_text, sizeof cfg_text,
+             "sweep \"s\" { algos = { \"naive_sort\" }, dataset = file \"%s\", vocab = { 300 },\n"
+             "  batch = { 2 }, k = { 5 }, timing = { warmup = 0, min_reps = 1, max_reps = 1 } }\n",
+             bad);
+    const char *cfg = write_scratch("corrupt-logits.lua", cfg_text);
+    size_t n = 0;
+    char *good = slurp_file(src, &n);
+    REQUIRE(good && n > 0 && cfg, "cannot read %s or write the config", src);
+    const unsigned seed = 20261203;
+    srand(seed);
+    char *copy = malloc(n);
+    for (int trial = 0; trial < 40; trial++) {
+        memcpy(copy, good, n);
+        size_t len = n, at = (size_t)rand() % n;
+        if (trial % 3 == 0)
+            len = at; /* truncated at `at` */
+        else
+            for (int flips = 1 + rand() % 16; flips-- > 0;)
+                copy[(size_t)rand() % n] ^= (char)(1 << (rand() % 8));
+        REQUIRE(write_file(bad, copy, len) == 0, "cannot write %s", bad);
+        for (int c = 0; c < 2; c++) {
+            unlink(dst);
+            int rc = c == 0 ? run_cmd(out, sizeof out, "{ timeout 60 %s apply naive_sort --in %s "
+                                      "--out %s 2>&1 >/dev/null; }", bin, bad, dst)
+                            : run_cmd(out, sizeof out, "{ timeout 60 %s run %s -o %s --backend "
+                                      "cpu 2>&1; }", bin, cfg, dst);
+            /* run: a cell that cannot read its file is an error row naming it, exit 0 or 1 */
+            CHECK(rc == 0 || (rc == 1 && (strstr(out, bad) || libhdf5_sanitizer_report(out))),
+                  "seed %u trial %d (%s at %zu): %s exited %d: %.500s", seed, trial,
+                  trial % 3 == 0 ? "truncated" : "flipped bytes from", at,
+                  c ? "run with a file dataset" : "apply --in", rc, out);
+        }
+    }
+    free(copy);
+    free(good);
+}
