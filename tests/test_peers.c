@@ -191,14 +191,19 @@ TEST(peers_input_check_catches_other_logits)
 }
 
 /* A faulty first peer cell, then a sound peer cell and a module: the fault is a row, the
- * worker comes back for the next cell, and the sweep ends in time. */
+ * worker comes back for the next cell, and the run ends in time. Only the faulty cell has the
+ * short time limit: the sound cells' restarted worker imports torch again, which takes more
+ * than 3 s on a loaded machine (the sanitizer build in CI). */
 static void check_fault(const char *fault, const char *expect)
 {
     char env[128], log[1 << 16];
     snprintf(env, sizeof env, "TOPKP_PEER_FAULT=%s:torch.topk", fault);
-    const char *cfg = "sweep \"fault\" { algos = { \"torch.topk\", \"torch.sort\", \"naive_sort\" },\n"
+    const char *cfg = "sweep \"fault\" { algos = { \"torch.topk\" },\n"
                       "  dataset = \"gaussian\", vocab = 1000, batch = 2, k = 50, p = 1.0,\n"
-                      "  timing = { warmup = 1, min_reps = 2, max_reps = 2, timeout = 3 } }\n";
+                      "  timing = { warmup = 1, min_reps = 2, max_reps = 2, timeout = 3 } }\n"
+                      "sweep \"after\" { algos = { \"torch.sort\", \"naive_sort\" },\n"
+                      "  dataset = \"gaussian\", vocab = 1000, batch = 2, k = 50, p = 1.0,\n"
+                      "  timing = { warmup = 1, min_reps = 2, max_reps = 2 } }\n";
     double t0 = tkp_now_us();
     REQUIRE(run_peers("fault", env, cfg, log, sizeof log) == 0, "%s: run failed: %s", fault, log);
     double seconds = (tkp_now_us() - t0) * 1e-6;
