@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "file_error.h"
 #include "h5util.h"
@@ -159,27 +161,85 @@ static int read_here(const char *path, int32_t k_default, float p_default, struc
     return rc;
 }
 
-/* The trial read of the child (a tkp_read_fn): the whole file, then nothing kept. */
-static int trial_read(const char *path, const void *unused, FILE *out, struct tkp_error *err)
+/* The per-row defaults of a read (the arg of read_to_stream). */
+struct row_defaults {
+    int32_t k;
+    float p;
+};
+
+/* The child's reader (a tkp_read_fn): the file read here, then written to `out` as the shape
+ * (two int64) and the three arrays, in native byte order. */
+static int read_to_stream(const char *path, const void *arg, FILE *out, struct tkp_error *err)
 {
-    (void)unused, (void)out;
+    const struct row_defaults *d = arg;
     struct tkp_batch b;
-    int rc = read_here(path, 0, 1.0f, &b, err);
+    int rc = read_here(path, d->k, d->p, &b, err);
+    if (rc)
+        return rc;
+    const int64_t shape[2] = { b.batch, b.vocab };
+    const size_t rows = (size_t)b.batch, cells = rows * (size_t)b.vocab;
+    if (fwrite(shape, sizeof shape, 1, out) != 1 ||
+        fwrite(b.logits, sizeof(float), cells, out) != cells ||
+        fwrite(b.k, sizeof(int32_t), rows, out) != rows ||
+        fwrite(b.p, sizeof(float), rows, out) != rows) {
+        tkp_error_set(err, "%s: cannot pass the logits on (%s)", path, strerror(errno));
+        rc = TKP_ENOMEM;
+    }
     tkp_batch_free(&b);
     return rc;
 }
 
-/* A corrupt file can crash or hang libhdf5 itself, so the file is first read whole in a child
- * process (read_guard.h): a crash or a hang there is an error naming the file. Only a file the
- * child read cleanly is read again here (README.md, "A five-minute tour": the cost is a
- * second read of the file). */
+/* The batch read_to_stream wrote to `in` (rewound here). */
+static int batch_from_stream(const char *path, FILE *in, struct tkp_batch *b,
+                             struct tkp_error *err)
+{
+    int64_t shape[2];
+    if (fseek(in, 0, SEEK_SET) != 0 || fread(shape, sizeof shape, 1, in) != 1 ||
+        shape[0] < 0 || shape[1] < 1 || shape[0] > TKP_MAX_LOGITS_ROWS ||
+        shape[1] > TKP_MAX_LOGITS_VOCAB || shape[0] * shape[1] > TKP_MAX_LOGITS_ELEMS) {
+        tkp_error_set(err, "%s: the logits did not come back from the reading process", path);
+        return TKP_EINVAL;
+    }
+    b->batch = shape[0];
+    b->vocab = shape[1];
+    int rc = alloc_batch(path, b, err);
+    const size_t rows = (size_t)b->batch, cells = rows * (size_t)b->vocab;
+    if (!rc && (fread(b->logits, sizeof(float), cells, in) != cells ||
+                fread(b->k, sizeof(int32_t), rows, in) != rows ||
+                fread(b->p, sizeof(float), rows, in) != rows)) {
+        tkp_error_set(err, "%s: the logits came back short from the reading process", path);
+        rc = TKP_EINVAL;
+    }
+    if (rc)
+        tkp_batch_free(b);
+    return rc;
+}
+
+/* A corrupt file can crash, hang or silently overrun a buffer of libhdf5 itself (make fuzz
+ * finds all three), so the file is read in a child process only (read_guard.h), which passes
+ * the arrays back through an in-memory file: libhdf5 never touches this process's memory on
+ * it, and a crash or a hang there is an error naming the file (README.md, "A five-minute
+ * tour"). The cost is one copy of the arrays. */
 int tkp_logits_read(const char *path, int32_t k_default, float p_default, struct tkp_batch *b,
                     struct tkp_error *err)
 {
     memset(b, 0, sizeof *b);
+    int fd = memfd_create("topkp-logits", MFD_CLOEXEC);
+    FILE *pass = fd >= 0 ? fdopen(fd, "w+b") : tmpfile();
+    if (!pass) {
+        if (fd >= 0)
+            close(fd);
+        tkp_error_set(err, "%s: cannot make the in-memory file to read it through (%s)", path,
+                      strerror(errno));
+        return TKP_ENOMEM;
+    }
+    const struct row_defaults d = { k_default, p_default };
     int crashed;
-    int rc = tkp_read_guarded(trial_read, path, NULL, stderr, err, &crashed);
-    return rc ? rc : read_here(path, k_default, p_default, b, err);
+    int rc = tkp_read_guarded(read_to_stream, path, &d, pass, err, &crashed);
+    if (!rc)
+        rc = batch_from_stream(path, pass, b, err);
+    fclose(pass);
+    return rc;
 }
 
 void tkp_batch_free(struct tkp_batch *b)

@@ -109,6 +109,10 @@ int tkp_read_guarded(tkp_read_fn fn, const char *path, const void *arg, FILE *ou
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return TKP_OK;
-    tkp_error_set(err, "%s", msg[0] ? msg : "reading failed");
+    if (msg[0])
+        tkp_error_set(err, "%s", msg);
+    else
+        tkp_error_set(err, "%s: reading it failed (the reading process exited with status %d)",
+                      path, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     return TKP_EINVAL;
 }

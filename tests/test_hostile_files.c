@@ -616,3 +616,21 @@ TEST(hostile_files_corrupt_logits_do_not_crash)
     free(copy);
     free(good);
 }
+
+/* A logits file on which libhdf5 itself segfaults (tests/fuzz/findings/README): apply and run
+ * name it and exit as on any bad file. Read in-process it crashes topkp (exit 139, printed as a
+ * note: whether it does depends on the system's HDF5). */
+TEST(hostile_files_logits_that_crash_libhdf5_are_an_error)
+{
+    const char *bin = topkp_bin(), *bad = "tests/fuzz/findings/logits-crash-libhdf5-H5VM_memcpyvv.h5";
+    char dst[512];
+    snprintf(dst, sizeof dst, "%s/crash-logits-out.h5", scratch_dir());
+    int rc = run_cmd(out, sizeof out, "{ timeout 60 %s apply naive_sort --in %s --out %s "
+                     "--force 2>&1 >/dev/null; }", bin, bad, dst);
+    CHECK(rc == 1 && (strstr(out, bad) || libhdf5_sanitizer_report(out)),
+          "apply --in %s: want exit 1 naming it, got %d: %.400s", bad, rc, out);
+    CHECK(access(dst, F_OK) != 0, "apply left %s behind", dst);
+    rc = run_cmd(out, sizeof out, "{ TKP_GUARDS_IN_PROCESS=1 timeout 60 %s apply naive_sort --in "
+                 "%s --out %s --force 2>&1 >/dev/null; }", bin, bad, dst);
+    printf("     in-process, the same read exits %d\n", rc);
+}
