@@ -9,10 +9,11 @@
  *   pow2(a, b) -> {2^a, ..., 2^b}        range(a, b [, step]) -> {a, a+step, ..., <= b}
  *   file "x.h5" -> a dataset name that reads logits from x.h5 (relative to the config)
  *   backend     -> "cpu" or "gpu": the backend of this run, so a config can size itself
- * Every declaration is validated when it is called, against the modules' option tables, so
- * an error names the config's file:line. A hostile config fails the same way, never crashes
- * or hangs: the limits of harness/limits.h (README.md, "Configs") bound its instructions, its
- * memory, its wall-clock time (lua_deadline.c) and every list and name it declares. */
+ * Every declaration is validated when it is called, against the modules' option tables and
+ * the table of sweep axes (axes.c: dataset ... seed), so an error names the config's
+ * file:line. A hostile config fails the same way, never crashes or hangs: the limits of
+ * harness/limits.h (README.md, "Configs") bound its instructions, its memory, its wall-clock
+ * time (lua_deadline.c) and every list and name it declares. */
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
