@@ -9,10 +9,11 @@
  *   pow2(a, b) -> {2^a, ..., 2^b}        range(a, b [, step]) -> {a, a+step, ..., <= b}
  *   file "x.h5" -> a dataset name that reads logits from x.h5 (relative to the config)
  *   backend     -> "cpu" or "gpu": the backend of this run, so a config can size itself
- * Every declaration is validated when it is called, against the modules' option tables, so
- * an error names the config's file:line. A hostile config fails the same way, never crashes
- * or hangs: the limits of harness/limits.h (README.md, "Configs") bound its instructions, its
- * memory, its wall-clock time (lua_deadline.c) and every list and name it declares. */
+ * Every declaration is validated when it is called, against the modules' option tables and
+ * the table of sweep axes (axes.c: dataset ... seed), so an error names the config's
+ * file:line. A hostile config fails the same way, never crashes or hangs: the limits of
+ * harness/limits.h (README.md, "Configs") bound its instructions, its memory, its wall-clock
+ * time (lua_deadline.c) and every list and name it declares. */
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
@@ -23,12 +24,11 @@
 
 #include "../algos/common/prob.h"
 #include "../datasets/datasets.h"
+#include "axes.h"
 #include "limits.h"
 #include "lua_deadline.h"
 #include "plan.h"
 
-static const char *const sweep_keys[] = { "algos", "dataset", "vocab", "batch", "k", "p",
-                                          "draws", "seed", "verify", "where", "timing", NULL };
 static const char *const timing_keys[] = { "warmup", "warmup_seconds", "min_reps", "max_reps", "max_seconds",
                                            "target_rel", "cold", "graph", "timeout", NULL };
 
@@ -265,34 +265,44 @@ static void parse_algo(lua_State *L, int idx, const char *what, struct algo_entr
     }
 }
 
-/* The datasets of a sweep: a name or a list of names. */
-static int dataset_list(lua_State *L, int idx, const char *what, const char **out, int max)
+/* A text axis of the sweep at idx (DATASET, ENUM): a name or a list of names (the default when
+ * absent), each checked; the value stays on the stack so that the strings stay referenced. */
+static int text_list(lua_State *L, int idx, const char *what, const struct tkp_axis *a,
+                     const char **out, double *index, int max)
 {
     int n = 0;
-    lua_getfield(L, idx, "dataset");
-    if (lua_isnil(L, -1)) {
-        out[n++] = "gaussian";
+    lua_getfield(L, idx, a->name);
+    if (lua_isnil(L, -1) && (a->flags & TKP_AXIS_REQUIRED)) {
+        config_error(L, "%s: '%s' is required", what, a->name);
+    } else if (lua_isnil(L, -1)) {
+        out[n++] = a->type == TKP_AXIS_ENUM ? a->choices[(int)a->def] : a->def_text;
     } else if (lua_type(L, -1) == LUA_TSTRING) {
         out[n++] = lua_tostring(L, -1);
     } else if (lua_istable(L, -1)) {
         lua_Integer len = luaL_len(L, -1);
         if (len == 0 || len > max)
-            config_error(L, "%s: 'dataset' must list 1 to %d datasets, got %lld", what, max,
-                         (long long)len);
+            config_error(L, "%s: '%s' must list 1 to %d %ss, got %lld", what, a->name, max,
+                         a->name, (long long)len);
         for (lua_Integer i = 1; i <= len; i++) {
             lua_geti(L, -1, i);
             if (lua_type(L, -1) != LUA_TSTRING)
-                config_error(L, "%s: dataset[%d] must be a name", what, (int)i);
+                config_error(L, "%s: %s[%d] must be a name", what, a->name, (int)i);
             out[n++] = lua_tostring(L, -1);
             lua_pop(L, 1); /* the string stays alive: the list holds it */
         }
     } else {
-        config_error(L, "%s: 'dataset' must be a name or a list of names", what);
+        config_error(L, "%s: '%s' must be a name or a list of names", what, a->name);
     }
-    for (int i = 0; i < n; i++)
-        if (strncmp(out[i], "file:", 5) != 0 && !tkp_dataset_find(out[i]))
-            config_error(L, "%s: unknown dataset '%s' (see `topkp list`)", what, out[i]);
-    /* leave the dataset value on the stack so the strings stay referenced */
+    for (int i = 0; i < n; i++) {
+        int found = a->type == TKP_AXIS_DATASET
+                        ? strncmp(out[i], "file:", 5) == 0 || tkp_dataset_find(out[i])
+                        : 0;
+        for (int c = 0; a->type == TKP_AXIS_ENUM && a->choices[c] && !found; c++)
+            if (strcmp(a->choices[c], out[i]) == 0)
+                found = 1, index[i] = c;
+        if (!found)
+            config_error(L, "%s: unknown %s '%s' (see `topkp list`)", what, a->name, out[i]);
+    }
     return n;
 }
 
@@ -369,11 +379,20 @@ static void push_cell_table(lua_State *L, const struct tkp_cell *c)
     lua_createtable(L, 0, 12);
     lua_pushstring(L, c->algo->name), lua_setfield(L, -2, "algo");
     lua_pushstring(L, c->variant), lua_setfield(L, -2, "variant");
-    lua_pushstring(L, c->dataset), lua_setfield(L, -2, "dataset");
-    lua_pushinteger(L, c->vocab), lua_setfield(L, -2, "vocab");
-    lua_pushinteger(L, c->batch), lua_setfield(L, -2, "batch");
-    lua_pushinteger(L, c->k), lua_setfield(L, -2, "k");
-    lua_pushnumber(L, c->p), lua_setfield(L, -2, "p");
+    for (const struct tkp_axis *a = tkp_axes; a->name; a++) {
+        if (!(a->flags & TKP_AXIS_WHERE))
+            continue;
+        if (a->type == TKP_AXIS_DATASET || a->type == TKP_AXIS_ENUM) {
+            char text[sizeof c->dataset];
+            tkp_axis_text(a, c, 0, text, sizeof text);
+            lua_pushstring(L, text);
+        } else if (a->type == TKP_AXIS_F32) {
+            lua_pushnumber(L, tkp_axis_number(a, c));
+        } else {
+            lua_pushinteger(L, (lua_Integer)tkp_axis_int(a, c));
+        }
+        lua_setfield(L, -2, a->name);
+    }
     lua_pushstring(L, tkp_mode_name(c->k, c->p, c->vocab)), lua_setfield(L, -2, "mode");
     for (const struct tkp_option *o = c->algo->options; o && o->name; o++) {
         char value[64];
@@ -399,19 +418,26 @@ static int add_cell(struct tkp_plan *plan, const struct tkp_cell *c)
 
 #define MAX_AXIS TKP_MAX_LIST_VALUES
 
-/* Refuse a sweep whose cross product, counted with overflow checks before any cell is made,
- * passes TKP_MAX_CELLS. */
-static void check_cross_product(lua_State *L, const char *what, const int *sizes, int n)
+/* Refuse a sweep whose cross product (the algorithms, then the TKP_AXIS_LIST axes: sizes[]),
+ * counted with overflow checks before any cell is made, passes TKP_MAX_CELLS. */
+static void check_cross_product(lua_State *L, const char *what, const int *sizes)
 {
     uint64_t total = 1;
-    int overflow = 0;
-    for (int i = 0; i < n; i++)
-        overflow |= __builtin_mul_overflow(total, (uint64_t)sizes[i], &total);
+    int overflow = 0, n = 1;
+    char names[256] = "algos", counts[256];
+    snprintf(counts, sizeof counts, "%d", sizes[0]);
+    overflow |= __builtin_mul_overflow(total, (uint64_t)sizes[0], &total);
+    for (const struct tkp_axis *a = tkp_axes; a->name; a++, n++) {
+        overflow |= __builtin_mul_overflow(total, (uint64_t)sizes[n], &total);
+        if (a->flags & TKP_AXIS_LIST) {
+            snprintf(names + strlen(names), sizeof names - strlen(names), " x %s", a->name);
+            snprintf(counts + strlen(counts), sizeof counts - strlen(counts), " x %d", sizes[n]);
+        }
+    }
     if (overflow || total > TKP_MAX_CELLS)
-        config_error(L, "%s: its cross product has %s%llu cells (algos x dataset x vocab x batch "
-                     "x k x p = %d x %d x %d x %d x %d x %d), more than the limit of %d cells "
-                     "a run", what, overflow ? "over " : "", (unsigned long long)total, sizes[0],
-                     sizes[1], sizes[2], sizes[3], sizes[4], sizes[5], TKP_MAX_CELLS);
+        config_error(L, "%s: its cross product has %s%llu cells (%s = %s), more than the limit "
+                     "of %d cells a run", what, overflow ? "over " : "",
+                     (unsigned long long)total, names, counts, TKP_MAX_CELLS);
 }
 
 /* Call the sweep's `where` (at index `where`) on cell c: does it keep the cell? A `where` that
@@ -435,19 +461,20 @@ static int where_keeps(lua_State *L, int where, const char *what, const struct t
     return keep;
 }
 
-/* The dataset of a cell, with a relative file "x.h5" under the config's folder; refused when
- * longer than TKP_MAX_DATASET_CHARS rather than cut. */
+/* The dataset of a cell (axis a), with a relative file "x.h5" under the config's folder;
+ * refused when longer than TKP_MAX_DATASET_CHARS rather than cut. */
 static void cell_dataset(lua_State *L, const char *what, const char *dir, const char *name,
-                         struct tkp_cell *c)
+                         const struct tkp_axis *a, struct tkp_cell *c)
 {
+    char *out = (char *)c + a->offset;
     int n;
     if (strncmp(name, "file:", 5) == 0 && name[5] != '/')
-        n = snprintf(c->dataset, sizeof c->dataset, "file:%s%s", dir, name + 5);
+        n = snprintf(out, a->size, "file:%s%s", dir, name + 5);
     else
-        n = snprintf(c->dataset, sizeof c->dataset, "%s", name);
-    if (n < 0 || n > TKP_MAX_DATASET_CHARS || (size_t)n >= sizeof c->dataset)
-        config_error(L, "%s: dataset '%.60s...' is too long (%d characters; the limit is %d)",
-                     what, c->dataset, n, TKP_MAX_DATASET_CHARS);
+        n = snprintf(out, a->size, "%s", name);
+    if (n < 0 || n > TKP_MAX_DATASET_CHARS || (size_t)n >= a->size)
+        config_error(L, "%s: %s '%.60s...' is too long (%d characters; the limit is %d)",
+                     what, a->name, out, n, TKP_MAX_DATASET_CHARS);
 }
 
 /* The cell's options, refused rather than cut when they do not fit. (Its results key is built
@@ -462,29 +489,96 @@ static void cell_options(lua_State *L, const char *what, struct tkp_cell *c)
     memcpy(c->options, options, strlen(options) + 1);
 }
 
-/* Expand one sweep (the spec table at idx) for the given algorithm entries. */
+/* The values a sweep gives one axis: numbers (ENUM: indices) or names. */
+struct axis_values {
+    int n;
+    double num[MAX_AXIS];
+    const char *text[MAX_AXIS];
+};
+
+/* Read and check axis a of the sweep at idx (a text axis leaves its value on the stack). */
+static void read_axis(lua_State *L, int idx, const char *what, const struct tkp_axis *a,
+                      struct axis_values *v)
+{
+    const int max = (a->flags & TKP_AXIS_LIST) ? MAX_AXIS : 1;
+    if (a->type == TKP_AXIS_DATASET || a->type == TKP_AXIS_ENUM) {
+        v->n = text_list(L, idx, what, a, v->text, v->num, max);
+        return;
+    }
+    v->n = number_list(L, idx, what, a->name, a->def, (a->flags & TKP_AXIS_REQUIRED) != 0,
+                       v->num, max);
+    if (a->type != TKP_AXIS_F32) {
+        check_integers(L, what, a->name, v->num, v->n, a->min, a->max);
+        return;
+    }
+    for (int i = 0; i < v->n; i++)
+        if (isnan(v->num[i]))
+            config_error(L, "%s: %s[%d] is NaN", what, a->name, i + 1);
+        else if (v->num[i] < a->min || v->num[i] > a->max)
+            config_error(L, "%s: %s = %g must be in [%g, %g]", what, a->name, v->num[i], a->min,
+                         a->max);
+}
+
+/* The sweep keys: algos, the axes, then the rest. */
+static const char *const *sweep_keys(void)
+{
+    static const char *keys[TKP_MAX_AXES + 5];
+    if (!keys[0]) {
+        int n = 0;
+        keys[n++] = "algos";
+        for (const struct tkp_axis *a = tkp_axes; a->name; a++)
+            keys[n++] = a->name;
+        keys[n++] = "verify", keys[n++] = "where", keys[n++] = "timing";
+    }
+    return keys;
+}
+
+/* Advance the odometer at[0..n) over sizes[0..n), the last digit fastest; 0 past the end. */
+static int odometer_next(int *at, const int *sizes, int n)
+{
+    for (int d = n - 1; d >= 0; d--) {
+        if (++at[d] < sizes[d])
+            return 1;
+        at[d] = 0;
+    }
+    return 0;
+}
+
+/* Make the cell at odometer position `at`: algos[at[0]], then each axis's value at[1 + i]. */
+static void make_cell(lua_State *L, const char *sweep, const char *what, const int *at,
+                      const struct algo_entry *algos, const struct axis_values *values,
+                      struct tkp_cell *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->sweep, sizeof c->sweep, "%s", sweep);
+    c->algo = algos[at[0]].algo;
+    snprintf(c->variant, sizeof c->variant, "%s", algos[at[0]].variant);
+    c->opts = algos[at[0]].opts;
+    for (int i = 0; tkp_axes[i].name; i++) {
+        const struct tkp_axis *a = &tkp_axes[i];
+        const struct axis_values *v = &values[i];
+        if (a->type == TKP_AXIS_DATASET)
+            cell_dataset(L, what, ctx_of(L)->dir, v->text[at[1 + i]], a, c);
+        else
+            tkp_axis_store(a, c, v->num[at[1 + i]]);
+    }
+}
+
+/* Expand one sweep (the spec table at idx) for the given algorithm entries: the cross product
+ * of the algorithms and the axes (tkp_axes, in that order), filtered by `where`. */
 static void expand(lua_State *L, int idx, const char *sweep, const char *what,
                    struct algo_entry *algos, int n_algos)
 {
     struct load_ctx *ctx = ctx_of(L);
-    double vocab[MAX_AXIS], batch[MAX_AXIS], ks[MAX_AXIS], ps[MAX_AXIS], v[1];
-    const char *datasets[MAX_AXIS];
-    int nv = number_list(L, idx, what, "vocab", 0, 1, vocab, MAX_AXIS);
-    int nb = number_list(L, idx, what, "batch", 0, 1, batch, MAX_AXIS);
-    int nk = number_list(L, idx, what, "k", 0, 0, ks, MAX_AXIS);
-    int np = number_list(L, idx, what, "p", 1.0, 0, ps, MAX_AXIS);
-    check_integers(L, what, "vocab", vocab, nv, 1, (double)TKP_MAX_VOCAB);
-    check_integers(L, what, "batch", batch, nb, 1, 1 << 20);
-    check_integers(L, what, "k", ks, nk, -1, 2147483647.0);
-    for (int i = 0; i < np; i++)
-        if (isnan(ps[i]))
-            config_error(L, "%s: p[%d] is NaN", what, i + 1);
-    number_list(L, idx, what, "draws", 1, 0, v, 1);
-    check_integers(L, what, "draws", v, 1, 1, 1 << 20);
-    int32_t draws = (int32_t)v[0];
-    number_list(L, idx, what, "seed", 1, 0, v, 1);
-    check_integers(L, what, "seed", v, 1, 0, 9007199254740992.0);
-    uint64_t seed = (uint64_t)v[0];
+    const int top = lua_gettop(L);
+    struct axis_values values[TKP_MAX_AXES];
+    int sizes[1 + TKP_MAX_AXES], at[1 + TKP_MAX_AXES] = { 0 }, n = 1;
+    sizes[0] = n_algos;
+    for (const struct tkp_axis *a = tkp_axes; a->name; a++, n++) {
+        read_axis(L, idx, what, a, &values[n - 1]);
+        sizes[n] = values[n - 1].n;
+    }
+    double v[1];
     number_list(L, idx, what, "verify", 4, 0, v, 1);
     check_integers(L, what, "verify", v, 1, 0, 1 << 20);
     int verify = (int)v[0];
@@ -494,48 +588,29 @@ static void expand(lua_State *L, int idx, const char *sweep, const char *what,
     int where = lua_gettop(L);
     if (!lua_isnil(L, where) && !lua_isfunction(L, where))
         config_error(L, "%s: 'where' must be a function", what);
-    int nd = dataset_list(L, idx, what, datasets, MAX_AXIS);
-    check_cross_product(L, what, (const int[]){ n_algos, nd, nv, nb, nk, np }, 6);
+    check_cross_product(L, what, sizes);
 
-    for (int a = 0; a < n_algos; a++)
-        for (int d = 0; d < nd; d++)
-            for (int iv = 0; iv < nv; iv++)
-                for (int ib = 0; ib < nb; ib++)
-                    for (int ik = 0; ik < nk; ik++)
-                        for (int ip = 0; ip < np; ip++) {
-                            struct tkp_cell c = { 0 };
-                            snprintf(c.sweep, sizeof c.sweep, "%s", sweep);
-                            c.algo = algos[a].algo;
-                            snprintf(c.variant, sizeof c.variant, "%s", algos[a].variant);
-                            cell_dataset(L, what, ctx->dir, datasets[d], &c);
-                            c.vocab = (int64_t)vocab[iv];
-                            c.batch = (int64_t)batch[ib];
-                            c.k = (int32_t)ks[ik];
-                            c.p = (float)ps[ip];
-                            c.p_declared = ps[ip];
-                            c.draws = draws;
-                            c.seed = seed;
-                            c.verify_rows = verify;
-                            c.timing = timing;
-                            c.opts = algos[a].opts;
-                            if (!lua_isnil(L, where) && !where_keeps(L, where, what, &c))
-                                continue;
-                            cell_options(L, what, &c);
-                            if (ctx->plan->n >= TKP_MAX_CELLS)
-                                config_error(L, "%s: the plan has more than the limit of %d "
-                                             "cells a run", what, TKP_MAX_CELLS);
-                            c.opts = malloc(c.algo->opts_size ? c.algo->opts_size : 1);
-                            if (!c.opts)
-                                config_error(L, "%s: out of memory for cell %zu", what,
-                                             ctx->plan->n + 1);
-                            memcpy(c.opts, algos[a].opts, c.algo->opts_size);
-                            if (!add_cell(ctx->plan, &c)) {
-                                free(c.opts);
-                                config_error(L, "%s: out of memory for cell %zu", what,
-                                             ctx->plan->n + 1);
-                            }
-                        }
-    lua_pop(L, 2); /* where, dataset */
+    do {
+        struct tkp_cell c;
+        make_cell(L, sweep, what, at, algos, values, &c);
+        c.verify_rows = verify;
+        c.timing = timing;
+        if (!lua_isnil(L, where) && !where_keeps(L, where, what, &c))
+            continue;
+        cell_options(L, what, &c);
+        if (ctx->plan->n >= TKP_MAX_CELLS)
+            config_error(L, "%s: the plan has more than the limit of %d cells a run", what,
+                         TKP_MAX_CELLS);
+        c.opts = malloc(c.algo->opts_size ? c.algo->opts_size : 1);
+        if (!c.opts)
+            config_error(L, "%s: out of memory for cell %zu", what, ctx->plan->n + 1);
+        memcpy(c.opts, algos[at[0]].opts, c.algo->opts_size);
+        if (!add_cell(ctx->plan, &c)) {
+            free(c.opts);
+            config_error(L, "%s: out of memory for cell %zu", what, ctx->plan->n + 1);
+        }
+    } while (odometer_next(at, sizes, n));
+    lua_settop(L, top); /* where, the text axes */
 }
 
 /* A name or label that is copied into a fixed buffer: refused, never cut, when too long, and
@@ -598,7 +673,7 @@ static int sweep_body(lua_State *L)
     snprintf(what, sizeof what, "sweep '%s'", name);
     check_declaration_allowed(L, what);
     luaL_checktype(L, 1, LUA_TTABLE);
-    check_keys(L, 1, what, sweep_keys);
+    check_keys(L, 1, what, sweep_keys());
     struct algo_entry algos[MAX_AXIS];
     lua_getfield(L, 1, "algos");
     int n = parse_algo_list(L, -1, what, algos);
@@ -754,7 +829,7 @@ static int ablation_body(lua_State *L)
     if (!lua_istable(L, -1))
         config_error(L, "%s: 'base' must be a table of sweep keys", what);
     int base = lua_gettop(L);
-    check_keys(L, base, what, sweep_keys);
+    check_keys(L, base, what, sweep_keys());
     lua_getfield(L, base, "algos");
     if (!lua_isnil(L, -1))
         config_error(L, "%s: 'base' takes no algos; each variant names its algorithm", what);

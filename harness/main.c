@@ -15,6 +15,7 @@
 
 #include "../datasets/datasets.h"
 #include "apply.h"
+#include "axes.h"
 #include "compare.h"
 #include "h5util.h"
 #include "limits.h"
@@ -278,6 +279,31 @@ static void list_peers(int probe)
     }
 }
 
+/* The sweep axes of harness/axes.c: the keys of a sweep that make its cross product. */
+static void list_axes(void)
+{
+    puts("sweep axes:");
+    for (const struct tkp_axis *a = tkp_axes; a->name; a++) {
+        const int text = a->type == TKP_AXIS_DATASET || a->type == TKP_AXIS_ENUM;
+        char range[96] = "", def[96];
+        if (!text && isfinite(a->min))
+            snprintf(range, sizeof range, " in [%.0f, %.0f]", a->min, a->max);
+        if (a->flags & TKP_AXIS_REQUIRED)
+            snprintf(def, sizeof def, "required");
+        else if (text)
+            snprintf(def, sizeof def, "default %s",
+                     a->type == TKP_AXIS_ENUM ? a->choices[(int)a->def] : a->def_text);
+        else
+            snprintf(def, sizeof def, "default %g", a->def);
+        const int list = (a->flags & TKP_AXIS_LIST) != 0;
+        const char *kind = text ? (list ? "names" : "a name")
+                           : a->type == TKP_AXIS_F32 ? (list ? "numbers" : "a number")
+                                                     : (list ? "integers" : "an integer");
+        printf("  %-8s %s: %s%s%s; %s\n", a->name, a->help, kind, range,
+               list ? ", one or a list" : "", def);
+    }
+}
+
 /* The named limits of harness/limits.h and limits_files.h (README.md, "Configs"). */
 static void list_limits(void)
 {
@@ -307,7 +333,7 @@ static const char LIST_USAGE[] =
     "usage: topkp list [--no-probe]\n"
     "\n"
     "Prints the modules (their ops, outputs, backends and --set options), the peer libraries,\n"
-    "the datasets and the limits of harness/limits.h and harness/limits_files.h.\n"
+    "the datasets, the sweep axes and the limits of harness/limits.h and harness/limits_files.h.\n"
     "\n"
     "  --no-probe   do not start Python to ask which peer packages import here\n";
 
@@ -330,6 +356,7 @@ static int cmd_list(int argc, char **argv)
     for (const struct tkp_dataset *d = tkp_datasets; d->name; d++)
         printf("  %-11s %s\n", d->name, d->summary);
     puts("  file:X.h5   logits read from an HDF5 file (/logits [B, V])");
+    list_axes();
     list_limits();
     return 0;
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "axes.h"
 #include "progress.h"
 #include "timing.h"
 
@@ -154,12 +155,11 @@ static void note_slowest(struct tkp_progress *p, size_t i, double seconds, doubl
     p->slowest[at] = (struct tkp_progress_cell){ i, seconds, median_us };
 }
 
-/* "quick naive_sort V=32768 B=64 k=50 p=0.9" */
+/* "quick naive_sort V=32768 B=64 k=50 p=0.9": the TKP_AXIS_PROGRESS axes (axes.c) */
 static void cell_text(const struct tkp_cell *c, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s %s%s%s V=%lld B=%lld k=%d p=%g", c->sweep, c->algo->name,
-             c->variant[0] ? ":" : "", c->variant, (long long)c->vocab, (long long)c->batch,
-             c->k, (double)c->p);
+    snprintf(buf, n, "%s %s%s%s", c->sweep, c->algo->name, c->variant[0] ? ":" : "", c->variant);
+    tkp_axes_append(c, TKP_AXES_PROGRESS, buf, n);
 }
 
 void tkp_progress_done(struct tkp_progress *p, size_t i, const struct tkp_cell_row *row,

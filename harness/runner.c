@@ -8,6 +8,7 @@
 
 #include "../datasets/datasets.h"
 #include "apply.h"
+#include "axes.h"
 #include "cell_row.h"
 #include "gpu.h"
 #include "logits_file.h"
@@ -263,14 +264,14 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
     free(p);
 }
 
-/* The whole identity of a cell (algorithm, variant, options, dataset, V, B, k, p, draws, seed,
- * backend), never cut: results.c turns a long one into a prefix and a hash (tkp_results_key). */
+/* The whole identity of a cell (algorithm, variant, options, the axes of axes.c: dataset, V,
+ * B, k, p, draws, seed; backend), never cut: results.c turns a long one into a prefix and a
+ * hash (tkp_results_key). */
 static void cell_identity(const struct tkp_cell *c, enum tkp_backend backend, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s|%s|%s|%s|%lld|%lld|%d|%.9g|%d|%llu|%s", c->algo->name, c->variant,
-             c->options, c->dataset, (long long)c->vocab, (long long)c->batch, c->k,
-             (double)c->p, c->draws, (unsigned long long)c->seed,
-             backend == TKP_GPU ? "gpu" : "cpu");
+    snprintf(buf, n, "%s|%s|%s", c->algo->name, c->variant, c->options);
+    tkp_axes_append(c, TKP_AXES_KEY, buf, n);
+    snprintf(buf + strlen(buf), n - strlen(buf), "|%s", backend == TKP_GPU ? "gpu" : "cpu");
 }
 
 static void fill_row_identity(const struct tkp_cell *c, enum tkp_backend backend,
@@ -283,15 +284,9 @@ static void fill_row_identity(const struct tkp_cell *c, enum tkp_backend backend
     snprintf(row->algo, sizeof row->algo, "%s", c->algo->name);
     snprintf(row->variant, sizeof row->variant, "%s", c->variant);
     snprintf(row->options, sizeof row->options, "%s", c->options);
-    snprintf(row->dataset, sizeof row->dataset, "%s", c->dataset);
     snprintf(row->mode, sizeof row->mode, "%s", tkp_mode_name(c->k, c->p, c->vocab));
     snprintf(row->backend, sizeof row->backend, "%s", backend == TKP_GPU ? "gpu" : "cpu");
-    row->batch = c->batch;
-    row->vocab = c->vocab;
-    row->k = c->k;
-    row->p = c->p_declared;
-    row->draws = c->draws;
-    row->seed = (int64_t)c->seed;
+    tkp_axes_to_row(c, row);
     tkp_row_stats(row, NULL); /* NaN until a module reports them (peers never do) */
 }
 
@@ -300,10 +295,11 @@ void tkp_plan_print(const struct tkp_plan *plan, FILE *out)
     fprintf(out, "%zu cells\n", plan->n);
     for (size_t i = 0; i < plan->n; i++) {
         const struct tkp_cell *c = &plan->cells[i];
-        fprintf(out, "%s\t%s%s%s\t%s\t%s\tV=%lld\tB=%lld\tk=%d\tp=%g\t%s\n", c->sweep,
-                c->algo->name, c->variant[0] ? ":" : "", c->variant, c->options, c->dataset,
-                (long long)c->vocab, (long long)c->batch, c->k, (double)c->p,
-                tkp_mode_name(c->k, c->p, c->vocab));
+        char line[sizeof c->variant + sizeof c->options + sizeof c->dataset + 512];
+        snprintf(line, sizeof line, "%s\t%s%s%s\t%s", c->sweep, c->algo->name,
+                 c->variant[0] ? ":" : "", c->variant, c->options);
+        tkp_axes_append(c, TKP_AXES_PLAN, line, sizeof line);
+        fprintf(out, "%s\t%s\n", line, tkp_mode_name(c->k, c->p, c->vocab));
     }
 }
 
