@@ -191,16 +191,16 @@ TEST(peers_input_check_catches_other_logits)
 }
 
 /* A faulty first peer cell, then a sound peer cell and a module: the fault is a row, the
- * worker comes back for the next cell, and the run ends in time. Only the faulty cell has the
- * short time limit: the sound cells' restarted worker imports torch again, which takes more
- * than 3 s on a loaded machine (the sanitizer build in CI). */
+ * worker comes back for the next cell, and the run ends in time. Only the faulty cell has a
+ * short time limit, and not too short: the limit covers the worker's `open` too, whose torch
+ * import took more than 3 s on the CI machine under the sanitizer build. */
 static void check_fault(const char *fault, const char *expect)
 {
     char env[128], log[1 << 16];
     snprintf(env, sizeof env, "TOPKP_PEER_FAULT=%s:torch.topk", fault);
     const char *cfg = "sweep \"fault\" { algos = { \"torch.topk\" },\n"
                       "  dataset = \"gaussian\", vocab = 1000, batch = 2, k = 50, p = 1.0,\n"
-                      "  timing = { warmup = 1, min_reps = 2, max_reps = 2, timeout = 3 } }\n"
+                      "  timing = { warmup = 1, min_reps = 2, max_reps = 2, timeout = 20 } }\n"
                       "sweep \"after\" { algos = { \"torch.sort\", \"naive_sort\" },\n"
                       "  dataset = \"gaussian\", vocab = 1000, batch = 2, k = 50, p = 1.0,\n"
                       "  timing = { warmup = 1, min_reps = 2, max_reps = 2 } }\n";
@@ -210,7 +210,7 @@ static void check_fault(const char *fault, const char *expect)
     EXPECT_CELL(fault, "torch.topk", "error", expect);
     EXPECT_CELL(fault, "torch.sort", "ok", NULL);
     EXPECT_CELL(fault, "naive_sort", "ok", NULL);
-    CHECK(seconds < 60, "%s: the run took %.0f s", fault, seconds);
+    CHECK(seconds < 120, "%s: the run took %.0f s", fault, seconds);
 }
 
 TEST(peers_raise_hang_and_exit_become_error_rows)
