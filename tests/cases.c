@@ -6,8 +6,8 @@
 
 #include "../algos/common/prob.h"
 #include "../harness/gpu.h"
+#include "../harness/verify/oracle.h"
 #include "cases.h"
-#include "oracle.h"
 #include "test.h"
 
 /* splitmix64: the tests' own generator, independent of the module code. */

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "../algos/common/prob.h"
+#include "../harness/verify/oracle.h"
 #include "cases.h"
-#include "oracle.h"
 #include "test.h"
 
 enum { SLAB = 1024, DRAWS = 16 };

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../harness/verify/oracle.h"
 #include "cases.h"
-#include "oracle.h"
 #include "test.h"
 
 TEST(naive_sort_cpu_matches_oracle_on_adversarial_cases)

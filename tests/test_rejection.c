@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../harness/verify/oracle.h"
 #include "cases.h"
-#include "oracle.h"
 #include "test.h"
 
 static const char *const budget_1[] = { "max_rounds=1", NULL };
