@@ -1,4 +1,4 @@
-/* cases.h — the adversarial test inputs of docs/SEMANTICS.md and issue 3 (ties, near-ties, -inf,
+/* cases.h — the adversarial test inputs of docs/SEMANTICS.md (ties, near-ties, -inf,
  * NaN, +inf, extreme k and p, V=1, odd V, mixed rows), and the checks that run a module on
  * all of them against the oracle. Every module's test file calls these. */
 #ifndef TKP_CASES_H
