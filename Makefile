@@ -55,10 +55,10 @@ else
 NO_CUDA_SRCS := harness/gpu_none.c
 endif
 
-LIB_SRCS  := $(wildcard algos/common/*.c algos/*/*.c datasets/*.c) tests/oracle.c \
+LIB_SRCS  := $(wildcard algos/common/*.c algos/*/*.c datasets/*.c harness/verify/*.c) \
              $(filter-out harness/main.c harness/gpu_none.c,$(wildcard harness/*.c)) $(NO_CUDA_SRCS)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(CU_OBJS)
-TEST_SRCS := $(filter-out tests/oracle.c,$(wildcard tests/*.c))
+TEST_SRCS := $(wildcard tests/*.c)
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
 .PHONY: all deps test-deps run test test-san fuzz fuzz-run test-gpu gpu-bundle figures paper clean

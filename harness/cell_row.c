@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../tests/oracle.h"
+#include "verify/oracle.h"
 #include "cell_row.h"
 #include "timing.h"
 

@@ -24,8 +24,12 @@ if [[ $stages == all ]]; then
     "$bundle/topkp-tests" gpu_ 2>&1 | tee "$logdir/gpu-tests.log" | tail -3
     [[ ${PIPESTATUS[0]} == 0 ]] || status=1
 fi
-small=(gpu_cases_ gpu_naive_sort_matches_cpu_on_adversarial gpu_rtopk_matches_cpu_on_adversarial
-    gpu_cake_matches_cpu_on_adversarial gpu_cake_chained_matches_cpu_on_adversarial
+# Every module of the registry on every adversarial case through its defaults
+# (gpu_conformance_matches_cpu_<module>, tests/test_conformance.c: a new module is sanitized
+# with no entry here), then the knobs whose kernels the defaults do not reach.
+small=(gpu_conformance_matches_cpu_
+    gpu_cases_                   # qrita's truncation x search, dedup, autotune, caps; rejection's fallback and clusters
+    gpu_cake_chained_matches_cpu_on_adversarial
     gpu_qrita_gaussian_b1_topp   # the fused top-p search at B = 1 (window and gather)
     gpu_qrita_fused_topp         # the fused top-p search on every adversarial case (V = 1, 7, ...)
     gpu_rejection_512_threads_list)  # the 512-thread kernel's listed pass 1 and its overflow

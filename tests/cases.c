@@ -6,8 +6,8 @@
 
 #include "../algos/common/prob.h"
 #include "../harness/gpu.h"
+#include "../harness/verify/oracle.h"
 #include "cases.h"
-#include "oracle.h"
 #include "test.h"
 
 /* splitmix64: the tests' own generator, independent of the module code. */
@@ -413,6 +413,46 @@ void check_gpu_matches_cpu(const char *algo, const char *const *options)
         free(kept_cpu), free(kept_gpu), free(s_cpu), free(s_gpu);
         if (!(a->approximate && a->approximate(opts))) /* approximate: only CPU = GPU holds */
             check_case(a, opts, TKP_GPU, &c[i], 1);
+    }
+    cases_free(c, n);
+    free(opts);
+}
+
+void check_deterministic(const char *algo, const char *const *options, enum tkp_backend backend)
+{
+    if (backend == TKP_GPU && !tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    const struct tkp_algo *a = tkp_algo_find(algo);
+    REQUIRE(a, "no module %s", algo);
+    void *opts = calloc(1, a->opts_size);
+    struct test_case *c;
+    int n = cases_build(&c);
+    cases_fit(a, c, n);
+    const int32_t draws = 16;
+    const int set = (a->outputs & TKP_OUT_SET) != 0, sample = (a->outputs & TKP_OUT_SAMPLE) != 0;
+    for (int i = 0; i < n && make_opts(a, options, opts) == 0; i++) {
+        if (!case_in_shard(i))
+            continue;
+        const struct tkp_batch *b = &c[i].b;
+        size_t cells = (size_t)(b->batch * b->vocab), drawn = (size_t)(b->batch * draws);
+        uint8_t *k1 = set ? malloc(cells) : NULL, *k2 = set ? calloc(cells, 1) : NULL;
+        int64_t *s1 = sample ? malloc(8 * drawn) : NULL, *s2 = sample ? calloc(drawn, 8) : NULL;
+        struct tkp_error err = { "" };
+        int rc = run_backend(a, opts, backend, &c[i], k1, s1, draws, &err);
+        if (rc == TKP_OK)
+            rc = run_backend(a, opts, backend, &c[i], k2, s2, draws, &err);
+        CHECK(rc == TKP_OK, "%s on %s: %s", algo, c[i].name, err.msg);
+        for (int64_t r = 0; rc == TKP_OK && r < b->batch; r++) {
+            if (set && memcmp(k1 + r * b->vocab, k2 + r * b->vocab, (size_t)b->vocab))
+                test_fail(__FILE__, __LINE__, "%s case %s (seed %llu) row %lld: two runs kept different masks",
+                          algo, c[i].name, (unsigned long long)c[i].seed, (long long)r);
+            if (sample && memcmp(s1 + r * draws, s2 + r * draws, 8 * (size_t)draws))
+                test_fail(__FILE__, __LINE__, "%s case %s (seed %llu) row %lld: the same seed gave different draws",
+                          algo, c[i].name, (unsigned long long)c[i].seed, (long long)r);
+        }
+        free(k1), free(k2), free(s1), free(s2);
     }
     cases_free(c, n);
     free(opts);

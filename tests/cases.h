@@ -1,6 +1,7 @@
-/* cases.h — the adversarial test inputs of docs/SEMANTICS.md and issue 3 (ties, near-ties, -inf,
+/* cases.h — the adversarial test inputs of docs/SEMANTICS.md (ties, near-ties, -inf,
  * NaN, +inf, extreme k and p, V=1, odd V, mixed rows), and the checks that run a module on
- * all of them against the oracle. Every module's test file calls these. */
+ * all of them against the oracle. tests/test_conformance.c calls them on every module of the
+ * registry with its defaults; each module's test file, with its own options. */
 #ifndef TKP_CASES_H
 #define TKP_CASES_H
 
@@ -60,6 +61,11 @@ void check_module_cases(const char *algo, const char *const *options, enum tkp_b
  * the same seed gives the same draws. */
 void check_sampler_tv(const char *algo, const char *const *options, enum tkp_backend backend,
                       int32_t draws);
+
+/* Run `algo` (options as for module_options) twice on `backend` over every (fitted) case
+ * with the case's seed: the kept masks and the draws of the two runs must be identical.
+ * Skips the test on the GPU when no GPU is present. */
+void check_deterministic(const char *algo, const char *const *options, enum tkp_backend backend);
 
 /* Report the fraction of rows equal to the oracle (for approximate variants). */
 double module_exactness(const char *algo, const char *const *options, enum tkp_backend backend);

@@ -13,19 +13,30 @@
 
 static struct {
     const char *name;
-    test_fn fn;
+    test_fn fn;         /* a TEST(name) */
+    test_fn_arg fn_arg; /* or a test_register_arg one, called with arg */
+    const void *arg;
 } tests[MAX_TESTS];
 static int n_tests, current_failed;
 static const char *current_skip;
 
-void test_register(const char *name, test_fn fn)
+static void add(const char *name, test_fn fn, test_fn_arg fn_arg, const void *arg)
 {
     if (n_tests == MAX_TESTS) {
         fprintf(stderr, "too many tests (raise MAX_TESTS in tests/main.c)\n");
         exit(2);
     }
     tests[n_tests].name = name;
-    tests[n_tests++].fn = fn;
+    tests[n_tests].fn = fn;
+    tests[n_tests].fn_arg = fn_arg;
+    tests[n_tests++].arg = arg;
+}
+
+void test_register(const char *name, test_fn fn) { add(name, fn, NULL, NULL); }
+
+void test_register_arg(const char *name, test_fn_arg fn, const void *arg)
+{
+    add(name, NULL, fn, arg);
 }
 
 void test_fail(const char *file, int line, const char *fmt, ...)
@@ -84,7 +95,10 @@ int main(int argc, char **argv)
             continue;
         current_failed = 0;
         current_skip = NULL;
-        tests[i].fn();
+        if (tests[i].fn)
+            tests[i].fn();
+        else
+            tests[i].fn_arg(tests[i].arg);
         if (current_skip && !current_failed) {
             skipped++;
             printf("skip %s (%s)\n", tests[i].name, current_skip);

@@ -8,6 +8,11 @@
 
 typedef void (*test_fn)(void);
 void test_register(const char *name, test_fn fn);
+/* A test made at load time with an argument: tests/test_conformance.c registers one of each
+ * of its checks per module of the registry, `arg` being the module. `name` must outlive the
+ * run (a string the caller allocated and never frees). */
+typedef void (*test_fn_arg)(const void *arg);
+void test_register_arg(const char *name, test_fn_arg fn, const void *arg);
 void test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int test_failed(void); /* has the running test failed so far? */

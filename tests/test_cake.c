@@ -1,13 +1,14 @@
 /* test_cake.c — cake on the CPU against the oracle and, bit for bit, against naive_sort's
- * kept sets; its sampler, its determinism, its 1024-entry slab limit and the radix edge
- * cases (keys sharing their top 11 or 22 bits, negatives, +inf, signed zeros). */
+ * kept sets; its determinism across seeds, its 1024-entry slab limit and the radix edge cases
+ * (keys sharing their top 11 or 22 bits, negatives, +inf, signed zeros). The sampler test:
+ * tests/test_conformance.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../algos/common/prob.h"
+#include "../harness/verify/oracle.h"
 #include "cases.h"
-#include "oracle.h"
 #include "test.h"
 
 enum { SLAB = 1024, DRAWS = 16 };
@@ -91,11 +92,6 @@ TEST(cake_cpu_random_rows_match_oracle_and_naive_sort)
         check_batch(&c.b, "gaussian", seed);
         free_batch(&c.b);
     }
-}
-
-TEST(cake_cpu_sampler_passes_tv_test)
-{
-    check_sampler_tv("cake", NULL, TKP_CPU, 20000);
 }
 
 /* Draws of a clamped gaussian batch under `seed`. */

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "../harness/logits_file.h"
+#include "../harness/verify/oracle.h"
 #include "cli_util.h"
-#include "oracle.h"
 #include "test.h"
 
 /* Read a 2-D dataset of apply's output into a new buffer; returns NULL when absent. */

@@ -11,8 +11,8 @@
 #include "../harness/logits_file.h"
 #include "../harness/progress.h"
 #include "../harness/timing.h"
+#include "../harness/verify/oracle.h"
 #include "cli_util.h"
-#include "oracle.h"
 #include "test.h"
 
 static const char *const known_commands[] = { "list", "run", "apply", "gen", "export", "info",

@@ -1,7 +1,7 @@
 /* test_gpu_naive_sort.c — naive_sort on the GPU: bit for bit equal to the CPU backend (kept
- * masks and samples) on the adversarial cases, on large Gaussian batches, on odd vocabularies,
- * batch 1, many draws and samples-only runs; and the sampler's statistical test. Every test
- * skips when no GPU is present. */
+ * masks and samples) on large Gaussian batches, on odd vocabularies, batch 1, many draws and
+ * samples-only runs (the adversarial suite and the sampler test: tests/test_conformance.c).
+ * Every test skips when no GPU is present. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,11 +60,6 @@ static void gpu_vs_cpu(const struct tkp_batch *b, int with_set, int32_t draws, u
     free(kc), free(kg), free(sc), free(sg);
 }
 
-TEST(gpu_naive_sort_matches_cpu_on_adversarial_cases)
-{
-    check_gpu_matches_cpu("naive_sort", NULL);
-}
-
 /* The acceptance shape: B = 64, V = 128256, k = 50 with p = 0.9 and with p = 1. */
 TEST(gpu_naive_sort_large_gaussian_k50_matches_cpu)
 {
@@ -109,10 +104,4 @@ TEST(gpu_naive_sort_batch_1_and_samples_only)
     gpu_vs_cpu(&c.b, 0, 33, c.seed, "mixed rows V=3001, samples only");
     gpu_vs_cpu(&c.b, 1, 0, c.seed, "mixed rows V=3001, set only");
     free_case(&c);
-}
-
-TEST(gpu_naive_sort_sampler_passes_tv_test)
-{
-    REQUIRE_GPU();
-    check_sampler_tv("naive_sort", NULL, TKP_GPU, 20000);
 }

@@ -1,9 +1,9 @@
 /* test_gpu_qrita.c — Qrita on the GPU: the kept mask equals the CPU's bit for bit on the
- * adversarial cases for every truncation x search combination, dedup off, autotune off and a
- * short iteration cap; on larger Gaussian batches (B = 1 to 200, V = 128256) the masks and the
- * statistics (hits, fallbacks, outliers, outlier mass, iterations, keys sorted) equal the
- * CPU's, and each Table 4 knob takes its own path on the GPU (README.md, "Table 4 on each
- * backend"). */
+ * adversarial cases for every truncation x search combination (the defaults alone:
+ * tests/test_conformance.c), dedup off, autotune off and a short iteration cap; on larger
+ * Gaussian batches (B = 1 to 200, V = 128256) the masks and the statistics (hits, fallbacks,
+ * outliers, outlier mass, iterations, keys sorted) equal the CPU's, and each Table 4 knob takes
+ * its own path on the GPU (README.md, "Table 4 on each backend"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +16,6 @@ static void cases_with(const char *a, const char *b, const char *c)
 {
     const char *options[] = { a, b, c, NULL };
     check_gpu_matches_cpu("qrita", options);
-}
-
-TEST(gpu_cases_qrita_defaults)
-{
-    check_gpu_matches_cpu("qrita", NULL);
 }
 
 static const char *const searches[] = { "search=quaternary", "search=ternary", "search=binary",

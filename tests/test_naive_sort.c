@@ -1,16 +1,13 @@
-/* test_naive_sort.c — naive_sort on the CPU against the oracle. */
+/* test_naive_sort.c — naive_sort on the CPU against the oracle on random rows, and its refusal
+ * of a NaN p. The adversarial suite, the sampler test and determinism are
+ * tests/test_conformance.c's, as for every module. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../harness/verify/oracle.h"
 #include "cases.h"
-#include "oracle.h"
 #include "test.h"
-
-TEST(naive_sort_cpu_matches_oracle_on_adversarial_cases)
-{
-    check_module_cases("naive_sort", NULL, TKP_CPU);
-}
 
 TEST(naive_sort_cpu_random_rows_match_oracle)
 {
@@ -35,11 +32,6 @@ TEST(naive_sort_cpu_random_rows_match_oracle)
         free(c.b.k);
         free(c.b.p);
     }
-}
-
-TEST(naive_sort_cpu_sampler_passes_tv_test)
-{
-    check_sampler_tv("naive_sort", NULL, TKP_CPU, 20000);
 }
 
 TEST(naive_sort_rejects_nan_p_naming_the_row)

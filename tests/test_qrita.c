@@ -1,6 +1,6 @@
-/* test_qrita.c — Qrita on the CPU: the oracle for every exact option combination, bitwise
- * equality with naive_sort, the approximate variants (dedup=off, a short iteration cap) and the
- * truncation statistics. */
+/* test_qrita.c — Qrita on the CPU: the oracle for every exact option combination (the defaults
+ * alone: tests/test_conformance.c), bitwise equality with naive_sort, the approximate variants
+ * (dedup=off, a short iteration cap) and the truncation statistics. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -74,11 +74,6 @@ static void case_peaked(struct test_case *c, uint64_t seed, int64_t batch, int64
         c->b.k[r] = k;
         c->b.p[r] = p;
     }
-}
-
-TEST(qrita_cpu_matches_oracle_on_adversarial_cases)
-{
-    check_module_cases("qrita", NULL, TKP_CPU);
 }
 
 TEST(qrita_every_exact_option_combination_matches_oracle)
