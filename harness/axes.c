@@ -56,7 +56,7 @@ void tkp_axis_store(const struct tkp_axis *a, struct tkp_cell *c, double v)
         *(float *)at = (float)v;
         *(double *)((char *)c + a->declared) = v;
         break;
-    case TKP_AXIS_DATASET: break; /* text: config.c resolves and copies it */
+    case TKP_AXIS_DATASET: break; /* text: config_expand.c resolves and copies it */
     }
 }
 

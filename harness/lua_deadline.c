@@ -1,7 +1,7 @@
 /* lua_deadline.c — the wall-clock limit of a config (TKP_LUA_SECONDS; README.md, "Configs":
  * a hostile config fails with an error naming it, never a hang).
  *
- * Why a forked child: the instruction budget (config.c's count hook) runs only between Lua
+ * Why a forked child: the instruction budget (config_sandbox.c's count hook) runs only between Lua
  * instructions, so a C function that takes forever is never stopped by it — string.find,
  * match, gmatch and gsub backtrack over a pattern with several `-`, `*` or `+` items in
  * polynomial time of a large degree (`s:find(".-.-.-.-.-b")` on a 200000-character s). A C
