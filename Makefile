@@ -55,8 +55,11 @@ else
 NO_CUDA_SRCS := harness/gpu_none.c
 endif
 
+# The command line (main.c: the table of commands; cli_*.c: the commands) links into topkp
+# only; every other harness/*.c goes into libtopkp.a, which the tests link too.
+CLI_SRCS  := harness/main.c $(wildcard harness/cli_*.c)
 LIB_SRCS  := $(wildcard algos/common/*.c algos/*/*.c datasets/*.c harness/verify/*.c) \
-             $(filter-out harness/main.c harness/gpu_none.c,$(wildcard harness/*.c)) $(NO_CUDA_SRCS)
+             $(filter-out $(CLI_SRCS) harness/gpu_none.c,$(wildcard harness/*.c)) $(NO_CUDA_SRCS)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(CU_OBJS)
 TEST_SRCS := $(wildcard tests/*.c)
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
@@ -80,7 +83,7 @@ $(BUILD)/%.o: %.cu $(BUILD)/flags.txt
 $(BUILD)/libtopkp.a: $(LIB_OBJS) Makefile
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/topkp: $(BUILD)/harness/main.o $(BUILD)/libtopkp.a
+$(BUILD)/topkp: $(CLI_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libtopkp.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/topkp-tests: $(TEST_OBJS) $(BUILD)/libtopkp.a

@@ -1,0 +1,33 @@
+/* cli.h — what the files of the command line share, private to them (docs/DESIGN.md, "The
+ * command line"): the argument helpers (cli_args.c) and each command's usage text and function,
+ * which main.c's table of commands names. The commands: cli_list.c (list), cli_run.c (run,
+ * apply, gen), cli_read.c (export, compare, info). Usage errors exit 2, naming the argument;
+ * other errors print `topkp CMD: message` on stderr and exit 1. */
+#ifndef TKP_CLI_H
+#define TKP_CLI_H
+
+#include "../algos/tkp.h"
+
+/* cli_args.c: the argument helpers. */
+int bad_arg(const char *cmd, const char *arg);
+int missing(const char *cmd, const char *what);
+const char *flag_value(const char *cmd, int argc, char **argv, int *i);
+int positional(const char *cmd, const char *arg, const char **slot);
+int fail(const char *what, const char *msg);
+long long int_arg(const char *cmd, const char *flag, const char *v, long long lo, long long hi);
+float float_arg(const char *cmd, const char *flag, const char *v);
+enum tkp_backend default_backend(void);
+enum tkp_backend backend_arg(const char *cmd, const char *v);
+
+/* The commands: usage text (`topkp help CMD`) and function, given the arguments after CMD. */
+extern const char LIST_USAGE[], RUN_USAGE[], APPLY_USAGE[], GEN_USAGE[], EXPORT_USAGE[],
+    COMPARE_USAGE[], INFO_USAGE[];
+int cmd_list(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_apply(int argc, char **argv);
+int cmd_gen(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+
+#endif

@@ -1,0 +1,195 @@
+/* cli_list.c — `topkp list` (docs/DESIGN.md, "The command line"): the modules with their ops,
+ * outputs, backends, flags and --set options, the peers (and whether their package imports
+ * here, docs/PEERS.md), the datasets, the sweep axes of harness/axes.c and the named limits
+ * (README.md, "Configs"). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../datasets/datasets.h"
+#include "axes.h"
+#include "cli.h"
+#include "limits.h"
+#include "peer_cell.h"
+
+static void flag_names(unsigned bits, const char *const *names, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; names[i]; i++)
+        if (bits & (1u << i))
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "," : "", names[i]);
+    if (!used)
+        snprintf(buf, n, "-");
+}
+
+static void print_options(const struct tkp_algo *a)
+{
+    for (const struct tkp_option *opt = a->options; opt && opt->name; opt++) {
+        char range[256];
+        if (opt->type == TKP_OPT_ENUM) {
+            size_t used = 0;
+            for (int c = 0; opt->choices[c]; c++)
+                used += (size_t)snprintf(range + used, sizeof range - used, "%s%s",
+                                         c ? "|" : "", opt->choices[c]);
+            printf("    --set %s=%s (default %s)  %s\n", opt->name, range,
+                   opt->choices[(int)opt->def], opt->help);
+        } else {
+            printf("    --set %s=%s in [%g, %g] (default %g)  %s\n", opt->name,
+                   opt->type == TKP_OPT_INT ? "INT" : "X", opt->min, opt->max, opt->def,
+                   opt->help);
+        }
+    }
+}
+
+/* Name, summary, then ops, outputs, backends and flags on one line. */
+static void print_algo(const struct tkp_algo *a)
+{
+    static const char *const ops[] = { "topk", "topp", "topk_topp", NULL };
+    static const char *const outs[] = { "set", "sample", NULL };
+    static const char *const backends[] = { "cpu", "gpu", NULL };
+    char o[64], u[64], b[64];
+    flag_names(a->ops, ops, o, sizeof o);
+    flag_names(a->outputs, outs, u, sizeof u);
+    flag_names(a->backends, backends, b, sizeof b);
+    printf("  %-11s %s\n    ops=%s outputs=%s backends=%s%s%s", a->name, a->summary, o, u, b,
+           a->flags & TKP_EXACT ? " exact" : "",
+           a->flags & TKP_NOT_IMPLEMENTED ? " (not implemented)" : "");
+    if (a->package)
+        printf(" package=%s", a->package);
+    putchar('\n');
+}
+
+/* What the peer worker said of each peer, by name. */
+struct peer_probe {
+    char name[64], info[400];
+    int available;
+};
+struct probe_list {
+    struct peer_probe peer[32];
+    int n;
+};
+
+static void on_probe(const char *name, int available, const char *info, void *ctx)
+{
+    struct probe_list *l = ctx;
+    if (l->n == 32)
+        return;
+    struct peer_probe *p = &l->peer[l->n++];
+    snprintf(p->name, sizeof p->name, "%s", name);
+    snprintf(p->info, sizeof p->info, "%s", info);
+    p->available = available;
+}
+
+/* The peers, each with what the worker says of its package here (unless probe is 0). */
+static void list_peers(int probe)
+{
+    struct probe_list found = { .n = 0 };
+    struct tkp_error err = { "" };
+    int rc = 0;
+    if (probe) {
+        struct tkp_peer_session s;
+        tkp_peer_session_init(&s, TKP_CPU, 0, 0, NULL);
+        rc = tkp_peer_probe(&s, on_probe, &found, &err);
+        tkp_peer_session_close(&s);
+    }
+    printf("peers: (through the Python bridge, docs/PEERS.md; interpreter %s, set TOPKP_PYTHON)\n",
+           tkp_peer_python());
+    for (int i = 0; tkp_peers[i]; i++) {
+        const struct tkp_algo *a = tkp_peers[i];
+        print_algo(a);
+        const struct peer_probe *p = NULL;
+        for (int j = 0; j < found.n; j++)
+            if (strcmp(found.peer[j].name, a->name) == 0)
+                p = &found.peer[j];
+        if (probe && rc)
+            printf("    importable here: unknown (%s)\n", err.msg);
+        else if (probe && !p)
+            printf("    importable here: unknown (peers/catalog.py does not list it)\n");
+        else if (probe)
+            printf("    importable here: %s (%s)\n", p->available ? "yes" : "no", p->info);
+        print_options(a);
+    }
+}
+
+/* The sweep axes of harness/axes.c: the keys of a sweep that make its cross product. */
+static void list_axes(void)
+{
+    puts("sweep axes:");
+    for (const struct tkp_axis *a = tkp_axes; a->name; a++) {
+        const int text = a->type == TKP_AXIS_DATASET || a->type == TKP_AXIS_ENUM;
+        char range[96] = "", def[96];
+        if (!text && isfinite(a->min))
+            snprintf(range, sizeof range, " in [%.0f, %.0f]", a->min, a->max);
+        if (a->flags & TKP_AXIS_REQUIRED)
+            snprintf(def, sizeof def, "required");
+        else if (text)
+            snprintf(def, sizeof def, "default %s",
+                     a->type == TKP_AXIS_ENUM ? a->choices[(int)a->def] : a->def_text);
+        else
+            snprintf(def, sizeof def, "default %g", a->def);
+        const int list = (a->flags & TKP_AXIS_LIST) != 0;
+        const char *kind = text ? (list ? "names" : "a name")
+                           : a->type == TKP_AXIS_F32 ? (list ? "numbers" : "a number")
+                                                     : (list ? "integers" : "an integer");
+        printf("  %-8s %s: %s%s%s; %s\n", a->name, a->help, kind, range,
+               list ? ", one or a list" : "", def);
+    }
+}
+
+/* The named limits of harness/limits.h and limits_files.h (README.md, "Configs"). */
+static void list_limits(void)
+{
+#define LIMIT(name) printf("  %-27s %lld\n", #name, (long long)(name))
+    puts("limits:");
+    LIMIT(TKP_LUA_INSTRUCTION_BUDGET);
+    LIMIT(TKP_LUA_MEMORY_MIB);
+    LIMIT(TKP_LUA_SECONDS);
+    LIMIT(TKP_CONFIG_MAX_BYTES);
+    LIMIT(TKP_MAX_SWEEPS);
+    LIMIT(TKP_MAX_CELLS);
+    LIMIT(TKP_MAX_LIST_VALUES);
+    LIMIT(TKP_MAX_NAME_CHARS);
+    LIMIT(TKP_MAX_DATASET_CHARS);
+    LIMIT(TKP_MAX_WARMUP);
+    LIMIT(TKP_MAX_REPS);
+    LIMIT(TKP_MAX_TIMING_SECONDS);
+    LIMIT(TKP_MAX_LOGITS_ELEMS);
+    LIMIT(TKP_MAX_LOGITS_ROWS);
+    LIMIT(TKP_MAX_LOGITS_VOCAB);
+    LIMIT(TKP_RESULT_KEY_BYTES);
+    LIMIT(TKP_READ_SECONDS);
+#undef LIMIT
+}
+
+const char LIST_USAGE[] =
+    "usage: topkp list [--no-probe]\n"
+    "\n"
+    "Prints the modules (their ops, outputs, backends and --set options), the peer libraries,\n"
+    "the datasets, the sweep axes and the limits of harness/limits.h and harness/limits_files.h.\n"
+    "\n"
+    "  --no-probe   do not start Python to ask which peer packages import here\n";
+
+int cmd_list(int argc, char **argv)
+{
+    int probe = 1;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--no-probe") == 0)
+            probe = 0;
+        else
+            return bad_arg("list", argv[i]);
+    }
+    puts("algorithms:");
+    for (int i = 0; tkp_algos[i]; i++) {
+        print_algo(tkp_algos[i]);
+        print_options(tkp_algos[i]);
+    }
+    list_peers(probe);
+    puts("datasets:");
+    for (const struct tkp_dataset *d = tkp_datasets; d->name; d++)
+        printf("  %-11s %s\n", d->name, d->summary);
+    puts("  file:X.h5   logits read from an HDF5 file (/logits [B, V])");
+    list_axes();
+    list_limits();
+    return 0;
+}
