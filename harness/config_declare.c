@@ -44,12 +44,12 @@ static int sweep_body(lua_State *L)
     snprintf(what, sizeof what, "sweep '%s'", name);
     check_declaration_allowed(L, what);
     luaL_checktype(L, 1, LUA_TTABLE);
-    check_keys(L, 1, what, sweep_keys());
+    config_check_keys(L, 1, what, sweep_keys());
     struct algo_entry algos[MAX_AXIS];
     lua_getfield(L, 1, "algos");
-    int n = parse_algo_list(L, -1, what, algos);
+    int n = config_parse_algo_list(L, -1, what, algos);
     lua_pop(L, 1);
-    expand(L, 1, name, what, algos, n);
+    config_expand(L, 1, name, what, algos, n);
     return 0;
 }
 
@@ -87,9 +87,9 @@ static void parse_variant(lua_State *L, int label_idx, int entry_idx, const char
 {
     char label_what[160];
     memset(e, 0, sizeof *e);
-    const char *label = checked_name(L, label_idx, what, ": variant label");
+    const char *label = config_checked_name(L, label_idx, what, ": variant label");
     snprintf(label_what, sizeof label_what, "%s variant %s", what, label);
-    parse_algo(L, entry_idx, label_what, e);
+    config_parse_algo(L, entry_idx, label_what, e);
     snprintf(e->variant, sizeof e->variant, "%s", label);
 }
 
@@ -195,12 +195,12 @@ static int ablation_body(lua_State *L)
     snprintf(what, sizeof what, "ablation '%s'", name);
     check_declaration_allowed(L, what);
     luaL_checktype(L, 1, LUA_TTABLE);
-    check_keys(L, 1, what, keys);
+    config_check_keys(L, 1, what, keys);
     lua_getfield(L, 1, "base");
     if (!lua_istable(L, -1))
         config_error(L, "%s: 'base' must be a table of sweep keys", what);
     int base = lua_gettop(L);
-    check_keys(L, base, what, sweep_keys());
+    config_check_keys(L, base, what, sweep_keys());
     lua_getfield(L, base, "algos");
     if (!lua_isnil(L, -1))
         config_error(L, "%s: 'base' takes no algos; each variant names its algorithm", what);
@@ -215,7 +215,7 @@ static int ablation_body(lua_State *L)
     if (n == 0)
         config_error(L, "%s: no variants", what);
     ablation_baseline(L, what, algos, n, baseline, sizeof baseline);
-    expand(L, base, name, what, algos, n);
+    config_expand(L, base, name, what, algos, n);
     record_ablation(L, name, what, baseline, algos, n);
     lua_pop(L, 2);
     return 0;
@@ -228,7 +228,7 @@ static int declare(lua_State *L, const char *kind, lua_CFunction body)
 {
     luaL_checkstring(L, 1);
     check_declaration_allowed(L, kind);
-    const char *name = checked_name(L, 1, "", kind);
+    const char *name = config_checked_name(L, 1, "", kind);
     struct load_ctx *ctx = ctx_of(L);
     if (ctx->n_sweeps == TKP_MAX_SWEEPS)
         config_error(L, "%s '%s': more than the limit of %d sweeps and ablations", kind, name,

@@ -139,13 +139,13 @@ static void read_axis(lua_State *L, int idx, const char *what, const struct tkp_
 {
     const int max = (a->flags & TKP_AXIS_LIST) ? MAX_AXIS : 1;
     if (a->type == TKP_AXIS_DATASET || a->type == TKP_AXIS_ENUM) {
-        v->n = text_list(L, idx, what, a, v->text, v->num, max);
+        v->n = config_text_list(L, idx, what, a, v->text, v->num, max);
         return;
     }
-    v->n = number_list(L, idx, what, a->name, a->def, (a->flags & TKP_AXIS_REQUIRED) != 0,
+    v->n = config_number_list(L, idx, what, a->name, a->def, (a->flags & TKP_AXIS_REQUIRED) != 0,
                        v->num, max);
     if (a->type != TKP_AXIS_F32) {
-        check_integers(L, what, a->name, v->num, v->n, a->min, a->max);
+        config_check_integers(L, what, a->name, v->num, v->n, a->min, a->max);
         return;
     }
     for (int i = 0; i < v->n; i++)
@@ -189,7 +189,7 @@ static void make_cell(lua_State *L, const char *sweep, const char *what, const i
 
 /* Expand one sweep (the spec table at idx) for the given algorithm entries: the cross product
  * of the algorithms and the axes (tkp_axes, in that order), filtered by `where`. */
-void expand(lua_State *L, int idx, const char *sweep, const char *what,
+void config_expand(lua_State *L, int idx, const char *sweep, const char *what,
                    struct algo_entry *algos, int n_algos)
 {
     struct load_ctx *ctx = ctx_of(L);
@@ -202,11 +202,11 @@ void expand(lua_State *L, int idx, const char *sweep, const char *what,
         sizes[n] = values[n - 1].n;
     }
     double v[1];
-    number_list(L, idx, what, "verify", 4, 0, v, 1);
-    check_integers(L, what, "verify", v, 1, 0, 1 << 20);
+    config_number_list(L, idx, what, "verify", 4, 0, v, 1);
+    config_check_integers(L, what, "verify", v, 1, 0, 1 << 20);
     int verify = (int)v[0];
     struct tkp_timing timing;
-    read_timing(L, idx, what, &timing);
+    config_read_timing(L, idx, what, &timing);
     lua_getfield(L, idx, "where");
     int where = lua_gettop(L);
     if (!lua_isnil(L, where) && !lua_isfunction(L, where))

@@ -51,21 +51,21 @@ void config_count_instructions(lua_State *L);
 /* config_values.c: luaL_error with C printf formats (%g...); the message gets the config's
  * file:line. */
 int config_error(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void check_keys(lua_State *L, int idx, const char *what, const char *const *allowed);
-int number_list(lua_State *L, int idx, const char *what, const char *key, double def,
+void config_check_keys(lua_State *L, int idx, const char *what, const char *const *allowed);
+int config_number_list(lua_State *L, int idx, const char *what, const char *key, double def,
                 int required, double *out, int max);
-void check_integers(lua_State *L, const char *what, const char *key, const double *v, int n,
+void config_check_integers(lua_State *L, const char *what, const char *key, const double *v, int n,
                     double lo, double hi);
-void parse_algo(lua_State *L, int idx, const char *what, struct algo_entry *e);
-int parse_algo_list(lua_State *L, int idx, const char *what, struct algo_entry *out);
-int text_list(lua_State *L, int idx, const char *what, const struct tkp_axis *a,
+void config_parse_algo(lua_State *L, int idx, const char *what, struct algo_entry *e);
+int config_parse_algo_list(lua_State *L, int idx, const char *what, struct algo_entry *out);
+int config_text_list(lua_State *L, int idx, const char *what, const struct tkp_axis *a,
               const char **out, double *index, int max);
-void read_timing(lua_State *L, int idx, const char *what, struct tkp_timing *t);
-const char *checked_name(lua_State *L, int idx, const char *what, const char *kind);
+void config_read_timing(lua_State *L, int idx, const char *what, struct tkp_timing *t);
+const char *config_checked_name(lua_State *L, int idx, const char *what, const char *kind);
 
 /* config_expand.c: expand one sweep (the spec table at idx) for the given algorithm entries
  * into the plan's cells. */
-void expand(lua_State *L, int idx, const char *sweep, const char *what,
+void config_expand(lua_State *L, int idx, const char *sweep, const char *what,
             struct algo_entry *algos, int n_algos);
 
 /* config_declare.c: define sweep, ablation, pow2, range and file in the state, each a closure

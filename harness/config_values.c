@@ -37,7 +37,7 @@ static int key_allowed(const char *key, const char *const *allowed)
 }
 
 /* Raise "<what>: unknown key 'x'" for a key of the table at idx not in `allowed`. */
-void check_keys(lua_State *L, int idx, const char *what, const char *const *allowed)
+void config_check_keys(lua_State *L, int idx, const char *what, const char *const *allowed)
 {
     lua_pushnil(L);
     while (lua_next(L, idx)) {
@@ -57,7 +57,7 @@ void check_keys(lua_State *L, int idx, const char *what, const char *const *allo
 
 /* Read field `key` of the table at idx as a list of numbers (a single number is a list of
  * one); `def` when absent. Returns the count, values in out[0..max). */
-int number_list(lua_State *L, int idx, const char *what, const char *key, double def,
+int config_number_list(lua_State *L, int idx, const char *what, const char *key, double def,
                        int required, double *out, int max)
 {
     int n = 0;
@@ -90,7 +90,7 @@ int number_list(lua_State *L, int idx, const char *what, const char *key, double
     return n;
 }
 
-void check_integers(lua_State *L, const char *what, const char *key, const double *v,
+void config_check_integers(lua_State *L, const char *what, const char *key, const double *v,
                            int n, double lo, double hi)
 {
     for (int i = 0; i < n; i++)
@@ -113,7 +113,7 @@ static void *entry_opts(lua_State *L, size_t size)
     return p;
 }
 
-void parse_algo(lua_State *L, int idx, const char *what, struct algo_entry *e)
+void config_parse_algo(lua_State *L, int idx, const char *what, struct algo_entry *e)
 {
     idx = lua_absindex(L, idx);
     const char *name = NULL;
@@ -170,7 +170,7 @@ void parse_algo(lua_State *L, int idx, const char *what, struct algo_entry *e)
 
 /* A text axis of the sweep at idx (DATASET, ENUM): a name or a list of names (the default when
  * absent), each checked; the value stays on the stack so that the strings stay referenced. */
-int text_list(lua_State *L, int idx, const char *what, const struct tkp_axis *a,
+int config_text_list(lua_State *L, int idx, const char *what, const struct tkp_axis *a,
                      const char **out, double *index, int max)
 {
     int n = 0;
@@ -226,7 +226,7 @@ static double timing_number(lua_State *L, int ti, const char *what, const char *
                             double lo, double hi, int integer)
 {
     double v[1];
-    number_list(L, ti, what, key, def, 0, v, 1);
+    config_number_list(L, ti, what, key, def, 0, v, 1);
     if (!(v[0] >= lo && v[0] <= hi) || (integer && v[0] != floor(v[0])))
         config_error(L, "%s: timing.%s = %g must be %s in [%g, %g] (the limit of "
                      "harness/limits.h)", what, key, v[0], integer ? "an integer" : "a number",
@@ -239,7 +239,7 @@ static double timing_number(lua_State *L, int ti, const char *what, const char *
  * taken, a 2 % relative IQR to stop early; a cell that hits a cap first, or has fewer than
  * TKP_POLICY_MIN_SAMPLES samples, is flagged noisy. A config that sets max_reps below the
  * default minimum gets that as its minimum too. */
-void read_timing(lua_State *L, int idx, const char *what, struct tkp_timing *t)
+void config_read_timing(lua_State *L, int idx, const char *what, struct tkp_timing *t)
 {
     lua_getglobal(L, "backend");
     const int gpu = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "gpu") == 0;
@@ -255,7 +255,7 @@ void read_timing(lua_State *L, int idx, const char *what, struct tkp_timing *t)
     if (!lua_istable(L, -1))
         config_error(L, "%s: 'timing' must be a table", what);
     int ti = lua_gettop(L);
-    check_keys(L, ti, "timing", timing_keys);
+    config_check_keys(L, ti, "timing", timing_keys);
     t->warmup = (int)timing_number(L, ti, what, "warmup", t->warmup, 0, TKP_MAX_WARMUP, 1);
     t->warmup_seconds = timing_number(L, ti, what, "warmup_seconds", t->warmup_seconds, 0,
                                       TKP_MAX_TIMING_SECONDS, 0);
@@ -279,7 +279,7 @@ void read_timing(lua_State *L, int idx, const char *what, struct tkp_timing *t)
 
 /* A name or label that is copied into a fixed buffer: refused, never cut, when too long, and
  * when it holds a NUL byte (C would see only the part before it). */
-const char *checked_name(lua_State *L, int idx, const char *what, const char *kind)
+const char *config_checked_name(lua_State *L, int idx, const char *what, const char *kind)
 {
     size_t len;
     const char *name = lua_tolstring(L, idx, &len);
@@ -290,11 +290,11 @@ const char *checked_name(lua_State *L, int idx, const char *what, const char *ki
 }
 
 /* Parse the list at idx into algorithm entries; returns the count. */
-int parse_algo_list(lua_State *L, int idx, const char *what, struct algo_entry *out)
+int config_parse_algo_list(lua_State *L, int idx, const char *what, struct algo_entry *out)
 {
     idx = lua_absindex(L, idx);
     if (lua_type(L, idx) == LUA_TSTRING) {
-        parse_algo(L, idx, what, &out[0]);
+        config_parse_algo(L, idx, what, &out[0]);
         return 1;
     }
     if (!lua_istable(L, idx))
@@ -312,7 +312,7 @@ int parse_algo_list(lua_State *L, int idx, const char *what, struct algo_entry *
     for (lua_Integer i = 1; i <= len; i++) {
         lua_geti(L, idx, i);
         memset(&out[i - 1], 0, sizeof out[i - 1]);
-        parse_algo(L, -1, what, &out[i - 1]);
+        config_parse_algo(L, -1, what, &out[i - 1]);
         lua_pop(L, 1);
     }
     return (int)len;
