@@ -73,13 +73,15 @@ struct cmp_record {
 
 static const char cmp_magic[16] = "topkp-compare-1";
 
-enum kind { STR, I64, F64 };
+#define STR H5_KIND_STR /* the member kinds of h5util.h, short */
+#define I64 H5_KIND_I64
+#define F64 H5_KIND_F64
 #define F(name, kind, required)                                                            \
     { #name, offsetof(struct cmp_row, name), kind, sizeof(((struct cmp_row *)0)->name), required }
 static const struct cmp_field {
     const char *name;
     size_t offset;
-    enum kind kind;
+    enum h5_kind kind;
     size_t size;
     int required; /* without it a table is not a results table; the others may be absent */
 } cmp_fields[] = {
@@ -116,11 +118,7 @@ static hid_t row_type(hid_t ft, char *why, size_t n)
             H5Tclose(t);
             return -1;
         }
-        hid_t mem = f->kind == I64 ? H5Tcopy(H5T_NATIVE_INT64)
-                    : f->kind == F64 ? H5Tcopy(H5T_NATIVE_DOUBLE)
-                                     : H5Tcopy(H5T_C_S1);
-        if (f->kind == STR)
-            H5Tset_size(mem, f->size);
+        hid_t mem = h5_member_type(f->kind, f->size);
         H5Tinsert(t, f->name, f->offset, mem);
         H5Tclose(mem);
     }

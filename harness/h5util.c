@@ -137,3 +137,13 @@ int h5_exists(hid_t file, const char *path)
     }
     return 1;
 }
+
+hid_t h5_member_type(enum h5_kind kind, size_t size)
+{
+    hid_t t = kind == H5_KIND_I64   ? H5Tcopy(H5T_NATIVE_INT64)
+              : kind == H5_KIND_F64 ? H5Tcopy(H5T_NATIVE_DOUBLE)
+                                    : H5Tcopy(H5T_C_S1);
+    if (kind == H5_KIND_STR && t >= 0)
+        H5Tset_size(t, size);
+    return t;
+}

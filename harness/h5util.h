@@ -15,6 +15,10 @@ int h5_get_attr_str(hid_t obj, const char *name, char *buf, size_t n);
 int h5_write_text(hid_t loc, const char *name, const char *text);
 /* Read a scalar string dataset written by h5_write_text; a malloc'd copy, NULL when absent. */
 char *h5_read_text(hid_t loc, const char *name);
+/* The kinds of a compound member the results tables hold, and a new memory type for one
+ * (a fixed-size string of `size` bytes for H5_KIND_STR); the caller closes it. */
+enum h5_kind { H5_KIND_STR, H5_KIND_I64, H5_KIND_F64 };
+hid_t h5_member_type(enum h5_kind kind, size_t size);
 /* Does the link `path` exist (every intermediate group too)? */
 int h5_exists(hid_t file, const char *path);
 

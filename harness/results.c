@@ -29,12 +29,14 @@ struct tkp_results {
 };
 
 /* The compound type of a cell row, built from one table of fields. */
-enum kind { STR, I64, F64 };
+#define STR H5_KIND_STR /* the member kinds of h5util.h, short */
+#define I64 H5_KIND_I64
+#define F64 H5_KIND_F64
 #define F(name, kind) { #name, offsetof(struct tkp_cell_row, name), kind, sizeof(((struct tkp_cell_row *)0)->name) }
 static const struct field {
     const char *name;
     size_t offset;
-    enum kind kind;
+    enum h5_kind kind;
     size_t size;
 } cell_fields[] = {
     F(key, STR), F(algo, STR), F(variant, STR), F(options, STR), F(dataset, STR), F(mode, STR),
@@ -58,11 +60,7 @@ static hid_t cell_type(void)
     hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(struct tkp_cell_row));
     for (size_t i = 0; i < N_FIELDS; i++) {
         const struct field *f = &cell_fields[i];
-        hid_t mt = f->kind == I64 ? H5Tcopy(H5T_NATIVE_INT64)
-                   : f->kind == F64 ? H5Tcopy(H5T_NATIVE_DOUBLE)
-                                    : H5Tcopy(H5T_C_S1);
-        if (f->kind == STR)
-            H5Tset_size(mt, f->size);
+        hid_t mt = h5_member_type(f->kind, f->size);
         H5Tinsert(t, f->name, f->offset, mt);
         H5Tclose(mt);
     }

@@ -373,87 +373,94 @@ static int case_in_shard(int i)
     return i % shards == shard;
 }
 
-void check_gpu_matches_cpu(const char *algo, const char *const *options)
+/* Two runs of each adversarial case and how to judge them: the backends, the draws, the
+ * messages for a row whose masks or draws differ, and whether the oracle then judges the
+ * second run (check_case). */
+struct run_pair {
+    enum tkp_backend first, second;
+    int32_t draws;
+    const char *masks_differ, *draws_differ;
+    int judge_second;
+};
+
+static const char *backend_text(enum tkp_backend b)
 {
-    if (!tkp_gpu_present()) {
-        test_skip("no GPU");
-        return;
-    }
-    const struct tkp_algo *a = tkp_algo_find(algo);
-    REQUIRE(a, "no module %s", algo);
-    void *opts = calloc(1, a->opts_size);
-    struct test_case *c;
-    int n = cases_build(&c);
-    cases_fit(a, c, n);
-    const int32_t draws = 8;
-    for (int i = 0; i < n && make_opts(a, options, opts) == 0; i++) {
-        if (!case_in_shard(i))
-            continue;
-        const struct tkp_batch *b = &c[i].b;
-        size_t cells = (size_t)(b->batch * b->vocab), drawn = (size_t)(b->batch * draws);
-        int set = (a->outputs & TKP_OUT_SET) != 0, sample = (a->outputs & TKP_OUT_SAMPLE) != 0;
-        uint8_t *kept_cpu = set ? malloc(cells) : NULL, *kept_gpu = set ? malloc(cells) : NULL;
-        int64_t *s_cpu = sample ? malloc(8 * drawn) : NULL, *s_gpu = sample ? malloc(8 * drawn) : NULL;
-        struct tkp_error err = { "" };
-        int rc = run_backend(a, opts, TKP_CPU, &c[i], kept_cpu, s_cpu, draws, &err);
-        CHECK(rc == TKP_OK, "%s CPU on %s: %s", algo, c[i].name, err.msg);
-        if (rc == TKP_OK) {
-            rc = run_backend(a, opts, TKP_GPU, &c[i], kept_gpu, s_gpu, draws, &err);
-            CHECK(rc == TKP_OK, "%s GPU on %s: %s", algo, c[i].name, err.msg);
-        }
-        for (int64_t r = 0; rc == TKP_OK && r < b->batch; r++) {
-            if (set && memcmp(kept_cpu + r * b->vocab, kept_gpu + r * b->vocab, (size_t)b->vocab))
-                test_fail(__FILE__, __LINE__, "%s case %s (seed %llu) row %lld: GPU kept mask differs from the CPU's",
-                          algo, c[i].name, (unsigned long long)c[i].seed, (long long)r);
-            if (sample && memcmp(s_cpu + r * draws, s_gpu + r * draws, 8 * (size_t)draws))
-                test_fail(__FILE__, __LINE__, "%s case %s (seed %llu) row %lld: GPU draws differ from the CPU's (first %lld vs %lld)",
-                          algo, c[i].name, (unsigned long long)c[i].seed, (long long)r,
-                          (long long)s_cpu[r * draws], (long long)s_gpu[r * draws]);
-        }
-        free(kept_cpu), free(kept_gpu), free(s_cpu), free(s_gpu);
-        if (!(a->approximate && a->approximate(opts))) /* approximate: only CPU = GPU holds */
-            check_case(a, opts, TKP_GPU, &c[i], 1);
-    }
-    cases_free(c, n);
-    free(opts);
+    return b == TKP_GPU ? "GPU" : "CPU";
 }
 
-void check_deterministic(const char *algo, const char *const *options, enum tkp_backend backend)
+/* Row r of two runs: masks and draws must be equal. */
+static void compare_rows(const struct tkp_algo *a, const struct test_case *c, int64_t r,
+                         const struct run_pair *how, const uint8_t *k1, const uint8_t *k2,
+                         const int64_t *s1, const int64_t *s2)
 {
-    if (backend == TKP_GPU && !tkp_gpu_present()) {
-        test_skip("no GPU");
-        return;
-    }
+    const int64_t v = c->b.vocab, d = how->draws;
+    if (k1 && memcmp(k1 + r * v, k2 + r * v, (size_t)v))
+        test_fail(__FILE__, __LINE__, "%s case %s (seed %llu) row %lld: %s", a->name, c->name,
+                  (unsigned long long)c->seed, (long long)r, how->masks_differ);
+    if (s1 && memcmp(s1 + r * d, s2 + r * d, 8 * (size_t)d))
+        test_fail(__FILE__, __LINE__, "%s case %s (seed %llu) row %lld: %s (first %lld vs %lld)",
+                  a->name, c->name, (unsigned long long)c->seed, (long long)r, how->draws_differ,
+                  (long long)s1[r * d], (long long)s2[r * d]);
+}
+
+static void check_two_runs(const char *algo, const char *const *options,
+                           const struct run_pair *how)
+{
     const struct tkp_algo *a = tkp_algo_find(algo);
     REQUIRE(a, "no module %s", algo);
     void *opts = calloc(1, a->opts_size);
     struct test_case *c;
     int n = cases_build(&c);
     cases_fit(a, c, n);
-    const int32_t draws = 16;
+    const int32_t draws = how->draws;
     const int set = (a->outputs & TKP_OUT_SET) != 0, sample = (a->outputs & TKP_OUT_SAMPLE) != 0;
     for (int i = 0; i < n && make_opts(a, options, opts) == 0; i++) {
         if (!case_in_shard(i))
             continue;
         const struct tkp_batch *b = &c[i].b;
         size_t cells = (size_t)(b->batch * b->vocab), drawn = (size_t)(b->batch * draws);
+        /* the second run's buffers start zeroed, the first's not: a byte left unwritten shows */
         uint8_t *k1 = set ? malloc(cells) : NULL, *k2 = set ? calloc(cells, 1) : NULL;
         int64_t *s1 = sample ? malloc(8 * drawn) : NULL, *s2 = sample ? calloc(drawn, 8) : NULL;
         struct tkp_error err = { "" };
-        int rc = run_backend(a, opts, backend, &c[i], k1, s1, draws, &err);
-        if (rc == TKP_OK)
-            rc = run_backend(a, opts, backend, &c[i], k2, s2, draws, &err);
-        CHECK(rc == TKP_OK, "%s on %s: %s", algo, c[i].name, err.msg);
-        for (int64_t r = 0; rc == TKP_OK && r < b->batch; r++) {
-            if (set && memcmp(k1 + r * b->vocab, k2 + r * b->vocab, (size_t)b->vocab))
-                test_fail(__FILE__, __LINE__, "%s case %s (seed %llu) row %lld: two runs kept different masks",
-                          algo, c[i].name, (unsigned long long)c[i].seed, (long long)r);
-            if (sample && memcmp(s1 + r * draws, s2 + r * draws, 8 * (size_t)draws))
-                test_fail(__FILE__, __LINE__, "%s case %s (seed %llu) row %lld: the same seed gave different draws",
-                          algo, c[i].name, (unsigned long long)c[i].seed, (long long)r);
+        int rc = run_backend(a, opts, how->first, &c[i], k1, s1, draws, &err);
+        CHECK(rc == TKP_OK, "%s %s on %s: %s", algo, backend_text(how->first), c[i].name, err.msg);
+        if (rc == TKP_OK) {
+            rc = run_backend(a, opts, how->second, &c[i], k2, s2, draws, &err);
+            CHECK(rc == TKP_OK, "%s %s on %s: %s", algo, backend_text(how->second), c[i].name,
+                  err.msg);
         }
+        for (int64_t r = 0; rc == TKP_OK && r < b->batch; r++)
+            compare_rows(a, &c[i], r, how, k1, k2, s1, s2);
         free(k1), free(k2), free(s1), free(s2);
+        /* approximate options: only the equality of the two runs holds */
+        if (how->judge_second && !(a->approximate && a->approximate(opts)))
+            check_case(a, opts, how->second, &c[i], 1);
     }
     cases_free(c, n);
     free(opts);
+}
+
+void check_gpu_matches_cpu(const char *algo, const char *const *options)
+{
+    static const struct run_pair cpu_then_gpu = {
+        TKP_CPU, TKP_GPU, 8, "GPU kept mask differs from the CPU's",
+        "GPU draws differ from the CPU's", 1,
+    };
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    check_two_runs(algo, options, &cpu_then_gpu);
+}
+
+void check_deterministic(const char *algo, const char *const *options, enum tkp_backend backend)
+{
+    const struct run_pair twice = { backend, backend, 16, "two runs kept different masks",
+                                    "the same seed gave different draws", 0 };
+    if (backend == TKP_GPU && !tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    check_two_runs(algo, options, &twice);
 }
