@@ -522,6 +522,23 @@ static int libhdf5_sanitizer_report(const char *out)
     return 0;
 }
 
+/* Trial `trial` of a corruption loop: a copy of good[0..n) written to `path`, truncated at a
+ * random byte *at (every third trial) or with 1-16 random bits flipped (rand(), seeded by the
+ * caller). 0, or -1 when the file cannot be written. */
+static int write_corrupt_copy(const char *path, const char *good, char *copy, size_t n,
+                              int trial, size_t *at)
+{
+    memcpy(copy, good, n);
+    size_t len = n;
+    *at = (size_t)rand() % n;
+    if (trial % 3 == 0)
+        len = *at;
+    else
+        for (int flips = 1 + rand() % 16; flips-- > 0;)
+            copy[(size_t)rand() % n] ^= (char)(1 << (rand() % 8));
+    return write_file(path, copy, len);
+}
+
 /* Truncate and flip bytes of a small results file: export, info and run --resume exit 0 or 1
  * (compare against the intact file 0 or 2) with an error naming the file, never crash or hang (under SAN=1, a sanitizer report inside libhdf5 also
  * counts as the library's error). Seeded; the seed and the damage print on failure. */
@@ -540,15 +557,8 @@ TEST(hostile_files_corrupt_results_do_not_crash)
     srand(seed);
     char *copy = malloc(n);
     for (int trial = 0; trial < 60; trial++) {
-        memcpy(copy, good, n);
-        size_t len = n, at = (size_t)rand() % n;
-        int flips = 0;
-        if (trial % 3 == 0)
-            len = at; /* truncated at `at` */
-        else
-            for (flips = 1 + rand() % 16; flips-- > 0;)
-                copy[(size_t)rand() % n] ^= (char)(1 << (rand() % 8));
-        REQUIRE(write_file(bad, copy, len) == 0, "cannot write %s", bad);
+        size_t at;
+        REQUIRE(write_corrupt_copy(bad, good, copy, n, trial, &at) == 0, "cannot write %s", bad);
         for (int c = 0; c < 4; c++) {
             const char *cmd = c == 3 ? "compare" : c == 2 ? "run" : c ? "info" : "export";
             int rc = c == 3 ? run_cmd(out, sizeof out, "{ timeout 60 %s compare %s %s 2>&1 "
@@ -592,14 +602,8 @@ TEST(hostile_files_corrupt_logits_do_not_crash)
     srand(seed);
     char *copy = malloc(n);
     for (int trial = 0; trial < 40; trial++) {
-        memcpy(copy, good, n);
-        size_t len = n, at = (size_t)rand() % n;
-        if (trial % 3 == 0)
-            len = at; /* truncated at `at` */
-        else
-            for (int flips = 1 + rand() % 16; flips-- > 0;)
-                copy[(size_t)rand() % n] ^= (char)(1 << (rand() % 8));
-        REQUIRE(write_file(bad, copy, len) == 0, "cannot write %s", bad);
+        size_t at;
+        REQUIRE(write_corrupt_copy(bad, good, copy, n, trial, &at) == 0, "cannot write %s", bad);
         for (int c = 0; c < 2; c++) {
             unlink(dst);
             int rc = c == 0 ? run_cmd(out, sizeof out, "{ timeout 60 %s apply naive_sort --in %s "
