@@ -6,6 +6,7 @@
 #   make test-deps  deps, plus torch, h5py and numpy for /usr/bin/python3 (scripts/install-python-deps.sh):
 #                   what `make test` and CI (.ci/run) install, one list; quick when all is there
 #   make gpu-bundle sm_90a binary + its shared libraries under build/gpu/ (rpath $ORIGIN/lib)
+#   make check-headers  every device header (algos/*/*.cuh) compiles alone (nvcc, no GPU)
 #   make test-gpu   on the GPU machine: GPU tests (bitwise CPU = GPU) and compute-sanitizer
 #   make figures RESULTS=file.h5 [X=k BY=p FACET=mode]  draw plots/out/*.png and *.pdf from a results file
 #   make SAN=1 test (or make test-san)  the CPU suite under ASan+UBSan, built in build/san
@@ -64,7 +65,7 @@ LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(CU_OBJS)
 TEST_SRCS := $(wildcard tests/*.c)
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps test-deps run test test-san fuzz fuzz-run test-gpu gpu-bundle figures paper clean
+.PHONY: all deps test-deps run test test-san fuzz fuzz-run test-gpu gpu-bundle check-headers figures paper clean
 all: $(BUILD)/topkp
 
 # Rebuild everything when the flags change (e.g. CUDA appears or CPU_ONLY is set).
@@ -148,6 +149,19 @@ gpu-bundle: deps
 	@test -n "$(NVCC)" || { echo "gpu-bundle needs nvcc" >&2; exit 1; }
 	$(MAKE) BUILD=build/gpu-obj CUDA_ARCH=sm_90a build/gpu-obj/topkp build/gpu-obj/topkp-tests
 	bash scripts/bundle.sh build/gpu-obj build/gpu
+
+# Every device header compiles alone (its own includes, an include guard): nvcc's front end
+# on a one-line file that includes it, twice. Needs nvcc; no GPU.
+CUH_SRCS := $(wildcard algos/*/*.cuh)
+check-headers:
+	@test -n "$(NVCC)" || { echo "check-headers needs nvcc" >&2; exit 1; }
+	@mkdir -p $(BUILD)/headers
+	@for h in $(CUH_SRCS); do \
+	    t=$(BUILD)/headers/$$(echo $$h | tr / _).cu; \
+	    printf '#include "%s"\n#include "%s"\n' $(CURDIR)/$$h $(CURDIR)/$$h > $$t; \
+	    $(NVCC) -std=c++17 -arch=$(CUDA_ARCH) -DTKP_HAVE_CUDA $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
+	        -cuda $$t -o $$t.ii || { echo "check-headers: $$h does not compile alone" >&2; exit 1; }; \
+	done; echo "check-headers: $(words $(CUH_SRCS)) headers compile alone"
 
 # On the GPU machine, after carrying build/gpu there: bitwise CPU = GPU, sanitizers.
 test-gpu:

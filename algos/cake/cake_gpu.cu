@@ -36,6 +36,8 @@
 #include <string.h>
 
 #include "../common/cuda_util.h"
+#include "../common/gpu_launch.cuh"
+#include "../common/gpu_warp.cuh"
 #include "../common/philox.h"
 #include "../common/prob.h"
 #include "cake_gpu.h"

@@ -24,6 +24,8 @@
 #include <stdint.h>
 
 #include "../common/cuda_util.h"
+#include "../common/gpu_launch.cuh"
+#include "../common/gpu_warp.cuh"
 #include "../common/philox.h"
 #include "../common/prob.h"
 #include "naive_sort_gpu.h"

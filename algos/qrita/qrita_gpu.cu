@@ -52,6 +52,8 @@
 #include <cub/device/device_segmented_radix_sort.cuh>
 
 #include "../common/cuda_util.h"
+#include "../common/gpu_launch.cuh"
+#include "../common/gpu_warp.cuh"
 #include "../common/prob.h"
 #include "qrita.h"
 #include "qrita_gpu.h"

@@ -27,6 +27,8 @@
 #include <stdlib.h>
 
 #include "../common/cuda_util.h"
+#include "../common/gpu_launch.cuh"
+#include "../common/gpu_warp.cuh"
 #include "../common/mass_floor.h"
 #include "../common/philox.h"
 #include "../common/prob.h"

@@ -31,6 +31,8 @@
 #include <stdlib.h>
 
 #include "../common/cuda_util.h"
+#include "../common/gpu_launch.cuh"
+#include "../common/gpu_warp.cuh"
 #include "../common/prob.h"
 #include "rtopk_gpu.h"
 
