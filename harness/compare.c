@@ -206,33 +206,23 @@ static herr_t dump_sweep(hid_t group, const char *name, const H5L_info_t *info, 
 {
     (void)info;
     struct dump_ctx *x = data;
-    char path[160];
-    snprintf(path, sizeof path, "%s/cells", name);
-    if ((x->only && strcmp(x->only, name) != 0) || !h5_exists(group, path))
+    if (x->only && strcmp(x->only, name) != 0)
+        return 0;
+    struct h5_cells c;
+    char why[300] = "";
+    const int opened = h5_cells_open(group, name, &c, why, sizeof why);
+    if (opened == 0)
         return 0;
     x->tables++;
-    hid_t d = H5Dopen2(group, path, H5P_DEFAULT), ft = d < 0 ? -1 : H5Dget_type(d);
-    hid_t s = d < 0 ? -1 : H5Dget_space(d);
-    hssize_t n = s < 0 ? -1 : H5Sget_simple_extent_npoints(s);
-    char why[300] = "";
-    hid_t t = -1;
-    if (ft < 0 || n < 0 || H5Tget_class(ft) != H5T_COMPOUND || H5Sget_simple_extent_ndims(s) != 1)
-        snprintf(why, sizeof why, "it is not a 1-D compound table");
-    else
-        t = row_type(ft, why, sizeof why);
+    hid_t t = opened > 0 ? row_type(c.ft, why, sizeof why) : -1;
     if (why[0])
         snprintf(x->why, sizeof x->why, "/sweeps/%s/cells is not a topkp results table: %s",
                  name, why);
     else
-        dump_rows(x, group, name, d, t, n);
+        dump_rows(x, group, name, c.d, t, c.n);
     if (t >= 0)
         H5Tclose(t);
-    if (s >= 0)
-        H5Sclose(s);
-    if (ft >= 0)
-        H5Tclose(ft);
-    if (d >= 0)
-        H5Dclose(d);
+    h5_cells_close(&c);
     return x->why[0] ? 1 : 0;
 }
 

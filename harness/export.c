@@ -270,16 +270,17 @@ static herr_t export_sweep(hid_t group, const char *name, const H5L_info_t *info
 {
     (void)info;
     struct export_ctx *x = data;
-    char path[128];
-    snprintf(path, sizeof path, "%s/cells", name);
-    if ((x->only && strcmp(x->only, name) != 0) || !h5_exists(group, path))
+    if (x->only && strcmp(x->only, name) != 0)
         return 0;
-    hid_t d = H5Dopen2(group, path, H5P_DEFAULT), ft = d < 0 ? -1 : H5Dget_type(d);
-    hid_t mt = ft < 0 ? -1 : H5Tget_native_type(ft, H5T_DIR_DEFAULT);
-    hid_t s = d < 0 ? -1 : H5Dget_space(d);
-    int ok = d >= 0 && ft >= 0 && mt >= 0 && s >= 0 && H5Tget_class(ft) == H5T_COMPOUND;
-    if (!ok) {
-        fprintf(stderr, "export: sweep %s: its cells table cannot be opened\n", name);
+    struct h5_cells c;
+    char why[128] = "";
+    const int opened = h5_cells_open(group, name, &c, why, sizeof why);
+    if (opened == 0)
+        return 0;
+    hid_t mt = opened > 0 ? H5Tget_native_type(c.ft, H5T_DIR_DEFAULT) : -1;
+    if (mt < 0) {
+        fprintf(stderr, "export: sweep %s: its cells table cannot be opened%s%s\n", name,
+                why[0] ? ": " : "", why);
         x->failed = 1;
     } else {
         char header[4096];
@@ -293,17 +294,11 @@ static herr_t export_sweep(hid_t group, const char *name, const H5L_info_t *info
                     name);
             x->failed = 1;
         }
-        export_rows(x, name, d, mt, H5Sget_simple_extent_npoints(s));
-    }
-    if (s >= 0)
-        H5Sclose(s);
-    if (mt >= 0)
+        export_rows(x, name, c.d, mt, c.n);
         H5Tclose(mt);
-    if (ft >= 0)
-        H5Tclose(ft);
-    if (d >= 0)
-        H5Dclose(d);
-    return ok ? 0 : 1;
+    }
+    h5_cells_close(&c);
+    return mt >= 0 ? 0 : 1;
 }
 
 /* What export's child reads with: the sweep (or NULL for all) and the format. */

@@ -138,6 +138,40 @@ int h5_exists(hid_t file, const char *path)
     return 1;
 }
 
+int h5_cells_open(hid_t sweeps, const char *name, struct h5_cells *c, char *why, size_t n)
+{
+    char path[512];
+    c->d = c->ft = -1;
+    c->n = -1;
+    if ((size_t)snprintf(path, sizeof path, "%s/cells", name) >= sizeof path ||
+        !h5_exists(sweeps, path))
+        return 0;
+    c->d = H5Dopen2(sweeps, path, H5P_DEFAULT);
+    c->ft = c->d < 0 ? -1 : H5Dget_type(c->d);
+    hid_t s = c->d < 0 ? -1 : H5Dget_space(c->d);
+    c->n = s < 0 ? -1 : H5Sget_simple_extent_npoints(s);
+    const int ndims = s < 0 ? -1 : H5Sget_simple_extent_ndims(s);
+    if (s >= 0)
+        H5Sclose(s);
+    if (c->ft < 0 || c->n < 0)
+        snprintf(why, n, "it cannot be read");
+    else if (ndims != 1 || H5Tget_class(c->ft) != H5T_COMPOUND)
+        snprintf(why, n, "it is not a 1-D compound table");
+    else
+        return 1;
+    h5_cells_close(c);
+    return -1;
+}
+
+void h5_cells_close(struct h5_cells *c)
+{
+    if (c->ft >= 0)
+        H5Tclose(c->ft);
+    if (c->d >= 0)
+        H5Dclose(c->d);
+    c->d = c->ft = -1;
+}
+
 hid_t h5_member_type(enum h5_kind kind, size_t size)
 {
     hid_t t = kind == H5_KIND_I64   ? H5Tcopy(H5T_NATIVE_INT64)

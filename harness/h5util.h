@@ -22,4 +22,16 @@ hid_t h5_member_type(enum h5_kind kind, size_t size);
 /* Does the link `path` exist (every intermediate group too)? */
 int h5_exists(hid_t file, const char *path);
 
+/* One sweep's results table, /sweeps/<name>/cells (docs/DESIGN.md, "HDF5 layouts"), opened:
+ * the dataset, its file type and its row count. */
+struct h5_cells {
+    hid_t d, ft;
+    hssize_t n;
+};
+/* Open `name`/cells under the /sweeps group: 0 when the sweep has no such table (nothing is
+ * open), 1 when it is open as a 1-D compound table, -1 when it exists but is not one (why
+ * says what is wrong; nothing is open). Close an opened table with h5_cells_close. */
+int h5_cells_open(hid_t sweeps, const char *name, struct h5_cells *c, char *why, size_t n);
+void h5_cells_close(struct h5_cells *c);
+
 #endif

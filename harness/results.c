@@ -154,42 +154,30 @@ static herr_t load_sweep(hid_t group, const char *name, const H5L_info_t *info, 
 {
     (void)info;
     struct load_ctx *x = data;
-    char path[128];
-    snprintf(path, sizeof path, "%s/cells", name);
-    if (H5Lexists(group, name, H5P_DEFAULT) <= 0 || !h5_exists(group, path))
-        return 0;
-    hid_t d = H5Dopen2(group, path, H5P_DEFAULT);
-    hid_t ft = d < 0 ? -1 : H5Dget_type(d), s = d < 0 ? -1 : H5Dget_space(d);
+    struct h5_cells c;
     char why[256] = "";
-    hssize_t n = s < 0 ? -1 : H5Sget_simple_extent_npoints(s);
-    if (d < 0 || ft < 0 || n < 0)
-        snprintf(why, sizeof why, "it cannot be read");
-    else if (H5Sget_simple_extent_ndims(s) != 1)
-        snprintf(why, sizeof why, "it is not a 1-D table");
-    else
-        layout_matches(ft, why, sizeof why);
-    struct key_status *rows = why[0] ? NULL : calloc((size_t)(n > 0 ? n : 1), sizeof *rows);
+    const int opened = h5_cells_open(group, name, &c, why, sizeof why);
+    if (opened == 0)
+        return 0;
+    if (opened > 0)
+        layout_matches(c.ft, why, sizeof why);
+    struct key_status *rows = why[0] ? NULL : calloc((size_t)(c.n > 0 ? c.n : 1), sizeof *rows);
     hid_t t = key_status_type();
     if (!why[0] && !rows)
-        snprintf(why, sizeof why, "out of memory for its %lld keys", (long long)n);
-    else if (!why[0] && n > 0 && H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0)
+        snprintf(why, sizeof why, "out of memory for its %lld keys", (long long)c.n);
+    else if (!why[0] && c.n > 0 && H5Dread(c.d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0)
         snprintf(why, sizeof why, "its key and status columns cannot be read");
-    for (hssize_t i = 0; !why[0] && i < n; i++)
+    for (hssize_t i = 0; !why[0] && i < c.n; i++)
         if (is_final(rows[i].status) && remember(x->r, name, rows[i].key))
             snprintf(why, sizeof why, "out of memory for its keys");
     if (why[0])
         snprintf(x->why, sizeof x->why, "/sweeps/%s/cells is not a topkp results table: %s", name,
                  why);
     else
-        x->rows += n;
+        x->rows += c.n;
     H5Tclose(t);
     free(rows);
-    if (s >= 0)
-        H5Sclose(s);
-    if (ft >= 0)
-        H5Tclose(ft);
-    if (d >= 0)
-        H5Dclose(d);
+    h5_cells_close(&c);
     return why[0] ? 1 : 0;
 }
 
