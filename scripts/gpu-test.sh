@@ -8,7 +8,8 @@
 # TOOLS="racecheck initcheck" runs some of the four tools only; STAGES=sanitizers skips the
 # plain GPU tests; SAN_TIMEOUT=S stops each sanitizer run after S s; SMALL="a,b" checks those
 # tests instead of the small set; SAN_SHARDS=N splits each test's adversarial cases over N
-# runs (TKP_CASE_SHARD, tests/cases.c), for racecheck's slowest families. Prints "N passed,
+# runs (TKP_CASE_SHARD, tests/cases.c), for racecheck's slowest families; SAN_DRAWS=N runs
+# the two-run checks with N draws a row (TKP_CASE_DRAWS) under the sanitizers. Prints "N passed,
 # N failed" for the GPU tests and one line per sanitizer run; exits non-zero when anything
 # failed or no small test was found.
 set -uo pipefail
@@ -60,7 +61,7 @@ for tool in ${TOOLS:-memcheck racecheck initcheck synccheck}; do
             done
             (
                 t0=$SECONDS
-                TKP_CASE_SHARD=$shard/$shards timeout "${SAN_TIMEOUT:-0}" compute-sanitizer \
+                TKP_CASE_DRAWS=${SAN_DRAWS:-} TKP_CASE_SHARD=$shard/$shards timeout "${SAN_TIMEOUT:-0}" compute-sanitizer \
                     --tool "$tool" --error-exitcode 3 "$bundle/topkp-tests" "$test" >"$log" 2>&1
                 echo "rc=$? wall $((SECONDS - t0)) s" >>"$log"
             ) &

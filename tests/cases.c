@@ -373,6 +373,16 @@ static int case_in_shard(int i)
     return i % shards == shard;
 }
 
+/* TKP_CASE_DRAWS=N draws per row in place of `draws` in the two-run checks: racecheck's time
+ * grows with the draws, while the code it checks (every pass and round of a draw) is reached
+ * by one draw a row as by sixteen (scripts/gpu-test.sh, SAN_DRAWS). */
+static int32_t case_draws(int32_t draws)
+{
+    const char *s = getenv("TKP_CASE_DRAWS");
+    const int n = s ? atoi(s) : 0;
+    return n > 0 ? n : draws;
+}
+
 /* Two runs of each adversarial case and how to judge them: the backends, the draws, the
  * messages for a row whose masks or draws differ, and whether the oracle then judges the
  * second run (check_case). */
@@ -412,7 +422,7 @@ static void check_two_runs(const char *algo, const char *const *options,
     struct test_case *c;
     int n = cases_build(&c);
     cases_fit(a, c, n);
-    const int32_t draws = how->draws;
+    const int32_t draws = case_draws(how->draws);
     const int set = (a->outputs & TKP_OUT_SET) != 0, sample = (a->outputs & TKP_OUT_SAMPLE) != 0;
     for (int i = 0; i < n && make_opts(a, options, opts) == 0; i++) {
         if (!case_in_shard(i))
