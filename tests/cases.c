@@ -414,15 +414,18 @@ static void compare_rows(const struct tkp_algo *a, const struct test_case *c, in
 }
 
 static void check_two_runs(const char *algo, const char *const *options,
-                           const struct run_pair *how)
+                           const struct run_pair *asked)
 {
+    struct run_pair pair = *asked;
+    pair.draws = case_draws(asked->draws);
+    const struct run_pair *how = &pair;
     const struct tkp_algo *a = tkp_algo_find(algo);
     REQUIRE(a, "no module %s", algo);
     void *opts = calloc(1, a->opts_size);
     struct test_case *c;
     int n = cases_build(&c);
     cases_fit(a, c, n);
-    const int32_t draws = case_draws(how->draws);
+    const int32_t draws = how->draws;
     const int set = (a->outputs & TKP_OUT_SET) != 0, sample = (a->outputs & TKP_OUT_SAMPLE) != 0;
     for (int i = 0; i < n && make_opts(a, options, opts) == 0; i++) {
         if (!case_in_shard(i))
