@@ -16,7 +16,7 @@
  * time (lua_deadline.c) and every list and name it declares.
  * The parts: this file (the entry point: read the file, run it, the plan), config_sandbox.c
  * (the state and its limits), config_values.c (the value readers), config_expand.c (a sweep
- * into cells) and config_declare.c (sweep, ablation, pow2, range, file); config_internal.h is
+ * into cells) and config_declare.c (sweep, ablation, pow2, range, file); config_parts.h is
  * what they share. */
 #include <lauxlib.h>
 #include <lua.h>
@@ -24,15 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../algos/common/prob.h"
-#include "config_internal.h"
+#include "config_parts.h"
 #include "lua_deadline.h"
-
-const char *tkp_mode_name(int32_t k, float p, int64_t vocab)
-{
-    int topk = tkp_topk_on(k, vocab), topp = tkp_topp_on(p);
-    return topk && topp ? "topk_topp" : topk ? "topk" : topp ? "topp" : "none";
-}
 
 /* Record a config file's name and text in the plan; 0 when out of memory. */
 static int add_file(struct tkp_plan *plan, const char *name, const char *text)

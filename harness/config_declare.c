@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config_internal.h"
+#include "config_parts.h"
 
 /* The sweep keys: algos, the axes, then the rest. */
 static const char *const *sweep_keys(void)

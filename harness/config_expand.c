@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config_internal.h"
+#include "config_parts.h"
 
 static void push_cell_table(lua_State *L, const struct tkp_cell *c)
 {

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "config_internal.h"
+#include "config_parts.h"
 
 /* Instructions between two calls of budget_hook. */
 #define HOOK_EVERY 1000

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "../datasets/datasets.h"
-#include "config_internal.h"
+#include "config_parts.h"
 
 static const char *const timing_keys[] = { "warmup", "warmup_seconds", "min_reps", "max_reps", "max_seconds",
                                            "target_rel", "cold", "graph", "timeout", NULL };

@@ -7,7 +7,7 @@ cell's seed; set peers hand back their kept mask (masked logits != -inf, or reno
 probability > 0)."""
 import sys
 
-from catalog import Peer
+from peer import Peer
 from cell import Call, Unsupported
 
 SAMPLING, TOPK, CAKE = "flashinfer.sampling", "flashinfer.topk", "flashinfer.cake_sampling"

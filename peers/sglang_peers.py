@@ -4,7 +4,7 @@ calls the same function. Where sgl-kernel cannot be imported the peer is `unsupp
 the row says why."""
 import sys
 
-from catalog import Peer
+from peer import Peer
 from cell import Call
 
 

@@ -3,7 +3,7 @@
 a float32 softmax and cumulative sum over the sorted row, the mask scattered back);
 `torch.sample`, the same filter followed by torch.multinomial over the kept probabilities;
 and `torch.topk`, torch's own top-k as a reference for top-k alone."""
-from catalog import Peer
+from peer import Peer
 from cell import Call, Unsupported
 
 

@@ -5,7 +5,7 @@ the sort-based baseline of the Qrita paper. Both mask the logits in place, so ea
 work copy that is restored outside the timed region; kept = not masked to -inf."""
 import sys
 
-from catalog import Peer
+from peer import Peer
 from cell import Call
 
 SAMPLER = "vllm.v1.sample.ops.topk_topp_sampler"

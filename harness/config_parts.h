@@ -1,4 +1,4 @@
-/* config_internal.h — what the parts of the config loader share, private to them (README.md,
+/* config_parts.h — what the parts of the config loader share, private to them (README.md,
  * "Configs"; docs/DESIGN.md, "The floors"): the load context, an algorithm entry, and the
  * functions one part calls in another. The parts:
  *   config.c          the entry point (tkp_config_load): read the file, run it, the plan
@@ -6,8 +6,8 @@
  *   config_values.c   the value readers: numbers, names, lists, algorithm entries, timing
  *   config_expand.c   one sweep's cross product, filtered by `where`, into the plan's cells
  *   config_declare.c  the functions a config calls: sweep, ablation, pow2, range, file */
-#ifndef TKP_CONFIG_INTERNAL_H
-#define TKP_CONFIG_INTERNAL_H
+#ifndef TKP_CONFIG_PARTS_H
+#define TKP_CONFIG_PARTS_H
 
 #include <lua.h>
 #include <stddef.h>
