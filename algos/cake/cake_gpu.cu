@@ -28,7 +28,9 @@
  *     pivot ties (the ties of lower ranks come first: index order) go to rank 0;
  *  5. rank 0: sort, top-p, kept mask, draws; or (topp_launch=chained) rank 0 leaves the
  *     gathered entries in the workspace and cake_topp_kernel, chained by programmatic
- *     dependent launch, does step 5 with the same code. */
+ *     dependent launch, does step 5 with the same code.
+ * This file holds the kernels and the launcher; the device code is in the layers that
+ * cake_gpu_types.cuh lists (README.md, "GPU source layout"). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
