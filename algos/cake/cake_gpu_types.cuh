@@ -4,7 +4,11 @@
  * scan), cake_gpu_pass1.cuh (the streaming first pass and its histogram), cake_gpu_gather.cuh
  * (the radix passes on the candidates and the gathering into rank 0), cake_gpu_sort.cuh (the
  * bitonic sort), cake_gpu_finish.cuh (top-p, the mass tail, the kept mask and the draws);
- * cake_gpu.cu holds the kernels and the launcher. */
+ * cake_gpu.cu holds the kernels and the launcher. The warp primitives come from
+ * algos/common/gpu_warp.cuh, except the warp sums and maxima of 32-bit values, which stay on
+ * the hardware __reduce_add_sync / __reduce_max_sync (one instruction; tkp_warp_sum and
+ * tkp_warp_max are 5-round shuffle butterflies giving the same integers), and the two scans
+ * whose comments say why (ck_warp_incl_suffix, ck_finish_warp's). */
 #ifndef TKP_CAKE_GPU_TYPES_CUH
 #define TKP_CAKE_GPU_TYPES_CUH
 
