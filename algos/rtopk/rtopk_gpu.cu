@@ -160,30 +160,19 @@ __device__ __forceinline__ int rt_class(float v, float t)
     return CLS_NONE;
 }
 
+/* The CTA's chunk of its row: `len` tokens read as `groups` groups of 4 (group g = tokens
+ * 4g..4g+3; NaN past the end, never counted or kept) from x, or from the shared-memory cache
+ * once the scan has filled it (CACHED); the mask bytes of the same tokens at kr. */
 template <bool CACHED>
-__global__ void __launch_bounds__(RT_THREADS, RT_BLOCKS_PER_SM)
-    rtopk_kernel(const float *__restrict__ logits, int64_t stride, int64_t vocab,
-                 const int32_t *__restrict__ kk, uint8_t *__restrict__ kept, int chunk,
-                 int max_iter, int32_t *__restrict__ iters)
-{
-    extern __shared__ float4 cache[];
-    __shared__ RtShared sh;
-    cg::cluster_group cluster = cg::this_cluster();
-    const unsigned G = cluster.num_blocks();
-    const unsigned rank = cluster.block_rank();
-    const int tid = threadIdx.x;
-    const int64_t row = blockIdx.x / G;
-    const int64_t c0 = (int64_t)rank * chunk;
-    const int len = c0 < vocab ? (int)(vocab - c0 < chunk ? vocab - c0 : chunk) : 0;
-    const int groups = (len + 3) >> 2;
-    const float *x = logits + row * stride + (c0 < vocab ? c0 : 0);
-    const bool xvec = ((uintptr_t)x & 15) == 0;
-    uint8_t *kr = kept + row * vocab + (c0 < vocab ? c0 : 0);
-    const bool kvec = ((uintptr_t)kr & 3) == 0;
-    int slot = 0;
+struct RtChunk {
+    const float *x;
+    uint8_t *kr;
+    float4 *cache;
+    int len, groups;
+    bool xvec, kvec; /* x 16-byte aligned, kr 4-byte aligned */
 
-    /* Group g = tokens 4g..4g+3 of the chunk; NaN past its end (never counted or kept). */
-    auto load = [&](int g) -> float4 {
+    __device__ __forceinline__ float4 load(int g) const
+    {
         const int i = 4 * g;
         if (xvec && i + 3 < len)
             return reinterpret_cast<const float4 *>(x)[g];
@@ -197,9 +186,12 @@ __global__ void __launch_bounds__(RT_THREADS, RT_BLOCKS_PER_SM)
         if (i + 3 < len)
             f.w = x[i + 3];
         return f;
-    };
-    auto get = [&](int g) -> float4 { return CACHED ? cache[g] : load(g); };
-    auto write = [&](int g, bool k0, bool k1, bool k2, bool k3) {
+    }
+
+    __device__ __forceinline__ float4 get(int g) const { return CACHED ? cache[g] : load(g); }
+
+    __device__ __forceinline__ void write(int g, bool k0, bool k1, bool k2, bool k3) const
+    {
         const int i = 4 * g;
         if (kvec && i + 3 < len) {
             *reinterpret_cast<uchar4 *>(kr + i) =
@@ -215,11 +207,23 @@ __global__ void __launch_bounds__(RT_THREADS, RT_BLOCKS_PER_SM)
             if (i + 3 < len)
                 kr[i + 3] = k3;
         }
-    };
-    /* Sum a per-thread count over the cluster: every thread gets the total. */
-    auto cluster_sum = [&](unsigned long long v) -> unsigned long long {
+    }
+};
+
+/* The exchange of per-CTA partial results through distributed shared memory: each block
+ * reduction's result goes into this CTA's slot, cluster.sync(), then every thread combines
+ * the G slots in rank order; two alternating slots, so one cluster.sync() per exchange. */
+struct RtCluster {
+    cg::cluster_group &cluster;
+    RtShared &sh;
+    unsigned G, rank;
+    int slot;
+
+    /* A per-thread count summed over the cluster: every thread gets the total. */
+    __device__ __forceinline__ unsigned long long sum(unsigned long long v)
+    {
         unsigned long long b = RedCount(sh.tmp.rc).Sum(v);
-        if (tid == 0)
+        if (threadIdx.x == 0)
             sh.slot[slot].c = b;
         cluster.sync();
         unsigned long long all = 0;
@@ -227,80 +231,116 @@ __global__ void __launch_bounds__(RT_THREADS, RT_BLOCKS_PER_SM)
             all += cluster.map_shared_rank(&sh.slot[slot], j)->c;
         slot ^= 1;
         return all;
-    };
-    /* #(x >= t) << 32 | #(x == t) over the row. */
-    auto count_ge_eq = [&](float t) -> unsigned long long {
-        unsigned ge = 0, eq = 0;
-        for (int g = tid; g < groups; g += RT_THREADS) {
-            float4 f = get(g);
-            ge += (f.x >= t) + (f.y >= t) + (f.z >= t) + (f.w >= t);
-            eq += (f.x == t) + (f.y == t) + (f.z == t) + (f.w == t);
-        }
-        return cluster_sum((unsigned long long)ge << 32 | eq);
-    };
+    }
 
-    /* 1. scan (and fill the cache) */
+    /* The sum of a per-thread count over the CTAs of lower rank (this CTA's first rank). */
+    __device__ __forceinline__ int sum_before(unsigned long long v)
+    {
+        unsigned long long b = RedCount(sh.tmp.rc).Sum(v);
+        if (threadIdx.x == 0)
+            sh.slot[slot].c = b;
+        cluster.sync();
+        int carry = 0;
+        for (unsigned j = 0; j < rank; j++)
+            carry += (int)cluster.map_shared_rank(&sh.slot[slot], j)->c;
+        slot ^= 1;
+        return carry;
+    }
+
+    /* The scan partials merged over the cluster. */
+    __device__ __forceinline__ Stat merge(const Stat &st)
+    {
+        Stat b = RedStat(sh.tmp.rs).Reduce(st, StatOp());
+        if (threadIdx.x == 0)
+            sh.slot[slot].s = b;
+        cluster.sync();
+        Stat all = stat_identity();
+        for (unsigned j = 0; j < G; j++)
+            all = StatOp()(all, cluster.map_shared_rank(&sh.slot[slot], j)->s);
+        slot ^= 1;
+        return all;
+    }
+};
+
+/* #(x >= t) << 32 | #(x == t) over the row. */
+template <bool CACHED>
+__device__ __forceinline__ unsigned long long rt_count_ge_eq(const RtChunk<CACHED> &ch,
+                                                             RtCluster &xc, float t)
+{
+    unsigned ge = 0, eq = 0;
+    for (int g = threadIdx.x; g < ch.groups; g += RT_THREADS) {
+        float4 f = ch.get(g);
+        ge += (f.x >= t) + (f.y >= t) + (f.z >= t) + (f.w >= t);
+        eq += (f.x == t) + (f.y == t) + (f.z == t) + (f.w == t);
+    }
+    return xc.sum((unsigned long long)ge << 32 | eq);
+}
+
+/* 1. scan (and fill the cache): valid count, max and #(x == max), min and #(x == min) of the
+ * row. */
+template <bool CACHED>
+__device__ __forceinline__ Stat rt_scan(const RtChunk<CACHED> &ch, RtCluster &xc)
+{
     Stat st = stat_identity();
-    for (int g = tid; g < groups; g += RT_THREADS) {
-        float4 f = load(g);
+    for (int g = threadIdx.x; g < ch.groups; g += RT_THREADS) {
+        float4 f = ch.load(g);
         if (CACHED)
-            cache[g] = f;
+            ch.cache[g] = f;
         stat_add(st, f.x);
         stat_add(st, f.y);
         stat_add(st, f.z);
         stat_add(st, f.w);
     }
-    {
-        Stat b = RedStat(sh.tmp.rs).Reduce(st, StatOp());
-        if (tid == 0)
-            sh.slot[slot].s = b;
-        cluster.sync();
-        st = stat_identity();
-        for (unsigned j = 0; j < G; j++)
-            st = StatOp()(st, cluster.map_shared_rank(&sh.slot[slot], j)->s);
-        slot ^= 1;
-    }
+    return xc.merge(st);
+}
 
-    /* 2. search */
-    /* counts fit an int: vocab <= 2^23 */
-    const int valid = st.valid;
-    const int32_t k = kk[row];
-    const int n = tkp_topk_on(k, vocab) && k < valid ? (int)k : valid;
+/* The search's result: the threshold and the class sizes at it. */
+struct RtThreshold {
     float t;
     int cnt_a, cnt_b; /* #(x > t), #(x == t) (cnt_b only where its quota can be > 0) */
-    int its = 0;
+    int its;          /* the search's iterations */
+};
+
+/* 2. search (rtopk_search of rtopk.c) for the n-th largest of the row's `valid` tokens. */
+template <bool CACHED>
+__device__ __forceinline__ RtThreshold rt_search(const RtChunk<CACHED> &ch, RtCluster &xc,
+                                                 const Stat &st, int n, int max_iter)
+{
+    const int valid = st.valid;
+    RtThreshold th;
+    th.its = 0;
     if (n == valid) { /* keep every valid token: threshold -inf, pass A takes them all */
-        t = -INFINITY;
-        cnt_a = valid;
-        cnt_b = 0;
+        th.t = -INFINITY;
+        th.cnt_a = valid;
+        th.cnt_b = 0;
     } else if (st.hi_n >= n) {
-        t = st.hi;
-        cnt_a = 0;
-        cnt_b = st.hi_n;
+        th.t = st.hi;
+        th.cnt_a = 0;
+        th.cnt_b = st.hi_n;
     } else {
         float lo = st.lo, hi = st.hi;
         int lo_ge = valid, lo_eq = st.lo_n; /* #(x >= lo), #(x == lo) */
         for (int it = 0;; it++) {
             const float mid = rt_midpoint(lo, hi);
             if (mid == lo || mid == hi) {
-                t = lo;
-                cnt_a = lo_ge - lo_eq;
-                cnt_b = lo_eq;
+                th.t = lo;
+                th.cnt_a = lo_ge - lo_eq;
+                th.cnt_b = lo_eq;
                 break;
             }
-            const unsigned long long c = count_ge_eq(mid);
+            const unsigned long long c = rt_count_ge_eq(ch, xc, mid);
             const int ge = (int)(c >> 32), eq = (int)(c & 0xFFFFFFFFull);
             if (max_iter > 0 && it == max_iter) { /* early stop: this pass is not an iteration */
-                t = mid;
-                cnt_a = ge - eq;
-                cnt_b = eq;
+                th.t = mid;
+                th.cnt_a = ge - eq;
+                th.cnt_b = eq;
                 break;
             }
-            its++;
+            th.its++;
             if (ge == n) {
-                t = mid;
-                cnt_a = ge - eq;
-                cnt_b = eq;
+                th.t = mid;
+                th.cnt_a = ge - eq;
+                th.cnt_b = eq;
                 break;
             }
             if (ge < n) {
@@ -312,75 +352,137 @@ __global__ void __launch_bounds__(RT_THREADS, RT_BLOCKS_PER_SM)
             }
         }
     }
+    return th;
+}
 
-    /* 3. select */
+/* The selection's quotas per class: a class is taken whole (q == its size), not at all
+ * (q == 0), or partially (at most one class: `part`, of which the first part_q in index order
+ * are kept). */
+struct RtQuota {
+    bool all_a, all_b, all_c;
+    int part, part_q;
+
+    __device__ __forceinline__ bool take_all(int c) const
+    {
+        return (c == CLS_A && all_a) || (c == CLS_B && all_b) || (c == CLS_C && all_c);
+    }
+};
+
+/* Passes A, B, C of rtopk.c as quotas qA = min(n, |A|), qB = min(n - qA, |B|), qC = the rest. */
+__device__ __forceinline__ RtQuota rt_quotas(int n, int valid, const RtThreshold &th)
+{
+    const int cnt_a = th.cnt_a, cnt_b = th.cnt_b;
     const int cnt_c = valid - cnt_a - cnt_b;
     const int qa = n < cnt_a ? n : cnt_a;
     const int qb = n - qa < cnt_b ? n - qa : cnt_b;
     const int qc = n - qa - qb;
-    /* A class is taken whole (q == its size), not at all (q == 0), or partially. */
-    const bool all_a = qa > 0 && qa == cnt_a, all_b = qb > 0 && qb == cnt_b,
-               all_c = qc > 0 && qc == cnt_c;
-    int part = CLS_NONE, part_q = 0;
+    RtQuota q;
+    q.all_a = qa > 0 && qa == cnt_a;
+    q.all_b = qb > 0 && qb == cnt_b;
+    q.all_c = qc > 0 && qc == cnt_c;
+    q.part = CLS_NONE;
+    q.part_q = 0;
     if (qa > 0 && qa < cnt_a) {
-        part = CLS_A;
-        part_q = qa;
+        q.part = CLS_A;
+        q.part_q = qa;
     } else if (qb > 0 && qb < cnt_b) {
-        part = CLS_B;
-        part_q = qb;
+        q.part = CLS_B;
+        q.part_q = qb;
     } else if (qc > 0 && qc < cnt_c) {
-        part = CLS_C;
-        part_q = qc;
+        q.part = CLS_C;
+        q.part_q = qc;
     }
-    auto take_all = [&](int c) {
-        return (c == CLS_A && all_a) || (c == CLS_B && all_b) || (c == CLS_C && all_c);
-    };
+    return q;
+}
 
-    if (part == CLS_NONE) {
-        for (int g = tid; g < groups; g += RT_THREADS) {
-            float4 f = get(g);
-            write(g, take_all(rt_class(f.x, t)), take_all(rt_class(f.y, t)),
-                  take_all(rt_class(f.z, t)), take_all(rt_class(f.w, t)));
-        }
-    } else {
-        int carry = 0; /* members of the partial class before this CTA's chunk */
-        if (G > 1) {
-            unsigned mine = 0;
-            for (int g = tid; g < groups; g += RT_THREADS) {
-                float4 f = get(g);
-                mine += (rt_class(f.x, t) == part) + (rt_class(f.y, t) == part) +
-                        (rt_class(f.z, t) == part) + (rt_class(f.w, t) == part);
-            }
-            unsigned long long b = RedCount(sh.tmp.rc).Sum((unsigned long long)mine);
-            if (tid == 0)
-                sh.slot[slot].c = b;
-            cluster.sync();
-            for (unsigned j = 0; j < rank; j++)
-                carry += (int)cluster.map_shared_rank(&sh.slot[slot], j)->c;
-            slot ^= 1;
-        }
-        for (int base = 0; base < groups; base += RT_THREADS) {
-            const int g = base + tid;
-            const float4 f = g < groups ? get(g) : nan4();
-            const int cls[4] = { rt_class(f.x, t), rt_class(f.y, t), rt_class(f.z, t),
-                                 rt_class(f.w, t) };
-            int flag[4], before[4], agg;
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                flag[j] = cls[j] == part;
-            __syncthreads(); /* the scan storage is free again */
-            ScanI(sh.tmp.si).ExclusiveSum(flag, before, agg);
-            bool keep[4];
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                keep[j] = take_all(cls[j]) || (flag[j] && carry + before[j] < part_q);
-            if (g < groups)
-                write(g, keep[0], keep[1], keep[2], keep[3]);
-            carry += agg;
-        }
+/* 3. select without a partial class: every mask byte is decided by its own token. */
+template <bool CACHED>
+__device__ __forceinline__ void rt_write_whole_classes(const RtChunk<CACHED> &ch, float t,
+                                                       const RtQuota &q)
+{
+    for (int g = threadIdx.x; g < ch.groups; g += RT_THREADS) {
+        float4 f = ch.get(g);
+        ch.write(g, q.take_all(rt_class(f.x, t)), q.take_all(rt_class(f.y, t)),
+                 q.take_all(rt_class(f.z, t)), q.take_all(rt_class(f.w, t)));
     }
+}
+
+/* 3. select with a partial class: its members are ranked in index order, from the CTA's
+ * starting rank (the members in the chunks of lower ranks) through a block-wide exclusive
+ * scan per tile. */
+template <bool CACHED>
+__device__ __forceinline__ void rt_write_ranked(const RtChunk<CACHED> &ch, RtCluster &xc,
+                                                float t, const RtQuota &q)
+{
+    const int tid = threadIdx.x, part = q.part;
+    int carry = 0; /* members of the partial class before this CTA's chunk */
+    if (xc.G > 1) {
+        unsigned mine = 0;
+        for (int g = tid; g < ch.groups; g += RT_THREADS) {
+            float4 f = ch.get(g);
+            mine += (rt_class(f.x, t) == part) + (rt_class(f.y, t) == part) +
+                    (rt_class(f.z, t) == part) + (rt_class(f.w, t) == part);
+        }
+        carry = xc.sum_before((unsigned long long)mine);
+    }
+    for (int base = 0; base < ch.groups; base += RT_THREADS) {
+        const int g = base + tid;
+        const float4 f = g < ch.groups ? ch.get(g) : nan4();
+        const int cls[4] = { rt_class(f.x, t), rt_class(f.y, t), rt_class(f.z, t),
+                             rt_class(f.w, t) };
+        int flag[4], before[4], agg;
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            flag[j] = cls[j] == part;
+        __syncthreads(); /* the scan storage is free again */
+        ScanI(xc.sh.tmp.si).ExclusiveSum(flag, before, agg);
+        bool keep[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            keep[j] = q.take_all(cls[j]) || (flag[j] && carry + before[j] < q.part_q);
+        if (g < ch.groups)
+            ch.write(g, keep[0], keep[1], keep[2], keep[3]);
+        carry += agg;
+    }
+}
+
+template <bool CACHED>
+__global__ void __launch_bounds__(RT_THREADS, RT_BLOCKS_PER_SM)
+    rtopk_kernel(const float *__restrict__ logits, int64_t stride, int64_t vocab,
+                 const int32_t *__restrict__ kk, uint8_t *__restrict__ kept, int chunk,
+                 int max_iter, int32_t *__restrict__ iters)
+{
+    extern __shared__ float4 cache[];
+    __shared__ RtShared sh;
+    cg::cluster_group cluster = cg::this_cluster();
+    const unsigned G = cluster.num_blocks();
+    const unsigned rank = cluster.block_rank();
+    const int tid = threadIdx.x;
+    const int64_t row = blockIdx.x / G;
+    const int64_t c0 = (int64_t)rank * chunk;
+    RtChunk<CACHED> ch;
+    ch.len = c0 < vocab ? (int)(vocab - c0 < chunk ? vocab - c0 : chunk) : 0;
+    ch.groups = (ch.len + 3) >> 2;
+    ch.x = logits + row * stride + (c0 < vocab ? c0 : 0);
+    ch.xvec = ((uintptr_t)ch.x & 15) == 0;
+    ch.kr = kept + row * vocab + (c0 < vocab ? c0 : 0);
+    ch.kvec = ((uintptr_t)ch.kr & 3) == 0;
+    ch.cache = cache;
+    RtCluster xc{ cluster, sh, G, rank, 0 };
+
+    const Stat st = rt_scan(ch, xc); /* 1. */
+    /* counts fit an int: vocab <= 2^23 */
+    const int valid = st.valid;
+    const int32_t k = kk[row];
+    const int n = tkp_topk_on(k, vocab) && k < valid ? (int)k : valid;
+    const RtThreshold th = rt_search(ch, xc, st, n, max_iter); /* 2. */
+    const RtQuota q = rt_quotas(n, valid, th);                  /* 3. */
+    if (q.part == CLS_NONE)
+        rt_write_whole_classes(ch, th.t, q);
+    else
+        rt_write_ranked(ch, xc, th.t, q);
     if (rank == 0 && tid == 0)
-        iters[row] = its;
+        iters[row] = th.its;
     cluster.sync(); /* no CTA leaves while another may still read its slots */
 }
 

@@ -1,0 +1,309 @@
+/* cake_gpu_finish.cuh — step 5 on rank 0's slab: top-p on exact uint64 prefix sums, the mass
+ * tail (only the entries the kept set can reach are sorted), the kept mask and the inverse-CDF
+ * draws. */
+#ifndef TKP_CAKE_GPU_FINISH_CUH
+#define TKP_CAKE_GPU_FINISH_CUH
+
+#include "../common/gpu_warp.cuh"
+#include "../common/philox.h"
+#include "../common/prob.h"
+#include "cake_gpu_bucket.cuh"
+#include "cake_gpu_sort.cuh"
+#include "cake_gpu_types.cuh"
+
+
+/* The fixed-point weight of slab entry c (a composite) in a row whose largest value is top. */
+__device__ __forceinline__ u64 ck_weight_of(u64 c, float top)
+{
+    return tkp_weight(tkp_key_value((uint32_t)(c >> 32)), top);
+}
+
+/* The kept mask's ones and the draws of row r from its sorted slab and the inclusive prefix
+ * incl of its weights, by threads t, t + nth, ...: draw d is the kept entry j with
+ * incl[j-1] <= u < incl[j], u its Philox value scaled to the kept mass (cake.c's search). */
+__device__ __forceinline__ void ck_mark_and_draw(const ck_args &a, int64_t r, const u64 *slab,
+                                                 const u64 *incl, uint32_t kept, uint32_t t,
+                                                 uint32_t nth)
+{
+    if (a.kept) {
+        uint8_t *mrow = a.kept + r * a.vocab;
+        for (uint32_t j = t; j < kept; j += nth)
+            mrow[(uint32_t)~(uint32_t)slab[j]] = 1;
+    }
+    if (a.samples) {
+        int64_t *out = a.samples + r * (int64_t)a.draws;
+        const uint64_t kept_total = incl[kept - 1];
+        for (int32_t dr = (int32_t)t; dr < a.draws; dr += (int32_t)nth) {
+            const uint64_t u =
+                tkp_scale_u64(tkp_philox_u64(a.seed, (uint64_t)r, a.offset, (uint32_t)dr),
+                              kept_total);
+            uint32_t l = 0, h = kept - 1;
+            while (l < h) {
+                const uint32_t mid = l + (h - l) / 2;
+                if (incl[mid] > u)
+                    h = mid;
+                else
+                    l = mid + 1;
+            }
+            out[dr] = (int64_t)(uint32_t)~(uint32_t)slab[l];
+        }
+    }
+}
+
+/* Row r's top-p (fraction p), kept-mask ones and draws, by a CTA of NTH threads (2 NTH >= n):
+ * slab holds the n slab entries sorted descending; incl (n words), wsum (NTH / 32) and *cnt
+ * (zero) are shared scratch. The arithmetic of cake.c: exact uint64 prefix sums of tkp_weight,
+ * tkp_topp_target, and per draw the binary search of its Philox value. */
+template <int NTH>
+__device__ void ck_finish(const ck_args &a, int64_t r, float p, const u64 *slab, uint32_t n,
+                          u64 *incl, u64 *wsum, uint32_t *cnt)
+{
+    const uint32_t t = threadIdx.x;
+    /* Inclusive fixed-point prefix of the slab: thread t owns entries 2t and 2t+1. */
+    const float top = tkp_key_value((uint32_t)(slab[0] >> 32));
+    const uint32_t j0 = 2 * t, j1 = 2 * t + 1;
+    const u64 w0 = j0 < n ? ck_weight_of(slab[j0], top) : 0;
+    const u64 w1 = j1 < n ? ck_weight_of(slab[j1], top) : 0;
+    u64 total;
+    const u64 before = ck_scan_excl<NTH>(w0 + w1, &total, wsum);
+    if (j0 < n)
+        incl[j0] = before + w0;
+    if (j1 < n)
+        incl[j1] = before + w0 + w1;
+    __syncthreads();
+    const uint64_t target = tkp_topp_target(p, incl[n - 1]);
+    /* kept = 1 + #{j in [1, n): incl[j-1] < target}; incl is non-decreasing, so this is the
+     * CPU's walk. */
+    uint32_t c = (j0 >= 1 && j0 < n && incl[j0 - 1] < target) +
+                 (j1 < n && incl[j1 - 1] < target);
+    if (c)
+        atomicAdd(cnt, c);
+    __syncthreads();
+    const uint32_t kept = 1 + *cnt;
+    ck_mark_and_draw(a, r, slab, incl, kept, t, NTH);
+}
+
+/* Step 5 when rank 0 gathered at most 128 entries (k <= 128 on the usual rows) and the row
+ * asks for at most 32 draws: warp 0 alone, no block barrier. The bitonic network of
+ * ck_sort_desc on the 4 entries per lane it holds in registers, the weights' inclusive prefix by
+ * a warp scan, the kept count by a warp sum; the sorted slab and incl go to shared memory for
+ * the draws' searches. The same integers as ck_finish, hence the same mask and draws. `total`:
+ * the slab's mass when the m entries are only its first ones (ck_mass_tail), 0 when they are
+ * the whole slab (then it is their sum). */
+static __device__ void ck_finish_warp(const ck_args &a, int64_t r, float p, u64 *slab, uint32_t m,
+                               uint32_t n, u64 *incl, u64 total)
+{
+    const uint32_t lane = threadIdx.x;
+    u64 v[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const uint32_t j = 4 * lane + e;
+        v[e] = j < m ? slab[j] : 0; /* 0: below every composite */
+    }
+    ck_sort_warp(v, ck_sort_size(m));
+    const float top = tkp_key_value((uint32_t)(__shfl_sync(kTkpFullWarp, v[0], 0) >> 32));
+    u64 w[4], sum = 0;
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const uint32_t j = 4 * lane + e;
+        w[e] = j < n ? ck_weight_of(v[e], top) : 0;
+        sum += w[e];
+    }
+    /* The lane's inclusive prefix: tkp_warp_incl_scan's scan, with the lane taken as threadIdx.x
+     * (only warp 0 calls this). Kept local: tkp_warp_incl_scan's lane is threadIdx.x & 31, and
+     * with it the kernel is 16 instructions longer (the same integers and registers; also with
+     * the caller's t < 32 assumed). */
+    u64 x = sum;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const u64 y = __shfl_up_sync(kTkpFullWarp, x, d);
+        if (lane >= (uint32_t)d)
+            x += y;
+    }
+    const uint64_t target = tkp_topp_target(p, total ? total : __shfl_sync(kTkpFullWarp, x, 31));
+    u64 before = x - sum; /* incl[j - 1] for the lane's first entry j */
+    uint32_t c = 0;
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const uint32_t j = 4 * lane + e;
+        c += j >= 1 && j < n && before < target;
+        before += w[e];
+        if (j < n) {
+            incl[j] = before;
+            slab[j] = v[e];
+        }
+    }
+    const uint32_t kept = 1 + __reduce_add_sync(kTkpFullWarp, c);
+    __syncwarp();
+    ck_mark_and_draw(a, r, slab, incl, kept, lane, 32);
+}
+
+/* The n-th largest of the m distinct composites e[0, m) (1 <= n <= m): a radix select over
+ * the 64 bits in digits of 11, 11, 10, 11, 11 and 10 bits (the key, then ~index), histograms
+ * in sm->tot, stopping as soon as the bucket holding it is taken whole. Returns the smallest
+ * composite c with exactly n entries >= c. Called by every thread of rank 0. */
+static __device__ uint64_t ck_select_cut(const u64 *e, uint32_t m, uint32_t n, ck_smem *sm)
+{
+    u64 prefix = 0, mask = 0;
+    uint32_t take = n;
+    int shift = 64;
+    for (int d = 0; d < 6; d++) {
+        const int bits = d % 3 == 2 ? 10 : 11;
+        shift -= bits;
+        const uint32_t nb = 1u << bits;
+        for (uint32_t b = threadIdx.x; b < nb; b += CK_THREADS)
+            sm->tot[b] = 0;
+        __syncthreads();
+        for (uint32_t i = threadIdx.x; i < m; i += CK_THREADS)
+            if ((e[i] & mask) == prefix)
+                atomicAdd(&sm->tot[(uint32_t)(e[i] >> shift) & (nb - 1)], 1u);
+        __syncthreads();
+        ck_find_bucket(sm->tot, nb, take, sm);
+        const uint32_t b = sm->bucket;
+        take -= sm->above;
+        prefix |= (u64)b << shift;
+        mask |= (u64)(nb - 1) << shift;
+        const bool whole = sm->tot[b] == take;
+        __syncthreads(); /* everyone has read tot, bucket and above before they are rewritten */
+        if (whole)
+            break;
+    }
+    return prefix;
+}
+
+/* Step 5 for more than 1024 gathered entries (the slab is their n largest, n <= m) and at
+ * most 32 draws, when the kept set is short: top-p keeps a prefix of the sorted slab, so only the
+ * entries that can be in it are sorted. The slab's mass is summed with the weight of each
+ * top-digit bucket; the kept set lies in the buckets >= B*, the highest non-empty bucket whose
+ * suffix mass reaches the target (an entry below B* has at least that mass before it). When
+ * those "heavy" entries are at most 128, warp 0 sorts them and finishes with the slab's total
+ * (ck_finish_warp): the same kept set, prefix sums and draws as sorting all n. Returns false
+ * (nothing written, the slab untouched) when they are more: the caller sorts the whole slab.
+ * Shared scratch: tot, mine (bucket masses, then the heavy entries), the entry array slab. */
+static __device__ bool ck_mass_tail(const ck_args &a, int64_t r, float p, u64 *slab, uint32_t m,
+                             uint32_t n, ck_smem *sm)
+{
+    const uint32_t t = threadIdx.x;
+    const u64 cut = n < m ? ck_select_cut(slab, m, n, sm) : 0;
+    u64 top = 0;
+    for (uint32_t i = t; i < m; i += CK_THREADS)
+        top = slab[i] > top ? slab[i] : top;
+    top = __reduce_max_sync(kTkpFullWarp, (uint32_t)(top >> 32)); /* the key is enough for top */
+    u64 *mass = sm->mine;
+    for (uint32_t b = t; b < CK_BUCKETS; b += CK_THREADS) {
+        mass[b] = 0;
+        sm->tot[b] = 0;
+    }
+    if (t < CK_WARPS)
+        sm->wsum[t] = 0;
+    if (t == 0)
+        sm->heavy_n = sm->heavy_low = 0;
+    __syncthreads();
+    if (tkp_lane() == 0)
+        atomicMax(reinterpret_cast<unsigned long long *>(&sm->wsum[0]), top);
+    __syncthreads();
+    const float topv = tkp_key_value((uint32_t)sm->wsum[0]);
+    for (uint32_t i = t; i < m; i += CK_THREADS)
+        if (slab[i] >= cut) {
+            const uint32_t b = (uint32_t)(slab[i] >> 53);
+            tkp_shared_add_u64(&mass[b], ck_weight_of(slab[i], topv));
+            atomicAdd(&sm->tot[b], 1u);
+        }
+    __syncthreads();
+    /* Thread t owns buckets 4t .. 4t+3: suffix masses from the block's prefix scan. */
+    u64 own[4], sum = 0;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        own[j] = mass[4 * t + j];
+        sum += own[j];
+    }
+    u64 total;
+    const u64 before = ck_scan_excl<CK_THREADS>(sum, &total, sm->wsum);
+    const uint64_t target = tkp_topp_target(p, total);
+    u64 suffix = total - before - sum; /* the mass of the buckets above this thread's */
+    for (int j = 3; j >= 0; j--) {
+        suffix += own[j];
+        if (sm->tot[4 * t + j] > 0 && suffix >= target)
+            atomicMax(&sm->heavy_low, 4 * t + (uint32_t)j + 1);
+    }
+    __syncthreads();
+    const uint32_t low = sm->heavy_low; /* B* + 1; 0: none (top-p off keeps all n) */
+    __syncthreads(); /* the bucket masses are read: mine takes the heavy entries */
+    if (low == 0)
+        return false;
+    for (uint32_t i = t; i < m; i += CK_THREADS)
+        if (slab[i] >= cut && (uint32_t)(slab[i] >> 53) >= low - 1) {
+            const uint32_t at = atomicAdd(&sm->heavy_n, 1u);
+            if (at < 128)
+                sm->mine[at] = slab[i];
+        }
+    __syncthreads();
+    const uint32_t h = sm->heavy_n;
+    if (h > 128)
+        return false; /* the slab is intact (only mine and tot were used) */
+    if (t < 32)
+        ck_finish_warp(a, r, p, sm->mine, h, h, slab, total);
+    return true;
+}
+
+/* A row without a valid token: its draws are -1 (its mask stays zero). */
+template <int NTH>
+__device__ __forceinline__ void ck_no_draws(const ck_args &a, int64_t r)
+{
+    if (a.samples)
+        for (int32_t dr = (int32_t)threadIdx.x; dr < a.draws; dr += NTH)
+            a.samples[r * (int64_t)a.draws + dr] = -1;
+}
+
+/* 5'. (topp_launch=chained) The m gathered entries, unsorted, and (m, n) into the workspace
+ * for cake_topp_kernel. */
+__device__ __forceinline__ void ck_hand_to_topp_kernel(const ck_args &a, int64_t r,
+                                                       const ck_smem *sm, uint32_t m,
+                                                       uint32_t n)
+{
+    const uint32_t t = threadIdx.x;
+    u64 *dst = a.ws_slab + r * CK_GATHER;
+    for (uint32_t i = t; i < m; i += CK_THREADS)
+        dst[i] = sm->slab[i];
+    if (t == 0)
+        a.ws_count[r] = make_uint2(m, n);
+}
+
+/* 5. Rank 0 of row r's cluster, once its slab array holds every gathered entry: sort (the slab
+ * is the first n entries), top-p, kept mask, samples; k is the row's min(k_eff, #valid). m is k
+ * on path 4b and `gathered` (>= k) on path 4a. Called by every thread of rank 0. */
+__device__ __forceinline__ void ck_finish_rank0(const ck_args &a, int64_t r, ck_smem *sm,
+                                                uint32_t k)
+{
+    const uint32_t t = threadIdx.x;
+    const uint32_t m = min(sm->slab_n, (uint32_t)CK_GATHER), n = min(m, k);
+    if (a.chained) { /* 5'. hand the unsorted entries to cake_topp_kernel */
+        ck_hand_to_topp_kernel(a, r, sm, m, n);
+        return;
+    }
+    if (n == 0) {
+        ck_no_draws<CK_THREADS>(a, r);
+        return;
+    }
+    const float p = a.p[r];
+    u64 *slab = sm->slab;
+    if (m <= 128 && a.draws <= 32) {
+        if (t < 32)
+            ck_finish_warp(a, r, p, slab, m, n, sm->mine, 0);
+        return;
+    }
+    /* Measured (H200 trace, 1764 entries): the mass tail 9.4 us against 13 us for sorting 2048
+     * and finishing; taken for every m > 128, it made flat rows (k = 50, B = 1, V = 128256,
+     * fewer than 1024 entries) 15.8 -> 18.8 us. The sort's cost grows as m log^2 m, so below
+     * 1024 entries it is taken to be the cheaper one (inferred, not measured). */
+    if (m > 1024 && a.draws <= 32 && tkp_topp_on(p) && ck_mass_tail(a, r, p, slab, m, n, sm))
+        return;
+    const uint32_t size = ck_sort_size(m);
+    for (uint32_t i = m + t; i < max(size, 128u); i += CK_THREADS)
+        slab[i] = 0; /* below every valid composite (and the rest of warp 0's 128 entries) */
+    ck_sort_desc(slab, size);
+
+    ck_finish<CK_THREADS>(a, r, p, slab, n, sm->mine, sm->wsum, &sm->cnt);
+}
+
+#endif

@@ -1,0 +1,64 @@
+/* cake_gpu_types.cuh — what every layer of cake's CUDA code shares: the launch constants, the
+ * CTA's shared memory (ck_smem) and the kernel arguments (ck_args). The layers, each a header
+ * that compiles alone: cake_gpu_bucket.cuh (cluster histogram sums, the bucket walk, the block
+ * scan), cake_gpu_pass1.cuh (the streaming first pass and its histogram), cake_gpu_gather.cuh
+ * (the radix passes on the candidates and the gathering into rank 0), cake_gpu_sort.cuh (the
+ * bitonic sort), cake_gpu_finish.cuh (top-p, the mass tail, the kept mask and the draws);
+ * cake_gpu.cu holds the kernels and the launcher. The warp primitives come from
+ * algos/common/gpu_warp.cuh, except the warp sums and maxima of 32-bit values, which stay on
+ * the hardware __reduce_add_sync / __reduce_max_sync (one instruction; tkp_warp_sum and
+ * tkp_warp_max are 5-round shuffle butterflies giving the same integers), and the two scans
+ * whose comments say why (ck_warp_incl_suffix, ck_finish_warp's). */
+#ifndef TKP_CAKE_GPU_TYPES_CUH
+#define TKP_CAKE_GPU_TYPES_CUH
+
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace cg = cooperative_groups;
+
+#define CK_THREADS 512
+#define CK_WARPS (CK_THREADS / 32)
+#define CK_BUCKETS 2048
+#define CK_SLAB 1024
+#define CK_GATHER 2048    /* entries rank 0 gathers and sorts (4 per thread in ck_sort_desc) */
+#define CK_CAP 16384      /* candidate list entries per CTA */
+#define CK_SAMPLE_PER_K 64 /* sampled keys per CTA: 2048 * clamp(ceil(64 k / 2048), 2, 4) */
+#define CK_SAMPLE_MAX 4    /* (8192 keys at most: measured a little faster than 16384) */
+#define CK_MIN_SLICE 2048 /* a cluster is not split finer than this many tokens per CTA */
+#define CK_MIN_SLICE16 4096 /* ... and a 16-CTA (non-portable) cluster not finer than this */
+#define CK_MAXC 16        /* largest cluster (16 needs the non-portable cluster size) */
+#define CK_UNROLL 8       /* float4 loads in flight per thread in ck_stream and pass 1 */
+#define CK_STEP (CK_UNROLL * 4 * CK_THREADS) /* tokens of one step of pass 1 (16384) */
+
+typedef unsigned long long u64;
+
+struct ck_smem {
+    uint32_t hist[2][CK_BUCKETS]; /* per-pass local histograms, read by the other CTAs */
+    uint32_t tot[CK_BUCKETS];     /* the cluster-wide histogram of the current pass */
+    u64 mine[CK_GATHER];          /* this CTA's entries for rank 0; rank 0 reuses it for incl */
+    u64 slab[CK_GATHER];          /* rank 0: the gathered entries (the slab after the sort) */
+    uint32_t cand_key[CK_CAP], cand_idx[CK_CAP];
+    u64 wsum[CK_WARPS];
+    uint32_t cand_n, mine_n, slab_n, slab_off, cnt;
+    uint32_t bucket, above, tie_before, tie_mine;
+    uint32_t heavy_n, heavy_low; /* rank 0's mass tail: its candidates, their lowest bucket + 1 */
+};
+
+struct ck_args {
+    const float *logits;
+    const int32_t *k;
+    const float *p;
+    uint8_t *kept;
+    int64_t *samples;
+    uint64_t seed, offset;
+    int64_t vocab, stride;
+    int32_t draws;
+    uint32_t slice;
+    int chained;     /* cake_topp_kernel does step 5 from ws_slab / ws_count */
+    u64 *ws_slab;    /* chained: CK_GATHER gathered entries per row (unsorted) */
+    uint2 *ws_count; /* chained: (m gathered, n slab entries) per row */
+};
+
+#endif
