@@ -1,6 +1,8 @@
 /* gpu_block.cuh — block-level integer primitives on top of gpu_warp.cuh: N sums at once, a
- * sum with a maximum, and an exclusive scan in thread order. Exact on integers, so their
- * results do not depend on the order of the additions (docs/SEMANTICS.md, "Determinism").
+ * sum with a maximum, and exclusive scans in thread order (with the block total and one
+ * barrier, or with two barriers and free scratch on return). Exact on integers, so their
+ * results do not depend on the order of the additions (docs/SEMANTICS.md, "Determinism, and
+ * CPU = GPU bit for bit").
  *
  * Every function is called by every thread of a one-dimensional block of WARPS full warps
  * (blockDim.x == 32 * WARPS, WARPS <= 32), from uniform control flow: each one contains

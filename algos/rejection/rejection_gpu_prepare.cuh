@@ -233,8 +233,8 @@ __device__ __forceinline__ unsigned *radix_digit_histogram(R &row, int shift, bo
     __syncthreads();
     row.each([&](float v, int, bool in_row) {
         const uint32_t key = tkp_order_key(v);
-        tkp_warp_hist_add(sh.hist, in_row && (key & mask) == prefix ? (key >> shift) & 0xFFu : 256u,
-                          256u);
+        const unsigned digit = in_row && (key & mask) == prefix ? (key >> shift) & 0xFFu : 256u;
+        tkp_warp_hist_add(sh.hist, digit, 256u); /* 256: not a token of the prefix */
         if (last && (key >> 8) > (prefix >> 8))
             mass_high += tkp_weight(v, max);
     });
