@@ -1,0 +1,119 @@
+/* rejection_gpu_draw.cuh — the draws of the CUDA rejection sampler: one rejection chain
+ * (draw_one, rej_draw's rounds and its bisection fallback, over the row or over the first
+ * candidate set in shared memory) and a CTA's whole share of a row (sample_row: prepare, draw,
+ * write the samples and the statistics). README.md ("GPU", "Statistics"). */
+#ifndef REJECTION_GPU_DRAW_CUH
+#define REJECTION_GPU_DRAW_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "../common/philox.h"
+#include "../common/prob.h"
+#include "rejection_gpu_passes.cuh"
+#include "rejection_gpu_prepare.cuh"
+#include "rejection_gpu_types.cuh"
+#include "rejection_rules.h"
+
+namespace rej_gpu {
+
+/* One draw (rej_draw): a rejection chain of at most max_rounds rounds; round `round` of draw
+ * d of row r uses Philox counter d * max_rounds + round, and the last round of the budget
+ * samples the exact kept set found by bisection. The chain state is the same in every thread
+ * (of the cluster, when the rounds run over a cluster's row). `small`: the first candidate set
+ * is in this CTA's shared memory, and every round runs there (no cluster barrier). `count`:
+ * this CTA counts the rounds, fallbacks and bisection steps. */
+template <class R>
+__device__ __forceinline__ int draw_one(R &row, float max, const Params &prm, int r, int d,
+                                        bool small, bool count)
+{
+    auto &sh = row.sh;
+    const int rounds = prm.max_rounds;
+    uint64_t hi = sh.top, lo = sh.start, mass = sh.start_mass;
+    int c = 0;
+    for (int round = 0;; round++) {
+        const uint32_t counter = (uint32_t)d * (uint32_t)rounds + (uint32_t)round;
+        const uint64_t u = tkp_philox_u64(prm.seed, (uint64_t)r, prm.offset, counter);
+        if (threadIdx.x == 0 && count)
+            sh.stat[0] += 1;
+        uint64_t pc;
+        if (round == rounds - 1) {
+            while (lo - hi > 1) {
+                const uint64_t mid = hi + (lo - hi) / 2;
+                Tally tm, same;
+                if (small)
+                    tally2_small(sh, mid, mid, tm, same);
+                else
+                    tm = tally1(row, max, mid);
+                if (rej_kept(tm.count, tm.mass, sh.k_limit, sh.target))
+                    hi = mid;
+                else
+                    lo = mid;
+                if (threadIdx.x == 0 && count)
+                    sh.stat[2] += 1;
+            }
+            lo = hi + 1;
+            if (threadIdx.x == 0 && count)
+                sh.stat[1] += 1;
+            if (small) {
+                Tally tl, same;
+                tally2_small(sh, lo, lo, tl, same);
+                pick_small(sh, row.x, row.vocab, lo, tl.mass, u, c, pc);
+            } else {
+                const Tally tl = tally1(row, max, lo);
+                row.pick(max, lo, tl.mass, u, c, pc);
+            }
+            return c;
+        }
+        if (small)
+            pick_small(sh, row.x, row.vocab, lo, mass, u, c, pc);
+        else
+            row.pick(max, lo, mass, u, c, pc);
+        const uint64_t p1 = rej_second_pivot(hi, pc);
+        Tally tc, t1;
+        if (small)
+            tally2_small(sh, pc, p1, tc, t1);
+        else
+            tally2(row, max, pc, p1, tc, t1);
+        if (rej_round_verdict(tc, t1, pc, p1, sh.k_limit, sh.target, &lo, &hi, &mass))
+            return c;
+    }
+}
+
+/* Row r, group g, on this CTA (rank `row.rank` of a cluster of `row.size`): prepare, draw,
+ * write the samples and this CTA's statistics slot. */
+template <class R> __device__ void sample_row(R &row, const Params &prm, int r, int g)
+{
+    auto &sh = row.sh;
+    if (threadIdx.x < kStatWords)
+        sh.stat[threadIdx.x] = 0; /* thread 0 alone updates them later (after barriers) */
+    float max;
+    const u64 valid = prepare_row(row, prm.k[r], prm.p[r], max, g == 0 && row.leader());
+    int64_t *out = prm.samples + (int64_t)r * prm.draws;
+    if (sh.nsmall > 0) {
+        /* The first candidate set is in every CTA's shared memory: each runs its own draws. */
+        const int step = prm.groups * (int)row.size;
+        for (int d = g * (int)row.size + (int)row.rank; d < prm.draws; d += step) {
+            const int c = draw_one(row, max, prm, r, d, true, true);
+            if (threadIdx.x == 0)
+                out[d] = c;
+        }
+    } else {
+        /* Rounds over the row: every CTA of the cluster takes part, the leader counts. */
+        if (valid)
+            row.cache_weights(max);
+        for (int d = g; d < prm.draws; d += prm.groups) {
+            const int c = valid ? draw_one(row, max, prm, r, d, false, row.leader()) : -1;
+            if (threadIdx.x == 0 && row.leader())
+                out[d] = c;
+        }
+    }
+    __syncthreads();
+    const int64_t slot = ((int64_t)r * prm.groups + g) * row.size + row.rank;
+    if (threadIdx.x < kStatWords)
+        prm.stats[slot * kStatWords + threadIdx.x] = sh.stat[threadIdx.x];
+}
+
+} // namespace rej_gpu
+
+#endif

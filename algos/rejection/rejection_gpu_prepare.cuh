@@ -1,0 +1,402 @@
+/* rejection_gpu_prepare.cuh — the preparation of a row (rej_prepare) in the CUDA rejection
+ * sampler: pass 1 (row max, valid count, the bucket histogram and its token list), the k-th
+ * key from the gathered tokens or by radix select, the row's mass and top-p's start at the
+ * mass floor; prepare_row leaves the row's limits, target and first candidate set in shared
+ * memory for the draws. README.md ("GPU", "Passes", "First candidate sets on the GPU"). */
+#ifndef REJECTION_GPU_PREPARE_CUH
+#define REJECTION_GPU_PREPARE_CUH
+
+#include <cuda_runtime.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "../common/gpu_block.cuh"
+#include "../common/gpu_warp.cuh"
+#include "../common/mass_floor.h"
+#include "../common/prob.h"
+#include "rejection_gpu_passes.cuh"
+#include "rejection_gpu_row.cuh"
+#include "rejection_gpu_types.cuh"
+#include "rejection_rules.h"
+
+namespace rej_gpu {
+
+/* Top-p alone (rej_from_mass_floor): the first candidate set starts at the mass floor
+ * (rej_start_at_mass_floor), from the row's mass per bin (each CTA's sh.mass_hist, complete);
+ * when it is small, it goes to shared memory: from the tokens pass 2 listed (every token within
+ * the bins, one CTA per row) when the list did not overflow, else from a gathering pass.
+ * `total` is the row's mass, `maxkey` its largest key. */
+template <class R>
+__device__ void start_at_mass_floor(R &row, float p, u64 total, float max, uint32_t maxkey,
+                                    uint64_t &start, uint64_t &start_mass)
+{
+    auto &sh = row.sh;
+    row.mass_hist_total();
+    const int b = tkp_mass_floor_bin(sh.mass_all, tkp_topp_target(p, total));
+    if (b >= TKP_MASS_BINS)
+        return; /* every thread read the same bins: the same branch */
+    const uint32_t least = tkp_mass_floor_key(b, max, tkp_order_key(-FLT_MAX), maxkey);
+    u64 mass = 0;
+    for (int j = 0; j <= b; j++)
+        mass += sh.mass_all[j];
+    start = rej_pos(least, 0xFFFFFFFFu);
+    start_mass = mass;
+    const bool listed = !R::kCluster && sh.gcount <= (unsigned)kGather;
+    __syncthreads(); /* every thread has read sh.gcount before the gathering pass zeroes it */
+    if (!listed)
+        row.gather_from_key(least);
+    const int n = (int)sh.gcount;
+    u64 c[3] = { 0, 0, 0 }; /* the listed keys >= least; two unused sums */
+    for (int i = threadIdx.x; i < n && n <= kGather; i += R::kThreads)
+        c[0] += sh.g_key[i] >= least;
+    tkp_block_sums<Shared<R::kThreads>::kWarps>(c, sh.red); /* ends with a barrier */
+    store_small(sh, n <= kGather ? n : 0, least, n <= kGather ? (int)c[0] : kSmall + 1, max);
+}
+
+/* Top-k-then-top-p from the gathered tokens (sh.g_key / sh.g_idx, sh.gcount <= kGather of
+ * them: every token of the k-th key's bucket and above): the k-th key K (the one with fewer
+ * than k larger keys and at least k keys >= it), the counts above and equal to it and the mass
+ * above it (exact integers, so rej_kth_key's and rej_prepare's numbers). When the first
+ * candidate set (keys >= K) has at most kSmall tokens, they are stored in index order (rank by
+ * index) with their positions and weights, and sh.nsmall says so. Returns K; above/ties/
+ * mass_above by reference. Every CTA of a cluster computes the same from the same list. */
+template <int THREADS>
+__device__ uint32_t select_gathered(Shared<THREADS> &sh, unsigned bucket, float max,
+                                    int64_t k_limit, uint64_t &above, uint64_t &ties,
+                                    uint64_t &mass_above)
+{
+    const int n = (int)sh.gcount; /* = gabove + ties of the bucket, <= kGather */
+    /* K: only a key of the bucket can be it. */
+    for (int i = threadIdx.x; i < n; i += THREADS) {
+        const uint32_t ki = sh.g_key[i];
+        if ((ki >> kBucketShift) != bucket)
+            continue;
+        int64_t gt = 0, eq = 0;
+        for (int j = 0; j < n; j++) {
+            const uint32_t kj = sh.g_key[j];
+            gt += kj > ki;
+            eq += kj == ki;
+        }
+        if (gt < k_limit && gt + eq >= k_limit)
+            sh.kth = ki; /* every writer writes the same key */
+    }
+    __syncthreads();
+    const uint32_t kth = sh.kth;
+    u64 s[3] = { 0, 0, 0 }; /* keys above K, keys equal to K, mass above K */
+    for (int i = threadIdx.x; i < n; i += THREADS) {
+        const uint32_t ki = sh.g_key[i];
+        s[0] += ki > kth;
+        s[1] += ki == kth;
+        s[2] += ki > kth ? tkp_weight(tkp_key_value(ki), max) : 0;
+    }
+    tkp_block_sums<Shared<THREADS>::kWarps>(s, sh.red); /* ends with a barrier */
+    above = s[0];
+    ties = s[1];
+    mass_above = s[2];
+    store_small(sh, n, kth, (int)(s[0] + s[1]), max);
+    return kth;
+}
+
+/* Pass 1 (rej_prepare's scan of the row) into this thread's valid-token count `vcount` and
+ * largest order key `kmax`: when the row has top-k (`may_select`: its first candidate set is
+ * its top-k set), also the histogram of the top kBucketBits key bits in sh.hist (cleared, as
+ * sh.nsmall, by the caller before a barrier). Only buckets at or above `floor` are counted:
+ * after the first chunk of the row, floor is the bucket of that chunk's k-th key, a lower bound
+ * of the row's k-th key's bucket (so every bucket select_bucket or the radix select reads above
+ * it stays exact); warps with no token at or above it skip the histogram. (One CTA per row
+ * only: a slice of a cluster is short, and its histogram is summed with the others'.) Returns
+ * whether the tokens counted in the histogram (bucket >= floor) were also listed in
+ * sh.g_key / sh.g_idx (sh.gcount of them, counting past kGather on overflow), so that the
+ * usual case needs no gathering pass. */
+template <class R>
+__device__ __forceinline__ bool pass1_scan(R &row, int32_t k, bool may_select, uint32_t &vcount,
+                                           uint32_t &kmax)
+{
+    constexpr int THREADS = R::kThreads;
+    auto &sh = row.sh;
+    const int vocab = row.vocab;
+    unsigned floor = 0;
+    bool listing = false;
+    auto scan = [&](float v, int i, bool in_row) {
+        const uint32_t key = tkp_order_key(v);
+        vcount += key != 0;
+        kmax = key > kmax ? key : kmax;
+        if (may_select) {
+            const bool counted = in_row && (key >> kBucketShift) >= floor;
+            if constexpr (R::kCluster) { /* measured: faster than hist_add on short slices */
+                if (counted)
+                    atomicAdd(&sh.hist[key >> kBucketShift], 1u);
+            } else if (__any_sync(kTkpFullWarp, counted)) {
+                tkp_warp_hist_add(sh.hist, counted ? key >> kBucketShift : (unsigned)kBuckets,
+                                  kBuckets);
+                if (listing)
+                    append_token(key, i, counted, sh.g_key, sh.g_idx, &sh.gcount);
+            }
+        }
+    };
+    /* The first chunk, whose k-th key sets the floor: 16384 tokens in either kernel (a
+     * multiple of each one's step). At 8192 (one step of the 512-thread kernel) the floor of
+     * a flat N(0, 1) row at k = 50 often falls one 11-bit bucket lower (2.0 instead of 2.5)
+     * and the list overflows: 42% of V = 128256 rows at 8192, none at 16384 (a simulation of
+     * the rule on the CPU). */
+    constexpr int chunk = kReduceUnroll * 4 * 1024;
+    static_assert(chunk % (kReduceUnroll * 4 * THREADS) == 0,
+                  "each_tile stops at whole steps only: the chunk must be a number of them");
+    if constexpr (R::kCluster) {
+        row.each(scan);
+    } else if (may_select && vocab > chunk && k <= chunk) {
+        row.each(scan, 0, chunk);
+        if (threadIdx.x == 0)
+            sh.gcount = 0;
+        __syncthreads();
+        select_bucket(sh, sh.hist, (unsigned)k); /* the chunk holds >= k tokens */
+        floor = sh.digit;
+        /* The chunk again (just read: from the cache), listing its tokens >= floor; the rest
+         * of the row is listed as it is counted. */
+        row.each([&](float v, int i, bool in_row) {
+            const uint32_t key = tkp_order_key(v);
+            append_token(key, i, in_row && (key >> kBucketShift) >= floor, sh.g_key, sh.g_idx,
+                         &sh.gcount);
+        }, 0, chunk);
+        listing = true;
+        if (floor > 0)
+            scan_fast(row, tkp_key_floor(floor << kBucketShift), chunk, vcount, kmax);
+        else /* the chunk's k-th key is invalid: the bound cannot be a float compare */
+            row.each(scan, chunk);
+    } else if (!may_select) {
+        scan_fast(row, __int_as_float(0x7FC00000), 0, vcount, kmax); /* NaN: no candidate */
+    } else {
+        row.each(scan);
+    }
+    return listing;
+}
+
+/* What prepare_row finds for the first candidate set: its start pivot and exact mass, and
+ * the mass the top-p target is taken of (the top-k set's, or the row's). */
+struct RowStart {
+    uint64_t start, start_mass, set_mass;
+};
+
+/* The usual top-k case (sh.gabove + sh.ties <= kGather, select_bucket's results of the row's
+ * histogram ready): the tokens of the k-th key's bucket and above in shared memory, the rest
+ * done there. They are on the list when pass 1 listed every token of its floor and above (the
+ * floor is at most that bucket) without overflowing (`from_list`), else one gathering pass
+ * collects them. */
+template <class R>
+__device__ __forceinline__ void start_at_gathered_kth(R &row, int64_t k_limit, float max,
+                                                      bool from_list, bool count_passes,
+                                                      RowStart &rs)
+{
+    auto &sh = row.sh;
+    const unsigned bucket = sh.digit;
+    if (from_list)
+        keep_from_bucket(sh, bucket, sh.gabove + sh.ties);
+    else
+        row.gather(bucket);
+    uint64_t above, ties, mass_above;
+    const uint32_t kth = select_gathered(sh, bucket, max, k_limit, above, ties, mass_above);
+    const uint64_t kth_weight = tkp_weight(tkp_key_value(kth), max);
+    rs.set_mass = mass_above + (uint64_t)(k_limit - (int64_t)above) * kth_weight;
+    rs.start = rej_pos(kth, 0xFFFFFFFFu);
+    rs.start_mass = mass_above + ties * kth_weight;
+    if (threadIdx.x == 0 && count_passes) /* the CPU's radix passes, once per row */
+        sh.stat[2] += REJ_DIGIT_PASSES;
+}
+
+/* A crowded bucket: fold the bucket histogram `hist` (visible to the block) into the first
+ * 8-bit digit's, in its first 256 entries. Ends with a barrier. */
+template <int THREADS> __device__ __forceinline__ void fold_buckets_to_first_digit(unsigned *hist)
+{
+    unsigned s8 = 0;
+    if (threadIdx.x < 256)
+        for (int j = 0; j < (1 << (kBucketBits - 8)); j++)
+            s8 += hist[(threadIdx.x << (kBucketBits - 8)) + j];
+    __syncthreads();
+    if (threadIdx.x < 256)
+        hist[threadIdx.x] = s8;
+    __syncthreads();
+}
+
+/* Radix select digit `pass` > 1 (rej_kth_key's loop): the histogram of the digit at `shift`
+ * of the tokens whose key matches `prefix` under `mask`, summed over the row; on the last
+ * digit the mass of the tokens above K in their top 24 bits is added to mass_high and summed
+ * over the row too. Returns the row's histogram. */
+template <class R>
+__device__ __forceinline__ unsigned *radix_digit_histogram(R &row, int shift, bool last,
+                                                           uint32_t prefix, uint32_t mask,
+                                                           float max, u64 &mass_high)
+{
+    auto &sh = row.sh;
+    if (threadIdx.x < 256)
+        sh.hist[threadIdx.x] = 0;
+    __syncthreads();
+    row.each([&](float v, int, bool in_row) {
+        const uint32_t key = tkp_order_key(v);
+        const unsigned digit = in_row && (key & mask) == prefix ? (key >> shift) & 0xFFu : 256u;
+        tkp_warp_hist_add(sh.hist, digit, 256u); /* 256: not a token of the prefix */
+        if (last && (key >> 8) > (prefix >> 8))
+            mass_high += tkp_weight(v, max);
+    });
+    if (last) {
+        u64 unused1 = 0, unused2 = 0;
+        row.sum3(mass_high, unused1, unused2);
+    } else {
+        __syncthreads();
+    }
+    return row.hist_total(256, last);
+}
+
+/* Radix select of the k-th key K over the row (rej_kth_key; digit 1's histogram ready in
+ * `hist`), then the mass above K: tokens above K in their top 24 bits are summed during the
+ * last histogram pass, the others (same top 24 bits, larger last digit) from the last
+ * histogram. (Cluster: sh.hist, the local histogram, is free again once hist_total has
+ * returned.) */
+template <class R>
+__device__ __forceinline__ void start_at_radix_kth(R &row, unsigned *hist, int64_t k_limit,
+                                                   float max, bool count_passes, RowStart &rs)
+{
+    auto &sh = row.sh;
+    uint32_t prefix = 0, mask = 0;
+    unsigned rank = (unsigned)k_limit;
+    u64 mass_high = 0;
+    for (int pass = 1; pass <= REJ_DIGIT_PASSES; pass++) {
+        const int shift = 32 - pass * REJ_DIGIT_BITS;
+        const bool last = pass == REJ_DIGIT_PASSES;
+        if (pass > 1)
+            hist = radix_digit_histogram(row, shift, last, prefix, mask, max, mass_high);
+        select_digit(sh, hist, rank, last, prefix, max); /* ends with a barrier */
+        const unsigned digit = sh.digit;
+        rank = sh.rank;
+        prefix |= digit << shift;
+        mask |= 0xFFu << shift;
+    }
+    const uint64_t ties = sh.ties, mass_above = mass_high + sh.level_mass;
+    const int64_t above = k_limit - (int64_t)rank;
+    const uint64_t kth_weight = tkp_weight(tkp_key_value(prefix), max);
+    rs.set_mass = mass_above + (uint64_t)(k_limit - above) * kth_weight;
+    rs.start = rej_pos(prefix, 0xFFFFFFFFu);
+    rs.start_mass = mass_above + ties * kth_weight;
+    if (threadIdx.x == 0 && count_passes) /* counted once per row, as on the CPU */
+        sh.stat[2] += REJ_DIGIT_PASSES;
+    /* a crowded bucket (k = 1000 on N(0, 1) rows) but a first candidate set that fits:
+     * one CTA per row takes one gathering pass, and the rounds run in shared memory
+     * (V = 128256, k = 1000, p = 0.9: B = 16 232.0 -> 171.2 us, B = 64 261.4 -> 173.0).
+     * Not a cluster's rows: there the set's ranking cost more than the rounds over the
+     * slices it replaced (B = 1 60.3 -> 82.7 us, B = 4 56.8 -> 81.5; README) */
+    if (!R::kCluster && above + (int64_t)ties <= kSmall) {
+        row.gather_from_key(prefix);
+        store_small(sh, (int)sh.gcount, prefix, (int)(above + (int64_t)ties), max);
+    }
+}
+
+/* The first candidate set of a row that does not start at its k-th key: pass 2 sums the
+ * row's fixed-point weights (its mass: top-p's target is taken of it); top-p alone also bins
+ * the mass by distance from max (and, one CTA per row, lists the tokens of those bins) for
+ * its first candidate set at the mass floor (start_at_mass_floor). */
+template <class R>
+__device__ __forceinline__ void start_at_row_mass(R &row, float p, int64_t k_limit, float max,
+                                                  u64 maxkey, RowStart &rs)
+{
+    constexpr int THREADS = R::kThreads;
+    auto &sh = row.sh;
+    const bool from_floor = rej_from_mass_floor(p, k_limit);
+    if (from_floor) {
+        __syncthreads(); /* every thread has read sh.gcount (from_list) */
+        for (int j = threadIdx.x; j < TKP_MASS_BINS; j += THREADS)
+            sh.mass_hist[j] = 0;
+        if (threadIdx.x == 0)
+            sh.gcount = 0;
+        __syncthreads();
+    }
+    u64 total = 0, unused1 = 0, unused2 = 0;
+    if (from_floor) {
+        row.each([&](float v, int i, bool in_row) {
+            const uint64_t w = tkp_weight(v, max);
+            total += w;
+            const int bin = in_row ? tkp_mass_bin(v, max) : TKP_MASS_BINS;
+            if (bin < TKP_MASS_BINS)
+                tkp_shared_add_u64(&sh.mass_hist[bin], w);
+            if constexpr (!R::kCluster)
+                append_token(tkp_order_key(v), i, bin < TKP_MASS_BINS, sh.g_key, sh.g_idx,
+                             &sh.gcount);
+        });
+    } else {
+        row.each([&](float v, int, bool) { total += tkp_weight(v, max); });
+    }
+    row.sum3(total, unused1, unused2);
+    rs.start_mass = rs.set_mass = total;
+    if (from_floor)
+        start_at_mass_floor(row, p, total, max, (uint32_t)maxkey, rs.start, rs.start_mass);
+}
+
+/* Prepare the row in shared memory (rej_prepare): the row max, the number of valid tokens,
+ * the top-k limit, the first candidate set and its mass, the top-p target. Returns the number
+ * of valid tokens and the row max (0 / -inf for a row without a valid token). `count_passes`:
+ * this CTA counts the CPU's radix passes (once per row). */
+template <class R>
+__device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &max,
+                                           bool count_passes)
+{
+    constexpr int THREADS = R::kThreads;
+    auto &sh = row.sh;
+    const int vocab = row.vocab;
+    const bool may_select = tkp_topk_on(k, vocab);
+    for (int i = threadIdx.x; i < kBuckets; i += THREADS)
+        sh.hist[i] = 0;
+    if (threadIdx.x == 0)
+        sh.nsmall = 0;
+    __syncthreads();
+    uint32_t vcount = 0, kmax = 0;
+    const bool listing = pass1_scan(row, k, may_select, vcount, kmax);
+    u64 valid = vcount, maxkey = kmax;
+    row.sum_max(valid, maxkey); /* ends with a (cluster) barrier: the histogram is complete */
+    /* Whether the list holds every token of its floor and above, read by every thread here:
+     * barriers follow before anyone rewrites sh.gcount (row.gather's thread 0 zeroes it). */
+    const bool from_list = listing && sh.gcount <= (unsigned)kGather;
+    max = -INFINITY;
+    if (valid == 0)
+        return 0;
+    max = tkp_key_value((uint32_t)maxkey);
+    const int64_t k_limit = rej_k_limit(k, vocab, (int64_t)valid);
+    RowStart rs;
+    rs.start = REJ_END;
+    /* A row that starts at its k-th key (rej_starts_at_kth): the bucket of the k-th key from
+     * the row's histogram, then the gathered tokens of that bucket and above when they fit,
+     * else the radix select over the row. (The radix select stays after the join of the two
+     * tests: nested in the crowded branch instead, nvcc 13.0 emits a second copy of its digit
+     * loop.) */
+    bool selected = false;
+    unsigned *hist = nullptr;
+    if (rej_starts_at_kth(k_limit, (int64_t)valid)) {
+        hist = row.hist_total(kBuckets, true);
+        select_bucket(sh, hist, (unsigned)k_limit);
+        if (sh.gabove + sh.ties <= (unsigned)kGather) {
+            start_at_gathered_kth(row, k_limit, max, from_list, count_passes, rs);
+            selected = true;
+        } else {
+            fold_buckets_to_first_digit<THREADS>(hist);
+        }
+    }
+    if (selected) {
+        /* K, total_S and the first candidate set come from the gathered tokens */
+    } else if (rej_starts_at_kth(k_limit, (int64_t)valid)) {
+        start_at_radix_kth(row, hist, k_limit, max, count_passes, rs);
+    } else {
+        start_at_row_mass(row, p, k_limit, max, maxkey, rs);
+    }
+    __syncthreads(); /* every thread has read the radix-select results */
+    if (threadIdx.x == 0) {
+        sh.k_limit = k_limit;
+        sh.target = tkp_topp_target(p, rs.set_mass);
+        sh.top = rej_pos((uint32_t)maxkey, 0);
+        sh.start = rs.start;
+        sh.start_mass = rs.start_mass;
+    }
+    __syncthreads();
+    return valid;
+}
+
+} // namespace rej_gpu
+
+#endif
