@@ -1,6 +1,7 @@
 /* qrita_gpu_impl.c — the GPU implementation of qrita (struct tkp_impl, algos/tkp.h): the glue
  * between the harness and the kernels of qrita_gpu.cu. Compiled only in CUDA builds
  * (Makefile); qrita.c names it through TKP_GPU_IMPL. */
+#include <stdint.h>
 #include <string.h>
 
 #include "qrita.h"
@@ -13,12 +14,18 @@ struct qrita_gpu_state {
     const void *workspace; /* the last run's, for stats() */
 };
 
-/* The kernels index a row with 32 bits. */
+/* The kernels index a row with 32 bits, and search=sort hands the whole batch to CUB's
+ * segmented sort, which counts keys in an int (qrita_gpu_plan keeps the same guard). */
 static int qrita_gpu_supports(const struct tkp_problem *pb, const void *opts, const char **why)
 {
-    (void)opts;
+    const struct qrita_opts *o = opts;
     if (pb->vocab >= ((int64_t)1 << 31)) {
         *why = "qrita: the GPU kernels index a row with 32 bits";
+        return 0;
+    }
+    if (o->search == QRITA_SORT && pb->batch * pb->vocab > INT32_MAX) {
+        *why = "qrita: search=sort on the GPU sorts at most 2^31 - 1 keys per run (batch x "
+               "vocab); use a smaller batch";
         return 0;
     }
     return 1;
