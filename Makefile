@@ -40,6 +40,9 @@ LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhdf5_hl -lz -lm
 
 NVCC    ?= $(shell command -v nvcc 2>/dev/null)
 CU_SRCS := $(wildcard algos/*/*.cu harness/*.cu)
+# The GPU implementation of each module (the glue between its table and its kernels,
+# algos/tkp.h: struct tkp_impl, TKP_GPU_IMPL): C files compiled only with the kernels.
+GPU_IMPL_SRCS := $(wildcard algos/*/*_gpu_impl.c)
 ifneq ($(CPU_ONLY),)
 NVCC :=
 endif
@@ -51,16 +54,20 @@ NVFLAGS   ?= -O3 -std=c++17 -gencode=arch=compute_90a,code=$(CUDA_ARCH) -fmad=fa
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 LDLIBS    += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++
 CU_OBJS   := $(CU_SRCS:%.cu=$(BUILD)/%.o)
+CUDA_C_SRCS  := $(GPU_IMPL_SRCS)
 NO_CUDA_SRCS :=
 else
+CUDA_C_SRCS  :=
 NO_CUDA_SRCS := harness/gpu_none.c
 endif
 
 # The command line (main.c: the table of commands; cli_*.c: the commands) links into topkp
 # only; every other harness/*.c goes into libtopkp.a, which the tests link too.
 CLI_SRCS  := harness/main.c $(wildcard harness/cli_*.c)
-LIB_SRCS  := $(wildcard algos/common/*.c algos/*/*.c datasets/*.c harness/verify/*.c) \
-             $(filter-out $(CLI_SRCS) harness/gpu_none.c,$(wildcard harness/*.c)) $(NO_CUDA_SRCS)
+LIB_SRCS  := $(filter-out $(GPU_IMPL_SRCS),$(wildcard algos/common/*.c algos/*/*.c datasets/*.c \
+                                         harness/verify/*.c)) \
+             $(filter-out $(CLI_SRCS) harness/gpu_none.c,$(wildcard harness/*.c)) \
+             $(CUDA_C_SRCS) $(NO_CUDA_SRCS)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(CU_OBJS)
 TEST_SRCS := $(wildcard tests/*.c)
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)

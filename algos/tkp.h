@@ -1,9 +1,11 @@
 /* tkp.h — the contract between the harness and an algorithm module.
  *
- * A module is one `struct tkp_algo` (a table of capabilities, options and function
- * pointers). The harness owns memory, streams, timing and verification: a module says what
- * it supports, how much workspace it needs, and then runs without allocating or
- * synchronising. The exact output every module must produce is docs/SEMANTICS.md. */
+ * A module is one `struct tkp_algo`: what it computes (capabilities, options, the refusals
+ * that hold on every backend) and one `struct tkp_impl` per backend it offers (workspace,
+ * init, run, statistics). The harness owns memory, streams, timing and verification: a
+ * module says what it supports, how much workspace it needs, and then runs without
+ * allocating or synchronising. The exact output every module must produce is
+ * docs/SEMANTICS.md; the contract in prose is docs/DESIGN.md, "The module contract". */
 #ifndef TKP_H
 #define TKP_H
 
@@ -14,7 +16,9 @@
 extern "C" {
 #endif
 
-enum { TKP_ABI = 1 };
+/* The version of this contract a module was written against (struct tkp_algo.abi). 2: one
+ * struct tkp_impl per backend. The harness refuses a module of another version by name. */
+enum { TKP_ABI = 2 };
 
 /* Return codes of init/run and of the harness helpers. */
 enum tkp_status {
@@ -31,13 +35,6 @@ enum { TKP_TOPK = 1u, TKP_TOPP = 2u, TKP_TOPK_TOPP = 4u };
 enum { TKP_OUT_SET = 1u, TKP_OUT_SAMPLE = 2u };
 /* backends */
 enum tkp_backend { TKP_CPU = 1u, TKP_GPU = 2u };
-/* What a module with a CUDA implementation offers in this build (the GPU only when the
- * kernels were compiled in). */
-#ifdef TKP_HAVE_CUDA
-#define TKP_BUILT_BACKENDS (TKP_CPU | TKP_GPU)
-#else
-#define TKP_BUILT_BACKENDS TKP_CPU
-#endif
 /* flags */
 /* TKP_PEER: a peer library run through the Python bridge (harness/peers.c, docs/PEERS.md);
  * it has no init/run/fini, and the harness reports its exactness instead of failing it. */
@@ -92,8 +89,9 @@ enum {
     TKP_STAT_SORTED = 32u,      /* sorted per row */
 };
 
-/* Statistics accumulated by a module over the rows it ran (zero where not meaningful; which
- * are meaningful, `reported` says). */
+/* Statistics of the last run over the rows it ran (zero where not meaningful; which are
+ * meaningful, `reported` says). Every backend means the same by each: totals over the rows
+ * of one run, which the results columns divide by `rows`. */
 struct tkp_stats {
     int64_t rows;
     int64_t trunc_hits;     /* rows where a truncation/candidate shortcut sufficed */
@@ -106,27 +104,60 @@ struct tkp_stats {
     unsigned reported;      /* TKP_STAT_* of the statistics that apply (0: none) */
 };
 
+/* One backend's implementation of a module. `state_size` bytes of zeroed state are handed to
+ * init, run, stats and fini; the workspace (host memory on the CPU, device memory on the GPU)
+ * is what init asks for. */
+struct tkp_impl {
+    size_t state_size;
+    /* Refusals of this backend only (e.g. a kernel's index width); NULL: none. 1 = yes; 0 =
+     * no, *why says why. Called after the module's own supports(). */
+    int (*supports)(const struct tkp_problem *pb, const void *opts, const char **why);
+    int (*init)(void *state, const struct tkp_problem *pb, const void *opts,
+                size_t *workspace_bytes, struct tkp_error *err);
+    /* Runs the whole batch; never refuses a problem that supports() accepted. */
+    int (*run)(void *state, const struct tkp_io *io, void *workspace, void *stream,
+               struct tkp_error *err);
+    /* The statistics of the LAST run (NULL: none): every run of an instance repeats the same
+     * work, so the harness reads them once after its repetitions and divides by `rows`. */
+    void (*stats)(const void *state, struct tkp_stats *out);
+    void (*fini)(void *state); /* NULL: nothing to free */
+};
+
+/* The GPU implementation `sym` (defined in algos/<m>/<m>_gpu_impl.c, compiled only where the
+ * kernels are): its address in a CUDA build, NULL (no GPU offered) otherwise. */
+#ifdef TKP_HAVE_CUDA
+#define TKP_GPU_IMPL(sym) (&(sym))
+#else
+#define TKP_GPU_IMPL(sym) ((const struct tkp_impl *)0)
+#endif
+
 struct tkp_algo {
     int abi; /* TKP_ABI; first so that the struct can grow */
     const char *name, *summary;
-    unsigned ops, outputs, backends, flags;
+    unsigned ops, outputs, flags;
     const struct tkp_option *options; /* terminated by an entry with name == NULL */
-    size_t opts_size, state_size;
+    size_t opts_size;
 
-    /* Can this module run problem `pb` with these options? 1 = yes; 0 = no, *why says why. */
+    /* Refusals that hold on every backend (the options, the problem's shape); NULL: none.
+     * 1 = yes; 0 = no, *why says why. */
     int (*supports)(const struct tkp_problem *pb, const void *opts, const char **why);
     /* 1 when these options give up exactness on purpose (NULL: never). */
     int (*approximate)(const void *opts);
-    int (*init)(void *state, const struct tkp_problem *pb, const void *opts,
-                size_t *workspace_bytes, struct tkp_error *err);
-    int (*run)(void *state, const struct tkp_io *io, void *workspace, void *stream,
-               struct tkp_error *err);
-    void (*stats)(const void *state, struct tkp_stats *out); /* NULL: none */
-    void (*fini)(void *state);                               /* NULL: nothing to free */
+    /* The implementation of each backend; NULL: not offered, or not in this build. */
+    const struct tkp_impl *cpu, *gpu;
     int64_t max_set; /* the largest top-k set the module can hold (0: no limit); the test
                         suite clamps k to it */
-    const char *package; /* peers: the Python package the peer calls (NULL for a module) */
+    const char *package;     /* peers: the Python package the peer calls (NULL for a module) */
+    unsigned peer_backends;  /* peers: where the peer runs (a module has impls instead) */
 };
+
+/* ---- the contract's helpers (harness/registry.c) ---- */
+/* TKP_CPU | TKP_GPU: the backends a module offers in this build (its impls), or a peer's. */
+unsigned tkp_algo_backends(const struct tkp_algo *a);
+/* The implementation of backend b; NULL when there is none. */
+const struct tkp_impl *tkp_algo_impl(const struct tkp_algo *a, enum tkp_backend b);
+/* TKP_EINVAL, naming the module and both versions, when a->abi is not TKP_ABI. */
+int tkp_algo_check_abi(const struct tkp_algo *a, struct tkp_error *err);
 
 /* ---- registry (harness/registry.c) ---- */
 extern const struct tkp_algo *const tkp_algos[]; /* NULL-terminated */

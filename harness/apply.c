@@ -99,12 +99,18 @@ static void incapable_message(const struct tkp_algo *a, const struct tkp_problem
 
 int tkp_capable(const struct tkp_algo *a, const struct tkp_problem *pb, struct tkp_error *err)
 {
-    if (!(a->backends & pb->backend)) {
+    int rc = tkp_algo_check_abi(a, err);
+    if (rc)
+        return rc;
+    if (!(tkp_algo_backends(a) & pb->backend)) {
         const char *where = pb->backend == TKP_GPU ? "GPU" : "CPU";
         if (a->flags & TKP_NOT_IMPLEMENTED)
             tkp_error_set(err, "%s is not implemented yet (no %s code)", a->name, where);
         else
-            tkp_error_set(err, "%s has no %s implementation", a->name, where);
+            tkp_error_set(err, "%s has no %s implementation%s", a->name, where,
+                          pb->backend == TKP_GPU && !(a->flags & TKP_PEER)
+                              ? " in this build (the GPU code needs a build with CUDA)"
+                              : "");
         return TKP_EUNSUPPORTED;
     }
     if ((pb->ops & ~a->ops) || (pb->outputs & ~a->outputs)) {
@@ -114,13 +120,38 @@ int tkp_capable(const struct tkp_algo *a, const struct tkp_problem *pb, struct t
     return TKP_OK;
 }
 
+/* The module's refusals (every backend), then its backend's; TKP_EUNSUPPORTED with the reason. */
+static int instance_supports(const struct tkp_instance *in, struct tkp_error *err)
+{
+    const char *why = NULL;
+    if ((in->algo->supports && !in->algo->supports(&in->pb, in->opts, &why)) ||
+        (in->impl->supports && !in->impl->supports(&in->pb, in->opts, &why))) {
+        tkp_error_set(err, "%s", why ? why : "unsupported");
+        return TKP_EUNSUPPORTED;
+    }
+    return TKP_OK;
+}
+
+/* The workspace init asked for, where the backend wants it. */
+static int instance_workspace(struct tkp_instance *in, struct tkp_error *err)
+{
+    if (!in->workspace_bytes)
+        return TKP_OK;
+    if (in->pb.backend == TKP_GPU)
+        return tkp_gpu_alloc(&in->workspace, in->workspace_bytes, err);
+    in->workspace = malloc(in->workspace_bytes);
+    if (in->workspace)
+        return TKP_OK;
+    tkp_error_set(err, "out of host memory for a %zu-byte workspace", in->workspace_bytes);
+    return TKP_ENOMEM;
+}
+
 int tkp_instance_open(struct tkp_instance *in, const struct tkp_algo *a, const void *opts,
                       const struct tkp_problem *pb, struct tkp_error *err)
 {
     memset(in, 0, sizeof *in);
     in->algo = a;
     in->pb = *pb;
-    const char *why = NULL;
     int capable = tkp_capable(a, pb, err);
     if (capable)
         return capable;
@@ -129,8 +160,9 @@ int tkp_instance_open(struct tkp_instance *in, const struct tkp_algo *a, const v
                       "Python bridge (docs/PEERS.md)", a->name);
         return TKP_EUNSUPPORTED;
     }
+    in->impl = tkp_algo_impl(a, pb->backend);
     in->opts = calloc(1, a->opts_size);
-    in->state = calloc(1, a->state_size);
+    in->state = calloc(1, in->impl->state_size ? in->impl->state_size : 1);
     if (!in->opts || !in->state) {
         tkp_instance_close(in);
         tkp_error_set(err, "out of host memory");
@@ -140,46 +172,41 @@ int tkp_instance_open(struct tkp_instance *in, const struct tkp_algo *a, const v
         memcpy(in->opts, opts, a->opts_size);
     else
         tkp_options_defaults(a, in->opts);
-    if (!a->supports(pb, in->opts, &why)) {
-        tkp_error_set(err, "%s", why ? why : "unsupported");
+    int rc = instance_supports(in, err);
+    if (rc) {
         tkp_instance_close(in);
-        return TKP_EUNSUPPORTED;
+        return rc;
     }
-    int rc = a->init(in->state, pb, in->opts, &in->workspace_bytes, err);
-    if (rc != TKP_OK) {
+    rc = in->impl->init(in->state, pb, in->opts, &in->workspace_bytes, err);
+    if (rc != TKP_OK) { /* init failed: fini has nothing to free */
         free(in->opts);
         free(in->state);
         in->opts = in->state = NULL;
         return rc;
     }
-    if (in->workspace_bytes && pb->backend == TKP_GPU) {
-        rc = tkp_gpu_alloc(&in->workspace, in->workspace_bytes, err);
-        if (rc) {
-            tkp_instance_close(in);
-            return rc;
-        }
-    } else if (in->workspace_bytes) {
-        in->workspace = malloc(in->workspace_bytes);
-        if (!in->workspace) {
-            tkp_error_set(err, "out of host memory for a %zu-byte workspace",
-                          in->workspace_bytes);
-            tkp_instance_close(in);
-            return TKP_ENOMEM;
-        }
-    }
-    return TKP_OK;
+    rc = instance_workspace(in, err);
+    if (rc)
+        tkp_instance_close(in);
+    return rc;
 }
 
 int tkp_instance_run(struct tkp_instance *in, const struct tkp_io *io, struct tkp_error *err)
 {
-    return in->algo->run(in->state, io, in->workspace,
+    return in->impl->run(in->state, io, in->workspace,
                          in->pb.backend == TKP_GPU ? tkp_gpu_stream() : NULL, err);
+}
+
+void tkp_instance_stats(const struct tkp_instance *in, struct tkp_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (in->impl && in->impl->stats)
+        in->impl->stats(in->state, out);
 }
 
 void tkp_instance_close(struct tkp_instance *in)
 {
-    if (in->state && in->algo->fini)
-        in->algo->fini(in->state);
+    if (in->state && in->impl && in->impl->fini)
+        in->impl->fini(in->state);
     if (in->pb.backend == TKP_GPU)
         tkp_gpu_free(in->workspace);
     else
@@ -278,11 +305,10 @@ int tkp_apply(const struct tkp_algo *a, const void *opts, enum tkp_backend backe
             rc = tkp_staged_fetch(&st, err);
         tkp_staged_release(&st);
     }
-    if (stats) {
+    if (stats && rc == TKP_OK)
+        tkp_instance_stats(&in, stats);
+    else if (stats)
         memset(stats, 0, sizeof *stats);
-        if (rc == TKP_OK && a->stats)
-            a->stats(in.state, stats);
-    }
     tkp_instance_close(&in);
     return rc;
 }

@@ -21,21 +21,29 @@ int tkp_validate_rows(const struct tkp_batch *b, struct tkp_error *err);
 struct tkp_problem tkp_problem_of(const struct tkp_batch *b, enum tkp_backend backend,
                                   unsigned outputs, int32_t draws);
 
-/* A module ready to run on one problem: options, state and workspace. */
+/* A module ready to run on one problem: the implementation of the problem's backend, options,
+ * state and workspace. */
 struct tkp_instance {
     const struct tkp_algo *algo;
+    const struct tkp_impl *impl; /* algo's cpu or gpu */
     struct tkp_problem pb;
     void *opts, *state, *workspace;
     size_t workspace_bytes;
 };
 
-/* Can `a` do problem `pb` at all (its backend, ops and outputs)? TKP_EUNSUPPORTED says why. */
+/* Can `a` do problem `pb` at all (its contract version, backend, ops and outputs)?
+ * TKP_EINVAL for a module of another TKP_ABI, TKP_EUNSUPPORTED otherwise; the message says
+ * why. */
 int tkp_capable(const struct tkp_algo *a, const struct tkp_problem *pb, struct tkp_error *err);
-/* Check supports() (TKP_EUNSUPPORTED with the module's reason), init, allocate. `opts` may be
- * NULL for the defaults; it is copied. A peer is TKP_EUNSUPPORTED: it runs in `topkp run`. */
+/* tkp_capable, then the module's supports() and its backend implementation's
+ * (TKP_EUNSUPPORTED with the reason), init, allocate. `opts` may be NULL for the defaults; it
+ * is copied. A peer is TKP_EUNSUPPORTED: it runs in `topkp run`. */
 int tkp_instance_open(struct tkp_instance *in, const struct tkp_algo *a, const void *opts,
                       const struct tkp_problem *pb, struct tkp_error *err);
 int tkp_instance_run(struct tkp_instance *in, const struct tkp_io *io, struct tkp_error *err);
+/* The statistics of the instance's last run (algos/tkp.h, struct tkp_impl); zero when its
+ * implementation has none. */
+void tkp_instance_stats(const struct tkp_instance *in, struct tkp_stats *out);
 void tkp_instance_close(struct tkp_instance *in);
 
 /* The buffers of one batch where the backend wants them: on the CPU the host buffers

@@ -51,7 +51,7 @@ static void print_algo(const struct tkp_algo *a)
     char o[64], u[64], b[64];
     flag_names(a->ops, ops, o, sizeof o);
     flag_names(a->outputs, outs, u, sizeof u);
-    flag_names(a->backends, backends, b, sizeof b);
+    flag_names(tkp_algo_backends(a), backends, b, sizeof b);
     printf("  %-11s %s\n    ops=%s outputs=%s backends=%s%s%s", a->name, a->summary, o, u, b,
            a->flags & TKP_EXACT ? " exact" : "",
            a->flags & TKP_NOT_IMPLEMENTED ? " (not implemented)" : "");

@@ -41,7 +41,7 @@ static const struct tkp_option input_order_entry_options[] = { INPUT_OPTION, ORD
 #define PEER(id, label, pkg, about, op, out, where, opt)                                       \
     static const struct tkp_algo id = {                                                       \
         .abi = TKP_ABI, .name = label, .summary = about, .ops = op, .outputs = out,           \
-        .backends = where, .flags = TKP_PEER, .options = opt,                                 \
+        .peer_backends = where, .flags = TKP_PEER, .options = opt,                            \
         .opts_size = sizeof(struct peer_opts), .package = pkg,                                \
     }
 

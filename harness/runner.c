@@ -193,9 +193,8 @@ static int run_module(const struct tkp_cell *cell, struct run_env *env, const st
                                        (backend == TKP_GPU ? in.workspace_bytes : 0));
     tkp_staged_release(&st);
     if (!rc) {
-        struct tkp_stats stats = { 0 };
-        if (a->stats)
-            a->stats(in.state, &stats);
+        struct tkp_stats stats;
+        tkp_instance_stats(&in, &stats);
         tkp_row_stats(row, &stats);
         int exact = !(a->approximate && a->approximate(cell->opts));
         rc = tkp_row_judge(row, b, kept, drawn, draws, cell->verify_rows, exact, err);

@@ -1,8 +1,10 @@
 /* test_conformance.c — every module of the registry (tkp_algos[], harness/registry.c) held to
  * the contract of docs/SEMANTICS.md with its default options, with no test written for it:
  * a module added to the registry gets these tests at load time. Per module, on each backend
- * it declares and this build has:
- *   conformance_table_<m>              the table is well formed (algos/tkp.h)
+ * it offers in this build (an implementation, algos/tkp.h: struct tkp_impl):
+ *   conformance_table_<m>              the table and its implementations are well formed
+ *                                      (algos/tkp.h, TKP_ABI 2)
+ *   conformance_last_run_stats_cpu_<m> stats() describes the last run, not the sum of runs
  *   conformance_oracle_cpu_<m>         every row of the adversarial suite (tests/cases.c)
  *                                      accepted by the oracle: kept sets and draws
  *   conformance_sampler_tv_cpu_<m>     sampling modules: the statistical sampler test
@@ -10,6 +12,8 @@
  *   gpu_conformance_matches_cpu_<m>    GPU = CPU bit for bit on the suite, and the oracle
  *   gpu_conformance_sampler_tv_<m>     sampling modules, on the GPU
  *   gpu_conformance_deterministic_<m>  on the GPU
+ *   gpu_conformance_last_run_stats_<m> on the GPU
+ * and, once, conformance_refuses_another_abi: the harness refuses a module of another TKP_ABI.
  * The gpu_ tests skip without a GPU (scripts/gpu-test.sh runs them, and compute-sanitizer
  * on gpu_conformance_matches_cpu_*). The per-module test files keep what is specific to a
  * module: its option knobs, its kernels' launch paths, its statistics. */
@@ -43,6 +47,15 @@ static int deterministic(const struct tkp_algo *a)
     return implemented(a);
 }
 
+/* One backend's implementation: what the harness calls must be there. */
+static void check_impl(const struct tkp_algo *a, const struct tkp_impl *impl, const char *where)
+{
+    if (a->flags & TKP_NOT_IMPLEMENTED)
+        return;
+    CHECK(impl->state_size > 0 && impl->init && impl->run, "%s %s: state_size, init or run "
+          "missing", a->name, where);
+}
+
 static void table(const void *arg)
 {
     const struct tkp_algo *a = arg;
@@ -54,10 +67,18 @@ static void table(const void *arg)
           "%s: ops %#x", a->name, a->ops);
     CHECK(a->outputs && !(a->outputs & ~(unsigned)(TKP_OUT_SET | TKP_OUT_SAMPLE)),
           "%s: outputs %#x", a->name, a->outputs);
-    CHECK((a->backends & TKP_CPU) && !(a->backends & ~(unsigned)TKP_BUILT_BACKENDS),
-          "%s: backends %#x (the CPU, and nothing this build lacks)", a->name, a->backends);
-    CHECK(a->supports && ((a->init && a->run) || (a->flags & TKP_NOT_IMPLEMENTED)),
-          "%s: supports, init or run missing", a->name);
+    /* The CPU reference always; the GPU only where the kernels were compiled. */
+    REQUIRE(a->cpu, "%s: no CPU implementation", a->name);
+    check_impl(a, a->cpu, "cpu");
+#ifdef TKP_HAVE_CUDA
+    if (a->gpu)
+        check_impl(a, a->gpu, "gpu");
+#else
+    CHECK(!a->gpu, "%s: a GPU implementation in a build without CUDA", a->name);
+#endif
+    CHECK(tkp_algo_backends(a) == (TKP_CPU | (a->gpu ? (unsigned)TKP_GPU : 0u)) &&
+          !a->peer_backends, "%s: backends %#x, peer_backends %#x (a module has impls)",
+          a->name, tkp_algo_backends(a), a->peer_backends);
     CHECK(a->max_set >= 0, "%s: max_set %lld", a->name, (long long)a->max_set);
     for (const struct tkp_option *o = a->options; o && o->name; o++) {
         size_t size = o->type == TKP_OPT_DOUBLE ? sizeof(double) : sizeof(int);
@@ -119,6 +140,89 @@ static void gpu_deterministic(const void *arg)
         check_deterministic(((const struct tkp_algo *)arg)->name, NULL, TKP_GPU);
 }
 
+/* Two of the statistics are the same (field by field: the struct has padding). */
+static int same_stats(const struct tkp_stats *x, const struct tkp_stats *y)
+{
+    return x->rows == y->rows && x->trunc_hits == y->trunc_hits &&
+           x->fallbacks == y->fallbacks && x->outliers == y->outliers &&
+           x->outlier_mass == y->outlier_mass && x->iterations == y->iterations &&
+           x->rounds == y->rounds && x->sorted == y->sorted && x->reported == y->reported;
+}
+
+/* algos/tkp.h: stats() describes the last run. Run one instance once, then twice more: the
+ * statistics must not change, and they must count the batch's rows once. */
+static void check_last_run_stats(const struct tkp_algo *a, enum tkp_backend backend)
+{
+    enum { B = 6, V = 700, DRAWS = 8 };
+    struct test_case c;
+    case_gaussian(&c, 23, B, V, 2.0f);
+    cases_fit(a, &c, 1);
+    const int32_t draws = (a->outputs & TKP_OUT_SAMPLE) ? DRAWS : 0;
+    uint8_t *kept = (a->outputs & TKP_OUT_SET) ? malloc(B * V) : NULL;
+    int64_t *drawn = draws ? malloc(sizeof(int64_t) * B * DRAWS) : NULL;
+    struct tkp_problem pb = tkp_problem_of(&c.b, backend, a->outputs, draws);
+    struct tkp_instance in;
+    struct tkp_staged st;
+    struct tkp_error err = { "" };
+    int rc = tkp_instance_open(&in, a, NULL, &pb, &err);
+    REQUIRE(rc == TKP_OK, "%s: open: %s", a->name, err.msg);
+    rc = tkp_stage(&st, &c.b, backend, kept, drawn, draws, 5, 0, &err);
+    struct tkp_stats once, thrice;
+    if (rc == TKP_OK && (rc = tkp_instance_run(&in, &st.io, &err)) == TKP_OK) {
+        tkp_instance_stats(&in, &once);
+        for (int i = 0; i < 2 && rc == TKP_OK; i++)
+            rc = tkp_instance_run(&in, &st.io, &err);
+        tkp_instance_stats(&in, &thrice);
+    }
+    CHECK(rc == TKP_OK, "%s: %s", a->name, err.msg);
+    CHECK(rc != TKP_OK || same_stats(&once, &thrice),
+          "%s: the statistics after three runs differ from those after one (rows %lld, then "
+          "%lld)", a->name, (long long)once.rows, (long long)thrice.rows);
+    CHECK(rc != TKP_OK || !once.reported || once.rows == B, "%s: stats count %lld rows of %d",
+          a->name, (long long)once.rows, B);
+    tkp_staged_release(&st);
+    tkp_instance_close(&in);
+    free(kept);
+    free(drawn);
+    free(c.b.logits);
+    free(c.b.k);
+    free(c.b.p);
+}
+
+static void last_run_stats_cpu(const void *arg)
+{
+    if (implemented(arg))
+        check_last_run_stats(arg, TKP_CPU);
+}
+
+static void gpu_last_run_stats(const void *arg)
+{
+    REQUIRE_GPU();
+    if (implemented(arg))
+        check_last_run_stats(arg, TKP_GPU);
+}
+
+/* A module written for another contract version is refused at its first use, by name. */
+TEST(conformance_refuses_another_abi)
+{
+    struct tkp_algo old = *tkp_algo_find("naive_sort");
+    old.abi = TKP_ABI - 1;
+    struct test_case c;
+    case_gaussian(&c, 3, 2, 50, 1.0f);
+    uint8_t kept[2 * 50];
+    struct tkp_error err = { "" };
+    int rc = tkp_apply(&old, NULL, TKP_CPU, &c.b, kept, NULL, 0, 0, 0, NULL, &err);
+    char versions[64];
+    snprintf(versions, sizeof versions, "(abi) %d, but this harness implements version %d",
+             TKP_ABI - 1, TKP_ABI);
+    CHECK(rc == TKP_EINVAL, "a module of abi %d ran (status %d)", TKP_ABI - 1, rc);
+    CHECK(strstr(err.msg, "naive_sort") && strstr(err.msg, versions),
+          "the refusal names neither the module nor both versions: %s", err.msg);
+    free(c.b.logits);
+    free(c.b.k);
+    free(c.b.p);
+}
+
 /* One test named <prefix><module> (the name is never freed: the runner keeps it). */
 static void add(const char *prefix, test_fn_arg fn, const struct tkp_algo *a)
 {
@@ -140,11 +244,13 @@ __attribute__((constructor)) static void register_conformance(void)
         if (sampler)
             add("conformance_sampler_tv_cpu_", sampler_tv_cpu, a);
         add("conformance_deterministic_cpu_", deterministic_cpu, a);
-        if (!(a->backends & TKP_BUILT_BACKENDS & TKP_GPU))
+        add("conformance_last_run_stats_cpu_", last_run_stats_cpu, a);
+        if (!(tkp_algo_backends(a) & TKP_GPU))
             continue;
         add("gpu_conformance_matches_cpu_", gpu_matches_cpu, a);
         if (sampler)
             add("gpu_conformance_sampler_tv_", gpu_sampler_tv, a);
         add("gpu_conformance_deterministic_", gpu_deterministic, a);
+        add("gpu_conformance_last_run_stats_", gpu_last_run_stats, a);
     }
 }

@@ -99,9 +99,9 @@ TEST(peers_python_catalog_names_the_c_peers)
         *devices++ = 0;
         const struct tkp_algo *a = tkp_algo_find(w);
         CHECK(a && (a->flags & TKP_PEER), "peers/catalog.py names %s, which harness/peers.c lacks", w);
-        CHECK(!a || !!(a->backends & TKP_CPU) == !!strstr(devices, "cpu"),
+        CHECK(!a || !!(tkp_algo_backends(a) & TKP_CPU) == !!strstr(devices, "cpu"),
               "%s: peers.c and catalog.py disagree on the CPU backend (catalog: %s)", w, devices);
-        CHECK(!a || !!(a->backends & TKP_GPU) == !!strstr(devices, "cuda"),
+        CHECK(!a || !!(tkp_algo_backends(a) & TKP_GPU) == !!strstr(devices, "cuda"),
               "%s: peers.c and catalog.py disagree on the GPU backend (catalog: %s)", w, devices);
     }
     int n_c = 0;

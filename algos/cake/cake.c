@@ -10,18 +10,16 @@
  *  2. top-p on the slab with exact 64-bit fixed-point prefix sums (the rule of prob.h);
  *  3. inverse-CDF sampling over the kept slab entries, in slab order, driven by Philox.
  * The slab holds 1024 entries, so every row's effective k (k, or V when top-k is off) must
- * be at most 1024. */
+ * be at most 1024. This file holds the module's table and its CPU implementation; the GPU one
+ * is cake_gpu_impl.c. */
 #include <stddef.h>
 #include <string.h>
 
 #include "../common/philox.h"
 #include "../common/prob.h"
 #include "../tkp.h"
-#ifdef TKP_HAVE_CUDA
-#include "cake_gpu.h"
-#endif
+#include "cake_impl.h"
 
-#define CAKE_SLAB 1024
 #define CAKE_BUCKETS 2048
 #define CAKE_PASSES 3
 
@@ -32,10 +30,7 @@ static const struct {
 
 struct cake_state {
     struct tkp_problem pb;
-    struct tkp_stats stats;
-#ifdef TKP_HAVE_CUDA
-    struct cake_gpu_plan plan; /* launch shape of the GPU backend (cake_gpu.cu) */
-#endif
+    struct tkp_stats stats; /* of the last run */
 };
 
 /* Workspace of one row: the fixed-point prefix of the slab, the slab itself (composites),
@@ -54,10 +49,6 @@ struct cake_pivot {
     int passes;
 };
 
-struct cake_opts {
-    int topp_launch; /* enum cake_topp_launch (GPU only) */
-};
-
 static const char *const launch_choices[] = { "fused", "chained", NULL };
 
 static const struct tkp_option cake_options[] = {
@@ -67,28 +58,9 @@ static const struct tkp_option cake_options[] = {
     { NULL },
 };
 
-/* The slab entries a row with top-k value k needs before counting its valid tokens. */
-static int64_t cake_effective_k(int32_t k, int64_t vocab)
-{
-    return tkp_topk_on(k, vocab) ? k : vocab;
-}
-
 static int cake_supports(const struct tkp_problem *pb, const void *opts, const char **why)
 {
     (void)opts;
-#ifndef TKP_HAVE_CUDA
-    if (pb->backend != TKP_CPU) {
-        *why = "cake: this build has no CUDA (the GPU implementation is cake_gpu.cu)";
-        return 0;
-    }
-#endif
-    /* The GPU kernel cannot refuse a row by name without a synchronisation, so it relies on
-     * the problem's largest set (a row with top-k off counts as the whole vocabulary). */
-    if (pb->backend == TKP_GPU && pb->set_max > CAKE_SLAB) {
-        *why = "cake: a row's top-k set (k, or the vocabulary when top-k is off) exceeds the "
-               "1024-entry slab (k <= 1024 required)";
-        return 0;
-    }
     if (pb->k_max > CAKE_SLAB) {
         *why = "cake: k > 1024 does not fit the 1024-entry slab (k <= 1024 required)";
         return 0;
@@ -98,6 +70,14 @@ static int cake_supports(const struct tkp_problem *pb, const void *opts, const c
                "(vocabulary <= 1024 required when top-k is off)";
         return 0;
     }
+    /* Every backend refuses here, before any row is read: a kernel cannot refuse a row by
+     * name without a synchronisation. The problem's largest set covers a row with neither
+     * filter too (it counts as the whole vocabulary). */
+    if (pb->set_max > CAKE_SLAB) {
+        *why = "cake: a row's top-k set (k, or the vocabulary when top-k is off) exceeds the "
+               "1024-entry slab (k <= 1024 required)";
+        return 0;
+    }
     return 1;
 }
 
@@ -105,18 +85,9 @@ static int cake_init(void *state, const struct tkp_problem *pb, const void *opts
                      size_t *workspace_bytes, struct tkp_error *err)
 {
     (void)err;
-    const int launch = opts ? ((const struct cake_opts *)opts)->topp_launch : 0;
-    (void)launch; /* GPU only */
+    (void)opts; /* topp_launch: GPU only */
     struct cake_state *s = state;
     s->pb = *pb;
-    memset(&s->stats, 0, sizeof s->stats);
-#ifdef TKP_HAVE_CUDA
-    if (pb->backend == TKP_GPU) {
-        int rc = cake_gpu_plan(pb->batch, pb->vocab, launch, &s->plan, err);
-        *workspace_bytes = s->plan.workspace_bytes; /* 0 unless chained */
-        return rc;
-    }
-#endif
     *workspace_bytes = 2 * CAKE_SLAB * sizeof(uint64_t) +
                        ((size_t)pb->vocab + CAKE_BUCKETS) * sizeof(uint32_t);
     return TKP_OK;
@@ -243,7 +214,7 @@ static void cake_row(struct cake_state *s, const struct tkp_io *io, int64_t r,
     uint8_t *kept_mask = io->kept ? io->kept + r * vocab : NULL;
     int64_t *samples = io->samples ? io->samples + r * s->pb.draws : NULL;
     int64_t valid = cake_keys(x, vocab, w->keys);
-    int64_t k = cake_effective_k(io->k[r], vocab);
+    int64_t k = tkp_topk_on(io->k[r], vocab) ? io->k[r] : vocab; /* <= 1024: cake_supports */
     if (k > valid)
         k = valid;
 
@@ -274,26 +245,9 @@ static int cake_run(void *state, const struct tkp_io *io, void *workspace, void 
                     struct tkp_error *err)
 {
     (void)stream;
+    (void)err;
     struct cake_state *s = state;
-#ifdef TKP_HAVE_CUDA
-    if (s->pb.backend == TKP_GPU) {
-        /* supports() checked set_max <= 1024 for every row; the statistics that need the
-         * per-row pass counts stay on the device, only rows are counted. */
-        int rc = cake_gpu_run(&s->plan, s->pb.batch, s->pb.vocab, s->pb.stride, s->pb.draws,
-                              io, workspace, stream, err);
-        if (rc == TKP_OK)
-            s->stats.rows += s->pb.batch;
-        return rc;
-    }
-#endif
-    for (int64_t r = 0; r < s->pb.batch; r++)
-        if (cake_effective_k(io->k[r], s->pb.vocab) > CAKE_SLAB) {
-            tkp_error_set(err,
-                          "cake: row %lld (k=%d, vocabulary %lld) needs more than the "
-                          "1024-entry slab (k <= 1024 required)",
-                          (long long)r, io->k[r], (long long)s->pb.vocab);
-            return TKP_EUNSUPPORTED;
-        }
+    memset(&s->stats, 0, sizeof s->stats);
     struct cake_work w;
     w.incl = workspace;
     w.slab = w.incl + CAKE_SLAB;
@@ -304,14 +258,21 @@ static int cake_run(void *state, const struct tkp_io *io, void *workspace, void 
     return TKP_OK;
 }
 
-/* The radix select's passes per row, and the rows it finished before its last pass (hit_rate),
- * on the CPU; the GPU keeps its pass counts on the device (cake_run) and reports none. */
+/* The radix select's passes per row, and the rows it finished before its last pass (hit_rate);
+ * the GPU keeps its pass counts on the device and reports none (cake_gpu_impl.c). */
 static void cake_stats(const void *state, struct tkp_stats *out)
 {
     const struct cake_state *s = state;
     *out = s->stats;
-    out->reported = s->pb.backend == TKP_CPU ? TKP_STAT_HIT_RATE | TKP_STAT_ITERATIONS : 0u;
+    out->reported = TKP_STAT_HIT_RATE | TKP_STAT_ITERATIONS;
 }
+
+static const struct tkp_impl cake_cpu = {
+    .state_size = sizeof(struct cake_state),
+    .init = cake_init,
+    .run = cake_run,
+    .stats = cake_stats,
+};
 
 const struct tkp_algo tkp_algo_cake = {
     .abi = TKP_ABI,
@@ -319,14 +280,11 @@ const struct tkp_algo tkp_algo_cake = {
     .summary = "cluster radix-select top-k slab (k <= 1024), top-p on the slab, inverse CDF",
     .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP,
     .outputs = TKP_OUT_SET | TKP_OUT_SAMPLE,
-    .backends = TKP_BUILT_BACKENDS,
     .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = cake_options,
     .opts_size = sizeof(struct cake_opts),
-    .state_size = sizeof(struct cake_state),
     .supports = cake_supports,
-    .init = cake_init,
-    .run = cake_run,
-    .stats = cake_stats,
+    .cpu = &cake_cpu,
+    .gpu = TKP_GPU_IMPL(tkp_cake_gpu),
     .max_set = CAKE_SLAB,
 };

@@ -3,22 +3,18 @@
  * Per row: stable-sort the valid tokens by value, descending (ties by index), keep the first
  * min(k, #valid), then walk that prefix accumulating fixed-point mass until top-p is reached.
  * Outputs the kept set and samples drawn from it. Exact by construction: it *is* the
- * canonical order of docs/SEMANTICS.md. */
+ * canonical order of docs/SEMANTICS.md. This file holds the module's table and its CPU
+ * implementation; the GPU one is naive_sort_gpu_impl.c. */
 #include <string.h>
 
 #include "../common/cpu_row.h"
 #include "../common/prob.h"
 #include "../tkp.h"
-#ifdef TKP_HAVE_CUDA
-#include "naive_sort_gpu.h"
-#endif
+#include "naive_sort_impl.h"
 
 struct naive_state {
     struct tkp_problem pb;
-    struct tkp_stats stats;
-#ifdef TKP_HAVE_CUDA
-    struct naive_gpu_plan gpu; /* chunking and CUB storage of the GPU backend */
-#endif
+    struct tkp_stats stats; /* of the last run */
 };
 
 /* Workspace of one row: the sorted order, merge scratch, the kept mask when the caller wants
@@ -30,21 +26,6 @@ struct naive_work {
 };
 
 static const struct tkp_option naive_options[] = { { NULL } };
-
-static int naive_supports(const struct tkp_problem *pb, const void *opts, const char **why)
-{
-    (void)opts;
-#ifndef TKP_HAVE_CUDA
-    if (pb->backend != TKP_CPU) {
-        *why = "naive_sort: this build has no CUDA (the GPU implementation is naive_sort_gpu.cu)";
-        return 0;
-    }
-#else
-    (void)pb;
-    (void)why;
-#endif
-    return 1;
-}
 
 static size_t naive_workspace(int64_t vocab)
 {
@@ -58,14 +39,6 @@ static int naive_init(void *state, const struct tkp_problem *pb, const void *opt
     (void)err;
     struct naive_state *s = state;
     s->pb = *pb;
-    memset(&s->stats, 0, sizeof s->stats);
-#ifdef TKP_HAVE_CUDA
-    if (pb->backend == TKP_GPU) {
-        int rc = naive_gpu_plan(pb, &s->gpu, err);
-        *workspace_bytes = rc == TKP_OK ? s->gpu.workspace : 0;
-        return rc;
-    }
-#endif
     *workspace_bytes = naive_workspace(pb->vocab);
     return TKP_OK;
 }
@@ -100,14 +73,7 @@ static int naive_run(void *state, const struct tkp_io *io, void *workspace, void
     (void)stream;
     (void)err;
     struct naive_state *s = state;
-#ifdef TKP_HAVE_CUDA
-    if (s->pb.backend == TKP_GPU) {
-        int rc = naive_gpu_run(&s->gpu, &s->pb, io, workspace, stream, err);
-        if (rc == TKP_OK)
-            s->stats.rows += s->pb.batch;
-        return rc;
-    }
-#endif
+    memset(&s->stats, 0, sizeof s->stats);
     const int64_t vocab = s->pb.vocab;
     struct naive_work w;
     w.cum = workspace;
@@ -124,19 +90,22 @@ static void naive_stats(const void *state, struct tkp_stats *out)
     *out = ((const struct naive_state *)state)->stats;
 }
 
+static const struct tkp_impl naive_cpu = {
+    .state_size = sizeof(struct naive_state),
+    .init = naive_init,
+    .run = naive_run,
+    .stats = naive_stats,
+};
+
 const struct tkp_algo tkp_algo_naive_sort = {
     .abi = TKP_ABI,
     .name = "naive_sort",
     .summary = "stable sort + prefix sum (the PyTorch baseline)",
     .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP,
     .outputs = TKP_OUT_SET | TKP_OUT_SAMPLE,
-    .backends = TKP_BUILT_BACKENDS,
     .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = naive_options,
     .opts_size = sizeof(int),
-    .state_size = sizeof(struct naive_state),
-    .supports = naive_supports,
-    .init = naive_init,
-    .run = naive_run,
-    .stats = naive_stats,
+    .cpu = &naive_cpu,
+    .gpu = TKP_GPU_IMPL(tkp_naive_sort_gpu),
 };

@@ -12,14 +12,12 @@
  * 3. search: the boundary of the top-k set by pivot search (or sort), then, within that set
  *    renormalised, the boundary of top-p with the fixed-point mass as the measure;
  * 4. mask: keep the keys above the boundary and its first `keep` copies in index order.
- * The kept set is exactly naive_sort's. algos/qrita/README.md maps options to the paper. */
+ * The kept set is exactly naive_sort's. algos/qrita/README.md maps options to the paper. The GPU
+ * implementation is qrita_gpu_impl.c. */
 #include <string.h>
 
 #include "../tkp.h"
 #include "qrita.h"
-#ifdef TKP_HAVE_CUDA
-#include "qrita_gpu.h"
-#endif
 
 static const double qrita_quantile[QRITA_QUANTILE_BINS - 1] = QRITA_NORMAL_QUANTILES;
 
@@ -53,12 +51,8 @@ static const struct tkp_option qrita_options[] = {
 struct qrita_state {
     struct tkp_problem pb;
     struct qrita_opts opts;
-    int64_t capacity; /* outlier buffer, in keys */
-    struct tkp_stats stats;
-#ifdef TKP_HAVE_CUDA
-    struct qrita_gpu_plan gpu;
-    const void *gpu_workspace; /* the last run's, for stats() */
-#endif
+    int64_t capacity;       /* outlier buffer, in keys */
+    struct tkp_stats stats; /* of the last run */
 };
 
 /* Workspace: the outlier buffer, and for search=sort a row of keys and its radix-sort scratch. */
@@ -71,9 +65,7 @@ static int pivots_per_iteration(int search)
     return search == QRITA_QUATERNARY ? 3 : search == QRITA_TERNARY ? 2 : 1;
 }
 
-/* The outlier buffer: a quarter of the row (4096 keys for small rows, never more than V). A row
- * whose outliers overflow it falls back to the full row. */
-static int64_t outlier_capacity(int64_t vocab)
+int64_t qrita_outlier_capacity(int64_t vocab)
 {
     int64_t capacity = vocab / 4 > 4096 ? vocab / 4 : 4096;
     return capacity < vocab ? capacity : vocab;
@@ -82,20 +74,11 @@ static int64_t outlier_capacity(int64_t vocab)
 static int qrita_supports(const struct tkp_problem *pb, const void *opts, const char **why)
 {
     (void)opts;
-#ifdef TKP_HAVE_CUDA
-    if (pb->backend == TKP_GPU && pb->vocab >= ((int64_t)1 << 31)) {
-        *why = "qrita: the GPU kernels index a row with 32 bits";
-        return 0;
-    }
-    (void)why;
-    return 1;
-#else
-    if (pb->backend != TKP_CPU) {
-        *why = "qrita: built without CUDA";
+    if (!(pb->outputs & TKP_OUT_SET)) {
+        *why = "qrita: outputs a kept set only, and no set was asked for";
         return 0;
     }
     return 1;
-#endif
 }
 
 static int qrita_approximate(const void *opts)
@@ -114,19 +97,7 @@ static int qrita_init(void *state, const struct tkp_problem *pb, const void *opt
     struct qrita_state *s = state;
     s->pb = *pb;
     s->opts = *(const struct qrita_opts *)opts;
-    s->capacity = outlier_capacity(pb->vocab);
-    memset(&s->stats, 0, sizeof s->stats);
-#ifdef TKP_HAVE_CUDA
-    s->gpu_workspace = NULL;
-    if (pb->backend == TKP_GPU) {
-        const struct qrita_opts *o = &s->opts;
-        int rc = qrita_gpu_plan(&s->gpu, pb->batch, pb->vocab, pb->stride, pb->ops, pb->k_max,
-                                o->truncation, o->search, o->dedup, o->autotune, o->sigma_margin,
-                                o->sample_block, o->max_iter, s->capacity, err);
-        *workspace_bytes = s->gpu.ws_bytes;
-        return rc;
-    }
-#endif
+    s->capacity = qrita_outlier_capacity(pb->vocab);
     size_t sort_keys = s->opts.search == QRITA_SORT ? 2 * (size_t)pb->vocab : 0;
     *workspace_bytes = ((size_t)s->capacity + sort_keys) * sizeof(uint32_t);
     return TKP_OK;
@@ -252,17 +223,9 @@ static int qrita_run(void *state, const struct tkp_io *io, void *workspace, void
                      struct tkp_error *err)
 {
     (void)stream;
+    (void)err;
     struct qrita_state *s = state;
-    if (!io->kept) {
-        tkp_error_set(err, "qrita: outputs a kept set only; no kept buffer was given");
-        return TKP_EINVAL;
-    }
-#ifdef TKP_HAVE_CUDA
-    if (s->pb.backend == TKP_GPU) {
-        s->gpu_workspace = workspace;
-        return qrita_gpu_run(&s->gpu, io, workspace, stream, err);
-    }
-#endif
+    memset(&s->stats, 0, sizeof s->stats);
     struct qrita_work w = { .outliers = workspace };
     if (s->opts.search == QRITA_SORT) {
         w.sorted = w.outliers + s->capacity;
@@ -274,36 +237,33 @@ static int qrita_run(void *state, const struct tkp_io *io, void *workspace, void
     return TKP_OK;
 }
 
-/* The statistics that apply (tkp.h, TKP_STAT_*): the truncation's hits and outliers unless it
- * is off, the outliers' mass where some row has top-p alone, and the keys sorted by
- * search=sort or the iterations of a pivot search. A problem with neither filter: none. */
-static unsigned qrita_reported(const struct qrita_state *s)
+/* The truncation's hits and outliers unless it is off, the outliers' mass where some row has
+ * top-p alone, and the keys sorted by search=sort or the iterations of a pivot search. A
+ * problem with neither filter: none. */
+unsigned qrita_reported(const struct tkp_problem *pb, const struct qrita_opts *o)
 {
-    if (!s->pb.ops)
+    if (!pb->ops)
         return 0;
-    unsigned r = s->opts.search == QRITA_SORT ? TKP_STAT_SORTED : TKP_STAT_ITERATIONS;
-    if (s->opts.truncation != QRITA_TRUNC_OFF)
+    unsigned r = o->search == QRITA_SORT ? TKP_STAT_SORTED : TKP_STAT_ITERATIONS;
+    if (o->truncation != QRITA_TRUNC_OFF)
         r |= TKP_STAT_HIT_RATE | TKP_STAT_OUTLIERS |
-             (s->pb.ops & TKP_TOPP ? TKP_STAT_OUTLIER_MASS : 0u);
+             (pb->ops & TKP_TOPP ? TKP_STAT_OUTLIER_MASS : 0u);
     return r;
 }
 
 static void qrita_stats(const void *state, struct tkp_stats *out)
 {
     const struct qrita_state *s = state;
-#ifdef TKP_HAVE_CUDA
-    /* GPU: the statistics of the last run (per-row values summed in row order, as the CPU). */
-    if (s->pb.backend == TKP_GPU) {
-        if (qrita_gpu_stats(&s->gpu, s->gpu_workspace, out) != TKP_OK)
-            memset(out, 0, sizeof *out);
-        else
-            out->reported = qrita_reported(s);
-        return;
-    }
-#endif
     *out = s->stats;
-    out->reported = qrita_reported(s);
+    out->reported = qrita_reported(&s->pb, &s->opts);
 }
+
+static const struct tkp_impl qrita_cpu = {
+    .state_size = sizeof(struct qrita_state),
+    .init = qrita_init,
+    .run = qrita_run,
+    .stats = qrita_stats,
+};
 
 const struct tkp_algo tkp_algo_qrita = {
     .abi = TKP_ABI,
@@ -311,14 +271,11 @@ const struct tkp_algo tkp_algo_qrita = {
     .summary = "sigma-truncation + quaternary pivot search with duplicate handling",
     .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP,
     .outputs = TKP_OUT_SET,
-    .backends = TKP_BUILT_BACKENDS,
     .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = qrita_options,
     .opts_size = sizeof(struct qrita_opts),
-    .state_size = sizeof(struct qrita_state),
     .supports = qrita_supports,
     .approximate = qrita_approximate,
-    .init = qrita_init,
-    .run = qrita_run,
-    .stats = qrita_stats,
+    .cpu = &qrita_cpu,
+    .gpu = TKP_GPU_IMPL(tkp_qrita_gpu),
 };

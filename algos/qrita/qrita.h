@@ -1,11 +1,14 @@
 /* qrita.h — the CPU passes of Qrita (qrita_passes.c), one function per pass a GPU program makes
- * over a row or over its outlier buffer, and the module's options. qrita.c strings the passes
- * together per row; the decisions between them are in qrita_rules.h. */
+ * over a row or over its outlier buffer, the module's options, and what its two
+ * implementations share (qrita.c: the table and the CPU one; qrita_gpu_impl.c: the GPU one).
+ * qrita.c strings the passes together per row; the decisions between them are in
+ * qrita_rules.h. */
 #ifndef QRITA_H
 #define QRITA_H
 
 #include <stdint.h>
 
+#include "../tkp.h"
 #include "qrita_rules.h"
 
 enum qrita_truncation { QRITA_TRUNC_AUTO, QRITA_TRUNC_OFF, QRITA_TRUNC_FORCE_FALLBACK };
@@ -17,6 +20,16 @@ struct qrita_opts {
     double sigma_margin;
     int sample_block, max_iter;
 };
+
+/* Shared by both implementations (qrita.c). The outlier buffer of a row, in keys: a quarter of
+ * the row (4096 keys for small rows, never more than V); a row whose outliers overflow it falls
+ * back to the full row. */
+int64_t qrita_outlier_capacity(int64_t vocab);
+/* The statistics that apply to problem pb with options o (tkp.h, TKP_STAT_*). */
+unsigned qrita_reported(const struct tkp_problem *pb, const struct qrita_opts *o);
+
+/* The GPU implementation (qrita_gpu_impl.c, CUDA builds only; algos/tkp.h, TKP_GPU_IMPL). */
+extern const struct tkp_impl tkp_qrita_gpu;
 
 /* Pass 0: count, mean and standard deviation of the finite values among x[0..n). Sums are in
  * double with a fixed shape that a GPU block reproduces: lane j (of QRITA_STAT_LANES) adds the

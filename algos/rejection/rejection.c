@@ -6,10 +6,11 @@
  * the known-kept bound; the candidate is accepted when it passes the kept-set test,
  * otherwise the candidate set shrinks. The code is written as the sequential form of what
  * one CTA per row does on the GPU (the same passes, the same integer decisions, the same
- * Philox counters), so the CUDA kernel (rejection_gpu.cu, built with TKP_HAVE_CUDA and run
- * when the problem's backend is TKP_GPU) reproduces every draw bit for bit; the rules both
- * share are in rejection_rules.h. The algorithm, the Philox counter layout, the termination
- * and exactness arguments, the GPU design: README.md here. */
+ * Philox counters), so the CUDA kernel (rejection_gpu.cu, whose glue rejection_gpu_impl.c is
+ * the module's GPU implementation) reproduces every draw bit for bit; the rules both share
+ * are in rejection_rules.h. This file holds the module's table and its CPU implementation.
+ * The algorithm, the Philox counter layout, the termination and exactness arguments, the GPU
+ * design: README.md here. */
 #include <float.h>
 #include <stddef.h>
 #include <string.h>
@@ -19,24 +20,13 @@
 #include "../common/philox.h"
 #include "../common/prob.h"
 #include "../tkp.h"
+#include "rejection_impl.h"
 #include "rejection_rules.h"
-#ifdef TKP_HAVE_CUDA
-#include "rejection_gpu.h"
-#endif
-
-struct rej_opts {
-    int max_rounds;
-};
 
 struct rej_state {
     struct tkp_problem pb;
     struct rej_opts opts;
-    struct tkp_stats stats;
-#ifdef TKP_HAVE_CUDA
-    struct rej_gpu_plan plan;
-    void *gpu_stats;  /* the device workspace of the latest GPU run (per-CTA statistics) */
-    void *gpu_stream; /* its stream */
-#endif
+    struct tkp_stats stats; /* of the last run */
 };
 
 /* One row prepared for all its draws. `key` and `w` live in the workspace (the GPU
@@ -62,10 +52,6 @@ static const struct tkp_option rej_options[] = {
 static int rej_supports(const struct tkp_problem *pb, const void *opts, const char **why)
 {
     const struct rej_opts *o = opts;
-    if (!(pb->backend & TKP_BUILT_BACKENDS)) {
-        *why = "rejection: this build has no GPU implementation (built without CUDA)";
-        return 0;
-    }
     if ((int64_t)pb->draws * o->max_rounds > ((int64_t)1 << 32)) {
         *why = "rejection: draws * max_rounds exceeds the 2^32 Philox counters of a row";
         return 0;
@@ -85,19 +71,6 @@ static int rej_init(void *state, const struct tkp_problem *pb, const void *opts,
     struct rej_state *s = state;
     s->pb = *pb;
     s->opts = *(const struct rej_opts *)opts;
-    memset(&s->stats, 0, sizeof s->stats);
-#ifdef TKP_HAVE_CUDA
-    s->gpu_stats = s->gpu_stream = NULL;
-    if (pb->backend == TKP_GPU) {
-        int forced = 0; /* TKP_REJ_CLUSTER: a cluster size forced for tests and experiments */
-        const int rc = tkp_env_cluster("TKP_REJ_CLUSTER", &forced, err);
-        if (rc != TKP_OK)
-            return rc;
-        rej_gpu_plan_for(pb, forced, &s->plan);
-        *workspace_bytes = s->plan.workspace;
-        return TKP_OK;
-    }
-#endif
     *workspace_bytes = rej_workspace(pb->vocab);
     return TKP_OK;
 }
@@ -285,15 +258,7 @@ static int rej_run(void *state, const struct tkp_io *io, void *workspace, void *
     (void)stream;
     (void)err;
     struct rej_state *s = state;
-#ifdef TKP_HAVE_CUDA
-    if (s->pb.backend == TKP_GPU) {
-        if (!io->samples)
-            return TKP_OK;
-        s->gpu_stats = workspace;
-        s->gpu_stream = stream;
-        return rej_gpu_run(&s->pb, &s->plan, s->opts.max_rounds, io, workspace, stream, err);
-    }
-#endif
+    memset(&s->stats, 0, sizeof s->stats);
     const int64_t vocab = s->pb.vocab;
     const int32_t draws = s->pb.draws;
     uint64_t *w = workspace;
@@ -316,21 +281,19 @@ static int rej_run(void *state, const struct tkp_io *io, void *workspace, void *
     return TKP_OK;
 }
 
-/* CPU: the sums over every run. GPU: the statistics of the latest run (every CTA rewrites its
- * slot in each run, so CUDA-graph replays need no reset); this waits for the stream. */
+/* The sums over the rows of the last run. */
 static void rej_stats(const void *state, struct tkp_stats *out)
 {
-    const struct rej_state *s = state;
-    *out = s->stats;
-#ifdef TKP_HAVE_CUDA
-    if (s->pb.backend == TKP_GPU) {
-        memset(out, 0, sizeof *out);
-        if (s->gpu_stats && rej_gpu_stats(&s->plan, s->gpu_stats, s->gpu_stream, out) == 0)
-            out->rows = s->pb.batch;
-    }
-#endif
-    out->reported = TKP_STAT_ROUNDS | TKP_STAT_ITERATIONS; /* rejection rounds, bisection steps */
+    *out = ((const struct rej_state *)state)->stats;
+    out->reported = REJ_REPORTED;
 }
+
+static const struct tkp_impl rej_cpu = {
+    .state_size = sizeof(struct rej_state),
+    .init = rej_init,
+    .run = rej_run,
+    .stats = rej_stats,
+};
 
 const struct tkp_algo tkp_algo_rejection = {
     .abi = TKP_ABI,
@@ -338,13 +301,10 @@ const struct tkp_algo tkp_algo_rejection = {
     .summary = "FlashInfer-style dual-pivot rejection sampling (sorting-free)",
     .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP,
     .outputs = TKP_OUT_SAMPLE,
-    .backends = TKP_BUILT_BACKENDS,
     .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = rej_options,
     .opts_size = sizeof(struct rej_opts),
-    .state_size = sizeof(struct rej_state),
     .supports = rej_supports,
-    .init = rej_init,
-    .run = rej_run,
-    .stats = rej_stats,
+    .cpu = &rej_cpu,
+    .gpu = TKP_GPU_IMPL(tkp_rejection_gpu),
 };

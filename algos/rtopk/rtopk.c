@@ -10,30 +10,21 @@
  *    (the ties at the k-th value, lower indices first), C (only after an early stop that
  *    undershot) keeps the remaining valid x < t.
  * RTop-k's own pass A keeps x >= t in index order, which drops a larger token that comes
- * after the ties ([1, 1, 2], k = 2); splitting it into A and B makes the default exact. */
+ * after the ties ([1, 1, 2], k = 2); splitting it into A and B makes the default exact.
+ * This file holds the module's table and its CPU implementation; the GPU one is
+ * rtopk_gpu_impl.c. */
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "../common/prob.h"
 #include "../tkp.h"
-#ifdef TKP_HAVE_CUDA
-#include "rtopk_gpu.h"
-#endif
-
-struct rtopk_opts {
-    int max_iter;
-};
+#include "rtopk_impl.h"
 
 struct rtopk_state {
     struct tkp_problem pb;
     struct rtopk_opts opts;
-    int64_t rows, iterations;
-#ifdef TKP_HAVE_CUDA
-    struct rtopk_gpu_plan gpu; /* launch shape of the GPU backend (rtopk_gpu.cu) */
-    const void *gpu_iters;     /* device per-row iteration counters of the last run */
-    void *gpu_stream;          /* the stream of the last run */
-#endif
+    int64_t rows, iterations; /* of the last run */
 };
 
 /* What the scan pass learns about the valid tokens of a row. */
@@ -156,12 +147,6 @@ static void rtopk_row(struct rtopk_state *s, const float *x, int32_t k, uint8_t 
 static int rtopk_supports(const struct tkp_problem *pb, const void *opts, const char **why)
 {
     (void)opts;
-#ifndef TKP_HAVE_CUDA
-    if (pb->backend != TKP_CPU) {
-        *why = "rtopk: this build has no CUDA (the GPU implementation is rtopk_gpu.cu)";
-        return 0;
-    }
-#endif
     if (!(pb->outputs & TKP_OUT_SET)) {
         *why = "rtopk: returns a kept set only, and no set was asked for";
         return 0;
@@ -181,13 +166,6 @@ static int rtopk_init(void *state, const struct tkp_problem *pb, const void *opt
     struct rtopk_state *s = state;
     s->pb = *pb;
     s->opts = *(const struct rtopk_opts *)opts;
-    s->rows = s->iterations = 0;
-#ifdef TKP_HAVE_CUDA
-    s->gpu_iters = NULL;
-    s->gpu_stream = NULL;
-    if (pb->backend == TKP_GPU) /* workspace: one iteration counter per row */
-        return rtopk_gpu_plan(pb, &s->gpu, workspace_bytes, err);
-#endif
     *workspace_bytes = 0; /* the passes only read the row and write the kept mask */
     return TKP_OK;
 }
@@ -199,16 +177,7 @@ static int rtopk_run(void *state, const struct tkp_io *io, void *workspace, void
     (void)stream;
     (void)err;
     struct rtopk_state *s = state;
-#ifdef TKP_HAVE_CUDA
-    if (s->pb.backend == TKP_GPU) {
-        int rc = rtopk_gpu_run(&s->gpu, &s->pb, io, s->opts.max_iter, workspace, stream, err);
-        if (rc == TKP_OK) {
-            s->gpu_iters = workspace;
-            s->gpu_stream = stream;
-        }
-        return rc;
-    }
-#endif
+    s->rows = s->iterations = 0;
     for (int64_t r = 0; r < s->pb.batch; r++)
         rtopk_row(s, io->logits + r * s->pb.stride, io->k[r], io->kept + r * s->pb.vocab);
     return TKP_OK;
@@ -218,23 +187,17 @@ static void rtopk_stats(const void *state, struct tkp_stats *out)
 {
     const struct rtopk_state *s = state;
     memset(out, 0, sizeof *out);
-#ifdef TKP_HAVE_CUDA
-    if (s->pb.backend == TKP_GPU) { /* the last run's rows (every run repeats the same work) */
-        struct tkp_error err;
-        double it = 0;
-        if (s->gpu_iters &&
-            rtopk_gpu_iterations(s->gpu_iters, s->pb.batch, s->gpu_stream, &it, &err) == TKP_OK) {
-            out->rows = s->pb.batch;
-            out->iterations = it;
-            out->reported = TKP_STAT_ITERATIONS;
-        }
-        return;
-    }
-#endif
     out->rows = s->rows;
     out->iterations = (double)s->iterations;
     out->reported = TKP_STAT_ITERATIONS; /* the threshold search's passes */
 }
+
+static const struct tkp_impl rtopk_cpu = {
+    .state_size = sizeof(struct rtopk_state),
+    .init = rtopk_init,
+    .run = rtopk_run,
+    .stats = rtopk_stats,
+};
 
 const struct tkp_algo tkp_algo_rtopk = {
     .abi = TKP_ABI,
@@ -242,14 +205,11 @@ const struct tkp_algo tkp_algo_rtopk = {
     .summary = "binary search on the threshold value, then index-order selection (RTop-k)",
     .ops = TKP_TOPK,
     .outputs = TKP_OUT_SET,
-    .backends = TKP_BUILT_BACKENDS,
     .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = rtopk_options,
     .opts_size = sizeof(struct rtopk_opts),
-    .state_size = sizeof(struct rtopk_state),
     .supports = rtopk_supports,
     .approximate = rtopk_approximate,
-    .init = rtopk_init,
-    .run = rtopk_run,
-    .stats = rtopk_stats,
+    .cpu = &rtopk_cpu,
+    .gpu = TKP_GPU_IMPL(tkp_rtopk_gpu),
 };

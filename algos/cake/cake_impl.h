@@ -1,0 +1,19 @@
+/* cake_impl.h — what the two implementations of cake share: the slab's size, the options
+ * struct and the GPU one's table (cake_gpu_impl.c, CUDA builds only), which cake.c names
+ * through TKP_GPU_IMPL (algos/tkp.h). */
+#ifndef CAKE_IMPL_H
+#define CAKE_IMPL_H
+
+#include "../tkp.h"
+
+/* The entries of a row's top-k slab: every row's effective k (k, or V when top-k is off) must
+ * be at most this (cake.c, cake_supports). */
+#define CAKE_SLAB 1024
+
+struct cake_opts {
+    int topp_launch; /* enum cake_topp_launch (GPU only; cake_gpu.h) */
+};
+
+extern const struct tkp_impl tkp_cake_gpu;
+
+#endif
