@@ -50,36 +50,34 @@ static void join_names(const char *const *names, int n, char *buf, size_t size)
                                  i == 0 ? "" : i == n - 1 ? " and " : ", ", names[i]);
 }
 
-/* The operations of a bit set, e.g. "top-k, top-p and top-k then top-p" (README.md: with both,
- * top-k first, then top-p); "no truncation" for none. */
-static void ops_text(unsigned ops, char *buf, size_t size)
-{
-    const char *names[3];
-    int n = 0;
-    if (ops & TKP_TOPK)
-        names[n++] = "top-k";
-    if (ops & TKP_TOPP)
-        names[n++] = "top-p";
-    if (ops & TKP_TOPK_TOPP)
-        names[n++] = "top-k then top-p";
-    if (n)
-        join_names(names, n, buf, size);
-    else
-        snprintf(buf, size, "no truncation");
-}
+/* A named bit of a set (struct bit_name tables end with name == NULL). */
+struct bit_name {
+    unsigned bit;
+    const char *name;
+};
 
-static void outputs_text(unsigned outputs, char *buf, size_t size)
+/* README.md: with both, top-k first, then top-p. */
+static const struct bit_name op_names[] = {
+    { TKP_TOPK, "top-k" }, { TKP_TOPP, "top-p" }, { TKP_TOPK_TOPP, "top-k then top-p" }, { 0, NULL },
+};
+static const struct bit_name output_names[] = {
+    { TKP_OUT_SET, "a kept set" }, { TKP_OUT_SAMPLE, "samples" }, { 0, NULL },
+};
+
+/* The names of the bits set in `bits`, joined ("top-k, top-p and top-k then top-p"); `none`
+ * when no bit is set. */
+static void bits_text(unsigned bits, const struct bit_name *table, const char *none, char *buf,
+                      size_t size)
 {
-    const char *names[2];
+    const char *names[8];
     int n = 0;
-    if (outputs & TKP_OUT_SET)
-        names[n++] = "a kept set";
-    if (outputs & TKP_OUT_SAMPLE)
-        names[n++] = "samples";
+    for (const struct bit_name *t = table; t->name && n < 8; t++)
+        if (bits & t->bit)
+            names[n++] = t->name;
     if (n)
         join_names(names, n, buf, size);
     else
-        snprintf(buf, size, "nothing");
+        snprintf(buf, size, "%s", none);
 }
 
 /* "rtopk cannot do this problem (top-p, returning a kept set): it offers top-k only, and
@@ -88,10 +86,10 @@ static void incapable_message(const struct tkp_algo *a, const struct tkp_problem
                               struct tkp_error *err)
 {
     char asked_ops[96], asked_out[48], ops[96], outs[48];
-    ops_text(pb->ops, asked_ops, sizeof asked_ops);
-    outputs_text(pb->outputs, asked_out, sizeof asked_out);
-    ops_text(a->ops, ops, sizeof ops);
-    outputs_text(a->outputs, outs, sizeof outs);
+    bits_text(pb->ops, op_names, "no truncation", asked_ops, sizeof asked_ops);
+    bits_text(pb->outputs, output_names, "nothing", asked_out, sizeof asked_out);
+    bits_text(a->ops, op_names, "no truncation", ops, sizeof ops);
+    bits_text(a->outputs, output_names, "nothing", outs, sizeof outs);
     const int one_op = a->ops == TKP_TOPK || a->ops == TKP_TOPP || a->ops == TKP_TOPK_TOPP;
     tkp_error_set(err, "%s cannot do this problem (%s, returning %s): it offers %s%s, and "
                   "returns %s", a->name, asked_ops, asked_out, ops, one_op ? " only" : "", outs);
