@@ -42,11 +42,8 @@
  *
  * Determinism: every decision depends on the SET of buffered entries only (counts, integer
  * masses, the smallest key and its copies, the k-th smallest index), never on their order.
- *
- * The kernels and the host side are here; the device code they call is in one header per layer
- * (README.md, "GPU source layout"). Determinism: every decision depends on the SET of buffered
- * entries only (counts, integer masses, the smallest key and its copies, the k-th smallest
- * index), never on their order. */
+ * The kernels and the host side are here; the device code they call is in one header per
+ * layer (README.md, "GPU source layout"). */
 #include <math.h>
 #include <limits.h>
 #include <stdint.h>
@@ -75,17 +72,16 @@
 #include "qrita_gpu_row_plan.cuh"
 #include "qrita_gpu_sort.cuh"
 #include "qrita_gpu_boundary.cuh"
+#include "qrita_gpu_workspace.cuh"
 
 __constant__ double qr_quantile[QRITA_QUANTILE_BINS - 1] = QRITA_NORMAL_QUANTILES;
 static const double host_quantile[QRITA_QUANTILE_BINS - 1] = QRITA_NORMAL_QUANTILES;
 
-/* Host-side shape of the run (the device constants are in qrita_gpu_types.cuh). */
+/* Host-side shape of the run (device constants: qrita_gpu_types.cuh; workspace:
+ * qrita_gpu_workspace.cuh). */
 #define WARM_MAX_BATCH 4 /* the warm-up of the block-per-row search runs for top-p-alone batches
                           * up to this size (measured: a loss from B = 16, and with top-k); the
                           * same batches fuse qr_gather2 into qr_search */
-#define WS_TARGET ((size_t)8 << 20) /* workspace the buffers fill up to (README, "Workspace") */
-#define POOL_MIN 512   /* ... but at least this many buffer entries per row */
-#define POOL_PER_K 8   /* ... and this many per entry of the largest top-k set */
 
 /* ---- qr_prep: zero the accumulators, sample statistics, threshold ---- */
 
@@ -464,72 +460,6 @@ __global__ void __launch_bounds__(NT) qr_mask(qr_args a)
 }
 
 /* ---- host ---- */
-static size_t carve(size_t *cursor, size_t bytes)
-{
-    size_t at = (*cursor + 255) & ~(size_t)255;
-    *cursor = at + bytes;
-    return at;
-}
-
-/* The GPU's buffer entries per row (README, "Buffer bound and workspace"): max(4096, V/2),
- * never more than V (more than the CPU's max(4096, V/4)), while the batch's buffers fit
- * WS_TARGET bytes beside the
- * other per-row arrays (`fixed`); past that, what fits, but at least POOL_MIN entries and
- * POOL_PER_K per top-k entry; `whole`: max(4096, V/2) whatever the batch. TKP_QRITA_POOL=N
- * forces N (tests: the tight gather on small problems). */
-static int64_t full_capacity(int64_t vocab)
-{
-    const int64_t full = vocab / 2 > 4096 ? vocab / 2 : 4096;
-    return full < vocab ? full : vocab;
-}
-
-static int64_t pool_capacity(int64_t batch, int64_t vocab, int32_t k_max, size_t fixed,
-                             bool whole)
-{
-    const int64_t full = full_capacity(vocab);
-    const char *forced = getenv("TKP_QRITA_POOL");
-    if (forced && *forced) {
-        const long long n = atoll(forced);
-        return n < 1 ? 1 : n < full ? n : full;
-    }
-    if (batch <= 0 || whole)
-        return full;
-    /* two arrays of `pitch` (the entries rounded up to 4) words per row and WARM_N more */
-    const size_t tail = 2 * sizeof(uint32_t) * WARM_N;
-    const int64_t room =
-        fixed + tail < WS_TARGET ? (int64_t)((WS_TARGET - fixed - tail) / (8 * (size_t)batch)) - 3
-                                 : 0;
-    int64_t least = (int64_t)POOL_PER_K * (k_max > 0 ? k_max : 0);
-    least = least > POOL_MIN ? least : POOL_MIN;
-    int64_t cap = room > least ? room : least;
-    cap = cap < full ? cap : full;
-    return cap > WARM_N ? cap : (full < WARM_N ? full : WARM_N);
-}
-
-/* search=sort's workspace: each row's segment bounds, its keys twice (in, sorted) and the
- * segmented sort's scratch, whose size CUB reports. CUB counts keys in an int. */
-static int sort_workspace(struct qrita_gpu_plan *pl, size_t *cur, struct tkp_error *err)
-{
-    const int64_t items = pl->batch * pl->vocab;
-    if (items > INT32_MAX) {
-        tkp_error_set(err, "qrita: search=sort on the GPU sorts at most %d keys per run "
-                      "(batch x vocab = %lld); use a smaller batch", INT32_MAX, (long long)items);
-        return TKP_EINVAL;
-    }
-    size_t scratch = 0;
-    TKP_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeysDescending(
-                     nullptr, scratch, (const uint32_t *)nullptr, (uint32_t *)nullptr,
-                     (int)items, (int)pl->batch, (const int *)nullptr, (const int *)nullptr),
-                 err);
-    pl->ws_sort_begin = carve(cur, sizeof(int) * (size_t)pl->batch);
-    pl->ws_sort_end = carve(cur, sizeof(int) * (size_t)pl->batch);
-    pl->ws_sort_in = carve(cur, sizeof(uint32_t) * (size_t)items);
-    pl->ws_sort_out = carve(cur, sizeof(uint32_t) * (size_t)items);
-    pl->ws_sort_tmp = carve(cur, scratch);
-    pl->sort_tmp_bytes = scratch;
-    return TKP_OK;
-}
-
 extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t vocab,
                               int64_t stride, unsigned ops, int32_t k_max, int truncation,
                               int search, int dedup,
