@@ -1,12 +1,18 @@
 /* qrita_gpu_sort.cuh — search=sort on the GPU (README.md, "GPU"): the candidates of each row
- * that lie above the query's lower end are compacted into a segment of their own (qr_sort_keys),
- * sorted in descending order by CUB's segmented radix sort (qrita_gpu.cu, the host), then walked
- * by the search (sorted_boundary) as the CPU walks its sorted pool (qrita_sorted_boundary).
- * Included by qrita_gpu.cu after qr_args, RowPlan and pool_keys. */
+ * that lie above the query's lower end are compacted into a segment of their own (qr_sort_keys,
+ * qrita_gpu.cu), sorted in descending order by CUB's segmented radix sort (qrita_gpu.cu, the
+ * host), then walked by the search (sorted_boundary) as the CPU walks its sorted pool
+ * (qrita_sorted_boundary). */
 #ifndef QRITA_GPU_SORT_CUH
 #define QRITA_GPU_SORT_CUH
 
-#include <cub/block/block_scan.cuh>
+#include <stdint.h>
+
+#include <cuda_runtime.h>
+
+#include "../common/gpu_warp.cuh"
+#include "qrita.h"
+#include "qrita_gpu_types.cuh"
 
 /* Inclusive prefix sum of one 64-bit value per thread over a group of G threads (a warp, or a
  * block of G / 32 warps); `total` gets the group's sum. Integer sums: order-free. */
@@ -14,11 +20,7 @@ template <int G>
 __device__ __forceinline__ u64 group_scan_u64(u64 v, u64 &total)
 {
     const int lane = (int)(threadIdx.x & 31);
-    for (int d = 1; d < 32; d <<= 1) {
-        const u64 y = __shfl_up_sync(FULL, v, d);
-        if (lane >= d)
-            v += y;
-    }
+    v = tkp_warp_incl_scan(v);
     if (G == 32) {
         total = __shfl_sync(FULL, v, 31);
         return v;
@@ -101,41 +103,6 @@ __device__ struct qrita_boundary sorted_boundary(const uint32_t *sorted, int64_t
         b.keep = kept - lo;
     }
     return b;
-}
-
-/* search=sort, before the sort: the keys of row r's candidates (row_plan: the buffer, the
- * window or the row) above the query's lower end, appended to the row's segment of sort_in
- * (sort_end[r] starts at the segment's first entry and ends past its last). A grid of
- * (cpr, B) CTAs shares each row's candidates out; a CTA compacts a tile by a block scan and
- * reserves its place with one atomic: the order within a segment is the atomics', which the
- * sort then removes. */
-__global__ void __launch_bounds__(NT) qr_sort_keys(qr_args a)
-{
-    using Scan = cub::BlockScan<uint32_t, NT>;
-    __shared__ typename Scan::TempStorage scan;
-    __shared__ int base;
-    const int64_t r = blockIdx.y;
-    const RowPlan pl = row_plan(a, a.rows + r, a.k[r], a.p[r]);
-    if (!pl.work)
-        return;
-    const int64_t n = pl.use_pool ? pl.pool_n : a.vocab;
-    const int64_t span = (n + gridDim.x - 1) / gridDim.x;
-    const int64_t first = (int64_t)blockIdx.x * span, last = min(n, first + span);
-    const uint32_t *pk = pool_keys(a, r, pl.in_win);
-    const float *x = a.logits + r * a.stride;
-    for (int64_t t0 = first; t0 < last; t0 += NT) {
-        const int64_t i = t0 + threadIdx.x;
-        const uint32_t key = i >= last ? 0u : pl.use_pool ? pk[i] : tkp_order_key(x[i]);
-        const uint32_t take = key > pl.lo_q; /* never an invalid key (0): lo_q >= 0 */
-        uint32_t at, total;
-        Scan(scan).ExclusiveSum(take, at, total);
-        if (threadIdx.x == 0 && total)
-            base = atomicAdd(&a.sort_end[r], (int)total);
-        __syncthreads();
-        if (take)
-            a.sort_in[base + at] = key;
-        __syncthreads();
-    }
 }
 
 #endif

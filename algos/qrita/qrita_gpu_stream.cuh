@@ -1,6 +1,17 @@
-/* qrita_gpu_stream.cuh — the streaming helpers of qrita_gpu.cu (included there, after NT and
- * FULL): a CTA's chunk of a row in batches of 4 float4 per thread, the append of the keys above a
- * threshold to the row's buffer, and the zeroing of the CTA's share of the mask. */
+/* qrita_gpu_stream.cuh — the streaming layer of qrita's CUDA kernels: a CTA's chunk of a row in
+ * batches of 4 float4 per thread, the append of the keys above a threshold to the row's buffer,
+ * and the zeroing of the CTA's share of the mask. */
+#ifndef QRITA_GPU_STREAM_CUH
+#define QRITA_GPU_STREAM_CUH
+
+#include <math.h>
+#include <stdint.h>
+
+#include <cuda_runtime.h>
+
+#include "../common/gpu_warp.cuh"
+#include "../common/prob.h"
+#include "qrita_gpu_types.cuh"
 
 /* ---- streaming over one CTA's chunk of a row ----
  * The row is split at 16-byte alignment: h scalar head elements, nvec float4 vectors, a scalar
@@ -92,14 +103,10 @@ __device__ __forceinline__ unsigned append_above(const uint32_t (&key)[4][4], co
             hits += key[u][c] > thr;
     if (!write || !__any_sync(FULL, hits))
         return hits;
+    /* tkp_warp_reserve's scan and atomic, with the warp's base kept apart: the stores need the
+     * room left in the buffer past it */
     const unsigned lane = threadIdx.x & 31;
-    unsigned incl = hits;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const unsigned y = __shfl_up_sync(FULL, incl, o);
-        if (lane >= (unsigned)o)
-            incl += y;
-    }
+    const unsigned incl = tkp_warp_incl_scan(hits);
     unsigned base = 0;
     if (lane == 31)
         base = atomicAdd(counter, incl);
@@ -164,3 +171,5 @@ __device__ __forceinline__ void zero_chunk(uint8_t *kept, const float *x, int64_
         zero_bytes(kept, h + 4 * nvec, (int)V);
     }
 }
+
+#endif

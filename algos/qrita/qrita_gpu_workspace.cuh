@@ -1,0 +1,88 @@
+/* qrita_gpu_workspace.cuh — the host side of qrita's GPU workspace (qrita_gpu_plan in
+ * qrita_gpu.cu; README.md, "Buffer bound and workspace"): the aligned carving of the workspace,
+ * the buffer entries per row, and search=sort's segments and CUB scratch. */
+#ifndef QRITA_GPU_WORKSPACE_CUH
+#define QRITA_GPU_WORKSPACE_CUH
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cub/device/device_segmented_radix_sort.cuh>
+
+#include "../common/cuda_util.h"
+#include "qrita_gpu.h"
+#include "qrita_gpu_types.cuh"
+
+#define WS_TARGET ((size_t)8 << 20) /* workspace the buffers fill up to (README, "Workspace") */
+#define POOL_MIN 512   /* ... but at least this many buffer entries per row */
+#define POOL_PER_K 8   /* ... and this many per entry of the largest top-k set */
+
+static size_t carve(size_t *cursor, size_t bytes)
+{
+    size_t at = (*cursor + 255) & ~(size_t)255;
+    *cursor = at + bytes;
+    return at;
+}
+
+/* The GPU's buffer entries per row (README, "Buffer bound and workspace"): max(4096, V/2),
+ * never more than V (more than the CPU's max(4096, V/4)), while the batch's buffers fit
+ * WS_TARGET bytes beside the
+ * other per-row arrays (`fixed`); past that, what fits, but at least POOL_MIN entries and
+ * POOL_PER_K per top-k entry; `whole`: max(4096, V/2) whatever the batch. TKP_QRITA_POOL=N
+ * forces N (tests: the tight gather on small problems). */
+static int64_t full_capacity(int64_t vocab)
+{
+    const int64_t full = vocab / 2 > 4096 ? vocab / 2 : 4096;
+    return full < vocab ? full : vocab;
+}
+
+static int64_t pool_capacity(int64_t batch, int64_t vocab, int32_t k_max, size_t fixed,
+                             bool whole)
+{
+    const int64_t full = full_capacity(vocab);
+    const char *forced = getenv("TKP_QRITA_POOL");
+    if (forced && *forced) {
+        const long long n = atoll(forced);
+        return n < 1 ? 1 : n < full ? n : full;
+    }
+    if (batch <= 0 || whole)
+        return full;
+    /* two arrays of `pitch` (the entries rounded up to 4) words per row and WARM_N more */
+    const size_t tail = 2 * sizeof(uint32_t) * WARM_N;
+    const int64_t room =
+        fixed + tail < WS_TARGET ? (int64_t)((WS_TARGET - fixed - tail) / (8 * (size_t)batch)) - 3
+                                 : 0;
+    int64_t least = (int64_t)POOL_PER_K * (k_max > 0 ? k_max : 0);
+    least = least > POOL_MIN ? least : POOL_MIN;
+    int64_t cap = room > least ? room : least;
+    cap = cap < full ? cap : full;
+    return cap > WARM_N ? cap : (full < WARM_N ? full : WARM_N);
+}
+
+/* search=sort's workspace: each row's segment bounds, its keys twice (in, sorted) and the
+ * segmented sort's scratch, whose size CUB reports. CUB counts keys in an int. */
+static int sort_workspace(struct qrita_gpu_plan *pl, size_t *cur, struct tkp_error *err)
+{
+    const int64_t items = pl->batch * pl->vocab;
+    if (items > INT32_MAX) {
+        tkp_error_set(err, "qrita: search=sort on the GPU sorts at most %d keys per run "
+                      "(batch x vocab = %lld); use a smaller batch", INT32_MAX, (long long)items);
+        return TKP_EINVAL;
+    }
+    size_t scratch = 0;
+    TKP_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeysDescending(
+                     nullptr, scratch, (const uint32_t *)nullptr, (uint32_t *)nullptr,
+                     (int)items, (int)pl->batch, (const int *)nullptr, (const int *)nullptr),
+                 err);
+    pl->ws_sort_begin = carve(cur, sizeof(int) * (size_t)pl->batch);
+    pl->ws_sort_end = carve(cur, sizeof(int) * (size_t)pl->batch);
+    pl->ws_sort_in = carve(cur, sizeof(uint32_t) * (size_t)items);
+    pl->ws_sort_out = carve(cur, sizeof(uint32_t) * (size_t)items);
+    pl->ws_sort_tmp = carve(cur, scratch);
+    pl->sort_tmp_bytes = scratch;
+    return TKP_OK;
+}
+
+
+#endif
