@@ -176,8 +176,11 @@ static void check_last_run_stats(const struct tkp_algo *a, enum tkp_backend back
     }
     CHECK(rc == TKP_OK, "%s: %s", a->name, err.msg);
     CHECK(rc != TKP_OK || same_stats(&once, &thrice),
-          "%s: the statistics after three runs differ from those after one (rows %lld, then "
-          "%lld)", a->name, (long long)once.rows, (long long)thrice.rows);
+          "%s: the statistics after three runs differ from those after one (rows %lld/%lld, "
+          "hits %lld/%lld, outliers %g/%g, iterations %g/%g, rounds %g/%g, sorted %g/%g)",
+          a->name, (long long)once.rows, (long long)thrice.rows, (long long)once.trunc_hits,
+          (long long)thrice.trunc_hits, once.outliers, thrice.outliers, once.iterations,
+          thrice.iterations, once.rounds, thrice.rounds, once.sorted, thrice.sorted);
     CHECK(rc != TKP_OK || !once.reported || once.rows == B, "%s: stats count %lld rows of %d",
           a->name, (long long)once.rows, B);
     tkp_staged_release(&st);

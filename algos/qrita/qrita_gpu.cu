@@ -671,7 +671,7 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
 }
 
 extern "C" int qrita_gpu_stats(const struct qrita_gpu_plan *pl, const void *workspace,
-                               struct tkp_stats *out)
+                               void *stream, struct tkp_stats *out)
 {
     memset(out, 0, sizeof *out);
     if (!workspace || pl->batch == 0)
@@ -680,8 +680,11 @@ extern "C" int qrita_gpu_stats(const struct qrita_gpu_plan *pl, const void *work
     qrita_gpu_rstat *h = (qrita_gpu_rstat *)malloc(sizeof *h * n);
     if (!h)
         return TKP_ENOMEM;
-    if (cudaMemcpy(h, (const char *)workspace + pl->ws_rstat, sizeof *h * n,
-                   cudaMemcpyDeviceToHost) != cudaSuccess) {
+    /* On the run's stream, then wait for it: the stream may not synchronise with the legacy
+     * default stream, so a plain cudaMemcpy could read the rows before the run wrote them. */
+    if (cudaMemcpyAsync(h, (const char *)workspace + pl->ws_rstat, sizeof *h * n,
+                        cudaMemcpyDeviceToHost, (cudaStream_t)stream) != cudaSuccess ||
+        cudaStreamSynchronize((cudaStream_t)stream) != cudaSuccess) {
         free(h);
         return TKP_EDEVICE;
     }

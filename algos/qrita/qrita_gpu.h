@@ -56,7 +56,7 @@ int qrita_gpu_run(const struct qrita_gpu_plan *plan, const struct tkp_io *io, vo
                   void *stream, struct tkp_error *err);
 
 /* Download the per-row statistics of the last run (synchronises) and sum them in row order. */
-int qrita_gpu_stats(const struct qrita_gpu_plan *plan, const void *workspace,
+int qrita_gpu_stats(const struct qrita_gpu_plan *plan, const void *workspace, void *stream,
                     struct tkp_stats *out);
 
 #ifdef __cplusplus

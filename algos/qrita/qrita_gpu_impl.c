@@ -12,6 +12,7 @@ struct qrita_gpu_state {
     struct qrita_opts opts;
     struct qrita_gpu_plan plan;
     const void *workspace; /* the last run's, for stats() */
+    void *stream;          /* and its stream */
 };
 
 /* The kernels index a row with 32 bits, and search=sort hands the whole batch to CUB's
@@ -38,6 +39,7 @@ static int qrita_gpu_init(void *state, const struct tkp_problem *pb, const void 
     s->pb = *pb;
     s->opts = *(const struct qrita_opts *)opts;
     s->workspace = NULL;
+    s->stream = NULL;
     const struct qrita_opts *o = &s->opts;
     int rc = qrita_gpu_plan(&s->plan, pb->batch, pb->vocab, pb->stride, pb->ops, pb->k_max,
                             o->truncation, o->search, o->dedup, o->autotune, o->sigma_margin,
@@ -51,6 +53,7 @@ static int qrita_gpu_enqueue(void *state, const struct tkp_io *io, void *workspa
 {
     struct qrita_gpu_state *s = state;
     s->workspace = workspace;
+    s->stream = stream;
     return qrita_gpu_run(&s->plan, io, workspace, stream, err);
 }
 
@@ -58,7 +61,7 @@ static int qrita_gpu_enqueue(void *state, const struct tkp_io *io, void *workspa
 static void qrita_gpu_report(const void *state, struct tkp_stats *out)
 {
     const struct qrita_gpu_state *s = state;
-    if (qrita_gpu_stats(&s->plan, s->workspace, out) != TKP_OK)
+    if (qrita_gpu_stats(&s->plan, s->workspace, s->stream, out) != TKP_OK)
         memset(out, 0, sizeof *out);
     else
         out->reported = qrita_reported(&s->pb, &s->opts);
