@@ -12,12 +12,12 @@
 #define COLUMN(f)                                                                               \
     .column = offsetof(struct tkp_cell_row, f), .column_size = sizeof(((struct tkp_cell_row *)0)->f)
 
-/* To add an axis: a field in struct tkp_cell (plan.h), a column appended last in
- * struct tkp_cell_row and cell_fields (results.h, results.c; docs/DESIGN.md lists the columns),
- * a row here, and its use where a cell runs (runner.c). The row's place is its place in the
- * cross product, the lines and the key. Every axis is part of the key, so a new one changes
- * every key: --resume onto a file written before it finds no cell done. A TKP_AXIS_PLAN axis
- * changes every plan: rerun scripts/update-goldens.sh. */
+/* To add an axis: a field in struct tkp_cell (plan.h), a field appended last in
+ * struct tkp_cell_row (results.h; results.c appends its column after the fixed ones, and
+ * docs/DESIGN.md lists the columns), a row here, and its use where a cell runs (runner.c). The
+ * row's place is its place in the cross product, the lines and the key. Every axis is part of
+ * the key, so a new one changes every key: --resume onto a file written before it finds no cell
+ * done. A TKP_AXIS_PLAN axis changes every plan: rerun scripts/update-goldens.sh. */
 const struct tkp_axis tkp_axes[] = {
     { .name = "dataset", .help = "a dataset (above) or file \"x.h5\"", .type = TKP_AXIS_DATASET,
       AT(dataset), COLUMN(dataset), .def_text = "gaussian",

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "axes.h"
 #include "file_error.h"
 #include "h5util.h"
 #include "limits_files.h"
@@ -55,11 +56,45 @@ static const struct field {
 #undef F
 #define N_FIELDS (sizeof cell_fields / sizeof cell_fields[0])
 
+/* The columns of a cells row, in file order: cell_fields, then each axis whose column
+ * cell_fields does not name (harness/axes.c), so that a new axis's column is appended last
+ * (docs/DESIGN.md: columns are only ever appended). Returns how many. */
+enum { MAX_FIELDS = N_FIELDS + TKP_MAX_AXES };
+static size_t row_fields(struct field out[MAX_FIELDS])
+{
+    size_t n = 0;
+    for (size_t i = 0; i < N_FIELDS; i++)
+        out[n++] = cell_fields[i];
+    for (const struct tkp_axis *a = tkp_axes; a->name && n < MAX_FIELDS; a++) {
+        int listed = 0;
+        for (size_t i = 0; i < N_FIELDS && !listed; i++)
+            listed = strcmp(cell_fields[i].name, a->name) == 0;
+        if (listed)
+            continue;
+        const enum h5_kind kind = a->type == TKP_AXIS_DATASET || a->type == TKP_AXIS_ENUM ? STR
+                                  : a->type == TKP_AXIS_F32                               ? F64
+                                                                                          : I64;
+        out[n++] = (struct field){ a->name, a->column, kind, a->column_size };
+    }
+    return n;
+}
+
+size_t tkp_results_columns(const char **names, size_t cap)
+{
+    struct field f[MAX_FIELDS];
+    const size_t n = row_fields(f);
+    for (size_t i = 0; i < n && i < cap; i++)
+        names[i] = f[i].name;
+    return n;
+}
+
 static hid_t cell_type(void)
 {
+    struct field fields[MAX_FIELDS];
+    const size_t n = row_fields(fields);
     hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(struct tkp_cell_row));
-    for (size_t i = 0; i < N_FIELDS; i++) {
-        const struct field *f = &cell_fields[i];
+    for (size_t i = 0; i < n; i++) {
+        const struct field *f = &fields[i];
         hid_t mt = h5_member_type(f->kind, f->size);
         H5Tinsert(t, f->name, f->offset, mt);
         H5Tclose(mt);
@@ -116,8 +151,10 @@ static int layout_matches(hid_t ft, char *why, size_t n)
         return 0;
     }
     int members = H5Tget_nmembers(ft);
-    for (size_t i = 0; i < N_FIELDS; i++) {
-        const struct field *f = &cell_fields[i];
+    struct field fields[MAX_FIELDS];
+    const size_t n_fields = row_fields(fields);
+    for (size_t i = 0; i < n_fields; i++) {
+        const struct field *f = &fields[i];
         int m = H5Tget_member_index(ft, f->name);
         if (m < 0) {
             snprintf(why, n, "it has no column '%s'", f->name);
@@ -135,8 +172,8 @@ static int layout_matches(hid_t ft, char *why, size_t n)
             return 0;
         }
     }
-    if (members != (int)N_FIELDS) {
-        snprintf(why, n, "it has %d columns, this binary writes %d", members, (int)N_FIELDS);
+    if (members != (int)n_fields) {
+        snprintf(why, n, "it has %d columns, this binary writes %d", members, (int)n_fields);
         return 0;
     }
     return 1;

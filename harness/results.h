@@ -55,6 +55,9 @@ const char *tkp_results_path(const struct tkp_results *r);
 /* The key column of a cell from its whole identity: the identity itself when shorter than
  * TKP_RESULT_KEY_BYTES - 1, else a prefix, '#' and a 64-bit FNV-1a hash of all of it. */
 void tkp_results_key(const char *identity, char key[TKP_RESULT_KEY_BYTES]);
+/* The names of a cells row's columns in file order (at most cap into names); returns how many
+ * there are: the fixed columns, then any axis of harness/axes.c they do not name. */
+size_t tkp_results_columns(const char **names, size_t cap);
 void tkp_results_close(struct tkp_results *r);
 /* Root provenance attribute (string). */
 int tkp_results_attr(struct tkp_results *r, const char *name, const char *value);

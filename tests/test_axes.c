@@ -88,3 +88,31 @@ TEST(axes_name_the_sweep_keys_and_the_cross_product)
                                  "1 x 64 x 64 x 64 x 64), more than the limit of 1000000"),
           "%s", err.msg);
 }
+
+/* The results columns (docs/DESIGN.md, "/sweeps/<sweep>/cells") are the contract's, in its order,
+ * and every axis has a column by its name: a new axis's column is appended after them. */
+TEST(axes_each_have_a_results_column_after_the_contract_columns)
+{
+    static const char *const contract[] = {
+        "key", "algo", "variant", "options", "dataset", "mode", "backend", "batch", "vocab", "k",
+        "p", "draws", "seed", "status", "message", "median_us", "q1_us", "q3_us", "min_us",
+        "max_us", "mean_us", "stdev_us", "n_samples", "samples_offset", "throttled",
+        "bytes_read", "bytes_written", "gbps", "bw_fraction", "workspace_bytes",
+        "peak_device_bytes", "rows_checked", "rows_exact", "hit_rate", "outliers",
+        "outlier_mass", "iterations", "rounds", "cell_seconds", "noisy", "run", "sorted",
+    };
+    const size_t fixed = sizeof contract / sizeof contract[0];
+    const char *names[128];
+    const size_t n = tkp_results_columns(names, 128);
+    REQUIRE(n >= fixed && n <= 128, "%zu columns", n);
+    for (size_t i = 0; i < fixed; i++)
+        CHECK(strcmp(names[i], contract[i]) == 0, "column %zu is %s, the contract's is %s", i,
+              names[i], contract[i]);
+    for (const struct tkp_axis *a = tkp_axes; a->name; a++) {
+        size_t at = n;
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(names[i], a->name) == 0)
+                at = i;
+        CHECK(at < n, "axis %s has no results column", a->name);
+    }
+}
