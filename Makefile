@@ -34,7 +34,7 @@ BUILD   ?= build
 CC      ?= gcc
 PKGS    := lua5.4 hdf5-serial
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-format-truncation -ffp-contract=off -MMD -MP -I$(BUILD) -fopenmp \
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-format-truncation -Werror=pointer-arith -ffp-contract=off -MMD -MP -I$(BUILD) -fopenmp \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(SAN_FLAGS)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhdf5_hl -lz -lm
 

@@ -12,13 +12,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/half.h" /* enum tkp_dtype: the element type of the logits */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* The version of this contract a module was written against (struct tkp_algo.abi). 2: one
- * struct tkp_impl per backend. The harness refuses a module of another version by name. */
-enum { TKP_ABI = 2 };
+ * struct tkp_impl per backend. 3: the logits' element type (struct tkp_problem.dtype) and the
+ * 16-bit types a backend reads (struct tkp_impl.dtypes). The harness refuses a module of
+ * another version by name. */
+enum { TKP_ABI = 3 };
 
 /* Return codes of init/run and of the harness helpers. */
 enum tkp_status {
@@ -65,11 +69,14 @@ struct tkp_problem {
     int32_t draws;                /* samples per row for TKP_OUT_SAMPLE */
     int64_t set_max;              /* largest top-k set over the rows (vocab for a row with
                                      top-k off) */
+    enum tkp_dtype dtype;         /* the element type of io.logits (TKP_F32 unless the
+                                     backend's tkp_impl.dtypes has it) */
 };
 
 /* ---- the buffers of one run (host pointers on the CPU, device pointers on the GPU) ---- */
 struct tkp_io {
-    const float *logits;   /* [batch, stride] */
+    const void *logits;    /* [batch, stride] of problem.dtype: float, or the 16-bit encodings
+                              (uint16_t) of algos/common/half.h */
     const int32_t *k;      /* [batch]; k <= 0 or k >= vocab: top-k off */
     const float *p;        /* [batch]; p >= 1: top-p off */
     uint8_t *kept;         /* [batch, vocab] or NULL */
@@ -121,7 +128,13 @@ struct tkp_impl {
      * work, so the harness reads them once after its repetitions and divides by `rows`. */
     void (*stats)(const void *state, struct tkp_stats *out);
     void (*fini)(void *state); /* NULL: nothing to free */
+    /* The 16-bit element types this backend reads besides float32, as TKP_DTYPE_BIT(...)
+     * bits; 0: float32 only. A 16-bit row must give the kept set and the draws of its float32
+     * upcast, bit for bit (docs/SEMANTICS.md). */
+    unsigned dtypes;
 };
+
+#define TKP_DTYPE_BIT(t) (1u << (t))
 
 /* The GPU implementation `sym` (defined in algos/<m>/<m>_gpu_impl.c, compiled only where the
  * kernels are): its address in a CUDA build, NULL (no GPU offered) otherwise. */

@@ -23,11 +23,22 @@ int tkp_validate_rows(const struct tkp_batch *b, struct tkp_error *err)
     return TKP_OK;
 }
 
+const void *tkp_batch_input(const struct tkp_batch *b)
+{
+    return b->dtype == TKP_F32 ? (const void *)b->logits : (const void *)b->logits16;
+}
+
+size_t tkp_batch_input_bytes(const struct tkp_batch *b)
+{
+    return (size_t)tkp_dtype_size(b->dtype) * (size_t)(b->batch * b->vocab);
+}
+
 struct tkp_problem tkp_problem_of(const struct tkp_batch *b, enum tkp_backend backend,
                                   unsigned outputs, int32_t draws)
 {
     struct tkp_problem pb = { .batch = b->batch, .vocab = b->vocab, .stride = b->vocab,
-                              .backend = backend, .outputs = outputs, .draws = draws };
+                              .backend = backend, .outputs = outputs, .draws = draws,
+                              .dtype = b->dtype };
     for (int64_t r = 0; r < b->batch; r++) {
         int topk = tkp_topk_on(b->k[r], b->vocab), topp = tkp_topp_on(b->p[r]);
         if (topk && b->k[r] > pb.k_max)
@@ -95,6 +106,25 @@ static void incapable_message(const struct tkp_algo *a, const struct tkp_problem
                   "returns %s", a->name, asked_ops, asked_out, ops, one_op ? " only" : "", outs);
 }
 
+/* Does the backend's implementation read the problem's element type? (Peers: the bridge
+ * decides, docs/PEERS.md.) */
+static int dtype_readable(const struct tkp_algo *a, const struct tkp_problem *pb,
+                          struct tkp_error *err)
+{
+    const struct tkp_impl *impl = tkp_algo_impl(a, pb->backend);
+    if (pb->dtype == TKP_F32 || (a->flags & TKP_PEER) ||
+        (impl && (impl->dtypes & TKP_DTYPE_BIT(pb->dtype))))
+        return TKP_OK;
+    if (!tkp_dtype_name(pb->dtype)) {
+        tkp_error_set(err, "logits element type %d is not one of f32, bf16, f16", (int)pb->dtype);
+        return TKP_EINVAL;
+    }
+    tkp_error_set(err, "%s reads no %s logits on the %s (its %s code reads f32)", a->name,
+                  tkp_dtype_name(pb->dtype), pb->backend == TKP_GPU ? "GPU" : "CPU",
+                  pb->backend == TKP_GPU ? "GPU" : "CPU");
+    return TKP_EUNSUPPORTED;
+}
+
 int tkp_capable(const struct tkp_algo *a, const struct tkp_problem *pb, struct tkp_error *err)
 {
     int rc = tkp_algo_check_abi(a, err);
@@ -115,7 +145,7 @@ int tkp_capable(const struct tkp_algo *a, const struct tkp_problem *pb, struct t
         incapable_message(a, pb, err);
         return TKP_EUNSUPPORTED;
     }
-    return TKP_OK;
+    return dtype_readable(a, pb, err);
 }
 
 /* The module's refusals (every backend), then its backend's; TKP_EUNSUPPORTED with the reason. */
@@ -222,17 +252,17 @@ int tkp_stage(struct tkp_staged *s, const struct tkp_batch *b, enum tkp_backend 
     s->backend = backend;
     s->host_kept = kept;
     s->host_samples = samples;
-    s->logits_bytes = sizeof(float) * (size_t)(b->batch * b->vocab);
+    s->logits_bytes = tkp_batch_input_bytes(b);
     s->row_bytes = (sizeof(int32_t) + sizeof(float)) * (size_t)b->batch;
     s->kept_bytes = kept ? (size_t)(b->batch * b->vocab) : 0;
     s->samples_bytes = samples ? sizeof(int64_t) * (size_t)(b->batch * draws) : 0;
-    s->io = (struct tkp_io){ .logits = b->logits, .k = b->k, .p = b->p, .kept = kept,
+    s->io = (struct tkp_io){ .logits = tkp_batch_input(b), .k = b->k, .p = b->p, .kept = kept,
                              .samples = samples, .seed = seed, .offset = offset };
     if (backend != TKP_GPU)
         return TKP_OK;
     const size_t bytes[5] = { s->logits_bytes, sizeof(int32_t) * (size_t)b->batch,
                               sizeof(float) * (size_t)b->batch, s->kept_bytes, s->samples_bytes };
-    const void *from[3] = { b->logits, b->k, b->p };
+    const void *from[3] = { tkp_batch_input(b), b->k, b->p };
     int rc = TKP_OK;
     for (int i = 0; i < 5 && rc == TKP_OK; i++) {
         if (i >= 3 && bytes[i] == 0)

@@ -6,13 +6,21 @@
 
 #include "../algos/tkp.h"
 
-/* A batch of logits with per-row k and p, all in host memory. */
+/* A batch of logits with per-row k and p, all in host memory. A 16-bit batch keeps both its
+ * encodings (what a module reads) and their exact float32 upcast (what the oracle judges and
+ * what a float32 run of the same values reads). */
 struct tkp_batch {
     int64_t batch, vocab;
-    float *logits; /* [batch, vocab] */
-    int32_t *k;    /* [batch] */
-    float *p;      /* [batch] */
+    float *logits;        /* [batch, vocab]: the values (a 16-bit batch: upcast, exactly) */
+    int32_t *k;           /* [batch] */
+    float *p;             /* [batch] */
+    enum tkp_dtype dtype; /* TKP_F32 (0), or the type of logits16 */
+    uint16_t *logits16;   /* [batch, vocab] 16-bit encodings; NULL for TKP_F32 */
 };
+
+/* The logits a module reads from the batch (logits16 for a 16-bit batch) and their bytes. */
+const void *tkp_batch_input(const struct tkp_batch *b);
+size_t tkp_batch_input_bytes(const struct tkp_batch *b);
 
 /* Reject a NaN p before anything runs; the message names the row and the value. */
 int tkp_validate_rows(const struct tkp_batch *b, struct tkp_error *err);

@@ -105,6 +105,8 @@ static int alloc_batch(const char *path, struct tkp_batch *b, struct tkp_error *
 {
     size_t rows = (size_t)(b->batch ? b->batch : 1);
     b->logits = malloc(sizeof(float) * rows * (size_t)b->vocab);
+    b->dtype = TKP_F32;
+    b->logits16 = NULL;
     b->k = malloc(sizeof(int32_t) * rows);
     b->p = malloc(sizeof(float) * rows);
     if (b->logits && b->k && b->p)

@@ -226,7 +226,7 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
     *n_samples = 0;
     struct cached_batch *e = cache_get(&env->cache, plan, cell, &err);
     if (!e) { /* no logits: untimed (NaN times, cell_row.h) */
-        const struct tkp_batch shape = { cell->batch, cell->vocab, NULL, NULL, NULL };
+        const struct tkp_batch shape = { cell->batch, cell->vocab, NULL, NULL, NULL, TKP_F32, NULL };
         tkp_row_times(row, &shape, 0, 0, NULL, 0, &cell->timing, env->copy_gbps);
         tkp_row_status(row, TKP_EINVAL, err.msg);
         return;
@@ -237,7 +237,7 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
         k[r] = cell->k;
         p[r] = cell->p;
     }
-    struct tkp_batch b = { cell->batch, cell->vocab, e->logits, k, p };
+    struct tkp_batch b = { cell->batch, cell->vocab, e->logits, k, p, TKP_F32, NULL };
     const struct tkp_algo *a = cell->algo;
     int32_t draws = (a->outputs & TKP_OUT_SAMPLE) ? cell->draws : 0;
     uint8_t *kept = (a->outputs & TKP_OUT_SET) ? malloc((size_t)(b.batch * b.vocab)) : NULL;

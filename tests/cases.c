@@ -48,6 +48,8 @@ static void alloc_case(struct test_case *c, const char *name, uint64_t seed, int
     c->b.batch = batch;
     c->b.vocab = vocab;
     c->b.logits = malloc(sizeof(float) * (size_t)(batch * vocab));
+    c->b.dtype = TKP_F32;
+    c->b.logits16 = NULL;
     c->b.k = malloc(sizeof(int32_t) * (size_t)batch);
     c->b.p = malloc(sizeof(float) * (size_t)batch);
     for (int64_t r = 0; r < batch; r++) {

@@ -210,7 +210,7 @@ static void cake_row(struct cake_state *s, const struct tkp_io *io, int64_t r,
                      const struct cake_work *w)
 {
     const int64_t vocab = s->pb.vocab;
-    const float *x = io->logits + r * s->pb.stride;
+    const float *x = (const float *)io->logits + r * s->pb.stride;
     uint8_t *kept_mask = io->kept ? io->kept + r * vocab : NULL;
     int64_t *samples = io->samples ? io->samples + r * s->pb.draws : NULL;
     int64_t valid = cake_keys(x, vocab, w->keys);

@@ -218,7 +218,7 @@ extern "C" int cake_gpu_run(const struct cake_gpu_plan *plan, int64_t batch, int
     if (batch == 0)
         return TKP_OK;
     ck_args a;
-    a.logits = io->logits;
+    a.logits = static_cast<const float *>(io->logits);
     a.k = io->k;
     a.p = io->p;
     a.kept = io->kept;

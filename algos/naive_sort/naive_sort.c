@@ -47,7 +47,7 @@ static void naive_row(struct naive_state *s, const struct tkp_io *io, int64_t r,
                       const struct naive_work *w)
 {
     const int64_t vocab = s->pb.vocab;
-    const float *x = io->logits + r * s->pb.stride;
+    const float *x = (const float *)io->logits + r * s->pb.stride;
     int64_t valid = tkp_canonical_order(x, vocab, w->order, w->tmp);
 
     int64_t n = valid;

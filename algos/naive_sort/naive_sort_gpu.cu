@@ -429,7 +429,7 @@ extern "C" int naive_gpu_run(const struct naive_gpu_plan *plan, const struct tkp
         const int64_t items = rows * vocab;
         dim3 kgrid((unsigned)((vocab + KEY_THREADS * KEY_ITEMS - 1) / (KEY_THREADS * KEY_ITEMS)),
                    (unsigned)rows);
-        naive_keys<<<kgrid, KEY_THREADS, 0, st>>>(io->logits, pb->stride, vocab, row0, (int)rows,
+        naive_keys<<<kgrid, KEY_THREADS, 0, st>>>(static_cast<const float *>(io->logits), pb->stride, vocab, row0, (int)rows,
                                                   buf0, offsets);
         TKP_LAUNCH_CHECK(err);
         cub::DoubleBuffer<uint32_t> keys(buf0, buf1);
@@ -439,7 +439,7 @@ extern "C" int naive_gpu_run(const struct naive_gpu_plan *plan, const struct tkp
                          32, st),
                      err);
         naive_finish<<<(unsigned)rows, FIN_THREADS, 0, st>>>(
-            io->logits, pb->stride, vocab, io->k, io->p, row0, keys.Current(), io->kept,
+            static_cast<const float *>(io->logits), pb->stride, vocab, io->k, io->p, row0, keys.Current(), io->kept,
             io->samples, draws, io->seed, io->offset);
         TKP_LAUNCH_CHECK(err);
     }

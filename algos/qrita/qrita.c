@@ -232,7 +232,7 @@ static int qrita_run(void *state, const struct tkp_io *io, void *workspace, void
         w.sort_tmp = w.sorted + s->pb.vocab;
     }
     for (int64_t r = 0; r < s->pb.batch; r++)
-        qrita_row(s, io->logits + r * s->pb.stride, io->k[r], io->p[r],
+        qrita_row(s, (const float *)io->logits + r * s->pb.stride, io->k[r], io->p[r],
                   io->kept + r * s->pb.vocab, &w);
     return TKP_OK;
 }

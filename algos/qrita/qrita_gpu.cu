@@ -582,7 +582,7 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     cudaStream_t st = (cudaStream_t)stream;
     char *ws = (char *)workspace;
     qr_args a;
-    a.logits = io->logits;
+    a.logits = static_cast<const float *>(io->logits);
     a.k = io->k;
     a.p = io->p;
     a.kept = io->kept;

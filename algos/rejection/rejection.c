@@ -264,7 +264,7 @@ static int rej_run(void *state, const struct tkp_io *io, void *workspace, void *
     uint64_t *w = workspace;
     uint32_t *key = (uint32_t *)(w + vocab);
     for (int64_t r = 0; io->samples && r < s->pb.batch; r++) {
-        const float *x = io->logits + r * s->pb.stride;
+        const float *x = (const float *)io->logits + r * s->pb.stride;
         int64_t *out = io->samples + r * draws;
         struct tkp_row_info info = tkp_row_scan(x, vocab);
         s->stats.rows++;

@@ -194,7 +194,7 @@ extern "C" int rej_gpu_run(const struct tkp_problem *pb, const struct rej_gpu_pl
     if (!io->samples || pb->batch <= 0)
         return TKP_OK;
     Params prm;
-    prm.logits = io->logits;
+    prm.logits = static_cast<const float *>(io->logits);
     prm.k = io->k;
     prm.p = io->p;
     prm.samples = io->samples;

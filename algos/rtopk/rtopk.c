@@ -179,7 +179,7 @@ static int rtopk_run(void *state, const struct tkp_io *io, void *workspace, void
     struct rtopk_state *s = state;
     s->rows = s->iterations = 0;
     for (int64_t r = 0; r < s->pb.batch; r++)
-        rtopk_row(s, io->logits + r * s->pb.stride, io->k[r], io->kept + r * s->pb.vocab);
+        rtopk_row(s, (const float *)io->logits + r * s->pb.stride, io->k[r], io->kept + r * s->pb.vocab);
     return TKP_OK;
 }
 

@@ -492,7 +492,7 @@ cudaError_t rt_launch(const struct rtopk_gpu_plan *plan, const struct tkp_proble
 {
     return tkp_launch_cluster(rtopk_kernel<CACHED>, plan->group,
                               dim3((unsigned)(pb->batch * plan->group)), dim3(RT_THREADS),
-                              CACHED ? plan->smem : 0, st, io->logits, (int64_t)pb->stride,
+                              CACHED ? plan->smem : 0, st, static_cast<const float *>(io->logits), (int64_t)pb->stride,
                               (int64_t)pb->vocab, io->k, io->kept, plan->chunk, max_iter, iters);
 }
 
