@@ -5,14 +5,21 @@
 # series is a function of x). Reads the TSV on stdin-like input (header first); writes the rows
 # with the columns fx, frow, fcol, ri, ci, skey, level before the TSV's own, sorted by panel,
 # series and x, to stdout, and the layout to the file `meta` (one "name<TAB>value" a line;
-# "series" lines list every series in drawing order). Variables: X, BY, FACET (may be empty),
+# "series" lines list every series in drawing order). Variables: axes (the sweep axes of
+# `topkp list`, "name:number" or "name:name", in harness/axes.c's order), X, BY, FACET (may be empty),
 # meta, sweeps (a file of the sweeps' names in declaration order, one a line; sweeps not in it
 # come after them, in the order of the rows). mawk-compatible: no asort, no gensub.
 BEGIN {
     FS = OFS = "\t"
-    nax = split("sweep dataset vocab batch k p mode algo", AX, " ")
-    for (i = 1; i <= nax; i++) known[AX[i]] = 1
-    numeric["vocab"] = numeric["batch"] = numeric["k"] = numeric["p"] = 1
+    # the sweep axes of `topkp list` (harness/axes.c), "name:number" or "name:name" each, in
+    # the table's order; the sweep comes first and the mode and the line (algo) last
+    nt = split(axes, T, " "); nax = 0; AX[++nax] = "sweep"; tableaxes = ""; reversed = ""
+    for (i = 1; i <= nt; i++) {
+        split(T[i], P, ":"); AX[++nax] = P[1]; if (P[2] == "number") numeric[P[1]] = 1
+        tableaxes = tableaxes " " P[1]; reversed = P[1] " " reversed
+    }
+    AX[++nax] = "mode"; AX[++nax] = "algo"
+    for (i = 1; i <= nax; i++) { known[AX[i]] = 1; axislist = axislist (i > 1 ? ", " : "") AX[i] }
     split("topk topp topk_topp none", M, " ")
     for (i = 1; i <= 4; i++) moderank[M[i]] = i
     title["batch"] = "batch (rows)"; title["vocab"] = "vocabulary V (tokens)"
@@ -45,7 +52,7 @@ function words_of(s,   n, i, out, W) {   # "a,b" -> "a b", checked against the a
     gsub(/[ \t]/, "", s); n = split(s, W, ","); out = ""
     for (i = 1; i <= n; i++) {
         if (W[i] == "") continue
-        if (!(W[i] in known)) fail("unknown axis '" W[i] "' (the axes: sweep, dataset, vocab, batch, k, p, mode, algo)")
+        if (!(W[i] in known)) fail("unknown axis '" W[i] "' (the axes: " axislist ")")
         out = out (out == "" ? "" : " ") W[i]
     }
     return out
@@ -78,8 +85,8 @@ function sort2(K, V, n,   i, j, tk, tv) {
 NR == 1 { header = $0; for (i = 1; i <= NF; i++) col[$i] = i; next }
 {
     nr++; line[nr] = $0; keep[nr] = 1
-    split("sweep dataset vocab batch k p mode line sortkey cell", F, " ")
-    for (i = 1; i <= 10; i++) R[nr, F[i]] = $col[F[i]]
+    nf = split("sweep" tableaxes " mode line sortkey cell", F, " ")
+    for (i = 1; i <= nf; i++) R[nr, F[i]] = (F[i] in col) ? $col[F[i]] : ""
     # names in order of the results file's rows (column cell: declaration order for sweeps)
     for (i = 1; i <= nax; i++) { v = val(nr, AX[i]); if (!((AX[i], v) in first) || R[nr, "cell"] + 0 < first[AX[i], v]) first[AX[i], v] = R[nr, "cell"] + 0 }
 }
@@ -94,7 +101,7 @@ END {
         for (r = 1; r <= nr; r++) if (!off(r, "k") && !(R[r, "k"] in sk)) { sk[R[r, "k"]] = 1; nk++ }
         X = distinct("batch") > 1 ? "batch" : nk > 1 ? "k" : distinct("p") > 1 ? "p" : distinct("vocab") > 1 ? "vocab" : "batch"
     }
-    if (!(X in numeric)) fail("X=" X ": the x axis is one of batch, vocab, k, p")
+    if (!(X in numeric)) { for (a in numeric) nums = nums (nums == "" ? "" : ", ") a; fail("X=" X ": the x axis is a numeric axis (" nums ")") }
     if (has(by, X) || has(facet, X)) fail("X=" X " is also a BY or FACET axis")
     n = split(by, B, " ")
     for (i = 1; i <= n; i++) if (has(facet, B[i])) fail("axis " B[i] " is both a BY and a FACET axis")
@@ -113,20 +120,22 @@ END {
     # the series: the line (unless algo is a panel axis), BY, then what still varies in a panel
     group = facet " " X (has(facet, "algo") ? "" : " algo") (by == "" ? "" : " " by)
     sers = by
-    split("k p batch vocab dataset sweep", C, " ")
-    for (i = 1; i <= 6; i++) {
+    nc = split(reversed "sweep", C, " ")   # the table's axes, last first, then the sweep
+    for (i = 1; i <= nc; i++) {
         a = C[i]
         if (a == X || has(facet, a) || has(sers, a) || !varies_within(a, group)) continue
         sers = sers (sers == "" ? "" : " ") a; group = group " " a
     }
     ns = split(sers, S, " "); nrow_ax = split(rowaxes, RA, " ")
-    split("sweep vocab dataset batch k p mode algo", PRI, " ")   # the panels' sort order
+    # the panels' sort order: the sweep, vocab before dataset, then the table's order
+    nw = split("sweep vocab dataset" tableaxes " mode algo", W, " "); npri = 0; delete seenpri
+    for (i = 1; i <= nw; i++) if (!(W[i] in seenpri)) { seenpri[W[i]] = 1; PRI[++npri] = W[i] }
     # per row: panel, series, and their sort keys
     for (r = 1; r <= nr; r++) {
         if (!keep[r]) continue
         fr = ""; frk = ""
         for (i = 1; i <= nrow_ax; i++) fr = fr (i > 1 ? "/" : "") lab(r, RA[i])
-        for (i = 1; i <= 8; i++) if (has(rowaxes, PRI[i])) frk = frk skey_of(r, PRI[i])
+        for (i = 1; i <= npri; i++) if (has(rowaxes, PRI[i])) frk = frk skey_of(r, PRI[i])
         fc = colaxis == "" ? "" : val(r, "mode"); fck = colaxis == "" ? "" : skey_of(r, "mode")
         lv = ""; lvk = ""
         for (i = 1; i <= ns; i++) { lv = lv (i > 1 ? " " : "") lab(r, S[i]); lvk = lvk skey_of(r, S[i]) }
@@ -149,8 +158,8 @@ END {
     xvals = ""; for (i = 1; i <= nx; i++) xvals = xvals (i > 1 ? " " : "") XV[i]
     # the axes with one value over every drawn cell, for the figure's subtitle
     fixed = ""
-    split("sweep dataset vocab batch k p mode", Fx, " ")
-    for (i = 1; i <= 7; i++) {
+    nfx = split("sweep" tableaxes " mode", Fx, " ")
+    for (i = 1; i <= nfx; i++) {
         a = Fx[i]; if (a == X || distinct(a) != 1) continue
         for (r = 1; r <= nr; r++) if (keep[r]) break
         if (a == "sweep") continue

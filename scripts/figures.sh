@@ -140,7 +140,10 @@ if [ "$(wc -l < "$base-plain.tsv")" -ge 2 ]; then
     # the sweeps in declaration order: the first run record's first_rows ("sweep=row,...")
     awk -F'\t' '/^run / { n++ } n == 1 && $1 == "first_rows" { k = split($2, f, ","); for (i = 1; i <= k; i++) { sub(/=[0-9]*$/, "", f[i]); print f[i] }; exit }' \
         "$base-info.tsv" > "$base-sweeps.txt"
-    awk -v X="${X:-}" -v BY="${BY:-}" -v FACET="${FACET:-}" -v meta="$base-layout.txt" -v sweeps="$base-sweeps.txt" \
+    # the sweep axes of harness/axes.c, as `topkp list` prints them: "name:number" or "name:name"
+    axes=$("$bin" list --no-probe | awk '/^sweep axes:/ { f = 1; next } /^[a-z]/ { f = 0 }
+        f && /^  [a-z]/ { print $1 ":" ($0 ~ /: (integers|numbers|an integer|a number)/ ? "number" : "name") }' | tr '\n' ' ')
+    awk -v X="${X:-}" -v BY="${BY:-}" -v FACET="${FACET:-}" -v axes="$axes" -v meta="$base-layout.txt" -v sweeps="$base-sweeps.txt" \
         -f "$top/scripts/figures-layout.awk" "$base-plain.tsv" > "$base-lines.tsv" || exit 2
     rm -f "$base-sweeps.txt"
     awk -f "$top/scripts/figures-style.awk" "$top/plots/palette.tsv" "$base-layout.txt" > "$base-styles.tsv"
