@@ -3,7 +3,7 @@
  * a module added to the registry gets these tests at load time. Per module, on each backend
  * it offers in this build (an implementation, algos/tkp.h: struct tkp_impl):
  *   conformance_table_<m>              the table and its implementations are well formed
- *                                      (algos/tkp.h, TKP_ABI 2)
+ *                                      (algos/tkp.h, TKP_ABI)
  *   conformance_last_run_stats_cpu_<m> stats() describes the last run, not the sum of runs
  *   conformance_oracle_cpu_<m>         every row of the adversarial suite (tests/cases.c)
  *                                      accepted by the oracle: kept sets and draws
@@ -13,7 +13,9 @@
  *   gpu_conformance_sampler_tv_<m>     sampling modules, on the GPU
  *   gpu_conformance_deterministic_<m>  on the GPU
  *   gpu_conformance_last_run_stats_<m> on the GPU
- * and, once, conformance_refuses_another_abi: the harness refuses a module of another TKP_ABI.
+ * and, once, conformance_refuses_another_abi: the harness refuses a module of another TKP_ABI,
+ * and conformance_refuses_a_dtype_no_impl_reads: a logits type outside an implementation's
+ * `dtypes` is refused by name before anything runs.
  * The gpu_ tests skip without a GPU (scripts/gpu-test.sh runs them, and compute-sanitizer
  * on gpu_conformance_matches_cpu_*). The per-module test files keep what is specific to a
  * module: its option knobs, its kernels' launch paths, its statistics. */
@@ -221,6 +223,49 @@ TEST(conformance_refuses_another_abi)
     CHECK(rc == TKP_EINVAL, "a module of abi %d ran (status %d)", TKP_ABI - 1, rc);
     CHECK(strstr(err.msg, "naive_sort") && strstr(err.msg, versions),
           "the refusal names neither the module nor both versions: %s", err.msg);
+    free(c.b.logits);
+    free(c.b.k);
+    free(c.b.p);
+}
+
+/* Every implementation of every module: a 16-bit batch of a type its `dtypes` lacks is
+ * TKP_EUNSUPPORTED, the message naming the module and the type, with no output written; a
+ * type outside enum tkp_dtype is TKP_EINVAL. */
+TEST(conformance_refuses_a_dtype_no_impl_reads)
+{
+    struct test_case c;
+    case_gaussian(&c, 5, 2, 64, 1.0f);
+    uint16_t enc[2 * 64];
+    for (int i = 0; i < 2 * 64; i++)
+        enc[i] = tkp_f32_to_bf16(c.b.logits[i]);
+    c.b.logits16 = enc;
+    uint8_t kept[2 * 64];
+    for (const struct tkp_algo *const *m = tkp_algos; *m; m++)
+        for (enum tkp_backend be = TKP_CPU; be <= TKP_GPU; be = (enum tkp_backend)(be << 1)) {
+            const struct tkp_impl *impl = tkp_algo_impl(*m, be);
+            if (!impl || ((*m)->flags & TKP_NOT_IMPLEMENTED) || !((*m)->outputs & TKP_OUT_SET))
+                continue;
+            for (enum tkp_dtype t = TKP_BF16; t <= TKP_F16; t++) {
+                if (impl->dtypes & TKP_DTYPE_BIT(t))
+                    continue;
+                c.b.dtype = t;
+                memset(kept, 0xAB, sizeof kept);
+                struct tkp_error err = { "" };
+                int rc = tkp_apply(*m, NULL, be, &c.b, kept, NULL, 0, 0, 0, NULL, &err);
+                CHECK(rc == TKP_EUNSUPPORTED, "%s on %s logits (backend %d): status %d, want "
+                      "unsupported", (*m)->name, tkp_dtype_name(t), (int)be, rc);
+                CHECK(strstr(err.msg, (*m)->name) && strstr(err.msg, tkp_dtype_name(t)),
+                      "the refusal names neither the module nor %s: %s", tkp_dtype_name(t),
+                      err.msg);
+                CHECK(kept[0] == 0xAB && kept[2 * 64 - 1] == 0xAB, "%s wrote a refused output",
+                      (*m)->name);
+            }
+            c.b.dtype = (enum tkp_dtype)7;
+            struct tkp_error err = { "" };
+            int rc = tkp_apply(*m, NULL, be, &c.b, kept, NULL, 0, 0, 0, NULL, &err);
+            CHECK(rc == TKP_EINVAL && strstr(err.msg, "7"), "%s on element type 7: status %d "
+                  "(%s), want invalid", (*m)->name, rc, err.msg);
+        }
     free(c.b.logits);
     free(c.b.k);
     free(c.b.p);
