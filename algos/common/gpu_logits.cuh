@@ -82,7 +82,7 @@ template <class E> __device__ __forceinline__ float4 tkp_load4_stream(const void
     }
 }
 
-/* Bytes of one element and of one four-element vector. */
+/* Bytes of one element. */
 template <class E> __host__ __device__ constexpr int tkp_elem_bytes(void)
 {
     return (int)sizeof(typename E::storage);
@@ -97,7 +97,8 @@ template <class E> __device__ __forceinline__ bool tkp_vec4_ok(const void *row, 
 
 /* The number of scalar elements (0..3) before the first vector-aligned element of `row`, when
  * the row's address is a multiple of the element size (always, for a tkp_io.logits row);
- * a loop reads that head one by one and the rest in vectors. */
+ * a loop reads that head one by one and the rest in vectors. Not clamped to the row's length:
+ * a row shorter than its head is the caller's to bound. */
 template <class E> __device__ __forceinline__ int tkp_vec4_head(const void *row)
 {
     const uintptr_t a = reinterpret_cast<uintptr_t>(row) / sizeof(typename E::storage);
@@ -113,7 +114,8 @@ __host__ __device__ __forceinline__ const void *tkp_row_ptr(const void *logits, 
 
 /* Calls f(E{}) with the element type of `dtype` (a host-side switch for a launcher, e.g.
  *     tkp_with_dtype(pb->dtype, [&](auto e) { kernel<decltype(e)><<<g, b, 0, st>>>(args); });
- * returns false, calling nothing, for a value outside the enum. */
+ * returns false, calling nothing, for a value outside the enum (the harness has refused one
+ * before any launcher runs: harness/apply.c, tkp_capable). */
 template <class F> __host__ bool tkp_with_dtype(enum tkp_dtype dtype, F &&f)
 {
     switch (dtype) {

@@ -5,7 +5,8 @@
  * float32 upcast bit for bit (docs/SEMANTICS.md, "Valid tokens and special values": -0.0,
  * subnormals, +-inf and NaN keep their meaning; any NaN is invalid, whatever its payload). The
  * conversions use integer bit manipulation only (no _Float16, no cuda_fp16.h), so the CPU and
- * the GPU compute the same bits. The reverse conversions (float32 to 16 bits, round to nearest
+ * the GPU compute the same bits. (The GPU kernels' row reads convert fp16 with the hardware
+ * instruction instead, gpu_logits.cuh: the same value for every encoding, a NaN's payload aside.) The reverse conversions (float32 to 16 bits, round to nearest
  * even, overflow to inf, NaN stays NaN) are for the dataset generator. */
 #ifndef TKP_HALF_H
 #define TKP_HALF_H
