@@ -5,7 +5,8 @@
  * 1. naive_keys: order keys tkp_order_key(x) of every token (invalid tokens: key 0), and
  *    the segment offsets.
  * 2. cub::DeviceSegmentedRadixSort::SortKeysDescending on the keys (DoubleBuffer, so CUB's
- *    own temporary storage is small). Only keys are sorted: the kept set is "every token
+ *    own temporary storage is small; for 16-bit logits only the key bits above those that
+ *    are the same in every key of a sign, naive_sort_low_bit). Only keys are sorted: the kept set is "every token
  *    whose key is above the boundary key Kb, plus the first `ties` tokens (in index order)
  *    whose key equals Kb", which the index-order pass of step 3 decides by itself, so no
  *    index permutation is needed (and the sort's stability does not matter).
@@ -388,6 +389,19 @@ __global__ void __launch_bounds__(FIN_THREADS)
     }
 }
 
+/* The lowest key bit the sort has to order. The order key of a 16-bit value's float32 upcast
+ * (tkp_order_key: the bits with the sign bit flipped for a value >= 0, every bit flipped
+ * for a negative one) ends in as many bits as the float32 mantissa has beyond the 16-bit one
+ * (bf16 7 of 23: 16 bits; fp16 10 of 23, its subnormals included: 13 bits), all 0 for a value
+ * >= 0 and all 1 for a negative one; an invalid token's key is 0. Two such keys equal above
+ * that bit are therefore equal (a key 0 and a negative value's key equal above it would make
+ * that value a NaN pattern), so sorting only the bits above gives the same sorted keys in
+ * fewer radix passes. Float32: every bit. */
+int naive_sort_low_bit(enum tkp_dtype dtype)
+{
+    return dtype == TKP_BF16 ? 16 : dtype == TKP_F16 ? 13 : 0;
+}
+
 /* The kernels that read logits, instantiated for one element type (every instantiation of
  * a kernel has the same type: the logits are untyped). */
 struct NaiveKernels {
@@ -428,8 +442,8 @@ extern "C" int naive_gpu_plan(const struct tkp_problem *pb, struct naive_gpu_pla
     const int *no_offsets = nullptr; /* a size query reads no offsets */
     size_t temp = 0;
     TKP_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeysDescending(
-                     nullptr, temp, keys, (int)items, (int)rows, no_offsets, no_offsets, 0, 32,
-                     (cudaStream_t)0),
+                     nullptr, temp, keys, (int)items, (int)rows, no_offsets, no_offsets,
+                     naive_sort_low_bit(pb->dtype), 32, (cudaStream_t)0),
                  err);
     plan->temp_bytes = temp;
     char *cur = nullptr;
@@ -473,8 +487,8 @@ extern "C" int naive_gpu_run(const struct naive_gpu_plan *plan, const struct tkp
         cub::DoubleBuffer<uint32_t> keys(buf0, buf1);
         size_t temp_bytes = plan->temp_bytes;
         TKP_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeysDescending(
-                         temp, temp_bytes, keys, (int)items, (int)rows, offsets, offsets + 1, 0,
-                         32, st),
+                         temp, temp_bytes, keys, (int)items, (int)rows, offsets, offsets + 1,
+                         naive_sort_low_bit(pb->dtype), 32, st),
                      err);
         kn.finish<<<(unsigned)rows, FIN_THREADS, 0, st>>>(
             io->logits, pb->stride, vocab, io->k, io->p, row0, keys.Current(), io->kept,
