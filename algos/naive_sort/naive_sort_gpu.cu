@@ -5,7 +5,8 @@
  * 1. naive_keys: order keys tkp_order_key(x) of every token (invalid tokens: key 0), and
  *    the segment offsets.
  * 2. cub::DeviceSegmentedRadixSort::SortKeysDescending on the keys (DoubleBuffer, so CUB's
- *    own temporary storage is small). Only keys are sorted: the kept set is "every token
+ *    own temporary storage is small; for 16-bit logits only the key bits above those that
+ *    are the same in every key of a sign, naive_sort_low_bit). Only keys are sorted: the kept set is "every token
  *    whose key is above the boundary key Kb, plus the first `ties` tokens (in index order)
  *    whose key equals Kb", which the index-order pass of step 3 decides by itself, so no
  *    index permutation is needed (and the sort's stability does not matter).
@@ -19,12 +20,18 @@
  *    resolves each draw (target = tkp_scale_u64(philox, total), first token whose inclusive
  *    prefix exceeds it), exactly tkp_sample_kept's rule.
  * Every quantity is an integer or a value computed with the shared host-device functions,
- * so the output is bit-identical to the CPU's and independent of the launch shape. */
+ * so the output is bit-identical to the CPU's and independent of the launch shape.
+ *
+ * The two kernels that read logits (naive_keys, naive_finish) are templated on the element
+ * type E (algos/common/gpu_logits.cuh): a 16-bit value is converted to float32 exactly in
+ * registers, so its order key, weight and every decision are those of the float32 upcast
+ * (docs/SEMANTICS.md, "16-bit logits"); the sort and the key-only steps are shared. */
 #include <cub/cub.cuh>
 #include <stdint.h>
 
 #include "../common/cuda_util.h"
 #include "../common/gpu_launch.cuh"
+#include "../common/gpu_logits.cuh"
 #include "../common/gpu_warp.cuh"
 #include "../common/philox.h"
 #include "../common/prob.h"
@@ -39,19 +46,22 @@ constexpr int FIN_THREADS = 512, FIN_ITEMS = 8, FIN_TILE = FIN_THREADS * FIN_ITE
 constexpr int64_t MAX_CHUNK_KEYS = (int64_t)1 << 28;
 constexpr int64_t MAX_CHUNK_ROWS = 65535; /* gridDim.y of naive_keys */
 
+/* Step 1 for the rows row0 .. row0 + rows - 1 of `logits` (element type E, rows `stride`
+ * elements apart). */
+template <class E>
 __global__ void __launch_bounds__(KEY_THREADS)
-    naive_keys(const float *__restrict__ logits, int64_t stride, int64_t vocab, int64_t row0,
+    naive_keys(const void *__restrict__ logits, int64_t stride, int64_t vocab, int64_t row0,
                int rows, uint32_t *__restrict__ keys, int *__restrict__ offsets)
 {
     const int lr = blockIdx.y;
-    const float *x = logits + (row0 + lr) * stride;
+    const void *x = tkp_row_ptr<E>(logits, stride, row0 + lr);
     uint32_t *out = keys + (int64_t)lr * vocab;
     const int64_t base = (int64_t)blockIdx.x * (KEY_THREADS * KEY_ITEMS) + threadIdx.x;
 #pragma unroll
     for (int j = 0; j < KEY_ITEMS; j++) {
         int64_t i = base + (int64_t)j * KEY_THREADS;
         if (i < vocab)
-            out[i] = tkp_order_key(x[i]);
+            out[i] = tkp_order_key(tkp_load1<E>(x, i));
     }
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         offsets[lr] = (int)((int64_t)lr * vocab);
@@ -196,16 +206,17 @@ __device__ __forceinline__ FinBoundary fin_boundary(const uint32_t *srt, int64_t
     return bd;
 }
 
-/* The thread's FIN_ITEMS values x[i0 ...] of the tile (float4 loads when aligned; NaN past
- * the row's end). */
-__device__ __forceinline__ void fin_load_items(const float *x, bool x_vec, int64_t i0,
+/* The thread's FIN_ITEMS values x[i0 ...] of the tile, as floats (four-element vector loads
+ * when the row is vector-aligned, tkp_vec4_ok: i0 is a multiple of FIN_ITEMS; NaN past the
+ * row's end). */
+template <class E>
+__device__ __forceinline__ void fin_load_items(const void *x, bool x_vec, int64_t i0,
                                                int64_t vocab, float (&v)[FIN_ITEMS])
 {
     if (x_vec && i0 + FIN_ITEMS <= vocab) {
-        const float4 *x4 = reinterpret_cast<const float4 *>(x + i0);
 #pragma unroll
         for (int q = 0; q < FIN_ITEMS / 4; q++) {
-            float4 f = x4[q];
+            float4 f = tkp_load4<E>(x, i0 + 4 * q);
             v[4 * q] = f.x;
             v[4 * q + 1] = f.y;
             v[4 * q + 2] = f.z;
@@ -214,7 +225,8 @@ __device__ __forceinline__ void fin_load_items(const float *x, bool x_vec, int64
     } else {
 #pragma unroll
         for (int j = 0; j < FIN_ITEMS; j++)
-            v[j] = i0 + j < vocab ? x[i0 + j] : __int_as_float(0x7FC00000); /* NaN */
+            v[j] = i0 + j < vocab ? tkp_load1<E>(x, i0 + j)
+                                  : __int_as_float(0x7FC00000); /* NaN */
     }
 }
 
@@ -308,8 +320,10 @@ __device__ __forceinline__ uint64_t fin_draw_tile(FinShared &sh, const float (&v
     return agg;
 }
 
+/* Step 3, one block per row of the chunk starting at row0 (logits of element type E). */
+template <class E>
 __global__ void __launch_bounds__(FIN_THREADS)
-    naive_finish(const float *__restrict__ logits, int64_t stride, int64_t vocab,
+    naive_finish(const void *__restrict__ logits, int64_t stride, int64_t vocab,
                  const int32_t *__restrict__ kk, const float *__restrict__ pp, int64_t row0,
                  const uint32_t *__restrict__ sorted_keys, uint8_t *__restrict__ kept,
                  int64_t *__restrict__ samples, int draws, uint64_t seed, uint64_t offset)
@@ -318,7 +332,7 @@ __global__ void __launch_bounds__(FIN_THREADS)
     const int tid = threadIdx.x;
     const int64_t row = row0 + blockIdx.x;
     const uint32_t *srt = sorted_keys + (int64_t)blockIdx.x * vocab;
-    const float *x = logits + row * stride;
+    const void *x = tkp_row_ptr<E>(logits, stride, row);
     const int32_t k = kk[row];
     const float p = pp[row];
     const bool sampling = samples != nullptr && draws > 0;
@@ -355,13 +369,13 @@ __global__ void __launch_bounds__(FIN_THREADS)
         my_target = draw_target(seed, row, offset, tid, kept_total);
 
     /* One pass over the row in index order: every mask byte once, the draws tile by tile. */
-    const bool x_vec = ((uintptr_t)x & 15) == 0;
+    const bool x_vec = tkp_vec4_ok<E>(x, 0);
     int64_t tie_carry = 0;
     uint64_t wcarry = 0;
     for (int64_t base = 0; base < vocab; base += FIN_TILE) {
         const int64_t i0 = base + (int64_t)tid * FIN_ITEMS;
         float v[FIN_ITEMS];
-        fin_load_items(x, x_vec, i0, vocab, v);
+        fin_load_items<E>(x, x_vec, i0, vocab, v);
         bool keep[FIN_ITEMS];
         fin_keep_items(sh, v, nk, bd, tie_carry, keep);
         if (krow)
@@ -373,6 +387,38 @@ __global__ void __launch_bounds__(FIN_THREADS)
                 break;
         }
     }
+}
+
+/* The lowest key bit the sort has to order. The order key of a 16-bit value's float32 upcast
+ * (tkp_order_key: the bits with the sign bit flipped for a value >= 0, every bit flipped
+ * for a negative one) ends in as many bits as the float32 mantissa has beyond the 16-bit one
+ * (bf16 7 of 23: 16 bits; fp16 10 of 23, its subnormals included: 13 bits), all 0 for a value
+ * >= 0 and all 1 for a negative one; an invalid token's key is 0. Two such keys equal above
+ * that bit are therefore equal (a key 0 and a negative value's key equal above it would make
+ * that value a NaN pattern), so sorting only the bits above gives the same sorted keys in
+ * fewer radix passes. Float32: every bit. */
+int naive_sort_low_bit(enum tkp_dtype dtype)
+{
+    return dtype == TKP_BF16 ? 16 : dtype == TKP_F16 ? 13 : 0;
+}
+
+/* The kernels that read logits, instantiated for one element type (every instantiation of
+ * a kernel has the same type: the logits are untyped). */
+struct NaiveKernels {
+    void (*keys)(const void *, int64_t, int64_t, int64_t, int, uint32_t *, int *);
+    void (*finish)(const void *, int64_t, int64_t, const int32_t *, const float *, int64_t,
+                   const uint32_t *, uint8_t *, int64_t *, int, uint64_t, uint64_t);
+};
+
+/* The kernels for the problem's element type: the one place that dispatches on pb->dtype;
+ * false for a type outside the enum. */
+bool naive_kernels(enum tkp_dtype dtype, NaiveKernels &kn)
+{
+    return tkp_with_dtype(dtype, [&](auto e) {
+        using E = decltype(e);
+        kn.keys = naive_keys<E>;
+        kn.finish = naive_finish<E>;
+    });
 }
 
 } // namespace
@@ -396,8 +442,8 @@ extern "C" int naive_gpu_plan(const struct tkp_problem *pb, struct naive_gpu_pla
     const int *no_offsets = nullptr; /* a size query reads no offsets */
     size_t temp = 0;
     TKP_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeysDescending(
-                     nullptr, temp, keys, (int)items, (int)rows, no_offsets, no_offsets, 0, 32,
-                     (cudaStream_t)0),
+                     nullptr, temp, keys, (int)items, (int)rows, no_offsets, no_offsets,
+                     naive_sort_low_bit(pb->dtype), 32, (cudaStream_t)0),
                  err);
     plan->temp_bytes = temp;
     char *cur = nullptr;
@@ -423,23 +469,29 @@ extern "C" int naive_gpu_run(const struct naive_gpu_plan *plan, const struct tkp
     uint32_t *buf1 = (uint32_t *)tkp_carve(&cur, sizeof(uint32_t) * (size_t)(plan->chunk_rows * vocab));
     void *temp = tkp_carve(&cur, plan->temp_bytes);
     const int draws = io->samples ? pb->draws : 0;
+    NaiveKernels kn;
+    if (!naive_kernels(pb->dtype, kn)) {
+        tkp_error_set(err, "naive_sort: logits element type %d is not one of f32, bf16, f16",
+                      (int)pb->dtype);
+        return TKP_EINVAL;
+    }
 
     for (int64_t row0 = 0; row0 < batch; row0 += plan->chunk_rows) {
         const int64_t rows = batch - row0 < plan->chunk_rows ? batch - row0 : plan->chunk_rows;
         const int64_t items = rows * vocab;
         dim3 kgrid((unsigned)((vocab + KEY_THREADS * KEY_ITEMS - 1) / (KEY_THREADS * KEY_ITEMS)),
                    (unsigned)rows);
-        naive_keys<<<kgrid, KEY_THREADS, 0, st>>>(static_cast<const float *>(io->logits), pb->stride, vocab, row0, (int)rows,
-                                                  buf0, offsets);
+        kn.keys<<<kgrid, KEY_THREADS, 0, st>>>(io->logits, pb->stride, vocab, row0, (int)rows,
+                                               buf0, offsets);
         TKP_LAUNCH_CHECK(err);
         cub::DoubleBuffer<uint32_t> keys(buf0, buf1);
         size_t temp_bytes = plan->temp_bytes;
         TKP_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeysDescending(
-                         temp, temp_bytes, keys, (int)items, (int)rows, offsets, offsets + 1, 0,
-                         32, st),
+                         temp, temp_bytes, keys, (int)items, (int)rows, offsets, offsets + 1,
+                         naive_sort_low_bit(pb->dtype), 32, st),
                      err);
-        naive_finish<<<(unsigned)rows, FIN_THREADS, 0, st>>>(
-            static_cast<const float *>(io->logits), pb->stride, vocab, io->k, io->p, row0, keys.Current(), io->kept,
+        kn.finish<<<(unsigned)rows, FIN_THREADS, 0, st>>>(
+            io->logits, pb->stride, vocab, io->k, io->p, row0, keys.Current(), io->kept,
             io->samples, draws, io->seed, io->offset);
         TKP_LAUNCH_CHECK(err);
     }

@@ -46,4 +46,6 @@ const struct tkp_impl tkp_naive_sort_gpu = {
     .init = naive_gpu_init,
     .run = naive_gpu_enqueue,
     .stats = naive_gpu_stats,
+    /* both kernels that read logits read 16-bit rows (naive_sort_gpu.cu) */
+    .dtypes = TKP_DTYPE_BIT(TKP_BF16) | TKP_DTYPE_BIT(TKP_F16),
 };

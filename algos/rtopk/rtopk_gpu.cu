@@ -24,7 +24,13 @@
  *    each CTA counts its chunk's members (exchanged: the CTA's starting rank = the sum over
  *    lower ranks), then a block-wide exclusive scan per tile carries the rank across tiles.
  * Counts are integers and min/max are exact, so any reduction order gives the same result:
- * the mask is bit-identical to the CPU's for every launch shape. */
+ * the mask is bit-identical to the CPU's for every launch shape.
+ *
+ * The kernel is templated on the logits' element type E (algos/common/gpu_logits.cuh): a
+ * 16-bit row is read in four-element uint2 vectors (8 bytes; float4 for float32) and
+ * converted exactly in registers, and the cache holds the converted floats (the same
+ * 4 bytes per token and layout as for float32), so the later passes are the same code and a
+ * 16-bit row gives the mask of its float32 upcast (docs/SEMANTICS.md, "16-bit logits"). */
 #include <cooperative_groups.h>
 #include <cub/cub.cuh>
 #include <stdint.h>
@@ -32,6 +38,7 @@
 
 #include "../common/cuda_util.h"
 #include "../common/gpu_launch.cuh"
+#include "../common/gpu_logits.cuh"
 #include "../common/gpu_warp.cuh"
 #include "../common/prob.h"
 #include "rtopk_gpu.h"
@@ -160,31 +167,36 @@ __device__ __forceinline__ int rt_class(float v, float t)
     return CLS_NONE;
 }
 
-/* The CTA's chunk of its row: `len` tokens read as `groups` groups of 4 (group g = tokens
- * 4g..4g+3; NaN past the end, never counted or kept) from x, or from the shared-memory cache
- * once the scan has filled it (CACHED); the mask bytes of the same tokens at kr. */
-template <bool CACHED>
+/* The CTA's chunk of its row: `len` tokens of element type E read as `groups` groups of 4
+ * (group g = tokens 4g..4g+3; NaN past the end, never counted or kept) from x, or from the
+ * shared-memory cache of converted floats once the scan has filled it (CACHED); the mask
+ * bytes of the same tokens at kr. */
+template <class E, bool CACHED>
 struct RtChunk {
-    const float *x;
+    static constexpr bool cached = CACHED;
+    const typename E::storage *x;
     uint8_t *kr;
     float4 *cache;
     int len, groups;
-    bool xvec, kvec; /* x 16-byte aligned, kr 4-byte aligned */
+    bool xvec, kvec; /* x aligned to one four-element vector (tkp_vec4_ok), kr 4-byte aligned */
+    /* Groups a streaming loop reads before using them (rt_each_group): a 16-bit vector is
+     * 8 bytes, so two keep as many bytes in flight per thread as one float4. */
+    static constexpr int unroll = 16 / (4 * tkp_elem_bytes<E>());
 
     __device__ __forceinline__ float4 load(int g) const
     {
         const int i = 4 * g;
         if (xvec && i + 3 < len)
-            return reinterpret_cast<const float4 *>(x)[g];
+            return tkp_load4<E>(x, i);
         float4 f = nan4();
         if (i < len)
-            f.x = x[i];
+            f.x = tkp_load1<E>(x, i);
         if (i + 1 < len)
-            f.y = x[i + 1];
+            f.y = tkp_load1<E>(x, i + 1);
         if (i + 2 < len)
-            f.z = x[i + 2];
+            f.z = tkp_load1<E>(x, i + 2);
         if (i + 3 < len)
-            f.w = x[i + 3];
+            f.w = tkp_load1<E>(x, i + 3);
         return f;
     }
 
@@ -209,6 +221,28 @@ struct RtChunk {
         }
     }
 };
+
+/* Calls body(g, f) with the four tokens f of each of this thread's groups g = tid,
+ * tid + RT_THREADS, ... in order, read from the source (SOURCE: the scan, which fills the
+ * cache) or through get(). Where the reads go to global memory, Chunk::unroll groups are read
+ * before their bodies run (1 for float32: one group at a time, as the loop is written). */
+template <bool SOURCE, class Chunk, class Body>
+__device__ __forceinline__ void rt_each_group(const Chunk &ch, Body body)
+{
+    constexpr int U = SOURCE || !Chunk::cached ? Chunk::unroll : 1;
+    for (int g0 = threadIdx.x; g0 < ch.groups; g0 += U * RT_THREADS) {
+        float4 f[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int g = g0 + u * RT_THREADS;
+            f[u] = g < ch.groups ? (SOURCE ? ch.load(g) : ch.get(g)) : nan4();
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (g0 + u * RT_THREADS < ch.groups)
+                body(g0 + u * RT_THREADS, f[u]);
+    }
+}
 
 /* The exchange of per-CTA partial results through distributed shared memory: each block
  * reduction's result goes into this CTA's slot, cluster.sync(), then every thread combines
@@ -263,34 +297,32 @@ struct RtCluster {
 };
 
 /* #(x >= t) << 32 | #(x == t) over the row. */
-template <bool CACHED>
-__device__ __forceinline__ unsigned long long rt_count_ge_eq(const RtChunk<CACHED> &ch,
-                                                             RtCluster &xc, float t)
+template <class Chunk>
+__device__ __forceinline__ unsigned long long rt_count_ge_eq(const Chunk &ch, RtCluster &xc,
+                                                             float t)
 {
     unsigned ge = 0, eq = 0;
-    for (int g = threadIdx.x; g < ch.groups; g += RT_THREADS) {
-        float4 f = ch.get(g);
+    rt_each_group<false>(ch, [&](int, float4 f) {
         ge += (f.x >= t) + (f.y >= t) + (f.z >= t) + (f.w >= t);
         eq += (f.x == t) + (f.y == t) + (f.z == t) + (f.w == t);
-    }
+    });
     return xc.sum((unsigned long long)ge << 32 | eq);
 }
 
 /* 1. scan (and fill the cache): valid count, max and #(x == max), min and #(x == min) of the
  * row. */
-template <bool CACHED>
-__device__ __forceinline__ Stat rt_scan(const RtChunk<CACHED> &ch, RtCluster &xc)
+template <class Chunk>
+__device__ __forceinline__ Stat rt_scan(const Chunk &ch, RtCluster &xc)
 {
     Stat st = stat_identity();
-    for (int g = threadIdx.x; g < ch.groups; g += RT_THREADS) {
-        float4 f = ch.load(g);
-        if (CACHED)
+    rt_each_group<true>(ch, [&](int g, float4 f) {
+        if (Chunk::cached)
             ch.cache[g] = f;
         stat_add(st, f.x);
         stat_add(st, f.y);
         stat_add(st, f.z);
         stat_add(st, f.w);
-    }
+    });
     return xc.merge(st);
 }
 
@@ -302,9 +334,9 @@ struct RtThreshold {
 };
 
 /* 2. search (rtopk_search of rtopk.c) for the n-th largest of the row's `valid` tokens. */
-template <bool CACHED>
-__device__ __forceinline__ RtThreshold rt_search(const RtChunk<CACHED> &ch, RtCluster &xc,
-                                                 const Stat &st, int n, int max_iter)
+template <class Chunk>
+__device__ __forceinline__ RtThreshold rt_search(const Chunk &ch, RtCluster &xc, const Stat &st,
+                                                 int n, int max_iter)
 {
     const int valid = st.valid;
     RtThreshold th;
@@ -396,33 +428,31 @@ __device__ __forceinline__ RtQuota rt_quotas(int n, int valid, const RtThreshold
 }
 
 /* 3. select without a partial class: every mask byte is decided by its own token. */
-template <bool CACHED>
-__device__ __forceinline__ void rt_write_whole_classes(const RtChunk<CACHED> &ch, float t,
+template <class Chunk>
+__device__ __forceinline__ void rt_write_whole_classes(const Chunk &ch, float t,
                                                        const RtQuota &q)
 {
-    for (int g = threadIdx.x; g < ch.groups; g += RT_THREADS) {
-        float4 f = ch.get(g);
+    rt_each_group<false>(ch, [&](int g, float4 f) {
         ch.write(g, q.take_all(rt_class(f.x, t)), q.take_all(rt_class(f.y, t)),
                  q.take_all(rt_class(f.z, t)), q.take_all(rt_class(f.w, t)));
-    }
+    });
 }
 
 /* 3. select with a partial class: its members are ranked in index order, from the CTA's
  * starting rank (the members in the chunks of lower ranks) through a block-wide exclusive
  * scan per tile. */
-template <bool CACHED>
-__device__ __forceinline__ void rt_write_ranked(const RtChunk<CACHED> &ch, RtCluster &xc,
-                                                float t, const RtQuota &q)
+template <class Chunk>
+__device__ __forceinline__ void rt_write_ranked(const Chunk &ch, RtCluster &xc, float t,
+                                                const RtQuota &q)
 {
     const int tid = threadIdx.x, part = q.part;
     int carry = 0; /* members of the partial class before this CTA's chunk */
     if (xc.G > 1) {
         unsigned mine = 0;
-        for (int g = tid; g < ch.groups; g += RT_THREADS) {
-            float4 f = ch.get(g);
+        rt_each_group<false>(ch, [&](int, float4 f) {
             mine += (rt_class(f.x, t) == part) + (rt_class(f.y, t) == part) +
                     (rt_class(f.z, t) == part) + (rt_class(f.w, t) == part);
-        }
+        });
         carry = xc.sum_before((unsigned long long)mine);
     }
     for (int base = 0; base < ch.groups; base += RT_THREADS) {
@@ -446,9 +476,10 @@ __device__ __forceinline__ void rt_write_ranked(const RtChunk<CACHED> &ch, RtClu
     }
 }
 
-template <bool CACHED>
+/* One cluster per row of `logits` (element type E, rows `stride` elements apart). */
+template <class E, bool CACHED>
 __global__ void __launch_bounds__(RT_THREADS, RT_BLOCKS_PER_SM)
-    rtopk_kernel(const float *__restrict__ logits, int64_t stride, int64_t vocab,
+    rtopk_kernel(const void *__restrict__ logits, int64_t stride, int64_t vocab,
                  const int32_t *__restrict__ kk, uint8_t *__restrict__ kept, int chunk,
                  int max_iter, int32_t *__restrict__ iters)
 {
@@ -460,11 +491,12 @@ __global__ void __launch_bounds__(RT_THREADS, RT_BLOCKS_PER_SM)
     const int tid = threadIdx.x;
     const int64_t row = blockIdx.x / G;
     const int64_t c0 = (int64_t)rank * chunk;
-    RtChunk<CACHED> ch;
+    RtChunk<E, CACHED> ch;
     ch.len = c0 < vocab ? (int)(vocab - c0 < chunk ? vocab - c0 : chunk) : 0;
     ch.groups = (ch.len + 3) >> 2;
-    ch.x = logits + row * stride + (c0 < vocab ? c0 : 0);
-    ch.xvec = ((uintptr_t)ch.x & 15) == 0;
+    ch.x = static_cast<const typename E::storage *>(tkp_row_ptr<E>(logits, stride, row)) +
+           (c0 < vocab ? c0 : 0);
+    ch.xvec = tkp_vec4_ok<E>(ch.x, 0);
     ch.kr = kept + row * vocab + (c0 < vocab ? c0 : 0);
     ch.kvec = ((uintptr_t)ch.kr & 3) == 0;
     ch.cache = cache;
@@ -486,22 +518,34 @@ __global__ void __launch_bounds__(RT_THREADS, RT_BLOCKS_PER_SM)
     cluster.sync(); /* no CTA leaves while another may still read its slots */
 }
 
-template <bool CACHED>
-cudaError_t rt_launch(const struct rtopk_gpu_plan *plan, const struct tkp_problem *pb,
-                      const struct tkp_io *io, int max_iter, int32_t *iters, cudaStream_t st)
+/* Every instantiation of rtopk_kernel has this type (the logits are untyped). */
+typedef void (*RtKernel)(const void *, int64_t, int64_t, const int32_t *, uint8_t *, int, int,
+                         int32_t *);
+
+/* The kernel for the problem's element type, with or without the cache: the one place that
+ * dispatches on pb->dtype; NULL for a type outside the enum. */
+RtKernel rt_kernel(enum tkp_dtype dtype, bool cached)
 {
-    return tkp_launch_cluster(rtopk_kernel<CACHED>, plan->group,
-                              dim3((unsigned)(pb->batch * plan->group)), dim3(RT_THREADS),
-                              CACHED ? plan->smem : 0, st, static_cast<const float *>(io->logits), (int64_t)pb->stride,
-                              (int64_t)pb->vocab, io->k, io->kept, plan->chunk, max_iter, iters);
+    RtKernel k = nullptr;
+    tkp_with_dtype(dtype, [&](auto e) {
+        using E = decltype(e);
+        k = cached ? rtopk_kernel<E, true> : rtopk_kernel<E, false>;
+    });
+    return k;
+}
+
+/* The error for an element type outside the enum (the harness refuses one before init). */
+int rt_bad_dtype(const struct tkp_problem *pb, struct tkp_error *err)
+{
+    tkp_error_set(err, "rtopk: logits element type %d is not one of f32, bf16, f16",
+                  (int)pb->dtype);
+    return TKP_EINVAL;
 }
 
 /* How many clusters of this shape fit on the device at once (0: the launch would fail). */
-template <bool CACHED>
-int rt_clusters(const struct rtopk_gpu_plan *plan)
+int rt_clusters(RtKernel kernel, const struct rtopk_gpu_plan *plan)
 {
-    return tkp_active_clusters(rtopk_kernel<CACHED>, plan->group, RT_THREADS,
-                               CACHED ? plan->smem : 0);
+    return tkp_active_clusters(kernel, plan->group, RT_THREADS, plan->smem);
 }
 
 int64_t rt_chunk(int64_t vocab, int group)
@@ -520,10 +564,14 @@ extern "C" int rtopk_gpu_plan(const struct tkp_problem *pb, struct rtopk_gpu_pla
     TKP_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), err);
     TKP_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
                  err);
+    const RtKernel cached_kernel = rt_kernel(pb->dtype, true);
+    const RtKernel stream_kernel = rt_kernel(pb->dtype, false);
+    if (!cached_kernel || !stream_kernel)
+        return rt_bad_dtype(pb, err);
     cudaFuncAttributes fa;
-    TKP_CUDA_TRY(cudaFuncGetAttributes(&fa, rtopk_kernel<true>), err);
+    TKP_CUDA_TRY(cudaFuncGetAttributes(&fa, cached_kernel), err);
     const int64_t cap = (int64_t)optin - (int64_t)fa.sharedSizeBytes; /* dynamic smem limit */
-    TKP_CUDA_TRY(cudaFuncSetAttribute(rtopk_kernel<true>,
+    TKP_CUDA_TRY(cudaFuncSetAttribute(cached_kernel,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)cap),
                  err);
 
@@ -540,12 +588,13 @@ extern "C" int rtopk_gpu_plan(const struct tkp_problem *pb, struct rtopk_gpu_pla
     plan->group = group;
     plan->chunk = (int)rt_chunk(pb->vocab, group);
     plan->cached = cached;
+    /* the cache holds converted floats, 4 bytes per token whatever the element type */
     plan->smem = cached ? (size_t)plan->chunk * sizeof(float) : 0;
-    if (plan->cached && rt_clusters<true>(plan) == 0) {
+    if (plan->cached && rt_clusters(cached_kernel, plan) == 0) {
         plan->cached = 0; /* cannot co-schedule the cluster with that much shared memory */
         plan->smem = 0;
     }
-    if (!plan->cached && rt_clusters<false>(plan) == 0) {
+    if (!plan->cached && rt_clusters(stream_kernel, plan) == 0) {
         tkp_error_set(err, "rtopk: no cluster of %d CTAs of %d threads fits on this device",
                       plan->group, RT_THREADS);
         return TKP_EDEVICE;
@@ -562,10 +611,14 @@ extern "C" int rtopk_gpu_run(const struct rtopk_gpu_plan *plan, const struct tkp
         return TKP_OK;
     int32_t *iters = (int32_t *)workspace;
     cudaStream_t st = (cudaStream_t)stream;
-    if (plan->cached)
-        TKP_CUDA_TRY(rt_launch<true>(plan, pb, io, max_iter, iters, st), err);
-    else
-        TKP_CUDA_TRY(rt_launch<false>(plan, pb, io, max_iter, iters, st), err);
+    const RtKernel kernel = rt_kernel(pb->dtype, plan->cached != 0);
+    if (!kernel)
+        return rt_bad_dtype(pb, err);
+    const dim3 grid((unsigned)(pb->batch * plan->group));
+    TKP_CUDA_TRY(tkp_launch_cluster(kernel, plan->group, grid, dim3(RT_THREADS), plan->smem, st,
+                                    io->logits, (int64_t)pb->stride, (int64_t)pb->vocab, io->k,
+                                    io->kept, plan->chunk, max_iter, iters),
+                 err);
     TKP_LAUNCH_CHECK(err);
     return TKP_OK;
 }

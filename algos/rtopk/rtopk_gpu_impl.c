@@ -57,4 +57,6 @@ const struct tkp_impl tkp_rtopk_gpu = {
     .init = rtopk_gpu_init,
     .run = rtopk_gpu_enqueue,
     .stats = rtopk_gpu_stats,
+    /* every kernel path (cached or streaming) reads 16-bit rows (rtopk_gpu.cu) */
+    .dtypes = TKP_DTYPE_BIT(TKP_BF16) | TKP_DTYPE_BIT(TKP_F16),
 };
