@@ -73,6 +73,18 @@ void tkp_axis_default_text(const struct tkp_axis *a, char *buf, size_t n)
         snprintf(buf, n, "%g", a->def);
 }
 
+int tkp_axis_row_is_default(const struct tkp_axis *a, const struct tkp_cell_row *row)
+{
+    const char *col = (const char *)row + a->column;
+    if (a->type == TKP_AXIS_DATASET || a->type == TKP_AXIS_ENUM) {
+        char def[256];
+        tkp_axis_default_text(a, def, sizeof def);
+        return strcmp(col, def) == 0;
+    }
+    return a->type == TKP_AXIS_F32 ? *(const double *)col == a->def
+                                   : *(const int64_t *)col == (int64_t)a->def;
+}
+
 const struct tkp_axis *tkp_axis_named(const char *name)
 {
     for (const struct tkp_axis *a = tkp_axes; a->name; a++)

@@ -59,6 +59,8 @@ extern const struct tkp_axis tkp_axes[];
 int tkp_axis_is_default(const struct tkp_axis *a, const struct tkp_cell *c);
 /* The axis's default as text (the value a results file without its column holds). */
 void tkp_axis_default_text(const struct tkp_axis *a, char *buf, size_t n);
+/* Does a results row's column of the axis hold its default? */
+int tkp_axis_row_is_default(const struct tkp_axis *a, const struct tkp_cell_row *row);
 /* The axis named `name`, or NULL. */
 const struct tkp_axis *tkp_axis_named(const char *name);
 

@@ -149,19 +149,6 @@ static const struct tkp_axis *quiet_column(const char *name)
     return a && (a->flags & TKP_AXIS_QUIET) ? a : NULL;
 }
 
-/* Does the row hold the default of quiet axis a (the value its file's missing column means)? */
-static int row_at_default(const struct tkp_axis *a, const struct tkp_cell_row *row)
-{
-    const char *col = (const char *)row + a->column;
-    if (a->type == TKP_AXIS_DATASET || a->type == TKP_AXIS_ENUM) {
-        char def[64];
-        tkp_axis_default_text(a, def, sizeof def);
-        return strcmp(col, def) == 0;
-    }
-    return a->type == TKP_AXIS_F32 ? *(const double *)col == a->def
-                                   : *(const int64_t *)col == (int64_t)a->def;
-}
-
 /* A row a cells table written before one of its quiet axes' columns cannot hold (its value
  * would be dropped, and the cell read back as the default): 1 with `why` naming it. */
 static int row_unfit_for_table(hid_t cells, const struct tkp_cell_row *row, char *why, size_t n)
@@ -170,7 +157,7 @@ static int row_unfit_for_table(hid_t cells, const struct tkp_cell_row *row, char
     int unfit = 0;
     for (const struct tkp_axis *a = tkp_axes; ft >= 0 && a->name && !unfit; a++) {
         if (!(a->flags & TKP_AXIS_QUIET) || H5Tget_member_index(ft, a->name) >= 0 ||
-            row_at_default(a, row))
+            tkp_axis_row_is_default(a, row))
             continue;
         char def[64];
         tkp_axis_default_text(a, def, sizeof def);

@@ -296,12 +296,11 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
         p[r] = cell->p;
     }
     struct tkp_batch b = { cell->batch, cell->vocab, e->logits, k, p, TKP_F32, NULL };
-    int typed = typed_rows(e, cell, &b, &err);
     const struct tkp_algo *a = cell->algo;
     int32_t draws = (a->outputs & TKP_OUT_SAMPLE) ? cell->draws : 0;
     uint8_t *kept = (a->outputs & TKP_OUT_SET) ? malloc((size_t)(b.batch * b.vocab)) : NULL;
     int64_t *drawn = draws ? malloc(sizeof(int64_t) * (size_t)(b.batch * draws)) : NULL;
-    int rc = typed;
+    int rc = typed_rows(e, cell, &b, &err); /* b's logits in the cell's element type */
     if (!rc && (!k || !p || ((a->outputs & TKP_OUT_SET) && !kept) || (draws && !drawn))) {
         tkp_error_set(&err, "out of host memory for the outputs of [%lld, %lld] with %d draws",
                       (long long)b.batch, (long long)b.vocab, (int)draws);
