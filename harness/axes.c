@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../algos/common/half.h"
 #include "../algos/common/prob.h"
 #include "axes.h"
 
@@ -16,8 +17,15 @@
  * struct tkp_cell_row (results.h; results.c appends its column after the fixed ones, and
  * docs/DESIGN.md lists the columns), a row here, and its use where a cell runs (runner.c). The
  * row's place is its place in the cross product, the lines and the key. Every axis is part of
- * the key, so a new one changes every key: --resume onto a file written before it finds no cell
- * done. A TKP_AXIS_PLAN axis changes every plan: rerun scripts/update-goldens.sh. */
+ * the key, so a new one changes every key (--resume onto a file written before it finds no cell
+ * done) and a TKP_AXIS_PLAN one every plan (rerun scripts/update-goldens.sh) -- unless it is
+ * TKP_AXIS_QUIET with a default that reproduces the cells from before it, like dtype. */
+
+/* The logits' element types, by enum tkp_dtype (algos/common/half.h: tkp_dtype_name). */
+static const char *const dtype_choices[] = { "f32", "bf16", "f16", NULL };
+_Static_assert(TKP_DTYPE_COUNT == 3 && TKP_F32 == 0 && TKP_BF16 == 1 && TKP_F16 == 2,
+               "dtype_choices follows enum tkp_dtype");
+
 const struct tkp_axis tkp_axes[] = {
     { .name = "dataset", .help = "a dataset (above) or file \"x.h5\"", .type = TKP_AXIS_DATASET,
       AT(dataset), COLUMN(dataset), .def_text = "gaussian",
@@ -39,10 +47,51 @@ const struct tkp_axis tkp_axes[] = {
       AT(draws), COLUMN(draws), .def = 1, .min = 1, .max = 1 << 20 },
     { .name = "seed", .help = "the seed of the dataset and the sampler", .type = TKP_AXIS_U64,
       AT(seed), COLUMN(seed), .def = 1, .min = 0, .max = 9007199254740992.0 },
+    /* Quiet: at f32 it is in no line and no key, so every plan and key from before it stands
+     * (docs/DESIGN.md, "/sweeps/<sweep>/cells"). */
+    { .name = "dtype", .help = "the logits' element type (f32, bf16, f16)", .label = "dtype",
+      .type = TKP_AXIS_ENUM, AT(dtype), COLUMN(dtype), .def = TKP_F32, .choices = dtype_choices,
+      .flags = TKP_AXIS_LIST | TKP_AXIS_WHERE | TKP_AXIS_PLAN | TKP_AXIS_PROGRESS |
+               TKP_AXIS_QUIET },
     { .name = NULL },
 };
 
 _Static_assert(sizeof tkp_axes / sizeof tkp_axes[0] <= TKP_MAX_AXES + 1, "raise TKP_MAX_AXES");
+
+int tkp_axis_is_default(const struct tkp_axis *a, const struct tkp_cell *c)
+{
+    if (a->type != TKP_AXIS_DATASET)
+        return tkp_axis_number(a, c) == a->def;
+    return strcmp((const char *)c + a->offset, a->def_text) == 0;
+}
+
+void tkp_axis_default_text(const struct tkp_axis *a, char *buf, size_t n)
+{
+    if (a->type == TKP_AXIS_DATASET || a->type == TKP_AXIS_ENUM)
+        snprintf(buf, n, "%s", a->type == TKP_AXIS_ENUM ? a->choices[(int)a->def] : a->def_text);
+    else
+        snprintf(buf, n, "%g", a->def);
+}
+
+int tkp_axis_row_is_default(const struct tkp_axis *a, const struct tkp_cell_row *row)
+{
+    const char *col = (const char *)row + a->column;
+    if (a->type == TKP_AXIS_DATASET || a->type == TKP_AXIS_ENUM) {
+        char def[256];
+        tkp_axis_default_text(a, def, sizeof def);
+        return strcmp(col, def) == 0;
+    }
+    return a->type == TKP_AXIS_F32 ? *(const double *)col == a->def
+                                   : *(const int64_t *)col == (int64_t)a->def;
+}
+
+const struct tkp_axis *tkp_axis_named(const char *name)
+{
+    for (const struct tkp_axis *a = tkp_axes; a->name; a++)
+        if (strcmp(a->name, name) == 0)
+            return a;
+    return NULL;
+}
 
 void tkp_axis_store(const struct tkp_axis *a, struct tkp_cell *c, double v)
 {
@@ -97,7 +146,7 @@ void tkp_axes_append(const struct tkp_cell *c, enum tkp_axes_style style, char *
     const char sep = style == TKP_AXES_PLAN ? '\t' : style == TKP_AXES_PROGRESS ? ' ' : '|';
     size_t used = strlen(buf);
     for (const struct tkp_axis *a = tkp_axes; a->name && used < n; a++) {
-        if (want && !(a->flags & want))
+        if ((want && !(a->flags & want)) || ((a->flags & TKP_AXIS_QUIET) && tkp_axis_is_default(a, c)))
             continue;
         char value[sizeof c->dataset];
         tkp_axis_text(a, c, style == TKP_AXES_KEY, value, sizeof value);

@@ -1,5 +1,5 @@
 /* axes.h — the sweep axes as data (README.md, "Configs"; docs/DESIGN.md, "/sweeps/<sweep>/cells"):
- * one row per axis of a cell (dataset, vocab, batch, k, p, draws, seed), as the modules'
+ * one row per axis of a cell (dataset, vocab, batch, k, p, draws, seed, dtype), as the modules'
  * options are rows of `struct tkp_option`. The table drives the sweep keys a config may write,
  * their parsing and checks (config_values.c, config_expand.c), the cross product, the cell `where` sees, the --dry-run
  * line, the progress line, the resume key (tkp_results_key) and the axes' columns of a results
@@ -29,6 +29,10 @@ enum {
     TKP_AXIS_WHERE = 1u << 2,    /* a field of the cell a sweep's `where` gets */
     TKP_AXIS_PLAN = 1u << 3,     /* in `run --dry-run` lines (tests/golden/) */
     TKP_AXIS_PROGRESS = 1u << 4, /* in the progress lines of `run` */
+    TKP_AXIS_QUIET = 1u << 5,    /* at its default: left out of the plan and progress lines and
+                                  * of the key, so that configs and results files written before
+                                  * the axis plan, print and resume as before; a results file
+                                  * without its column reads as the default */
 };
 
 struct tkp_axis {
@@ -51,6 +55,15 @@ struct tkp_axis {
  * line and of the key; NULL-named at the end. */
 extern const struct tkp_axis tkp_axes[];
 
+/* Is the cell's value of the axis its default (ENUM: the index `def`; DATASET: `def_text`)? */
+int tkp_axis_is_default(const struct tkp_axis *a, const struct tkp_cell *c);
+/* The axis's default as text (the value a results file without its column holds). */
+void tkp_axis_default_text(const struct tkp_axis *a, char *buf, size_t n);
+/* Does a results row's column of the axis hold its default? */
+int tkp_axis_row_is_default(const struct tkp_axis *a, const struct tkp_cell_row *row);
+/* The axis named `name`, or NULL. */
+const struct tkp_axis *tkp_axis_named(const char *name);
+
 /* Store a number (ENUM: an index) into the cell's axis; F32 keeps `v` as declared too. */
 void tkp_axis_store(const struct tkp_axis *a, struct tkp_cell *c, double v);
 /* The axis's value in the cell as a number (ENUM: the index; DATASET: 0). */
@@ -64,7 +77,8 @@ void tkp_axis_text(const struct tkp_axis *a, const struct tkp_cell *c, int preci
 enum tkp_axes_style {
     TKP_AXES_PLAN,     /* "\tdataset\tV=..\tB=..": the TKP_AXIS_PLAN axes */
     TKP_AXES_PROGRESS, /* " V=.. B=..": the TKP_AXIS_PROGRESS axes */
-    TKP_AXES_KEY,      /* "|dataset|V|B|k|p|draws|seed": every axis, p with %.9g */
+    TKP_AXES_KEY,      /* "|dataset|V|B|k|p|draws|seed[|dtype]": every axis, p with %.9g
+                        * (a TKP_AXIS_QUIET axis only off its default) */
 };
 /* Append the cell's axes in `style` to the string in buf (of n bytes). */
 void tkp_axes_append(const struct tkp_cell *c, enum tkp_axes_style style, char *buf, size_t n);

@@ -61,7 +61,9 @@ void tkp_row_times(struct tkp_cell_row *row, const struct tkp_batch *b, int set_
     row->max_us = timed ? ts.max : NAN;
     row->mean_us = timed ? ts.mean : NAN;
     row->stdev_us = timed && n > 1 ? ts.stdev : NAN;
-    row->bytes_read = (double)(b->batch * b->vocab) * 4.0 + (double)b->batch * 8.0;
+    /* the logits in their element type, and each row's k and p */
+    row->bytes_read = (double)(b->batch * b->vocab) * tkp_dtype_size(b->dtype) +
+                      (double)b->batch * 8.0;
     row->bytes_written = (set_output ? (double)(b->batch * b->vocab) : 0.0) +
                          (double)(b->batch * draws) * 8.0;
     row->gbps = row->bw_fraction = NAN;

@@ -59,7 +59,7 @@ enum tkp_verdict tkp_compare_samples(double median_a, const double *a, size_t na
 /* The columns compare reads (those of results.h's struct tkp_cell_row it needs). */
 struct cmp_row {
     char key[TKP_RESULT_KEY_BYTES], algo[32], variant[64], options[256], dataset[256], mode[16],
-        backend[8], status[16];
+        backend[8], status[16], dtype[16]; /* dtype: empty in a file written before it */
     int64_t batch, vocab, k;
     double p, median_us;
     int64_t n_samples, samples_offset;
@@ -86,7 +86,7 @@ static const struct cmp_field {
     int required; /* without it a table is not a results table; the others may be absent */
 } cmp_fields[] = {
     F(key, STR, 1), F(algo, STR, 0), F(variant, STR, 0), F(options, STR, 0),
-    F(dataset, STR, 0), F(mode, STR, 0), F(backend, STR, 0), F(status, STR, 1),
+    F(dataset, STR, 0), F(mode, STR, 0), F(backend, STR, 0), F(status, STR, 1), F(dtype, STR, 0),
     F(batch, I64, 0), F(vocab, I64, 0), F(k, I64, 0), F(p, F64, 0), F(median_us, F64, 1),
     F(n_samples, I64, 1), F(samples_offset, I64, 1),
 };
@@ -433,7 +433,7 @@ static void print_num(FILE *out, const char *format, double v)
 
 static void print_header(FILE *out)
 {
-    fputs("sweep\talgo\tvariant\toptions\tdataset\tvocab\tbatch\tk\tp\tmode\tbackend\t"
+    fputs("sweep\talgo\tvariant\toptions\tdataset\tvocab\tbatch\tk\tp\tmode\tbackend\tdtype\t"
           "a_median_us\tb_median_us\tratio\tci_low\tci_high\tverdict\n", out);
 }
 
@@ -464,6 +464,7 @@ static void print_line(FILE *out, const struct cell *a, const struct cell *b, do
             (long long)w->k, w->p);
     print_text(out, w->mode);
     print_text(out, w->backend);
+    print_text(out, w->dtype[0] ? w->dtype : "f32"); /* a file written before the column: f32 */
     print_num(out, "\t%.6g", a_ok ? a->r.row.median_us : NAN);
     print_num(out, "\t%.6g", b_ok ? b->r.row.median_us : NAN);
     print_num(out, "\t%.4f", ratio);

@@ -56,7 +56,8 @@ static int add_cell(struct tkp_plan *plan, const struct tkp_cell *c)
 
 
 /* Refuse a sweep whose cross product (the algorithms, then the TKP_AXIS_LIST axes: sizes[]),
- * counted with overflow checks before any cell is made, passes TKP_MAX_CELLS. */
+ * counted with overflow checks before any cell is made, passes TKP_MAX_CELLS. The message
+ * names the list axes but a quiet one at one value (axes.h: it reads as before the axis). */
 static void check_cross_product(lua_State *L, const char *what, const int *sizes)
 {
     uint64_t total = 1;
@@ -66,7 +67,7 @@ static void check_cross_product(lua_State *L, const char *what, const int *sizes
     overflow |= __builtin_mul_overflow(total, (uint64_t)sizes[0], &total);
     for (const struct tkp_axis *a = tkp_axes; a->name; a++, n++) {
         overflow |= __builtin_mul_overflow(total, (uint64_t)sizes[n], &total);
-        if (a->flags & TKP_AXIS_LIST) {
+        if ((a->flags & TKP_AXIS_LIST) && !((a->flags & TKP_AXIS_QUIET) && sizes[n] == 1)) {
             snprintf(names + strlen(names), sizeof names - strlen(names), " x %s", a->name);
             snprintf(counts + strlen(counts), sizeof counts - strlen(counts), " x %d", sizes[n]);
         }

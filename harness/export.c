@@ -2,13 +2,15 @@
  * a first column `sweep` and then every column by name (README.md, "Results"): TSV (the
  * default, what gnuplot and the figures read), CSV with RFC 4180 quoting, or JSON (an array of
  * objects, numbers as numbers, NaN as null); and its provenance attributes. The reader is
- * generic over the compound members it finds, so older files export too. A corrupt file can
+ * generic over the compound members it finds, so older files export too; a quiet axis's column
+ * an older file lacks (axes.h, TKP_AXIS_QUIET: dtype) is printed last with its default. A corrupt file can
  * crash or hang HDF5 itself, so each command reads the file in a child process
  * (read_guard.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "axes.h"
 #include "h5util.h"
 #include "read_guard.h"
 #include "results.h"
@@ -183,6 +185,28 @@ static void print_value(FILE *out, enum tkp_export_format f, hid_t member, const
     }
 }
 
+/* The quiet axes whose column the table (memory type mt) lacks, written before them: export
+ * prints each last, with its default (what the table's cells are). Returns how many. */
+static int missing_axes(hid_t mt, const struct tkp_axis **out)
+{
+    int n = 0;
+    for (const struct tkp_axis *a = tkp_axes; a->name && n < TKP_MAX_AXES; a++)
+        if ((a->flags & TKP_AXIS_QUIET) && H5Tget_member_index(mt, a->name) < 0)
+            out[n++] = a;
+    return n;
+}
+
+/* The value of a missing quiet axis a in `format`: its default (text quoted in JSON). */
+static void print_default(FILE *out, enum tkp_export_format f, const struct tkp_axis *a)
+{
+    char def[64];
+    tkp_axis_default_text(a, def, sizeof def);
+    if (a->type == TKP_AXIS_DATASET || a->type == TKP_AXIS_ENUM)
+        print_text(out, f, def);
+    else
+        fputs(def, out);
+}
+
 /* The column names of a sweep, "sweep" first, tab-separated (to compare sweeps' columns). */
 static void header_of(hid_t mt, char *header, size_t n)
 {
@@ -192,6 +216,9 @@ static void header_of(hid_t mt, char *header, size_t n)
         used += (size_t)snprintf(header + used, n - used, "\t%s", mn ? mn : "");
         H5free_memory(mn);
     }
+    const struct tkp_axis *missing[TKP_MAX_AXES];
+    for (int i = 0, k = missing_axes(mt, missing); i < k && used < n; i++)
+        used += (size_t)snprintf(header + used, n - used, "\t%s", missing[i]->name);
 }
 
 /* The header line: TSV as it is, CSV each name quoted as needed; JSON opens the array. */
@@ -211,6 +238,11 @@ static void print_header(struct export_ctx *x, hid_t mt)
         fputc(',', x->out);
         csv_text(x->out, mn ? mn : "");
         H5free_memory(mn);
+    }
+    const struct tkp_axis *missing[TKP_MAX_AXES];
+    for (int i = 0, k = missing_axes(mt, missing); i < k; i++) {
+        fputc(',', x->out);
+        csv_text(x->out, missing[i]->name);
     }
     fputc('\n', x->out);
 }
@@ -241,6 +273,17 @@ static void print_row(struct export_ctx *x, const char *sweep, hid_t mt, const c
         }
         print_value(x->out, f, member, row + H5Tget_member_offset(mt, (unsigned)m));
         H5Tclose(member);
+    }
+    const struct tkp_axis *missing[TKP_MAX_AXES];
+    for (int i = 0, k = missing_axes(mt, missing); i < k; i++) {
+        if (f == TKP_EXPORT_JSON) {
+            fputs(", ", x->out);
+            json_text(x->out, missing[i]->name);
+            fputs(": ", x->out);
+        } else {
+            fputc(sep, x->out);
+        }
+        print_default(x->out, f, missing[i]);
     }
     fputs(f == TKP_EXPORT_JSON ? "}" : "\n", x->out);
     x->rows++;
@@ -409,6 +452,34 @@ int tkp_results_info(const char *path, FILE *out, struct tkp_error *err)
     return tkp_read_guarded(info_file, path, NULL, out, err, &crashed);
 }
 
+static herr_t read_one_text(hid_t group, const char *name, const H5L_info_t *info, void *data)
+{
+    (void)info;
+    (void)data;
+    free(h5_read_text(group, name));
+    return 0;
+}
+
+/* What --resume reads before it writes: the cells as export reads them, then every config text
+ * under /config (run_record.c compares them with the run's), so that a corrupt text that
+ * crashes the library is found here, in the child. */
+static int resume_reads(const char *path, const void *arg, FILE *out, struct tkp_error *err)
+{
+    int rc = export_file(path, arg, out, err);
+    h5_quiet();
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f >= 0 && h5_exists(f, "/config")) {
+        hid_t g = H5Gopen2(f, "/config", H5P_DEFAULT);
+        if (g >= 0) {
+            H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, read_one_text, NULL);
+            H5Gclose(g);
+        }
+    }
+    if (f >= 0)
+        H5Fclose(f);
+    return rc;
+}
+
 int tkp_results_read_crashes(const char *path, struct tkp_error *err)
 {
     FILE *sink = fopen("/dev/null", "w");
@@ -417,7 +488,7 @@ int tkp_results_read_crashes(const char *path, struct tkp_error *err)
     const struct export_req req = { NULL, TKP_EXPORT_TSV };
     struct tkp_error ignored;
     int crashed;
-    tkp_read_guarded(export_file, path, &req, sink, &ignored, &crashed);
+    tkp_read_guarded(resume_reads, path, &req, sink, &ignored, &crashed);
     fclose(sink);
     if (crashed)
         tkp_error_set(err, "%s", ignored.msg);

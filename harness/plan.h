@@ -31,6 +31,7 @@ struct tkp_cell {
     float p;
     double p_declared; /* p as the config wrote it (p is its float32 rounding) */
     uint64_t seed;
+    int dtype; /* the logits' element type: an enum tkp_dtype (algos/common/half.h) */
     int verify_rows;
     struct tkp_timing timing;
 };

@@ -142,8 +142,39 @@ static int remember(struct tkp_results *r, const char *sweep, const char *key)
     return 0;
 }
 
+/* Is column `name` one a file written before its axis may lack (axes.h, TKP_AXIS_QUIET)? */
+static const struct tkp_axis *quiet_column(const char *name)
+{
+    const struct tkp_axis *a = tkp_axis_named(name);
+    return a && (a->flags & TKP_AXIS_QUIET) ? a : NULL;
+}
+
+/* A row a cells table written before one of its quiet axes' columns cannot hold (its value
+ * would be dropped, and the cell read back as the default): 1 with `why` naming it. */
+static int row_unfit_for_table(hid_t cells, const struct tkp_cell_row *row, char *why, size_t n)
+{
+    hid_t ft = H5Dget_type(cells);
+    int unfit = 0;
+    for (const struct tkp_axis *a = tkp_axes; ft >= 0 && a->name && !unfit; a++) {
+        if (!(a->flags & TKP_AXIS_QUIET) || H5Tget_member_index(ft, a->name) >= 0 ||
+            tkp_axis_row_is_default(a, row))
+            continue;
+        char def[64];
+        tkp_axis_default_text(a, def, sizeof def);
+        snprintf(why, n, "its cells table was written before the '%s' column, so it holds %s "
+                 "cells only; record %s cells in a new results file", a->name, def,
+                 (a->type == TKP_AXIS_ENUM || a->type == TKP_AXIS_DATASET)
+                     ? (const char *)row + a->column : "these");
+        unfit = 1;
+    }
+    if (ft >= 0)
+        H5Tclose(ft);
+    return unfit;
+}
+
 /* Does the compound type `ft` of an existing cells table have exactly this binary's columns,
- * each of the same class (and, for strings, the same size)? Names the first difference. */
+ * each of the same class (and, for strings, the same size)? Names the first difference. A
+ * quiet axis's column may be missing (a file written before it: its cells hold the default). */
 static int layout_matches(hid_t ft, char *why, size_t n)
 {
     if (H5Tget_class(ft) != H5T_COMPOUND) {
@@ -153,9 +184,14 @@ static int layout_matches(hid_t ft, char *why, size_t n)
     int members = H5Tget_nmembers(ft);
     struct field fields[MAX_FIELDS];
     const size_t n_fields = row_fields(fields);
+    int expected = (int)n_fields;
     for (size_t i = 0; i < n_fields; i++) {
         const struct field *f = &fields[i];
         int m = H5Tget_member_index(ft, f->name);
+        if (m < 0 && quiet_column(f->name)) {
+            expected--;
+            continue;
+        }
         if (m < 0) {
             snprintf(why, n, "it has no column '%s'", f->name);
             return 0;
@@ -172,8 +208,8 @@ static int layout_matches(hid_t ft, char *why, size_t n)
             return 0;
         }
     }
-    if (members != (int)n_fields) {
-        snprintf(why, n, "it has %d columns, this binary writes %d", members, (int)n_fields);
+    if (members != expected) {
+        snprintf(why, n, "it has %d columns, this binary writes %d", members, expected);
         return 0;
     }
     return 1;
@@ -629,10 +665,13 @@ int tkp_results_append(struct tkp_results *r, const char *sweep, struct tkp_cell
     hid_t cells = g < 0 ? -1 : open_table(g, "cells", t, 64);
     hid_t times = g < 0 ? -1 : open_table(g, "samples", H5T_NATIVE_DOUBLE, 1024);
     const char *step = NULL;
+    char unfit[256] = "";
     int room = 0, saved_errno = 0;
     errno = 0;
     if (g < 0 || cells < 0 || times < 0) {
         step = "cannot open its tables";
+    } else if (row_unfit_for_table(cells, row, unfit, sizeof unfit)) {
+        step = unfit;
     } else if ((room = reserve_room(r, append_room(n))) != 0) {
         step = "no room for its samples";
     } else {
@@ -657,6 +696,12 @@ int tkp_results_append(struct tkp_results *r, const char *sweep, struct tkp_cell
     H5Tclose(t);
     if (g >= 0)
         H5Gclose(g);
+    if (unfit[0]) { /* nothing of the cell was written: the file stays as it is */
+        r->failed = 1;
+        tkp_error_set(err, "%s: sweep %s: %s (cell %.120s%s); the run stops", r->path, sweep,
+                      unfit, row->key, strlen(row->key) > 120 ? "..." : "");
+        return TKP_EINVAL;
+    }
     if (step) { /* whatever HDF5 holds unwritten is never flushed: the file stays as flushed */
         r->failed = r->broken = 1;
         tkp_error_set(err, "%s: %s for cell %.120s%s (%s); the run stops, the cells before it "

@@ -29,6 +29,8 @@ struct tkp_cell_row {
     int64_t noisy; /* 1: the timer stopped at its cap before the spread settled (timing.h) */
     int64_t run;   /* the run that wrote the row: /runs/<run> has its commit, binary and config */
     double sorted; /* keys sorted per row (a sort-based boundary search; 0 otherwise) */
+    char dtype[16]; /* the logits' element type: f32, bf16, f16 (a file written before this
+                     * column has none: its cells are f32, axes.h TKP_AXIS_QUIET) */
 };
 
 struct tkp_results;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../algos/common/half.h"
 #include "../datasets/datasets.h"
 #include "apply.h"
 #include "axes.h"
@@ -22,13 +23,17 @@
 
 /* Generated or read logits, kept between cells: one entry per (dataset, seed, vocab), holding
  * as many rows as the largest batch any cell of the plan asks of it, so that the cells of a
- * batch sweep share one generation. Least recently used entries go first. */
+ * batch sweep share one generation, and, once a cell asks for one, the rows in each 16-bit
+ * type with their exact upcast (so that an f32/bf16 sweep converts once per entry and type).
+ * Least recently used entries go first. */
 #define CACHE_ENTRIES 8 /* Figure 2's five vocabularies stay generated across its algorithms */
 struct cached_batch {
     char dataset[256];
     uint64_t seed;
     int64_t vocab, rows;
     float *logits;
+    uint16_t *encoded[TKP_DTYPE_COUNT]; /* [rows, vocab] in a 16-bit type (f32: NULL) ... */
+    float *upcast[TKP_DTYPE_COUNT];     /* ... and those encodings upcast, exactly */
     struct tkp_peer_input peer_file; /* the same rows for the peers, written on first use */
     uint64_t used; /* a tick of the last use */
 };
@@ -65,6 +70,61 @@ static int load_rows(const struct tkp_cell *cell, int64_t rows, float *x, struct
     return rc;
 }
 
+static void cache_entry_free(struct cached_batch *e)
+{
+    free(e->logits);
+    for (int t = 0; t < TKP_DTYPE_COUNT; t++) {
+        free(e->encoded[t]);
+        free(e->upcast[t]);
+    }
+    tkp_peer_input_remove(&e->peer_file);
+}
+
+/* The entry's rows in 16-bit type t (round to nearest even: tkp_f32_to_bf16 / tkp_f32_to_f16)
+ * and their exact upcast, which the oracle judges (docs/SEMANTICS.md, "16-bit logits"). */
+static int convert_entry(struct cached_batch *e, enum tkp_dtype t, struct tkp_error *err)
+{
+    const size_t n = (size_t)(e->rows * e->vocab);
+    uint16_t *enc = malloc(sizeof(uint16_t) * n);
+    float *up = malloc(sizeof(float) * n);
+    if (!enc || !up) {
+        free(enc);
+        free(up);
+        tkp_error_set(err, "out of host memory for [%lld, %lld] %s logits", (long long)e->rows,
+                      (long long)e->vocab, tkp_dtype_name(t));
+        return TKP_ENOMEM;
+    }
+    const float *x = e->logits;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        enc[i] = t == TKP_BF16 ? tkp_f32_to_bf16(x[i]) : tkp_f32_to_f16(x[i]);
+        up[i] = t == TKP_BF16 ? tkp_bf16_to_f32(enc[i]) : tkp_f16_to_f32(enc[i]);
+    }
+    e->encoded[t] = enc;
+    e->upcast[t] = up;
+    return TKP_OK;
+}
+
+/* Point batch b at the entry's rows in the cell's element type (converted on first use). */
+static int typed_rows(struct cached_batch *e, const struct tkp_cell *cell, struct tkp_batch *b,
+                      struct tkp_error *err)
+{
+    const enum tkp_dtype t = (enum tkp_dtype)cell->dtype;
+    b->dtype = t;
+    b->logits = e->logits;
+    b->logits16 = NULL;
+    if (t == TKP_F32)
+        return TKP_OK;
+    if (!e->encoded[t]) {
+        int rc = convert_entry(e, t, err);
+        if (rc)
+            return rc;
+    }
+    b->logits = e->upcast[t];
+    b->logits16 = e->encoded[t];
+    return TKP_OK;
+}
+
 /* The logits of `cell` (at least cell->batch rows), generated once for the plan. */
 static struct cached_batch *cache_get(struct batch_cache *c, const struct tkp_plan *plan,
                               const struct tkp_cell *cell, struct tkp_error *err)
@@ -84,8 +144,7 @@ static struct cached_batch *cache_get(struct batch_cache *c, const struct tkp_pl
             if (same_data(&plan->cells[i], cell) && plan->cells[i].batch > rows)
                 rows = plan->cells[i].batch;
         e = oldest;
-        free(e->logits);
-        tkp_peer_input_remove(&e->peer_file);
+        cache_entry_free(e);
         memset(e, 0, sizeof *e);
         e->logits = malloc(sizeof(float) * (size_t)(rows * cell->vocab));
         if (!e->logits) {
@@ -109,10 +168,8 @@ static struct cached_batch *cache_get(struct batch_cache *c, const struct tkp_pl
 
 static void cache_free(struct batch_cache *c)
 {
-    for (int i = 0; i < CACHE_ENTRIES; i++) {
-        free(c->entry[i].logits);
-        tkp_peer_input_remove(&c->entry[i].peer_file);
-    }
+    for (int i = 0; i < CACHE_ENTRIES; i++)
+        cache_entry_free(&c->entry[i]);
 }
 
 /* What one timed launch needs. */
@@ -226,7 +283,8 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
     *n_samples = 0;
     struct cached_batch *e = cache_get(&env->cache, plan, cell, &err);
     if (!e) { /* no logits: untimed (NaN times, cell_row.h) */
-        const struct tkp_batch shape = { cell->batch, cell->vocab, NULL, NULL, NULL, TKP_F32, NULL };
+        const struct tkp_batch shape = { cell->batch, cell->vocab, NULL, NULL, NULL,
+                                         (enum tkp_dtype)cell->dtype, NULL };
         tkp_row_times(row, &shape, 0, 0, NULL, 0, &cell->timing, env->copy_gbps);
         tkp_row_status(row, TKP_EINVAL, err.msg);
         return;
@@ -242,8 +300,8 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
     int32_t draws = (a->outputs & TKP_OUT_SAMPLE) ? cell->draws : 0;
     uint8_t *kept = (a->outputs & TKP_OUT_SET) ? malloc((size_t)(b.batch * b.vocab)) : NULL;
     int64_t *drawn = draws ? malloc(sizeof(int64_t) * (size_t)(b.batch * draws)) : NULL;
-    int rc = TKP_OK;
-    if (!k || !p || ((a->outputs & TKP_OUT_SET) && !kept) || (draws && !drawn)) {
+    int rc = typed_rows(e, cell, &b, &err); /* b's logits in the cell's element type */
+    if (!rc && (!k || !p || ((a->outputs & TKP_OUT_SET) && !kept) || (draws && !drawn))) {
         tkp_error_set(&err, "out of host memory for the outputs of [%lld, %lld] with %d draws",
                       (long long)b.batch, (long long)b.vocab, (int)draws);
         rc = TKP_ENOMEM;
@@ -264,7 +322,7 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
 }
 
 /* The whole identity of a cell (algorithm, variant, options, the axes of axes.c: dataset, V,
- * B, k, p, draws, seed; backend), never cut: results.c turns a long one into a prefix and a
+ * B, k, p, draws, seed, and dtype unless f32; backend), never cut: results.c turns a long one into a prefix and a
  * hash (tkp_results_key). */
 static void cell_identity(const struct tkp_cell *c, enum tkp_backend backend, char *buf, size_t n)
 {

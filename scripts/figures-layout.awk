@@ -6,7 +6,7 @@
 # with the columns fx, frow, fcol, ri, ci, skey, level before the TSV's own, sorted by panel,
 # series and x, to stdout, and the layout to the file `meta` (one "name<TAB>value" a line;
 # "series" lines list every series in drawing order). Variables: axes (the sweep axes of
-# `topkp list`, "name:number" or "name:name", in harness/axes.c's order), X, BY, FACET (may be empty),
+# `topkp list`, "name:number" or "name:name" and ":default" when it has one, in harness/axes.c's order), X, BY, FACET (may be empty),
 # meta, sweeps (a file of the sweeps' names in declaration order, one a line; sweeps not in it
 # come after them, in the order of the rows). mawk-compatible: no asort, no gensub.
 BEGIN {
@@ -15,7 +15,8 @@ BEGIN {
     # the table's order; the sweep comes first and the mode and the line (algo) last
     nt = split(axes, T, " "); nax = 0; AX[++nax] = "sweep"; tableaxes = ""; reversed = ""
     for (i = 1; i <= nt; i++) {
-        split(T[i], P, ":"); AX[++nax] = P[1]; if (P[2] == "number") numeric[P[1]] = 1
+        np = split(T[i], P, ":"); AX[++nax] = P[1]; if (P[2] == "number") numeric[P[1]] = 1
+        if (np >= 3 && P[3] != "") dflt[P[1]] = P[3]
         tableaxes = tableaxes " " P[1]; reversed = P[1] " " reversed
     }
     AX[++nax] = "mode"; AX[++nax] = "algo"
@@ -87,6 +88,8 @@ NR == 1 { header = $0; for (i = 1; i <= NF; i++) col[$i] = i; next }
     nr++; line[nr] = $0; keep[nr] = 1
     nf = split("sweep" tableaxes " mode line sortkey cell", F, " ")
     for (i = 1; i <= nf; i++) R[nr, F[i]] = (F[i] in col) ? $col[F[i]] : ""
+    # an axis an older export lacks (dtype) holds its default: a file from before it is f32
+    for (a in dflt) if (R[nr, a] == "") R[nr, a] = dflt[a]
     # names in order of the results file's rows (column cell: declaration order for sweeps)
     for (i = 1; i <= nax; i++) { v = val(nr, AX[i]); if (!((AX[i], v) in first) || R[nr, "cell"] + 0 < first[AX[i], v]) first[AX[i], v] = R[nr, "cell"] + 0 }
 }

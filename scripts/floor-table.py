@@ -4,7 +4,10 @@ run with the build before, for the no-regression check; MORE files, comma-separa
 NEW's rows of the same cell and algorithm, e.g. a later run of one module): one line per cell with each module's
 median, its peer's and the ratio, the read floor of docs/H200-PEERS.md (B >= 128;
 read plus mask write = read + (copy - read) / 4, one byte written per four read), and a summary
-of every target's misses. Prints Markdown."""
+of every target's misses. A 16-bit cell (the dtype column; a file without it is f32) is held to
+the floor of its own bytes: the read floor of the f32 cell with as many bytes (V, B/2) when the
+table has it, else the f32 read floor scaled by the bytes, plus the same mask write. Prints
+Markdown."""
 import csv
 import sys
 
@@ -15,6 +18,20 @@ FLOORS = {
     (201088, 128): (44.8, 53.1), (201088, 256): (68.5, 100.4), (201088, 1024): (205.0, 388.4),
     (262144, 128): (52.2, 67.5), (262144, 256): (82.4, 129.0), (262144, 1024): (258.1, 507.0),
 }
+
+
+ELEMENT_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
+
+
+def floors_of(V, B, dtype):
+    """The read and read+mask floors (us) of a cell of `dtype`, from the f32 table by bytes."""
+    fl = FLOORS.get((V, B))
+    if not fl:
+        return None, None
+    size = ELEMENT_BYTES[dtype]
+    same_bytes = FLOORS.get((V, B * size // 4))
+    read = same_bytes[0] if same_bytes else fl[0] * size / 4
+    return read, read + (fl[1] - fl[0]) / 4
 
 
 def load(paths):
@@ -29,7 +46,7 @@ def load_into(out, path):
         for row in csv.DictReader(f, delimiter="\t"):
             if row["status"] != "ok":
                 continue
-            cell = (row["sweep"], int(row["vocab"]), int(row["batch"]))
+            cell = (row["sweep"], int(row["vocab"]), int(row["batch"]), row.get("dtype") or "f32")
             name = row["algo"] + ("" if "entry=single" not in row["options"] else ":single")
             if "order=joint" in row["options"]:
                 name = row["algo"] + ":joint"
@@ -45,22 +62,21 @@ def main():
     new = load(sys.argv[1])
     old = load(sys.argv[2]) if len(sys.argv) > 2 else {}
     misses = {1: [], 2: [], 3: [], 5: []}
-    print("| mode | V | B | cake | FI cake | cake/FI | cake/floor | rejection | FI best | rej/FI |"
+    print("| mode | V | B | dtype | cake | FI cake | cake/FI | cake/floor | rejection | FI best | rej/FI |"
           " qrita | vLLM Triton | vLLM/qrita | qrita/(read+mask) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for key in sorted(new, key=lambda c: (c[0], c[1], c[2])):
-        sweep, V, B = key
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for key in sorted(new, key=lambda c: (c[0], c[1], c[2], c[3])):
+        sweep, V, B, dtype = key
+        label = sweep if dtype == "f32" else f"{sweep} {dtype}"
         c = new[key]
-        fl = FLOORS.get((V, B))
-        read = fl[0] if fl else None
-        read_mask = fl[0] + (fl[1] - fl[0]) / 4 if fl else None
+        read, read_mask = floors_of(V, B, dtype)
         cake, ficake = med(c, "cake"), med(c, "flashinfer.cake")
         rej = med(c, "rejection")
         fis = [m for m in (med(c, "flashinfer.sampling_probs:single"),
                            med(c, "flashinfer.sampling_probs:joint")) if m]
         fibest = min(fis) if fis else None
         q, vt = med(c, "qrita"), med(c, "vllm.triton")
-        cells = [sweep, V, B]
+        cells = [sweep, V, B, dtype]
 
         def r(a, b):
             return f"{a / b:.2f}" if a and b else "—"
@@ -72,19 +88,19 @@ def main():
         cells += [n(q), n(vt), r(vt, q), r(q, read_mask) if q else "—"]
         print("| " + " | ".join(str(x) for x in cells) + " |")
         if cake and ficake and cake > ficake:
-            misses[1].append(f"{sweep} V={V} B={B}: cake {cake:.1f} vs FI {ficake:.1f}")
+            misses[1].append(f"{label} V={V} B={B}: cake {cake:.1f} vs FI {ficake:.1f}")
         if cake and read and B >= 128 and cake > 1.15 * read:
-            misses[1].append(f"{sweep} V={V} B={B}: cake {cake / read:.2f}x read floor")
+            misses[1].append(f"{label} V={V} B={B}: cake {cake / read:.2f}x read floor")
         if rej and fibest and rej > fibest:
-            misses[2].append(f"{sweep} V={V} B={B}: rejection {rej:.1f} vs FI {fibest:.1f}")
+            misses[2].append(f"{label} V={V} B={B}: rejection {rej:.1f} vs FI {fibest:.1f}")
         if q and vt and vt < 2 * q:
-            misses[3].append(f"{sweep} V={V} B={B}: vLLM/qrita {vt / q:.2f}")
+            misses[3].append(f"{label} V={V} B={B}: vLLM/qrita {vt / q:.2f}")
         if q and read_mask and B >= 128 and q > 1.3 * read_mask:
-            misses[3].append(f"{sweep} V={V} B={B}: qrita {q / read_mask:.2f}x read+mask floor")
+            misses[3].append(f"{label} V={V} B={B}: qrita {q / read_mask:.2f}x read+mask floor")
         for m in ("qrita", "cake", "rejection"):
             a, b = med(c, m), med(old.get(key, {}), m)
             if a and b and a > 1.03 * b:
-                misses[5].append(f"{sweep} {m} V={V} B={B}: {a:.1f} vs {b:.1f} ({a / b:.3f})")
+                misses[5].append(f"{label} {m} V={V} B={B}: {a:.1f} vs {b:.1f} ({a / b:.3f})")
     ws = [(int(row["workspace_bytes"]), key) for key, c in new.items()
           for m, row in c.items() if m == "qrita" and key[1] == 262144 and key[2] == 1024]
     print()

@@ -1,8 +1,11 @@
 /* test_axes.c — the table of sweep axes (harness/axes.c; README.md, "Configs"): its rows agree
  * with the fields they name, and the text it prints is the plan line, progress line and resume
- * key written before the table (docs/DESIGN.md, the `key` column), byte for byte. */
+ * key written before the table (docs/DESIGN.md, the `key` column), byte for byte; the dtype axis
+ * (quiet at f32) parses its names and lists, refuses others naming the file and line, and shows
+ * in the lines and the key only off f32. */
 #include <string.h>
 
+#include "../algos/common/half.h"
 #include "../harness/axes.h"
 #include "../harness/limits.h"
 #include "cli_util.h"
@@ -73,11 +76,11 @@ TEST(axes_name_the_sweep_keys_and_the_cross_product)
     struct tkp_plan plan;
     struct tkp_error err = { 0 };
     int rc = tkp_config_load(write_scratch("axes_key.lua", "sweep 's' { vocab = 8, batch = 1, "
-                                           "algos = 'naive_sort', dtype = 'f16' }\n"),
+                                           "algos = 'naive_sort', layout = 'f16' }\n"),
                              TKP_CPU, &plan, &err);
-    CHECK(rc != TKP_OK && strstr(err.msg, "axes_key.lua:1: sweep 's': unknown key 'dtype' "
+    CHECK(rc != TKP_OK && strstr(err.msg, "axes_key.lua:1: sweep 's': unknown key 'layout' "
                                  "(expected one of algos, dataset, vocab, batch, k, p, draws, "
-                                 "seed, verify, where, timing)"), "%s", err.msg);
+                                 "seed, dtype, verify, where, timing)"), "%s", err.msg);
     rc = tkp_config_load(write_scratch("axes_big.lua",
                                        "local l = {} for i = 1, 64 do l[i] = i end\n"
                                        "sweep 's' { vocab = l, batch = l, k = l, p = l,\n"
@@ -114,5 +117,80 @@ TEST(axes_each_have_a_results_column_after_the_contract_columns)
             if (strcmp(names[i], a->name) == 0)
                 at = i;
         CHECK(at < n, "axis %s has no results column", a->name);
+    }
+}
+
+/* The dtype axis's names are enum tkp_dtype's (algos/common/half.h), f32 the default. */
+TEST(axes_dtype_choices_are_the_element_types)
+{
+    const struct tkp_axis *a = tkp_axis_named("dtype");
+    REQUIRE(a && a->type == TKP_AXIS_ENUM && (a->flags & TKP_AXIS_QUIET), "no quiet dtype axis");
+    int n = 0;
+    for (; a->choices[n]; n++)
+        CHECK(strcmp(a->choices[n], tkp_dtype_name((enum tkp_dtype)n)) == 0,
+              "choice %d is %s, enum tkp_dtype's %s", n, a->choices[n],
+              tkp_dtype_name((enum tkp_dtype)n));
+    CHECK(n == TKP_DTYPE_COUNT && a->def == TKP_F32, "%d choices, default %g", n, a->def);
+}
+
+/* A 16-bit cell's lines and key name its type after the other axes; an f32 cell's do not. */
+TEST(axes_dtype_shows_only_off_its_default)
+{
+    struct tkp_cell c = { .vocab = 8, .batch = 2, .k = 3, .p = 1.0f, .p_declared = 1.0,
+                          .draws = 1, .seed = 1, .dtype = TKP_BF16 };
+    snprintf(c.dataset, sizeof c.dataset, "gaussian");
+    const struct { enum tkp_axes_style style; const char *bf16, *f32; } want[] = {
+        { TKP_AXES_PLAN, "\tgaussian\tV=8\tB=2\tk=3\tp=1\tdtype=bf16", "\tgaussian\tV=8\tB=2\tk=3\tp=1" },
+        { TKP_AXES_PROGRESS, " V=8 B=2 k=3 p=1 dtype=bf16", " V=8 B=2 k=3 p=1" },
+        { TKP_AXES_KEY, "|gaussian|8|2|3|1|1|1|bf16", "|gaussian|8|2|3|1|1|1" },
+    };
+    for (int i = 0; i < 3; i++) {
+        char got[256] = "";
+        c.dtype = TKP_BF16;
+        tkp_axes_append(&c, want[i].style, got, sizeof got);
+        CHECK(strcmp(got, want[i].bf16) == 0, "bf16 style %d: '%s', not '%s'", i, got, want[i].bf16);
+        got[0] = 0;
+        c.dtype = TKP_F32;
+        tkp_axes_append(&c, want[i].style, got, sizeof got);
+        CHECK(strcmp(got, want[i].f32) == 0, "f32 style %d: '%s', not '%s'", i, got, want[i].f32);
+    }
+    struct tkp_cell_row row = { 0 };
+    c.dtype = TKP_F16;
+    tkp_axes_to_row(&c, &row);
+    CHECK(strcmp(row.dtype, "f16") == 0, "the row's dtype column is '%s', not f16", row.dtype);
+}
+
+/* dtype = "bf16" or a list; a name that is no type or a value that is no name is refused with
+ * the config's file and line and the value. */
+TEST(axes_dtype_parses_names_and_lists_and_refuses_others)
+{
+    struct tkp_plan plan;
+    struct tkp_error err = { 0 };
+    int rc = tkp_config_load(write_scratch("axes_dt.lua", "sweep 's' { vocab = 8, batch = 1,\n"
+                                           "  algos = 'naive_sort', dtype = { 'f32', 'bf16', 'f16' } }\n"),
+                             TKP_CPU, &plan, &err);
+    REQUIRE(rc == TKP_OK, "%s", err.msg);
+    CHECK(plan.n == 3 && plan.cells[0].dtype == TKP_F32 && plan.cells[1].dtype == TKP_BF16 &&
+              plan.cells[2].dtype == TKP_F16, "%zu cells, not f32, bf16, f16 in order", plan.n);
+    tkp_plan_free(&plan);
+    rc = tkp_config_load(write_scratch("axes_dt1.lua", "sweep 's' { vocab = 8, batch = 1,\n"
+                                       "  algos = 'naive_sort', dtype = 'bf16' }\n"),
+                         TKP_CPU, &plan, &err);
+    REQUIRE(rc == TKP_OK, "%s", err.msg);
+    CHECK(plan.n == 1 && plan.cells[0].dtype == TKP_BF16, "dtype = 'bf16' is not one bf16 cell");
+    tkp_plan_free(&plan);
+    static const struct { const char *value, *message; } bad[] = {
+        { "'bf8'", "axes_dtb.lua:1: sweep 's': unknown dtype 'bf8'" },
+        { "{ 'f32', 'fp16' }", "axes_dtb.lua:1: sweep 's': unknown dtype 'fp16'" },
+        { "16", "axes_dtb.lua:1: sweep 's': 'dtype' must be a name or a list of names" },
+        { "{ 'f32', 2 }", "axes_dtb.lua:1: sweep 's': dtype[2] must be a name" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "sweep 's' { vocab = 8, batch = 1,\n  algos = 'naive_sort', "
+                 "dtype = %s }\n", bad[i].value);
+        rc = tkp_config_load(write_scratch("axes_dtb.lua", text), TKP_CPU, &plan, &err);
+        CHECK(rc != TKP_OK && strstr(err.msg, bad[i].message), "dtype = %s: '%s', want '%s'",
+              bad[i].value, err.msg, bad[i].message);
     }
 }

@@ -912,3 +912,74 @@ TEST(figures_one_x_value_draws_a_labelled_dot_plot)
           "the dot plot must name each series on its axis");
     free(svg);
 }
+
+/* A results file of one f32 sweep and, beside each of its ok cells, the same cell at bf16 (as
+ * a module that reads bf16 would record it, 0.6 of the time), through the results writer. */
+static const char *dtype_results(void)
+{
+    static char path[512];
+    const char *res = run_config("dtypes", "sweep \"dts\" {\n"
+                                 "    algos = \"naive_sort\", vocab = 1000, batch = { 1, 4 }, k = 20,\n"
+                                 "    timing = { warmup = 0, min_reps = 1, max_reps = 2, max_seconds = 0.01 },\n"
+                                 "}\n");
+    if (!res)
+        return NULL;
+    char tsv[512], out[4096], header[8192], line[8192], status[16];
+    snprintf(path, sizeof path, "%s/dtypes-both.h5", scratch_dir());
+    snprintf(tsv, sizeof tsv, "%s/dtypes-source.tsv", scratch_dir());
+    if (run_cmd(out, sizeof out, "cp %s %s && %s export %s > %s", res, path, topkp_bin(), res,
+                tsv) != 0)
+        return NULL;
+    struct tkp_results *r = NULL;
+    struct tkp_error err = { { 0 } };
+    FILE *f = fopen(tsv, "r");
+    int rc = !f || !fgets(header, sizeof header, f) || tkp_results_open(&r, path, 1, &err);
+    while (!rc && fgets(line, sizeof line, f)) {
+        if (strcmp(get(header, line, "status", status, sizeof status), "ok"))
+            continue;
+        struct tkp_cell_row row;
+        fake_peer_row(&row, header, line, 0);
+        snprintf(row.algo, sizeof row.algo, "naive_sort");
+        snprintf(row.dtype, sizeof row.dtype, "bf16");
+        snprintf(row.key + strlen(row.key), sizeof row.key - strlen(row.key), "|bf16");
+        row.median_us = row.q1_us = row.q3_us = row.min_us = row.max_us = row.mean_us =
+            0.6 * get_num(header, line, "median_us");
+        rc = tkp_results_append(r, "dts", &row, &row.median_us, 1, &err);
+    }
+    if (r)
+        tkp_results_close(r);
+    if (f)
+        fclose(f);
+    if (rc)
+        fprintf(stderr, "  cannot write %s: %s\n", path, err.msg);
+    return rc ? NULL : path;
+}
+
+/* An f32 and a bf16 run of one algorithm are two series (dtype varies inside the panel); a
+ * file with f32 cells only draws one, with dtype among the axes of one value. */
+TEST(figures_dtype_splits_the_series_of_an_algorithm)
+{
+    const char *res = dtype_results();
+    REQUIRE(res, "the dtype results could not be made");
+    REQUIRE(draw_figures(res, "dts-both", "", "png") == 0, "figures.sh failed");
+    char path[600], v[512];
+    snprintf(path, sizeof path, "%s/dts-both/dtypes-both-layout.txt", scratch_dir());
+    char *layout = slurp(path);
+    REQUIRE(layout, "no layout file %s", path);
+    int series = 0;
+    for (const char *l = layout; (l = strstr(l, "\nseries\t")) != NULL; l++)
+        series++;
+    CHECK(series == 2 && strstr(layout, "bf16") && strstr(layout, "f32"),
+          "f32 and bf16 must be two series named by their type: %s", layout);
+    free(layout);
+    REQUIRE(draw_figures(run_config("dtypes", ""), "dts-f32", "", "png") == 0, "figures.sh failed");
+    snprintf(path, sizeof path, "%s/dts-f32/dtypes-layout.txt", scratch_dir());
+    layout = slurp(path);
+    REQUIRE(layout, "no layout file %s", path);
+    series = 0;
+    for (const char *l = layout; (l = strstr(l, "\nseries\t")) != NULL; l++)
+        series++;
+    CHECK(series == 1 && !strstr(layout, "bf16"), "f32 cells alone: one series: %s", layout);
+    (void)v;
+    free(layout);
+}

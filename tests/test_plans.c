@@ -1,12 +1,16 @@
 /* test_plans.c — every shipped config still expands to its golden plan
  * for the CPU backend (tests/golden/<config>.plan, written by scripts/update-goldens.sh): a
  * config edit that
- * changes which cells run must be deliberate. */
+ * changes which cells run must be deliberate. The 16-bit configs' GPU plans (which no golden
+ * holds): Figure 2's bf16 sweep is its f32 grid cell for cell, and the bf16 targets pair each
+ * f32 cell with its bf16 twin. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../algos/common/half.h"
+#include "../harness/plan.h"
 #include "cli_util.h"
 #include "test.h"
 
@@ -61,4 +65,46 @@ TEST(plans_of_shipped_configs_match_their_goldens)
     }
     closedir(dir);
     CHECK(checked >= 6, "only %d golden plans checked", checked);
+}
+
+/* The cells of `sweep` in the plan whose dtype is `dtype`; -1 when some cell of it has another. */
+static long cells_of(const struct tkp_plan *plan, const char *sweep, int dtype)
+{
+    long n = 0;
+    for (size_t i = 0; i < plan->n; i++)
+        if (strcmp(plan->cells[i].sweep, sweep) == 0) {
+            if (plan->cells[i].dtype != dtype)
+                return -1;
+            n++;
+        }
+    return n;
+}
+
+TEST(plans_of_the_bf16_configs_on_the_gpu_pair_each_f32_cell)
+{
+    struct tkp_plan plan;
+    struct tkp_error err = { 0 };
+    REQUIRE(tkp_config_load("configs/paper/fig2_throughput.lua", TKP_GPU, &plan, &err) == TKP_OK,
+            "%s", err.msg);
+    const long f32 = cells_of(&plan, "fig2", TKP_F32), bf16 = cells_of(&plan, "fig2_bf16", TKP_BF16);
+    CHECK(f32 > 0 && bf16 == f32 && (size_t)(f32 + bf16) == plan.n,
+          "fig2: %ld f32 cells, fig2_bf16: %ld bf16 cells, %zu in all", f32, bf16, plan.n);
+    for (long i = 0; f32 > 0 && bf16 == f32 && i < f32; i++) {
+        const struct tkp_cell *a = &plan.cells[i], *b = &plan.cells[f32 + i];
+        CHECK(a->algo == b->algo && strcmp(a->options, b->options) == 0 &&
+                  strcmp(a->dataset, b->dataset) == 0 && a->vocab == b->vocab &&
+                  a->batch == b->batch && a->k == b->k && a->p == b->p,
+              "fig2 cell %ld and its bf16 twin differ", i);
+    }
+    tkp_plan_free(&plan);
+    REQUIRE(tkp_config_load("configs/h200/targets_bf16.lua", TKP_GPU, &plan, &err) == TKP_OK,
+            "%s", err.msg);
+    CHECK(plan.n == 3 * 2 * 3 * 2, "targets_bf16: %zu cells, want 36", plan.n);
+    for (size_t i = 0; i + 1 < plan.n; i += 2)
+        CHECK(plan.cells[i].dtype == TKP_F32 && plan.cells[i + 1].dtype == TKP_BF16 &&
+                  plan.cells[i].algo == plan.cells[i + 1].algo &&
+                  plan.cells[i].vocab == plan.cells[i + 1].vocab &&
+                  plan.cells[i].batch == plan.cells[i + 1].batch,
+              "targets_bf16 cell %zu is not an f32 cell followed by its bf16 twin", i);
+    tkp_plan_free(&plan);
 }

@@ -290,3 +290,168 @@ TEST(results_run_only_keeps_the_listed_algorithms)
                   h5) != 0, "--only with an unknown name succeeded: %s", out);
     CHECK(strstr(out, "--only rtpk") != NULL, "the error does not name the value: %s", out);
 }
+
+/* ---- the dtype axis in the results file (docs/DESIGN.md, "/sweeps/<sweep>/cells") ---- */
+
+/* Rewrite /sweeps/<sweep>/cells of `h5` without its `column`, as a binary from before that
+ * column wrote it (the other columns and rows kept). */
+static int drop_column(const char *h5, const char *sweep, const char *column)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/sweeps/%s/cells", sweep);
+    hid_t f = H5Fopen(h5, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t d = f < 0 ? -1 : H5Dopen2(f, path, H5P_DEFAULT);
+    hid_t ft = d < 0 ? -1 : H5Dget_type(d), s = d < 0 ? -1 : H5Dget_space(d);
+    if (ft < 0 || s < 0)
+        return -1;
+    const hssize_t n = H5Sget_simple_extent_npoints(s);
+    size_t size = 0;
+    const int members = H5Tget_nmembers(ft);
+    for (int m = 0; m < members; m++) {
+        char *name = H5Tget_member_name(ft, (unsigned)m);
+        hid_t mt = H5Tget_member_type(ft, (unsigned)m);
+        if (strcmp(name, column) != 0)
+            size += H5Tget_size(mt);
+        H5Tclose(mt);
+        H5free_memory(name);
+    }
+    hid_t old = H5Tcreate(H5T_COMPOUND, size);
+    size = 0;
+    for (int m = 0; m < members; m++) {
+        char *name = H5Tget_member_name(ft, (unsigned)m);
+        hid_t mt = H5Tget_member_type(ft, (unsigned)m);
+        if (strcmp(name, column) != 0) {
+            H5Tinsert(old, name, size, mt);
+            size += H5Tget_size(mt);
+        }
+        H5Tclose(mt);
+        H5free_memory(name);
+    }
+    char *rows = malloc(size * (size_t)(n > 0 ? n : 1));
+    int rc = !rows || H5Dread(d, old, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0 ? -1 : 0;
+    H5Dclose(d);
+    if (!rc)
+        rc = H5Ldelete(f, path, H5P_DEFAULT) < 0 ? -1 : 0;
+    hsize_t chunk = 64;
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 1, &chunk);
+    hsize_t dims = (hsize_t)n, unlimited = H5S_UNLIMITED;
+    hid_t space = H5Screate_simple(1, &dims, &unlimited);
+    hid_t nd = rc ? -1 : H5Dcreate2(f, path, old, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    if (nd < 0 || (n > 0 && H5Dwrite(nd, old, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0))
+        rc = -1;
+    if (nd >= 0)
+        H5Dclose(nd);
+    H5Sclose(space);
+    H5Pclose(dcpl);
+    H5Tclose(old);
+    H5Tclose(ft);
+    H5Sclose(s);
+    H5Fclose(f);
+    free(rows);
+    return rc;
+}
+
+/* The values of column `name` of an export or a compare table, one per row, joined by ' '. */
+static void export_column(const char *tsv, const char *name, char *out, size_t n)
+{
+    const int col = tsv_column(tsv, name);
+    out[0] = 0;
+    for (const char *line = strchr(tsv, '\n'); col >= 0 && line && line[1];
+         line = strchr(line + 1, '\n')) {
+        char v[512];
+        if (!memchr(line + 1, '\t', strcspn(line + 1, "\n")))
+            continue; /* a summary line (compare's counts) */
+        tsv_field(line + 1, col, v, sizeof v);
+        snprintf(out + strlen(out), n - strlen(out), "%s%s", out[0] ? " " : "", v);
+    }
+}
+
+static const char *const dtype_config =
+    "sweep \"dt\" { algos = \"naive_sort\", vocab = 500, batch = 3, k = 7, p = 1.0,\n"
+    "  dtype = { \"f32\", \"bf16\" }, timing = { min_reps = 2, max_reps = 2 } }\n";
+
+/* A dtype = {f32, bf16} sweep: a row per type with its dtype column, the bf16 key naming it (the
+ * f32 one as before the axis), half the logits' bytes read, and the bf16 cell either refused
+ * as unsupported naming bf16 (a module that reads f32 only: tkp_capable) or ok and exact. A
+ * --resume finds both done. */
+TEST(results_dtype_sweep_has_a_row_per_type_with_its_bytes)
+{
+    const char *cfg = write_scratch("dt.lua", dtype_config);
+    char h5[512];
+    static char out[1 << 16], v[4096];
+    snprintf(h5, sizeof h5, "%s/dt.h5", scratch_dir());
+    unlink(h5);
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu && %s export %s", topkp_bin(),
+                    cfg, h5, topkp_bin(), h5) == 0, "run: %s", out);
+    const char *tsv = strstr(out, "sweep\t");
+    REQUIRE(tsv, "no export: %s", out);
+    export_column(tsv, "dtype", v, sizeof v);
+    CHECK(strcmp(v, "f32 bf16") == 0, "the dtype column: '%s', want 'f32 bf16'", v);
+    export_column(tsv, "bytes_read", v, sizeof v);
+    char want[128];
+    snprintf(want, sizeof want, "%d %d", 3 * 500 * 4 + 3 * 8, 3 * 500 * 2 + 3 * 8);
+    CHECK(strcmp(v, want) == 0, "bytes_read '%s', want '%s' (bf16: 2 bytes a logit)", v, want);
+    export_column(tsv, "key", v, sizeof v);
+    CHECK(strcmp(v, "naive_sort|||gaussian|500|3|7|1|1|1|cpu "
+                    "naive_sort|||gaussian|500|3|7|1|1|1|bf16|cpu") == 0, "the keys: %s", v);
+    const char *bf16 = strstr(tsv, "|bf16|cpu");
+    REQUIRE(bf16, "no bf16 row");
+    const char *row = strrchr(tsv, '\n') == bf16 ? NULL : bf16;
+    while (row > tsv && row[-1] != '\n')
+        row--;
+    char status[32], message[256], checked[32], exact[32];
+    tsv_field(row, tsv_column(tsv, "status"), status, sizeof status);
+    tsv_field(row, tsv_column(tsv, "message"), message, sizeof message);
+    tsv_field(row, tsv_column(tsv, "rows_checked"), checked, sizeof checked);
+    tsv_field(row, tsv_column(tsv, "rows_exact"), exact, sizeof exact);
+    CHECK((strcmp(status, "unsupported") == 0 && strstr(message, "naive_sort") &&
+           strstr(message, "bf16")) ||
+              (strcmp(status, "ok") == 0 && atoi(checked) > 0 && strcmp(checked, exact) == 0),
+          "the bf16 cell: %s '%s' (%s of %s rows exact)", status, message, exact, checked);
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu --resume", topkp_bin(), cfg,
+                    h5) == 0, "resume: %s", out);
+    CHECK(strstr(out, "resume: 2 cells were already done"), "resume redid a cell: %s", out);
+}
+
+/* A results file from before the dtype column: it resumes (its f32 keys stand), exports and
+ * compares as f32, and a bf16 cell is refused from it rather than recorded as f32. */
+TEST(results_file_without_the_dtype_column_reads_as_f32)
+{
+    const char *text = "sweep \"old\" { algos = \"naive_sort\", vocab = 400, batch = { 1, 2 },\n"
+                       "  k = 5, p = 1.0, timing = { min_reps = 2, max_reps = 2 } }\n";
+    const char *cfg = write_scratch("old.lua", text);
+    char h5[512], fresh[512];
+    static char out[1 << 16], v[4096];
+    snprintf(h5, sizeof h5, "%s/old.h5", scratch_dir());
+    snprintf(fresh, sizeof fresh, "%s/old-fresh.h5", scratch_dir());
+    unlink(h5);
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu && cp %s %s", topkp_bin(), cfg,
+                    h5, h5, fresh) == 0, "run: %s", out);
+    REQUIRE(drop_column(h5, "old", "dtype") == 0, "cannot drop the dtype column of %s", h5);
+    REQUIRE(run_cmd(out, sizeof out, "%s export %s", topkp_bin(), h5) == 0, "export: %s", out);
+    export_column(out, "dtype", v, sizeof v);
+    CHECK(strcmp(v, "f32 f32") == 0, "an old file's dtype column exports as '%s', want f32", v);
+    static char fresh_tsv[1 << 16];
+    REQUIRE(run_cmd(fresh_tsv, sizeof fresh_tsv, "%s export %s", topkp_bin(), fresh) == 0, "export");
+    CHECK(strncmp(out, fresh_tsv, strcspn(out, "\n") + 1) == 0,
+          "the old file's header differs from a new file's: %.*s", (int)strcspn(out, "\n"), out);
+    REQUIRE(run_cmd(out, sizeof out, "%s export --format json %s", topkp_bin(), h5) == 0, "json");
+    CHECK(strstr(out, "\"dtype\": \"f32\""), "JSON export lacks dtype f32: %.300s", out);
+    REQUIRE(run_cmd(out, sizeof out, "%s compare %s %s", topkp_bin(), h5, fresh) == 0 ||
+                strstr(out, "sweep\t"), "compare: %s", out);
+    export_column(strstr(out, "sweep\t") ? strstr(out, "sweep\t") : out, "dtype", v, sizeof v);
+    CHECK(strcmp(v, "f32 f32") == 0 && strstr(out, "0 only in A, 0 only in B"),
+          "compare pairs the old cells as '%s', want 'f32 f32', each in both: %s", v, out);
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu --resume", topkp_bin(), cfg,
+                    h5) == 0, "resume of an old file: %s", out);
+    CHECK(strstr(out, "resume: 2 cells were already done"), "old keys did not match: %s", out);
+    write_scratch("old.lua", "sweep \"old\" { algos = \"naive_sort\", vocab = 400, batch = { 1, 2 },\n"
+                             "  k = 5, p = 1.0, dtype = { 'f32', 'bf16' },\n"
+                             "  timing = { min_reps = 2, max_reps = 2 } }\n");
+    const int rows = exported_rows(h5);
+    CHECK(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu --resume --force", topkp_bin(),
+                  cfg, h5) != 0 && strstr(out, "before the 'dtype' column") && strstr(out, "bf16"),
+          "a bf16 cell went into a file without the dtype column: %s", out);
+    CHECK(exported_rows(h5) == rows, "a refused bf16 cell left a row");
+}

@@ -1,0 +1,14 @@
+-- targets_bf16.lua — the modules' top-k 50 + top-p 0.9 targets (targets.lua, sweep
+-- "topk50_topp09") on float32 and on bfloat16 logits in one run: qrita, cake and rejection at
+-- V = 128256 and 262144 and B = 1, 128 and 1024, on the peers' data shape (docs/H200-PEERS.md:
+-- N(0, 1) + 20-100 outliers at 4-12 sigma). A bf16 cell reads half the bytes of its f32 twin, so
+-- its memory floor is that of its own bytes (scripts/floor-table.py); each module's kept set and
+-- draws on a bf16 row equal those on its float32 upcast (docs/SEMANTICS.md, "16-bit logits"). A
+-- module that does not read bf16 records its bf16 cells `unsupported`. Median kernel time, L2
+-- flushed: `topkp run configs/h200/targets_bf16.lua --backend gpu`.
+sweep "topk50_topp09_dtype" {
+    algos = { "qrita", "cake", "rejection" },
+    dataset = "peers_s1", vocab = { 128256, 262144 }, batch = { 1, 128, 1024 }, k = 50, p = 0.9,
+    dtype = { "f32", "bf16" },
+    timing = { warmup = 3, min_reps = 20, max_reps = 200, max_seconds = 1.0, target_rel = 0.01 },
+}
