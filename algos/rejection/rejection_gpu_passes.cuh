@@ -129,16 +129,19 @@ __device__ void select_bucket(Shared<THREADS> &sh, const unsigned *hist, unsigne
 /* Inverse CDF over B(lo) restricted to the first candidate set kept in shared memory (index
  * order; it holds B(lo), so the crossing token is the one pick() finds). Thread t owns the
  * entries per * t .. per * t + per - 1. */
-template <int THREADS>
-__device__ void pick_small(Shared<THREADS> &sh, const float *__restrict__ x, int vocab,
-                           uint64_t lo, uint64_t mass, uint64_t u, int &c, uint64_t &pc)
+template <class R>
+__device__ void pick_small(const R &row, uint64_t lo, uint64_t mass, uint64_t u, int &c,
+                           uint64_t &pc)
 {
+    constexpr int THREADS = R::kThreads;
+    auto &sh = row.sh;
+    const int vocab = row.vocab;
     constexpr int per = kSmall / THREADS;
     const int n = sh.nsmall, j0 = per * (int)threadIdx.x;
     const uint64_t t = tkp_scale_u64(u, mass);
     if (threadIdx.x == 0) { /* the CPU's answer when nothing crosses (impossible: t < mass) */
         sh.cand = vocab - 1;
-        sh.cand_pos = rej_pos(tkp_order_key(x[vocab - 1]), vocab - 1);
+        sh.cand_pos = rej_pos(tkp_order_key(row.last()), vocab - 1);
     }
     uint64_t w[per], s = 0;
 #pragma unroll
@@ -251,7 +254,7 @@ __device__ void store_small(Shared<THREADS> &sh, int n, uint32_t least, int n0, 
  * the largest order key into vcount / kmax; the tokens >= fthr (tkp_key_floor of the bound;
  * NaN for none) counted in sh.hist by bucket and appended to the list sh.g_key / sh.g_idx
  * (one atomic per warp, sh.gcount counting past kGather on overflow). Per value: an add, a
- * compare and a max; the valid count is exact (a sum >= -FLT_MAX proves its 16 terms valid:
+ * compare and a max; the valid count is exact (a sum >= -FLT_MAX proves its terms valid:
  * NaN and -inf propagate; otherwise they are counted one by one). */
 template <class R>
 __device__ __forceinline__ void scan_fast(const R &row, float fthr, int from, uint32_t &vcount,
