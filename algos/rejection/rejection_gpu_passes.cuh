@@ -261,13 +261,14 @@ __device__ __forceinline__ void scan_fast(const R &row, float fthr, int from, ui
                                           uint32_t &kmax)
 {
     static_assert(!R::kCluster, "a cluster's slices go through the per-token scan");
+    constexpr int kUnroll = R::kFastUnroll;
     auto &sh = row.sh;
     float vmax = -INFINITY;
-    row.each_tile([&](const float (&v)[kReduceUnroll][4], int l0) {
+    row.template each_tile<kUnroll>([&](const float (&v)[kUnroll][4], int l0) {
         float sum = 0.0f;
         unsigned c = 0;
 #pragma unroll
-        for (int u = 0; u < kReduceUnroll; u++) {
+        for (int u = 0; u < kUnroll; u++) {
             sum += (v[u][0] + v[u][1]) + (v[u][2] + v[u][3]);
 #pragma unroll
             for (int j = 0; j < 4; j++) {
@@ -276,10 +277,10 @@ __device__ __forceinline__ void scan_fast(const R &row, float fthr, int from, ui
             }
         }
         if (sum >= -FLT_MAX) {
-            vcount += 4 * kReduceUnroll;
+            vcount += 4 * kUnroll;
         } else {
 #pragma unroll
-            for (int u = 0; u < kReduceUnroll; u++)
+            for (int u = 0; u < kUnroll; u++)
 #pragma unroll
                 for (int j = 0; j < 4; j++)
                     vcount += v[u][j] >= -FLT_MAX;
@@ -287,7 +288,7 @@ __device__ __forceinline__ void scan_fast(const R &row, float fthr, int from, ui
         if (__any_sync(kTkpFullWarp, c != 0)) {
             unsigned slot = tkp_warp_reserve(c, &sh.gcount);
 #pragma unroll
-            for (int u = 0; u < kReduceUnroll; u++)
+            for (int u = 0; u < kUnroll; u++)
 #pragma unroll
                 for (int j = 0; j < 4; j++)
                     if (v[u][j] >= fthr) {

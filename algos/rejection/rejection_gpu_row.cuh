@@ -140,6 +140,10 @@ __device__ void scan_pick(const R &row, float max, uint64_t lo, uint64_t t, uint
 template <class E, int THREADS, bool CLUSTER> struct Row {
     static constexpr int kThreads = THREADS;
     static constexpr bool kCluster = CLUSTER;
+    /* Tiles in flight per thread in scan_fast (pass 1's float-compare scan of the row in
+     * global memory): as many bytes as float32's kReduceUnroll tiles, so twice the tiles for
+     * 16-bit elements. */
+    static constexpr int kFastUnroll = kReduceUnroll * 4 / tkp_elem_bytes<E>();
     Shared<THREADS> &sh;
     ClusterShared *cx;          /* cluster: what this CTA publishes */
     const void *__restrict__ x; /* the row in global memory, elements of type E */
@@ -190,19 +194,19 @@ template <class E, int THREADS, bool CLUSTER> struct Row {
         }, from, to);
     }
 
-    /* Call f(v, l0) once per kReduceUnroll tiles of local elements [from, to): v[u][j] is
-     * local element l0 + u * 4 * THREADS + j (-inf past the slice or the row). The trip count
-     * is the same in every thread. */
-    template <class F>
+    /* Call f(v, l0) once per UNROLL tiles of local elements [from, to): v[u][j] is local
+     * element l0 + u * 4 * THREADS + j (-inf past the slice or the row). The trip count is the
+     * same in every thread. */
+    template <int UNROLL = kReduceUnroll, class F>
     __device__ __forceinline__ void each_tile(F &&f, int from = 0, int to = 0x7FFFFFFF) const
     {
         constexpr int tile = 4 * THREADS;
         const int t4 = 4 * (int)threadIdx.x;
         const int stop = to < n ? to : n;
-        for (int base = from; base < stop; base += kReduceUnroll * tile) {
-            float v[kReduceUnroll][4];
+        for (int base = from; base < stop; base += UNROLL * tile) {
+            float v[UNROLL][4];
 #pragma unroll
-            for (int u = 0; u < kReduceUnroll; u++)
+            for (int u = 0; u < UNROLL; u++)
                 quad(base + u * tile + t4, v[u]);
             f(v, base + t4);
         }
