@@ -30,13 +30,20 @@
  *     gathered entries in the workspace and cake_topp_kernel, chained by programmatic
  *     dependent launch, does step 5 with the same code.
  * This file holds the kernels and the launcher; the device code is in the layers that
- * cake_gpu_types.cuh lists (README.md, "GPU source layout"). */
+ * cake_gpu_types.cuh lists (README.md, "GPU source layout").
+ *
+ * cake_kernel is templated on the logits' element type E (algos/common/gpu_logits.cuh): bf16
+ * and fp16 rows are read directly (8-byte vectors of four) and converted exactly in
+ * registers, so slab, kept set and samples are those of the float32 upcast bit for bit
+ * (docs/SEMANTICS.md, "16-bit logits"); ck_kernel_for is the one place that picks the
+ * instantiation. cake_topp_kernel reads only the gathered keys and is not templated. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/cuda_util.h"
 #include "../common/gpu_launch.cuh"
+#include "../common/gpu_logits.cuh"
 #include "cake_gpu.h"
 #include "cake_gpu_finish.cuh"
 #include "cake_gpu_gather.cuh"
@@ -45,7 +52,7 @@
 
 /* ---- the kernel ---- */
 
-__global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
+template <class E> __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
 {
     tkp_allow_dependents(); /* cake_topp_kernel (chained) may launch; it waits for this one */
     extern __shared__ __align__(16) unsigned char ck_raw[];
@@ -55,7 +62,7 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
     const int64_t r = (int64_t)(blockIdx.x / C);
     const uint32_t V = (uint32_t)a.vocab;
     const uint32_t lo = min(V, rank * a.slice), hi = min(V, lo + a.slice);
-    const float *__restrict__ row = a.logits + r * a.stride;
+    const void *__restrict__ row = tkp_row_ptr<E>(a.logits, a.stride, r);
     const int32_t kin = a.k[r];
     uint32_t keff = tkp_topk_on(kin, a.vocab) ? (uint32_t)kin : V;
     if (keff > CK_SLAB) /* refused by supports(); clamped so that nothing overflows */
@@ -68,7 +75,7 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
      * are exact from the pivot bucket up) and on bucket 0 (the invalid keys), and every key
      * whose top digit is >= T in the candidate list; the slice's kept mask zeroed on the way. */
     const uint32_t low_digit =
-        ck_pass1(row, lo, hi, keff, sm->hist[0], sm, a.kept ? a.kept + r * (int64_t)V : nullptr);
+        ck_pass1<E>(row, lo, hi, keff, sm->hist[0], sm, a.kept ? a.kept + r * (int64_t)V : nullptr);
 
     /* 3. The first digit on the cluster-wide counts: k, P and G, the same in every CTA. */
     const ck_first f = ck_first_digit(cluster, sm, low_digit, C, V, keff);
@@ -76,10 +83,11 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
     const bool use_cand = sm->cand_n <= CK_CAP && low_digit <= f.pivot;
 
     if (f.k > 0 && f.gathered <= CK_GATHER) {
-        ck_push_top_digit(sm, use_cand, row, lo, hi, f.pivot); /* 4a */
+        ck_push_top_digit<E>(sm, use_cand, row, lo, hi, f.pivot); /* 4a */
     } else if (f.k > 0) { /* 4b */
-        const ck_pivot pv = ck_select_digits(cluster, sm, use_cand, row, lo, hi, f.k, C, rank);
-        ck_collect(sm, use_cand, row, lo, hi, pv);
+        const ck_pivot pv =
+            ck_select_digits<E>(cluster, sm, use_cand, row, lo, hi, f.k, C, rank);
+        ck_collect<E>(sm, use_cand, row, lo, hi, pv);
     }
     if (f.k > 0) /* this CTA's entries into rank 0's slab array */
         ck_send_to_rank0(cluster, sm);
@@ -118,6 +126,16 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_topp_kernel(const ck_args 
 
 /* ---- host side ---- */
 
+/* cake_kernel for logits of `dtype` (every instantiation has this signature); null for a
+ * value outside the enum. */
+typedef void (*ck_kernel_t)(const ck_args);
+static ck_kernel_t ck_kernel_for(enum tkp_dtype dtype)
+{
+    ck_kernel_t k = nullptr;
+    tkp_with_dtype(dtype, [&](auto e) { k = cake_kernel<decltype(e)>; });
+    return k;
+}
+
 static size_t ck_smem_bytes(void) { return sizeof(ck_smem); }
 
 /* Tokens per CTA when a row of `vocab` is split over c CTAs (a multiple of 16). */
@@ -128,10 +146,17 @@ static int ck_cluster_index(int c)
     return c == 1 ? 0 : c == 2 ? 1 : c == 4 ? 2 : c == 8 ? 3 : 4;
 }
 
-extern "C" int cake_gpu_plan(int64_t batch, int64_t vocab, int topp_launch,
-                             struct cake_gpu_plan *plan, struct tkp_error *err)
+extern "C" int cake_gpu_plan(int64_t batch, int64_t vocab, enum tkp_dtype dtype,
+                             int topp_launch, struct cake_gpu_plan *plan, struct tkp_error *err)
 {
     memset(plan, 0, sizeof *plan);
+    const ck_kernel_t kernel = ck_kernel_for(dtype);
+    if (!kernel) {
+        tkp_error_set(err, "cake (gpu): logits element type %d is not f32, bf16 or f16",
+                      (int)dtype);
+        return TKP_EINVAL;
+    }
+    plan->dtype = dtype;
     int dev = 0;
     TKP_CUDA_TRY(cudaGetDevice(&dev), err);
     TKP_CUDA_TRY(cudaDeviceGetAttribute(&plan->sm_count, cudaDevAttrMultiProcessorCount, dev),
@@ -143,20 +168,20 @@ extern "C" int cake_gpu_plan(int64_t batch, int64_t vocab, int topp_launch,
         return TKP_EUNSUPPORTED;
     }
     plan->smem_bytes = ck_smem_bytes();
-    TKP_CUDA_TRY(cudaFuncSetAttribute(cake_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    TKP_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)plan->smem_bytes),
                  err);
     /* Clusters of 16 CTAs are non-portable (H100 / H200 allow them); without the attribute
      * the capacity query below reports 0 for 16 and the plan never picks it. */
-    if (cudaFuncSetAttribute(cake_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
         cudaSuccess)
         (void)cudaGetLastError();
     /* Measured capacity: co-resident clusters of each size on this device. */
     for (int c = 1; c <= CK_MAXC; c <<= 1) {
-        int n = tkp_active_clusters(cake_kernel, c, CK_THREADS, plan->smem_bytes);
+        int n = tkp_active_clusters(kernel, c, CK_THREADS, plan->smem_bytes);
         if (c == 1 && n < 1) { /* no cluster query: count plain co-resident CTAs */
             int per_sm = 0;
-            if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, cake_kernel, CK_THREADS,
+            if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, CK_THREADS,
                                                               plan->smem_bytes) == cudaSuccess)
                 n = per_sm * plan->sm_count;
             else
@@ -218,7 +243,13 @@ extern "C" int cake_gpu_run(const struct cake_gpu_plan *plan, int64_t batch, int
     if (batch == 0)
         return TKP_OK;
     ck_args a;
-    a.logits = static_cast<const float *>(io->logits);
+    const ck_kernel_t kernel = ck_kernel_for(plan->dtype);
+    if (!kernel) {
+        tkp_error_set(err, "cake (gpu): logits element type %d is not f32, bf16 or f16",
+                      (int)plan->dtype);
+        return TKP_EINVAL;
+    }
+    a.logits = io->logits;
     a.k = io->k;
     a.p = io->p;
     a.kept = io->kept;
@@ -235,7 +266,7 @@ extern "C" int cake_gpu_run(const struct cake_gpu_plan *plan, int64_t batch, int
                      ? (uint2 *)((char *)workspace + (size_t)batch * CK_GATHER * sizeof(u64))
                      : nullptr;
 
-    TKP_CUDA_TRY(tkp_launch_cluster(cake_kernel, (int)plan->cluster,
+    TKP_CUDA_TRY(tkp_launch_cluster(kernel, (int)plan->cluster,
                                     dim3((unsigned)(batch * plan->cluster)), dim3(CK_THREADS),
                                     plan->smem_bytes, (cudaStream_t)stream, a),
                  err);

@@ -25,14 +25,16 @@ struct cake_gpu_plan {
     size_t smem_bytes;     /* dynamic shared memory per CTA */
     int sm_count;          /* of the current device */
     int max_clusters[5];   /* co-resident clusters of 1, 2, 4, 8, 16 CTAs (0: not launchable) */
+    enum tkp_dtype dtype;  /* the logits' element type: which cake_kernel instantiation runs */
 };
 
 /* Host side, once per problem (may call the CUDA runtime; never inside run): raise the
- * kernel's shared-memory limit, measure how many clusters of each size fit on the device
- * and pick the cluster size for (batch, vocab); topp_launch is an enum cake_topp_launch.
- * Only the chained launch needs a device workspace (plan->workspace_bytes). */
-int cake_gpu_plan(int64_t batch, int64_t vocab, int topp_launch, struct cake_gpu_plan *plan,
-                  struct tkp_error *err);
+ * shared-memory limit of the kernel reading logits of `dtype`, measure how many clusters of
+ * each size fit on the device and pick the cluster size for (batch, vocab); topp_launch is an
+ * enum cake_topp_launch. Only the chained launch needs a device workspace
+ * (plan->workspace_bytes). */
+int cake_gpu_plan(int64_t batch, int64_t vocab, enum tkp_dtype dtype, int topp_launch,
+                  struct cake_gpu_plan *plan, struct tkp_error *err);
 
 /* Enqueue the whole of cake (slab, top-p, kept mask, samples) for every row on `stream`
  * (a cudaStream_t): one launch (two when chained), no allocation, no synchronisation. io

@@ -67,15 +67,16 @@ __device__ __forceinline__ ck_first ck_first_digit(cg::cluster_group &cluster, c
 
 /* 4a. The top k of the row are among its `gathered` keys with top digit >= P: send them all
  * (composites key << 32 | ~index, distinct), rank 0 sorts them. */
+template <class E>
 __device__ __forceinline__ void ck_push_top_digit(ck_smem *sm, bool use_cand,
-                                                  const float *__restrict__ row, uint32_t lo,
+                                                  const void *__restrict__ row, uint32_t lo,
                                                   uint32_t hi, uint32_t pivot)
 {
     auto push = [&](uint32_t key, uint32_t i, bool ok) {
         if (ok && (key >> 21) >= pivot)
             ck_push_mine(sm, key, i);
     };
-    ck_each_candidate(sm, use_cand, row, lo, hi, push);
+    ck_each_candidate<E>(sm, use_cand, row, lo, hi, push);
 }
 
 /* The pivot's digits found by ck_select_digits: the keys with (key & mask) == prefix are the
@@ -89,9 +90,10 @@ struct ck_pivot {
  * first digit's walk is done (sm->bucket, sm->above). Each digit records, for the bucket it
  * selects, the ties in the CTAs before this one (sm->tie_before, index order) and in this one
  * (sm->tie_mine); visible to every thread on return. */
+template <class E>
 __device__ __forceinline__ ck_pivot ck_select_digits(cg::cluster_group &cluster, ck_smem *sm,
                                                      bool use_cand,
-                                                     const float *__restrict__ row,
+                                                     const void *__restrict__ row,
                                                      uint32_t lo, uint32_t hi, uint32_t k,
                                                      uint32_t C, uint32_t rank)
 {
@@ -109,7 +111,7 @@ __device__ __forceinline__ ck_pivot ck_select_digits(cg::cluster_group &cluster,
                 if (ok && (key & mask) == prefix)
                     atomicAdd(&h[(key >> shift) & dmask], 1u);
             };
-            ck_each_candidate(sm, use_cand, row, lo, hi, count);
+            ck_each_candidate<E>(sm, use_cand, row, lo, hi, count);
             /* The histogram read two passes ago is overwritten only after this barrier,
              * which every reader of it passed after its reads. */
             cluster.sync();
@@ -142,7 +144,8 @@ __device__ __forceinline__ ck_pivot ck_select_digits(cg::cluster_group &cluster,
 
 /* The first `need` pivot ties of the slice row[lo, hi), in index order, into mine: 4 tokens per
  * thread per round, ranked by a block scan (block-uniform loop). */
-__device__ __forceinline__ void ck_push_first_ties(ck_smem *sm, const float *__restrict__ row,
+template <class E>
+__device__ __forceinline__ void ck_push_first_ties(ck_smem *sm, const void *__restrict__ row,
                                                    uint32_t lo, uint32_t hi, ck_pivot pv,
                                                    uint32_t need)
 {
@@ -153,7 +156,7 @@ __device__ __forceinline__ void ck_push_first_ties(ck_smem *sm, const float *__r
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const uint32_t i = base + 4 * t + e;
-            keys[e] = i < hi ? tkp_order_key(row[i]) : 0;
+            keys[e] = i < hi ? tkp_order_key(tkp_load1<E>(row, i)) : 0;
             c += i < hi && (keys[e] & pv.mask) == pv.prefix;
         }
         u64 total;
@@ -173,8 +176,9 @@ __device__ __forceinline__ void ck_push_first_ties(ck_smem *sm, const float *__r
 
 /* 4b, the collection: the keys above the pivot, and this CTA's share of the ties (the ties of
  * lower ranks come first: index order). */
+template <class E>
 __device__ __forceinline__ void ck_collect(ck_smem *sm, bool use_cand,
-                                           const float *__restrict__ row, uint32_t lo,
+                                           const void *__restrict__ row, uint32_t lo,
                                            uint32_t hi, ck_pivot pv)
 {
     const uint32_t tb = sm->tie_before, tm = sm->tie_mine;
@@ -185,9 +189,9 @@ __device__ __forceinline__ void ck_collect(ck_smem *sm, bool use_cand,
         if (ok && (high > pv.prefix || (ties_all && high == pv.prefix)))
             ck_push_mine(sm, key, i);
     };
-    ck_each_candidate(sm, use_cand, row, lo, hi, collect);
+    ck_each_candidate<E>(sm, use_cand, row, lo, hi, collect);
     if (!ties_all) /* the first `need` ties of the slice, in index order (uniform) */
-        ck_push_first_ties(sm, row, lo, hi, pv, need);
+        ck_push_first_ties<E>(sm, row, lo, hi, pv, need);
 }
 
 /* This CTA's entries (mine) into rank 0's slab array, at an offset reserved in rank 0's

@@ -19,7 +19,7 @@ static int cake_gpu_init(void *state, const struct tkp_problem *pb, const void *
     struct cake_gpu_state *s = state;
     s->pb = *pb;
     const int launch = opts ? ((const struct cake_opts *)opts)->topp_launch : 0;
-    int rc = cake_gpu_plan(pb->batch, pb->vocab, launch, &s->plan, err);
+    int rc = cake_gpu_plan(pb->batch, pb->vocab, pb->dtype, launch, &s->plan, err);
     *workspace_bytes = s->plan.workspace_bytes; /* 0 unless chained */
     return rc;
 }
@@ -48,4 +48,8 @@ const struct tkp_impl tkp_cake_gpu = {
     .init = cake_gpu_init,
     .run = cake_gpu_enqueue,
     .stats = cake_gpu_stats,
+    /* cake_kernel reads bf16 and fp16 rows in every path (fused and chained: the chained
+     * kernel reads only the gathered keys), converting exactly as it loads (cake_gpu.cu;
+     * docs/SEMANTICS.md, "16-bit logits"). */
+    .dtypes = TKP_DTYPE_BIT(TKP_BF16) | TKP_DTYPE_BIT(TKP_F16),
 };

@@ -47,7 +47,7 @@ struct ck_smem {
 };
 
 struct ck_args {
-    const float *logits;
+    const void *logits; /* elements of cake_kernel's type E (algos/common/gpu_logits.cuh) */
     const int32_t *k;
     const float *p;
     uint8_t *kept;

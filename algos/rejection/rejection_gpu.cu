@@ -7,8 +7,9 @@
  * the same code (prepare_row, draw_one) through the policy Row<THREADS, CLUSTER>, which says
  * where the tokens come from and how the per-pass integers are reduced:
  *  - one CTA per row (CLUSTER = false; large batches): grid (batch, groups); every pass
- *    streams the row from global memory (float4 loads when the row is 16-byte aligned) and
- *    recomputes order keys and fixed-point weights from the logits;
+ *    streams the row from global memory (four-element vector loads when the row starts a
+ *    vector: float4, or uint2 for 16-bit logits) and recomputes order keys and fixed-point
+ *    weights from the logits;
  *  - a thread-block cluster of C = 2 .. 16 CTAs per row (CLUSTER = true; small batches):
  *    grid (batch * C, groups); CTA `rank` copies its contiguous slice of the row into shared
  *    memory once, every pass runs on that copy, and the pass's integers (counts, masses,
@@ -20,6 +21,11 @@
  * CTA (row r, group g) runs draws g, g + groups, ... (small first set in a cluster: draws
  * g * C + rank, step groups * C). README.md ("GPU") has the launch shapes and the
  * determinism argument.
+ *
+ * Every kernel is templated on the logits' element type E (algos/common/gpu_logits.cuh): a
+ * 16-bit value converts to float32 exactly as it is loaded, so the draws on a bf16 or fp16 row
+ * are those on its float32 upcast bit for bit (docs/SEMANTICS.md, "16-bit logits");
+ * kernels_for is the one place that picks the instantiation of a problem's dtype.
  *
  * This file holds the two __global__ kernels and the launcher (rejection_gpu.h); the device
  * code is in layers, each header including the ones below it (README.md, "GPU source layout"):
@@ -34,6 +40,7 @@
 
 #include "../common/cuda_util.h"
 #include "../common/gpu_launch.cuh"
+#include "../common/gpu_logits.cuh"
 #include "rejection_gpu.h"
 #include "rejection_gpu_draw.cuh"
 #include "rejection_gpu_row.cuh"
@@ -46,20 +53,21 @@ namespace {
 using namespace rej_gpu;
 
 /* One CTA per row: row blockIdx.x, draws blockIdx.y, blockIdx.y + groups, ... */
-template <int THREADS>
+template <class E, int THREADS>
 __global__ void __launch_bounds__(THREADS, THREADS == 1024 ? 1 : 2)
     rejection_kernel(const Params prm)
 {
     __shared__ Shared<THREADS> sh;
     const int r = blockIdx.x;
-    const float *__restrict__ x = prm.logits + (int64_t)r * prm.stride;
-    Row<THREADS, false> row{ sh,        nullptr, x, nullptr, nullptr, prm.vocab, 0, prm.vocab,
-                             ((uintptr_t)x & 15) == 0, false, 0u, 1u, 0 };
+    const void *__restrict__ x = tkp_row_ptr<E>(prm.logits, prm.stride, r);
+    Row<E, THREADS, false> row{ sh,        nullptr, x, nullptr, nullptr, prm.vocab, 0, prm.vocab,
+                                tkp_vec4_ok<E>(x, 0), false, 0u, 1u, 0 };
     sample_row(row, prm, r, (int)blockIdx.y);
 }
 
 /* A cluster of C CTAs per row: row blockIdx.x / C, rank blockIdx.x % C, draws as above. CTA
  * `rank` holds elements [rank * slice, rank * slice + slice) of the row (fewer at the end). */
+template <class E>
 __global__ void __launch_bounds__(kClusterThreads, 1) rejection_cluster_kernel(const Params prm)
 {
     extern __shared__ __align__(16) unsigned char smem[];
@@ -69,15 +77,32 @@ __global__ void __launch_bounds__(kClusterThreads, 1) rejection_cluster_kernel(c
     cg::cluster_group cl = cg::this_cluster();
     const unsigned size = cl.num_blocks(), rank = cl.block_rank();
     const int r = (int)(blockIdx.x / size);
-    const float *__restrict__ x = prm.logits + (int64_t)r * prm.stride;
+    const void *__restrict__ x = tkp_row_ptr<E>(prm.logits, prm.stride, r);
     const int64_t b64 = (int64_t)rank * prm.slice;
     const int begin = b64 < prm.vocab ? (int)b64 : prm.vocab;
     const int n = prm.vocab - begin < prm.slice ? prm.vocab - begin : prm.slice;
-    Row<kClusterThreads, true> row{ cs.sh, &cs.cx, x, xs, wc, prm.vocab, begin, n,
-                                    ((uintptr_t)x & 15) == 0, false, rank, size, 0 };
+    Row<E, kClusterThreads, true> row{ cs.sh, &cs.cx, x, xs, wc, prm.vocab, begin, n,
+                                       tkp_vec4_ok<E>(x, 0), false, rank, size, 0 };
     row.load_slice();
     sample_row(row, prm, r, (int)blockIdx.y);
     cl.sync(); /* no CTA leaves while another may still read its shared memory */
+}
+
+/* The kernels of one element type (every instantiation has the signature of Kernel). */
+typedef void (*Kernel)(const Params);
+struct Kernels {
+    Kernel row512, row1024, cluster;
+};
+
+/* The kernels reading logits of `dtype`; all null for a value outside the enum. */
+Kernels kernels_for(enum tkp_dtype dtype)
+{
+    Kernels k = { nullptr, nullptr, nullptr };
+    tkp_with_dtype(dtype, [&](auto e) {
+        using E = decltype(e);
+        k = { rejection_kernel<E, 512>, rejection_kernel<E, 1024>, rejection_cluster_kernel<E> };
+    });
+    return k;
 }
 
 int device_sms()
@@ -93,14 +118,14 @@ int device_sms()
 }
 
 /* Tokens per CTA when a row of `vocab` is split over `c` CTAs (a multiple of 4, so every
- * slice of a 16-byte aligned row is 16-byte aligned). */
+ * slice of a row that starts a vector starts one). */
 int64_t slice_of(int64_t vocab, int c) { return tkp_slice_of(vocab, c, 4); }
 
-/* How many clusters of c CTAs with this slice can run at once (0: none, or no clusters). */
-int active_clusters(int c, int64_t slice)
+/* How many clusters of c CTAs of `kernel` with this slice can run at once (0: none, or no
+ * clusters). */
+int active_clusters(Kernel kernel, int c, int64_t slice)
 {
-    return tkp_active_clusters(rejection_cluster_kernel, c, kClusterThreads,
-                               cluster_smem_bytes((int)slice));
+    return tkp_active_clusters(kernel, c, kClusterThreads, cluster_smem_bytes((int)slice));
 }
 
 /* The cluster size for a problem: the smallest C in 2, 4, 8, 16 whose slices fit in shared
@@ -122,16 +147,18 @@ int choose_cluster(const struct tkp_problem *pb, int forced, int *active)
         (void)cudaGetLastError();
         return 1;
     }
-    if (forced == 1)
+    const Kernel kernel = kernels_for(pb->dtype).cluster;
+    if (forced == 1 || !kernel)
         return 1;
-    /* The largest slice's shared memory once for all plans (the attribute is per kernel). */
-    if (cudaFuncSetAttribute(rejection_cluster_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    /* The largest slice's shared memory once for all plans (the attribute is per kernel; the
+     * slice is float32 in shared memory whatever the dtype). */
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)cluster_smem_bytes(kSliceCap)) != cudaSuccess) {
         (void)cudaGetLastError();
         return 1;
     }
-    if (cudaFuncSetAttribute(rejection_cluster_kernel,
-                             cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+        cudaSuccess)
         (void)cudaGetLastError(); /* then 16 reports no capacity and is never chosen */
     const int sms = device_sms();
     for (int c = 2; c <= kMaxCluster; c <<= 1) {
@@ -141,7 +168,7 @@ int choose_cluster(const struct tkp_problem *pb, int forced, int *active)
         if (!forced && (pb->vocab < (int64_t)c * kMinSlice ||
                         !tkp_cluster_leaves_half(c, pb->batch, sms)))
             continue;
-        const int n = active_clusters(c, slice);
+        const int n = active_clusters(kernel, c, slice);
         if (n >= 1 && (forced || n >= pb->batch)) {
             *active = n;
             return c;
@@ -193,8 +220,14 @@ extern "C" int rej_gpu_run(const struct tkp_problem *pb, const struct rej_gpu_pl
 {
     if (!io->samples || pb->batch <= 0)
         return TKP_OK;
+    const Kernels kernels = kernels_for(pb->dtype);
+    if (!kernels.cluster) {
+        tkp_error_set(err, "rejection (gpu): logits element type %d is not f32, bf16 or f16",
+                      (int)pb->dtype);
+        return TKP_EINVAL;
+    }
     Params prm;
-    prm.logits = static_cast<const float *>(io->logits);
+    prm.logits = io->logits;
     prm.k = io->k;
     prm.p = io->p;
     prm.samples = io->samples;
@@ -209,7 +242,7 @@ extern "C" int rej_gpu_run(const struct tkp_problem *pb, const struct rej_gpu_pl
     prm.slice = plan->slice;
     cudaStream_t s = (cudaStream_t)stream;
     if (plan->cluster > 1) {
-        TKP_CUDA_TRY(tkp_launch_cluster(rejection_cluster_kernel, plan->cluster,
+        TKP_CUDA_TRY(tkp_launch_cluster(kernels.cluster, plan->cluster,
                                         dim3((unsigned)(pb->batch * plan->cluster),
                                              (unsigned)plan->groups),
                                         dim3(kClusterThreads), plan->smem, s, prm),
@@ -217,9 +250,9 @@ extern "C" int rej_gpu_run(const struct tkp_problem *pb, const struct rej_gpu_pl
     } else {
         const dim3 grid((unsigned)pb->batch, (unsigned)plan->groups);
         if (plan->threads == 512)
-            rejection_kernel<512><<<grid, 512, 0, s>>>(prm);
+            kernels.row512<<<grid, 512, 0, s>>>(prm);
         else
-            rejection_kernel<1024><<<grid, 1024, 0, s>>>(prm);
+            kernels.row1024<<<grid, 1024, 0, s>>>(prm);
     }
     TKP_LAUNCH_CHECK(err);
     return TKP_OK;

@@ -58,7 +58,7 @@ __device__ __forceinline__ int draw_one(R &row, float max, const Params &prm, in
             if (small) {
                 Tally tl, same;
                 tally2_small(sh, lo, lo, tl, same);
-                pick_small(sh, row.x, row.vocab, lo, tl.mass, u, c, pc);
+                pick_small(row, lo, tl.mass, u, c, pc);
             } else {
                 const Tally tl = tally1(row, max, lo);
                 row.pick(max, lo, tl.mass, u, c, pc);
@@ -66,7 +66,7 @@ __device__ __forceinline__ int draw_one(R &row, float max, const Params &prm, in
             return c;
         }
         if (small)
-            pick_small(sh, row.x, row.vocab, lo, mass, u, c, pc);
+            pick_small(row, lo, mass, u, c, pc);
         else
             row.pick(max, lo, mass, u, c, pc);
         const uint64_t p1 = rej_second_pivot(hi, pc);

@@ -57,4 +57,7 @@ const struct tkp_impl tkp_rejection_gpu = {
     .init = rej_gpu_init,
     .run = rej_gpu_enqueue,
     .stats = rej_gpu_report,
+    /* Every kernel reads bf16 and fp16 rows, converting exactly as it loads (rejection_gpu.cu;
+     * docs/SEMANTICS.md, "16-bit logits"). */
+    .dtypes = TKP_DTYPE_BIT(TKP_BF16) | TKP_DTYPE_BIT(TKP_F16),
 };

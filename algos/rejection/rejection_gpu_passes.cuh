@@ -129,16 +129,19 @@ __device__ void select_bucket(Shared<THREADS> &sh, const unsigned *hist, unsigne
 /* Inverse CDF over B(lo) restricted to the first candidate set kept in shared memory (index
  * order; it holds B(lo), so the crossing token is the one pick() finds). Thread t owns the
  * entries per * t .. per * t + per - 1. */
-template <int THREADS>
-__device__ void pick_small(Shared<THREADS> &sh, const float *__restrict__ x, int vocab,
-                           uint64_t lo, uint64_t mass, uint64_t u, int &c, uint64_t &pc)
+template <class R>
+__device__ void pick_small(const R &row, uint64_t lo, uint64_t mass, uint64_t u, int &c,
+                           uint64_t &pc)
 {
+    constexpr int THREADS = R::kThreads;
+    auto &sh = row.sh;
+    const int vocab = row.vocab;
     constexpr int per = kSmall / THREADS;
     const int n = sh.nsmall, j0 = per * (int)threadIdx.x;
     const uint64_t t = tkp_scale_u64(u, mass);
     if (threadIdx.x == 0) { /* the CPU's answer when nothing crosses (impossible: t < mass) */
         sh.cand = vocab - 1;
-        sh.cand_pos = rej_pos(tkp_order_key(x[vocab - 1]), vocab - 1);
+        sh.cand_pos = rej_pos(tkp_order_key(row.last()), vocab - 1);
     }
     uint64_t w[per], s = 0;
 #pragma unroll
@@ -251,20 +254,21 @@ __device__ void store_small(Shared<THREADS> &sh, int n, uint32_t least, int n0, 
  * the largest order key into vcount / kmax; the tokens >= fthr (tkp_key_floor of the bound;
  * NaN for none) counted in sh.hist by bucket and appended to the list sh.g_key / sh.g_idx
  * (one atomic per warp, sh.gcount counting past kGather on overflow). Per value: an add, a
- * compare and a max; the valid count is exact (a sum >= -FLT_MAX proves its 16 terms valid:
+ * compare and a max; the valid count is exact (a sum >= -FLT_MAX proves its terms valid:
  * NaN and -inf propagate; otherwise they are counted one by one). */
 template <class R>
 __device__ __forceinline__ void scan_fast(const R &row, float fthr, int from, uint32_t &vcount,
                                           uint32_t &kmax)
 {
     static_assert(!R::kCluster, "a cluster's slices go through the per-token scan");
+    constexpr int kUnroll = R::kFastUnroll;
     auto &sh = row.sh;
     float vmax = -INFINITY;
-    row.each_tile([&](const float (&v)[kReduceUnroll][4], int l0) {
+    row.template each_tile<kUnroll>([&](const float (&v)[kUnroll][4], int l0) {
         float sum = 0.0f;
         unsigned c = 0;
 #pragma unroll
-        for (int u = 0; u < kReduceUnroll; u++) {
+        for (int u = 0; u < kUnroll; u++) {
             sum += (v[u][0] + v[u][1]) + (v[u][2] + v[u][3]);
 #pragma unroll
             for (int j = 0; j < 4; j++) {
@@ -273,10 +277,10 @@ __device__ __forceinline__ void scan_fast(const R &row, float fthr, int from, ui
             }
         }
         if (sum >= -FLT_MAX) {
-            vcount += 4 * kReduceUnroll;
+            vcount += 4 * kUnroll;
         } else {
 #pragma unroll
-            for (int u = 0; u < kReduceUnroll; u++)
+            for (int u = 0; u < kUnroll; u++)
 #pragma unroll
                 for (int j = 0; j < 4; j++)
                     vcount += v[u][j] >= -FLT_MAX;
@@ -284,7 +288,7 @@ __device__ __forceinline__ void scan_fast(const R &row, float fthr, int from, ui
         if (__any_sync(kTkpFullWarp, c != 0)) {
             unsigned slot = tkp_warp_reserve(c, &sh.gcount);
 #pragma unroll
-            for (int u = 0; u < kReduceUnroll; u++)
+            for (int u = 0; u < kUnroll; u++)
 #pragma unroll
                 for (int j = 0; j < 4; j++)
                     if (v[u][j] >= fthr) {

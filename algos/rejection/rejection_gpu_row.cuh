@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "../common/gpu_block.cuh"
+#include "../common/gpu_logits.cuh"
 #include "../common/gpu_warp.cuh"
 #include "../common/philox.h"
 #include "../common/prob.h"
@@ -31,17 +32,20 @@ __device__ __forceinline__ void unpack4(float4 q, float v[4])
     v[3] = q.w;
 }
 
-/* Four consecutive logits i .. i+3 of a row of n (i a multiple of 4); past the row: -inf,
- * which has order key 0, weight 0 and a position >= REJ_END. */
-__device__ __forceinline__ void load4(const float *__restrict__ x, int n, bool vec, int i,
+/* Four consecutive logits i .. i+3 of a row of n elements of type E (i a multiple of 4; vec:
+ * the row starts a four-element vector, tkp_vec4_ok), converted exactly to float32
+ * (docs/SEMANTICS.md, "16-bit logits"); past the row: -inf, which has order key 0, weight 0
+ * and a position >= REJ_END. */
+template <class E>
+__device__ __forceinline__ void load4(const void *__restrict__ x, int n, bool vec, int i,
                                       float v[4])
 {
     if (vec && i + 3 < n) {
-        unpack4(__ldg(reinterpret_cast<const float4 *>(x + i)), v);
+        unpack4(tkp_load4<E>(x, i), v);
     } else {
 #pragma unroll
         for (int j = 0; j < 4; j++)
-            v[j] = i + j < n ? __ldg(x + i + j) : -INFINITY;
+            v[j] = i + j < n ? tkp_load1<E>(x, i + j) : -INFINITY;
     }
 }
 
@@ -133,19 +137,23 @@ __device__ void scan_pick(const R &row, float max, uint64_t lo, uint64_t t, uint
  * CLUSTER = false: the whole row, read from global memory, reduced over the block.
  * CLUSTER = true: this CTA's slice [begin, begin + n) in shared memory, reduced over the block
  * and then over the cluster (every CTA gets the cluster-wide numbers). */
-template <int THREADS, bool CLUSTER> struct Row {
+template <class E, int THREADS, bool CLUSTER> struct Row {
     static constexpr int kThreads = THREADS;
     static constexpr bool kCluster = CLUSTER;
+    /* Tiles in flight per thread in scan_fast (pass 1's float-compare scan of the row in
+     * global memory): as many bytes as float32's kReduceUnroll tiles, so twice the tiles for
+     * 16-bit elements. */
+    static constexpr int kFastUnroll = kReduceUnroll * 4 / tkp_elem_bytes<E>();
     Shared<THREADS> &sh;
-    ClusterShared *cx;           /* cluster: what this CTA publishes */
-    const float *__restrict__ x; /* the row in global memory */
-    const float *xs;             /* cluster: the slice, padded with -inf to a multiple of 4 */
-    uint32_t *wc;                /* cluster: the slice's weights as floats, once cached */
-    int vocab, begin, n;         /* this CTA passes over elements [begin, begin + n) */
-    bool vec;                    /* the row in global memory is 16-byte aligned */
-    bool cached;                 /* cluster: wc holds the weights */
-    unsigned rank, size;         /* rank in the cluster, cluster size (0 / 1 without) */
-    int parity;                  /* cluster: the next xchg buffer */
+    ClusterShared *cx;          /* cluster: what this CTA publishes */
+    const void *__restrict__ x; /* the row in global memory, elements of type E */
+    const float *xs;            /* cluster: the slice as float32, -inf padded to 4k tokens */
+    uint32_t *wc;               /* cluster: the slice's weights as floats, once cached */
+    int vocab, begin, n;        /* this CTA passes over elements [begin, begin + n) */
+    bool vec;                   /* the row in global memory starts a vector (tkp_vec4_ok) */
+    bool cached;                /* cluster: wc holds the weights */
+    unsigned rank, size;        /* rank in the cluster, cluster size (0 / 1 without) */
+    int parity;                 /* cluster: the next xchg buffer */
 
     __device__ bool leader() const { return rank == 0; }
 
@@ -161,9 +169,12 @@ template <int THREADS, bool CLUSTER> struct Row {
                     v[k] = -INFINITY;
             }
         } else {
-            load4(x, vocab, vec, j, v);
+            load4<E>(x, vocab, vec, j, v);
         }
     }
+
+    /* The row's last logit, as float32 (the inverse CDF's answer when nothing crosses). */
+    __device__ __forceinline__ float last() const { return tkp_load1<E>(x, vocab - 1); }
 
     /* Call f(value, index, in_row) for local elements [from, to), kReduceUnroll tiles of
      * 4 * THREADS elements at a time (thread t holds elements 4t .. 4t+3 of each tile). The
@@ -183,19 +194,19 @@ template <int THREADS, bool CLUSTER> struct Row {
         }, from, to);
     }
 
-    /* Call f(v, l0) once per kReduceUnroll tiles of local elements [from, to): v[u][j] is
-     * local element l0 + u * 4 * THREADS + j (-inf past the slice or the row). The trip count
-     * is the same in every thread. */
-    template <class F>
+    /* Call f(v, l0) once per UNROLL tiles of local elements [from, to): v[u][j] is local
+     * element l0 + u * 4 * THREADS + j (-inf past the slice or the row). The trip count is the
+     * same in every thread. */
+    template <int UNROLL = kReduceUnroll, class F>
     __device__ __forceinline__ void each_tile(F &&f, int from = 0, int to = 0x7FFFFFFF) const
     {
         constexpr int tile = 4 * THREADS;
         const int t4 = 4 * (int)threadIdx.x;
         const int stop = to < n ? to : n;
-        for (int base = from; base < stop; base += kReduceUnroll * tile) {
-            float v[kReduceUnroll][4];
+        for (int base = from; base < stop; base += UNROLL * tile) {
+            float v[UNROLL][4];
 #pragma unroll
-            for (int u = 0; u < kReduceUnroll; u++)
+            for (int u = 0; u < UNROLL; u++)
                 quad(base + u * tile + t4, v[u]);
             f(v, base + t4);
         }
@@ -213,19 +224,22 @@ template <int THREADS, bool CLUSTER> struct Row {
         return tkp_weight(v, max);
     }
 
-    /* Cluster: copy the slice from global memory into shared memory (all loads of a thread
-     * in flight at once), padded with -inf to a multiple of 4. */
+    /* Cluster: copy the slice from global memory into shared memory as float32 (converted
+     * once, so every later pass reads the same floats whatever E), all loads of a thread in
+     * flight at once, padded with -inf to a multiple of 4. The slice starts at a multiple of 4
+     * elements, so it starts a vector when the row does. */
     __device__ void load_slice()
     {
         static_assert(CLUSTER, "only a cluster's CTA holds a slice");
         const int n4 = (n + 3) & ~3;
         constexpr int batch = 4;
         float *dst = const_cast<float *>(xs);
+        const void *src = tkp_row_ptr<E>(x, begin, 1); /* element `begin` of the row */
         for (int base = 0; base < n4; base += batch * 4 * THREADS) {
             float v[batch][4];
 #pragma unroll
             for (int u = 0; u < batch; u++)
-                load4(x + begin, n, vec, base + u * 4 * THREADS + 4 * (int)threadIdx.x, v[u]);
+                load4<E>(src, n, vec, base + u * 4 * THREADS + 4 * (int)threadIdx.x, v[u]);
 #pragma unroll
             for (int u = 0; u < batch; u++) {
                 const int j = base + u * 4 * THREADS + 4 * (int)threadIdx.x;
@@ -406,7 +420,7 @@ template <int THREADS, bool CLUSTER> struct Row {
         if constexpr (!CLUSTER) {
             if (threadIdx.x == 0) { /* the CPU's answer when nothing crosses (t < mass) */
                 sh.cand = vocab - 1;
-                sh.cand_pos = rej_pos(tkp_order_key(x[vocab - 1]), vocab - 1);
+                sh.cand_pos = rej_pos(tkp_order_key(last()), vocab - 1);
             }
             scan_pick(*this, max, lo, t, 0);
             __syncthreads();
@@ -438,7 +452,7 @@ template <int THREADS, bool CLUSTER> struct Row {
             pc = fsh->cand_pos;
         } else {
             c = vocab - 1;
-            pc = rej_pos(tkp_order_key(x[vocab - 1]), vocab - 1);
+            pc = rej_pos(tkp_order_key(last()), vocab - 1);
         }
     }
 };

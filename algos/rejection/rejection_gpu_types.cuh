@@ -39,7 +39,7 @@ typedef unsigned long long u64;
 typedef struct rej_tally Tally;
 
 struct Params {
-    const float *logits;
+    const void *logits; /* elements of the kernel's type E (gpu_logits.cuh) */
     const int32_t *k;
     const float *p;
     int64_t *samples;
@@ -85,7 +85,9 @@ struct ClusterShared {
 };
 
 /* The cluster variant's dynamic shared memory: Shared, ClusterShared, then the slice's logits
- * and cached weights (slice floats each). */
+ * and cached weights (slice floats each). The logits are kept as float32 whatever the input
+ * type (converted exactly as the slice is loaded), so every pass over the slice is the same
+ * code and the size does not depend on the dtype. */
 struct ClusterSmem {
     Shared<kClusterThreads> sh;
     ClusterShared cx;
