@@ -41,7 +41,8 @@ static int qrita_gpu_init(void *state, const struct tkp_problem *pb, const void 
     s->workspace = NULL;
     s->stream = NULL;
     const struct qrita_opts *o = &s->opts;
-    int rc = qrita_gpu_plan(&s->plan, pb->batch, pb->vocab, pb->stride, pb->ops, pb->k_max,
+    int rc = qrita_gpu_plan(&s->plan, pb->batch, pb->vocab, pb->stride, pb->dtype, pb->ops,
+                            pb->k_max,
                             o->truncation, o->search, o->dedup, o->autotune, o->sigma_margin,
                             o->sample_block, o->max_iter, qrita_outlier_capacity(pb->vocab), err);
     *workspace_bytes = s->plan.ws_bytes;

@@ -48,7 +48,7 @@ struct qr_part {
 };
 
 struct qr_args {
-    const float *logits;
+    const void *logits; /* of the run's element type: read through gpu_logits.cuh */
     const int32_t *k;
     const float *p;
     uint8_t *kept;
