@@ -183,10 +183,17 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
 
 /* ---- qr_scan: max, min, valid count, outlier gather; zeroes the row's mask chunk ---- */
 
+/* CTAs of qr_scan per SM: float32 at 6 (40 registers); a 16-bit row keeps two batches of
+ * vectors in flight (stream_depth), which spills under 40 registers: 5 (48 registers). */
+template <class E> __host__ __device__ constexpr int scan_min_blocks(void)
+{
+    return stream_depth<E>() == 1 ? 6 : 5;
+}
+
 /* TIGHT (a.tight): top-k rows buffer the keys above gather_key (counter `pooled`) and count
  * those above the CPU's threshold apart (`gathered`); otherwise `gathered` is both. */
 template <bool TIGHT, class E>
-__global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
+__global__ void __launch_bounds__(NT, scan_min_blocks<E>()) qr_scan(qr_args a)
 {
     tkp_allow_dependents();
     const int64_t r = blockIdx.y;
@@ -362,7 +369,7 @@ __global__ void __launch_bounds__(NT) qr_sort_keys(qr_args a)
     const void *x = tkp_row_ptr<E>(a.logits, a.stride, r);
     for (int64_t t0 = first; t0 < last; t0 += NT) {
         const int64_t i = t0 + threadIdx.x;
-        const uint32_t key = i >= last ? 0u : pl.use_pool ? pk[i] : tkp_order_key(tkp_load1<E>(x, i));
+        const uint32_t key = i >= last ? 0u : pl.use_pool ? pk[i] : tkp_order_key(qr_elem<E>(x, i));
         const uint32_t take = key > pl.lo_q; /* never an invalid key (0): lo_q >= 0 */
         uint32_t at, total;
         Scan(scan).ExclusiveSum(take, at, total);

@@ -104,7 +104,7 @@ __device__ __forceinline__ int cut_in_row(const void *x, int64_t V, uint32_t bke
     const unsigned lane = threadIdx.x & 31;
     for (int64_t base = 0; base < V; base += G) {
         const int64_t i = base + tid;
-        const bool eq = i < V && tkp_order_key(tkp_load1<E>(x, i)) == bkey;
+        const bool eq = i < V && tkp_order_key(qr_elem<E>(x, i)) == bkey;
         const unsigned mk = __ballot_sync(FULL, eq);
         unsigned before = __popc(mk & ((1u << lane) - 1u)), tile = __popc(mk);
         if (G > 32) {

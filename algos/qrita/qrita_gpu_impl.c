@@ -68,8 +68,12 @@ static void qrita_gpu_report(const void *state, struct tkp_stats *out)
         out->reported = qrita_reported(&s->pb, &s->opts);
 }
 
+/* Every kernel that reads the logits is instantiated for bf16 and fp16 too (qrita_gpu.cu), on
+ * every option's path; their results equal those on the float32 upcast (docs/SEMANTICS.md,
+ * "16-bit logits"). */
 const struct tkp_impl tkp_qrita_gpu = {
     .state_size = sizeof(struct qrita_gpu_state),
+    .dtypes = TKP_DTYPE_BIT(TKP_BF16) | TKP_DTYPE_BIT(TKP_F16),
     .supports = qrita_gpu_supports,
     .init = qrita_gpu_init,
     .run = qrita_gpu_enqueue,

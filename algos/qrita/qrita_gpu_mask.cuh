@@ -58,15 +58,16 @@ __device__ void fused_mask(const qr_args &a, int64_t r)
     const int64_t tail = h + 4 * nvec, extra = h + (a.vocab - tail);
     for (int64_t q = threadIdx.x; q < extra; q += blockDim.x) { /* the scalar head and tail */
         const int64_t i = q < h ? q : tail + (q - h);
-        kept[i] = kept_byte(tkp_load1<E>(x, i), i, bkey, cut);
+        kept[i] = kept_byte(qr_elem<E>(x, i), i, bkey, cut);
     }
     /* the vector body, 4 loads in flight per thread */
+    const void *body = static_cast<const typename E::storage *>(x) + h;
     for (int64_t base = threadIdx.x; base < nvec; base += 4 * (int64_t)blockDim.x) {
         float4 v[4];
 #pragma unroll
         for (int u = 0; u < 4; u++) {
             const int64_t j = base + u * (int64_t)blockDim.x;
-            v[u] = j < nvec ? tkp_load4<E>(x, h + 4 * j) : make_float4(0.f, 0.f, 0.f, 0.f);
+            v[u] = j < nvec ? qr_load_vec<E>(body, j) : make_float4(0.f, 0.f, 0.f, 0.f);
         }
 #pragma unroll
         for (int u = 0; u < 4; u++) {

@@ -53,7 +53,7 @@ __device__ __forceinline__ void load_samples(float (&v)[PU], const void *x, int6
 #pragma unroll
     for (int u = 0; u < PU; u++) {
         const int64_t i = base + u * QRITA_STAT_LANES + t;
-        v[u] = i < n ? tkp_load1<E>(x, i) : NAN;
+        v[u] = i < n ? qr_elem<E>(x, i) : NAN;
     }
 }
 

@@ -28,7 +28,7 @@ __device__ __forceinline__ void load4(const Src &s, int64_t item, uint32_t (&k)[
     if (s.kind == 1) {
 #pragma unroll
         for (int u = 0; u < 4; u++)
-            k[u] = i + u < s.n ? tkp_order_key(tkp_load1<E>(s.row, i + u)) : 0u;
+            k[u] = i + u < s.n ? tkp_order_key(qr_elem<E>(s.row, i + u)) : 0u;
     } else if (i + 4 <= s.n) {
         const uint4 *q = reinterpret_cast<const uint4 *>(s.keys + i);
         const uint4 v = s.kind == 3 ? __ldcg(q) : *q; /* as pool_word */

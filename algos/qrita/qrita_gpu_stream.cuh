@@ -27,7 +27,9 @@
 template <class E>
 __device__ __forceinline__ void row_geom(const void *x, int64_t V, int64_t &h, int64_t &nvec)
 {
-    h = tkp_vec4_head<E>(x);
+    /* today's float32 arithmetic, in bytes of E's vector (tkp_vec4_head's value) */
+    constexpr unsigned VB = 4 * sizeof(typename E::storage);
+    h = (int64_t)(((VB - ((uintptr_t)x & (VB - 1))) & (VB - 1)) / sizeof(typename E::storage));
     if (h > V)
         h = V;
     nvec = (V - h) >> 2;
@@ -64,7 +66,7 @@ __device__ __forceinline__ void stream_batches(const void *__restrict__ x, int64
                 const int j = base + (4 * d + u) * NT + t;
                 ok[d][u] = j < v1;
                 e[d][u] = h + 4 * j;
-                a[d][u] = ok[d][u] ? tkp_load4<E>(body, 4 * (int64_t)j) : pad;
+                a[d][u] = ok[d][u] ? qr_load_vec<E>(body, j) : pad;
             }
 #pragma unroll
         for (int d = 0; d < D; d++)
@@ -79,7 +81,7 @@ __device__ __forceinline__ void stream_batches(const void *__restrict__ x, int64
             int e[4] = { q < h ? q : tail + (q - h), 0, 0, 0 };
             bool ok[4] = { q < extra, false, false, false };
             if (ok[0])
-                a[0].x = tkp_load1<E>(x, e[0]);
+                a[0].x = qr_elem<E>(x, e[0]);
             f(a, e, ok, 1);
         }
     }
