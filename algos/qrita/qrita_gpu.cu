@@ -205,7 +205,8 @@ __global__ void __launch_bounds__(NT, scan_min_blocks<E>()) qr_scan(qr_args a)
     if (!topp_alone)
         tkp_wait_prerequisite();
     const uint32_t thr = topp_alone ? UINT32_MAX : row->trunc_key;
-    const qr_part pt = scan_chunk<E, TIGHT>(a, r, TIGHT && !topp_alone ? row->gather_key : thr, thr);
+    const uint32_t gather_thr = TIGHT && !topp_alone ? row->gather_key : thr;
+    const qr_part pt = scan_chunk<E, TIGHT>(a, r, gather_thr, thr);
     if (threadIdx.x == 0) {
         if (topp_alone)
             a.part[r * a.cpr + blockIdx.x] = pt;
@@ -441,7 +442,8 @@ __global__ void __launch_bounds__(BLOCK_G, 1) qr_search_heavy(qr_args a)
     const unsigned n = a.heavy[0];
     for (unsigned i = blockIdx.x; i < n; i += gridDim.x) {
         const int64_t r = a.heavy[1 + i];
-        search_row<BLOCK_G, CAP_BLOCK, E>(a, r, a.k[r], a.p[r], 0, (int)threadIdx.x, qr_pool_smem, sm);
+        search_row<BLOCK_G, CAP_BLOCK, E>(a, r, a.k[r], a.p[r], 0, (int)threadIdx.x, qr_pool_smem,
+                                          sm);
         __syncthreads(); /* the next row reuses the shared memory */
     }
 }
@@ -504,9 +506,9 @@ template <class E> static int prepare_kernels(int *mass_per_sm, struct tkp_error
 }
 
 extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t vocab,
-                              int64_t stride, enum tkp_dtype dtype, unsigned ops, int32_t k_max, int truncation,
-                              int search, int dedup,
-                              int autotune, double sigma_margin, int sample_block, int max_iter,
+                              int64_t stride, enum tkp_dtype dtype, unsigned ops, int32_t k_max,
+                              int truncation, int search, int dedup, int autotune,
+                              double sigma_margin, int sample_block, int max_iter,
                               int64_t cpu_capacity, struct tkp_error *err)
 {
     memset(pl, 0, sizeof *pl);

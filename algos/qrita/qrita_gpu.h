@@ -48,9 +48,9 @@ struct qrita_gpu_plan {
 /* Host side, once per problem: options, launch shape, workspace size (may call the CUDA runtime
  * for the device's SM count and to raise the search kernels' shared-memory limit). */
 int qrita_gpu_plan(struct qrita_gpu_plan *plan, int64_t batch, int64_t vocab, int64_t stride,
-                   enum tkp_dtype dtype, unsigned ops, int32_t k_max, int truncation, int search, int dedup, int autotune,
-                   double sigma_margin, int sample_block, int max_iter, int64_t cpu_capacity,
-                   struct tkp_error *err);
+                   enum tkp_dtype dtype, unsigned ops, int32_t k_max, int truncation, int search,
+                   int dedup, int autotune, double sigma_margin, int sample_block, int max_iter,
+                   int64_t cpu_capacity, struct tkp_error *err);
 
 /* Enqueue the whole of qrita on `stream`: no allocation, no synchronisation. */
 int qrita_gpu_run(const struct qrita_gpu_plan *plan, const struct tkp_io *io, void *workspace,

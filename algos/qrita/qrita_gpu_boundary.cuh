@@ -199,14 +199,15 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
                 qk.target = (uint64_t)k;
                 eng_reset(e, src);
                 b = sort ? sorted_boundary<G>(sorted, n_sorted, qk, dedup, tid)
-                         : search_stage<G, CAP, E>(e, qk, pivots, max_iter, dedup, iters, accepted,
-                                                first_min, acc_count, pool, gcnt, sm);
+                         : search_stage<G, CAP, E>(e, qk, pivots, max_iter, dedup, iters,
+                                                   accepted, first_min, acc_count, pool, gcnt,
+                                                   sm);
                 failed = validate && !(accepted && b.key > first_min);
             }
             if (topp && !failed) {
                 if (topk) {
-                    enter_topk_set<G, CAP, E>(e, src, b, accepted, acc_count, q, row_total, pool,
-                                           gcnt, sm);
+                    enter_topk_set<G, CAP, E>(e, src, b, accepted, acc_count, q, row_total,
+                                              pool, gcnt, sm);
                 } else {
                     eng_reset(e, src);
                 }
@@ -215,8 +216,8 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
                 uint32_t fm2 = UINT32_MAX;
                 int64_t ac2 = 0;
                 b = sort ? sorted_boundary<G>(sorted, n_sorted, q, dedup, tid)
-                         : search_stage<G, CAP, E>(e, q, pivots, max_iter, dedup, iters, acc2, fm2,
-                                                ac2, pool, gcnt, sm);
+                         : search_stage<G, CAP, E>(e, q, pivots, max_iter, dedup, iters, acc2,
+                                                   fm2, ac2, pool, gcnt, sm);
                 if (!topk)
                     failed = validate && !(acc2 && b.key > fm2);
             }

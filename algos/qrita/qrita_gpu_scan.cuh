@@ -12,10 +12,10 @@
 #include "qrita_gpu_stream.cuh"
 #include "qrita_gpu_types.cuh"
 
-/* One CTA's scan of its chunk of row r (element type E): the chunk's mask bytes zeroed, every key > thr appended
- * to the row's buffer (thr = UINT32_MAX: none), and the chunk's max key, ~(min key), valid
- * count and number of keys > count_thr (`pad`; count_thr <= thr), which thread 0 returns
- * (inv_min 0: no valid key). */
+/* One CTA's scan of its chunk of row r (element type E): the chunk's mask bytes zeroed, every
+ * key > thr appended to the row's buffer (thr = UINT32_MAX: none), and the chunk's max key,
+ * ~(min key), valid count and number of keys > count_thr (`pad`; count_thr <= thr), which
+ * thread 0 returns (inv_min 0: no valid key). */
 template <class E, bool TIGHT = false>
 __device__ qr_part scan_chunk(const qr_args &a, int64_t r, uint32_t thr, uint32_t count_thr)
 {

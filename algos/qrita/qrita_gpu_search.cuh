@@ -407,7 +407,7 @@ __device__ bool search_iterations(Eng &e, const struct qrita_query &q, int pivot
         Slot res[NSLOT];
         uint32_t gtot = 0;
         eval_pass<G, E>(e, thr, NSLOT, q.measure, res, gather, lo, hi, dst,
-                     CAP, gcnt, sm, gtot);
+                        CAP, gcnt, sm, gtot);
         if (st_.first) {
             st_.first_min = res[0].min;
             st_.first = false;
@@ -453,10 +453,10 @@ __device__ struct qrita_boundary search_stage(Eng &e, const struct qrita_query &
     st_.acc_count = st_.acc_keep = st_.iters = 0;
     if (G > 32) {
         if (search_iterations<G, CAP, E>(e, q, pivots, max_iter, dedup, st_, pool, gcnt, sm,
-                                      HANDOFF_N)) {
+                                         HANDOFF_N)) {
             if (threadIdx.x < 32) {
-                search_iterations<32, CAP, E>(e, q, pivots, max_iter, dedup, st_, pool, gcnt, sm,
-                                           0);
+                search_iterations<32, CAP, E>(e, q, pivots, max_iter, dedup, st_, pool, gcnt,
+                                              sm, 0);
                 if (threadIdx.x == 0)
                     sm.hand = st_;
             }
