@@ -536,30 +536,17 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     const int64_t nvec = vocab / 4 + 1;
     int64_t cpr;
     if (autotune == QRITA_ON) {
-        /* CTAs per row: the fewest that waste the least of the resident waves of qr_scan (a
-         * larger count must gain 5%), in chunks down to one float4 per thread and at most 64
-         * steps' worth of CTAs (64, or 256 of one float4 per thread). Small chunks shorten each
-         * thread's chain of instructions in qr_mass's weights. Measured: at B <= 4 (the fused
-         * search, one 512-thread CTA per chunk) chunks below a whole step of 4 float4 per
-         * thread lose (top-p alone, B = 1: 25.3 -> 32.2 us); past it they gain. */
-        /* (the float32 scan's residency whatever the element type: one launch shape per
-         * problem shape, README "GPU") */
+        /* the float32 scan's residency whatever the element type: one launch shape per
+         * problem shape (README, "GPU") */
         int per_sm = 0;
         TKP_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, qr_scan<false, TkpF32>,
                                                                    NT, 0),
                      err);
         const int64_t resident = (int64_t)(per_sm > 0 ? per_sm : 1) * sms;
+        /* at B <= 4 (the fused search, one 512-thread CTA per chunk) a chunk holds at least a
+         * whole step of 4 vectors per thread */
         const int64_t chunk = batch <= WARM_MAX_BATCH ? 4 * NT : NT;
-        const int64_t most = (nvec + chunk - 1) / chunk;
-        double best = 0.0;
-        cpr = 1;
-        for (int64_t c = 1; c <= most && c <= 64 * 4 * NT / chunk; c++) {
-            const double waves = (double)((batch * c + resident - 1) / resident) / (double)c;
-            if (c == 1 || waves < best * 0.95) {
-                best = waves;
-                cpr = c;
-            }
-        }
+        cpr = autotune_cta_per_row(batch, nvec, resident, chunk);
         pl->vec_per_cta = (nvec + cpr - 1) / cpr;
         /* a warp per row past B = #SMs; a 512-thread block per row below it, and for rows that
          * search the whole row (truncation off or forced fallback) */
@@ -721,37 +708,4 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     int rc = TKP_OK;
     auto launch = [&](auto e) { rc = launch_chain<decltype(e)>(pl, a, st, ws, err); };
     return tkp_with_dtype(pl->dtype, launch) ? rc : bad_dtype(pl->dtype, err);
-}
-
-extern "C" int qrita_gpu_stats(const struct qrita_gpu_plan *pl, const void *workspace,
-                               void *stream, struct tkp_stats *out)
-{
-    memset(out, 0, sizeof *out);
-    if (!workspace || pl->batch == 0)
-        return TKP_OK;
-    size_t n = (size_t)pl->batch;
-    qrita_gpu_rstat *h = (qrita_gpu_rstat *)malloc(sizeof *h * n);
-    if (!h)
-        return TKP_ENOMEM;
-    /* On the run's stream, then wait for it: the stream may not synchronise with the legacy
-     * default stream, so a plain cudaMemcpy could read the rows before the run wrote them. */
-    if (cudaMemcpyAsync(h, (const char *)workspace + pl->ws_rstat, sizeof *h * n,
-                        cudaMemcpyDeviceToHost, (cudaStream_t)stream) != cudaSuccess ||
-        cudaStreamSynchronize((cudaStream_t)stream) != cudaSuccess) {
-        free(h);
-        return TKP_EDEVICE;
-    }
-    out->rows = pl->batch;
-    for (size_t r = 0; r < n; r++) {
-        if (h[r].counted) {
-            out->trunc_hits += h[r].hit;
-            out->fallbacks += !h[r].hit;
-            out->outliers += (double)h[r].outliers;
-            out->outlier_mass += h[r].outlier_mass;
-        }
-        out->iterations += (double)h[r].iterations;
-        out->sorted += (double)h[r].sorted;
-    }
-    free(h);
-    return TKP_OK;
 }
