@@ -55,6 +55,7 @@
 
 #include "../common/cuda_util.h"
 #include "../common/gpu_launch.cuh"
+#include "../common/gpu_logits.cuh"
 #include "../common/gpu_warp.cuh"
 #include "../common/prob.h"
 #include "qrita.h"
@@ -85,12 +86,13 @@ static const double host_quantile[QRITA_QUANTILE_BINS - 1] = QRITA_NORMAL_QUANTI
 
 /* ---- qr_prep: zero the accumulators, sample statistics, threshold ---- */
 
+template <class E>
 __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
 {
     tkp_allow_dependents(); /* qr_scan may start launching (it waits for this kernel) */
     static_assert(NT == QRITA_STAT_LANES, "one thread per statistics lane");
     const int64_t r = blockIdx.x, V = a.vocab;
-    const float *x = a.logits + r * a.stride;
+    const void *x = tkp_row_ptr<E>(a.logits, a.stride, r);
     qr_row *row = a.rows + r;
     const int t = threadIdx.x;
     __shared__ double lane[QRITA_STAT_LANES];
@@ -111,7 +113,7 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
         double s = 0.0;
         unsigned c = 0;
         for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
-            load_samples(v, x, n, base, t);
+            load_samples<E>(v, x, n, base, t);
 #pragma unroll
             for (int u = 0; u < PU; u++)
                 if (isfinite(v[u])) {
@@ -126,7 +128,7 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
             double s2 = 0.0;
             for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
                 if (!one)
-                    load_samples(v, x, n, base, t);
+                    load_samples<E>(v, x, n, base, t);
 #pragma unroll
                 for (int u = 0; u < PU; u++)
                     if (isfinite(v[u])) {
@@ -148,12 +150,12 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
                     const double per_sample = (double)V / (double)n;
                     const double half = 0.5 * (double)a.cap_gpu;
                     if (thr < UINT32_MAX &&
-                        samples_at_least(thr + 1, v, x, n, one, t, part) * per_sample > half) {
+                        samples_at_least<E>(thr + 1, v, x, n, one, t, part) * per_sample > half) {
                         const unsigned m = half / per_sample > 1.0 ? (unsigned)(half / per_sample)
                                                                    : 1u;
                         uint32_t sel = 0;
                         for (int bit = 31; bit >= 0; bit--)
-                            if (samples_at_least(sel | (1u << bit), v, x, n, one, t, part) >= m)
+                            if (samples_at_least<E>(sel | (1u << bit), v, x, n, one, t, part) >= m)
                                 sel |= 1u << bit;
                         gthr = sel > thr + 1 ? sel - 1 : thr;
                     }
@@ -181,10 +183,17 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
 
 /* ---- qr_scan: max, min, valid count, outlier gather; zeroes the row's mask chunk ---- */
 
+/* CTAs of qr_scan per SM: float32 at 6 (40 registers); a 16-bit row keeps two batches of
+ * vectors in flight (stream_depth), which spills under 40 registers: 5 (48 registers). */
+template <class E> __host__ __device__ constexpr int scan_min_blocks(void)
+{
+    return stream_depth<E>() == 1 ? 6 : 5;
+}
+
 /* TIGHT (a.tight): top-k rows buffer the keys above gather_key (counter `pooled`) and count
  * those above the CPU's threshold apart (`gathered`); otherwise `gathered` is both. */
-template <bool TIGHT>
-__global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
+template <bool TIGHT, class E>
+__global__ void __launch_bounds__(NT, scan_min_blocks<E>()) qr_scan(qr_args a)
 {
     tkp_allow_dependents();
     const int64_t r = blockIdx.y;
@@ -196,7 +205,8 @@ __global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
     if (!topp_alone)
         tkp_wait_prerequisite();
     const uint32_t thr = topp_alone ? UINT32_MAX : row->trunc_key;
-    const qr_part pt = scan_chunk<TIGHT>(a, r, TIGHT && !topp_alone ? row->gather_key : thr, thr);
+    const uint32_t gather_thr = TIGHT && !topp_alone ? row->gather_key : thr;
+    const qr_part pt = scan_chunk<E, TIGHT>(a, r, gather_thr, thr);
     if (threadIdx.x == 0) {
         if (topp_alone)
             a.part[r * a.cpr + blockIdx.x] = pt;
@@ -209,6 +219,7 @@ __global__ void __launch_bounds__(NT, 6) qr_scan(qr_args a)
 
 /* ---- qr_mass: fixed-point mass of a top-p-alone row ---- */
 
+template <class E>
 __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
 {
     tkp_allow_dependents();
@@ -216,7 +227,7 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
     qr_row *row = a.rows + r;
     __shared__ qr_part whole;
     if (a.scan_in_mass)
-        scan_and_meet(a, r, row, whole);
+        scan_and_meet<E>(a, r, row, whole);
     else
         tkp_wait_prerequisite();
     const int32_t k = a.k[r];
@@ -266,7 +277,7 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
         mass_of_batch(v, e, ok, m, thr, window, tot, ab, n_above, hs, win_key, win_idx,
                       &win_cnt);
     };
-    stream_batches(a.logits + r * a.stride, V, a.vpc, f);
+    stream_batches<E>(tkp_row_ptr<E>(a.logits, a.stride, r), V, a.vpc, f);
     if (first) /* a CTA with nothing to read */
         start();
     if (valid == 0)
@@ -308,6 +319,7 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
 /* ---- qr_gather2: the second-level truncation of top-p-alone rows (truncation=auto) ----
  * (qrita_gpu_second.cuh) */
 
+template <class E>
 __global__ void __launch_bounds__(NT) qr_gather2(qr_args a)
 {
     tkp_allow_dependents();
@@ -330,7 +342,7 @@ __global__ void __launch_bounds__(NT) qr_gather2(qr_args a)
     }
     __syncthreads();
     if (!sec.window)
-        gather_above(a, r, row, sec.lo);
+        gather_above<E>(a, r, row, sec.lo);
 }
 
 /* ---- qr_sort_keys: search=sort's candidates (qrita_gpu_sort.cuh) ---- */
@@ -341,6 +353,7 @@ __global__ void __launch_bounds__(NT) qr_gather2(qr_args a)
  * (cpr, B) CTAs shares each row's candidates out; a CTA compacts a tile by a block scan and
  * reserves its place with one atomic: the order within a segment is the atomics', which the
  * sort then removes. */
+template <class E>
 __global__ void __launch_bounds__(NT) qr_sort_keys(qr_args a)
 {
     using Scan = cub::BlockScan<uint32_t, NT>;
@@ -354,10 +367,10 @@ __global__ void __launch_bounds__(NT) qr_sort_keys(qr_args a)
     const int64_t span = (n + gridDim.x - 1) / gridDim.x;
     const int64_t first = (int64_t)blockIdx.x * span, last = min(n, first + span);
     const uint32_t *pk = pool_keys(a, r, pl.in_win);
-    const float *x = a.logits + r * a.stride;
+    const void *x = tkp_row_ptr<E>(a.logits, a.stride, r);
     for (int64_t t0 = first; t0 < last; t0 += NT) {
         const int64_t i = t0 + threadIdx.x;
-        const uint32_t key = i >= last ? 0u : pl.use_pool ? pk[i] : tkp_order_key(x[i]);
+        const uint32_t key = i >= last ? 0u : pl.use_pool ? pk[i] : tkp_order_key(qr_elem<E>(x, i));
         const uint32_t take = key > pl.lo_q; /* never an invalid key (0): lo_q >= 0 */
         uint32_t at, total;
         Scan(scan).ExclusiveSum(take, at, total);
@@ -377,7 +390,7 @@ __global__ void __launch_bounds__(NT) qr_sort_keys(qr_args a)
  * batch a search is bound by fetching its code, README "GPU"): a grid of cpr x B blocks
  * (above), and block 0 first runs the same search code on the warm-up row while the streaming
  * kernels before it still run. */
-template <int G, int CAP, bool FUSED>
+template <int G, int CAP, bool FUSED, class E>
 __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(qr_args a)
 {
     static_assert(!FUSED || G > 32, "the fused search is block-per-row");
@@ -401,24 +414,25 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
             tkp_wait_prerequisite();
             if (r >= a.batch)
                 return;
-            if (FUSED && !fused_second_level(a, r))
+            if (FUSED && !fused_second_level<E>(a, r))
                 return;
             row = r;
             k = a.k[r];
         }
-        search_row<G, CAP>(a, row, k, a.p[pass ? r : 0], g,
+        search_row<G, CAP, E>(a, row, k, a.p[pass ? r : 0], g,
                            G == 32 ? (int)(threadIdx.x & 31) : (int)threadIdx.x,
                            qr_pool_smem + (size_t)g * 2 * CAP, sm);
         if (G > 32)
             __syncthreads();
     }
     if (FUSED)
-        fused_mask(a, r);
+        fused_mask<E>(a, r);
 }
 
 /* After the warp-per-row search: the rows it listed, a 512-thread block each (a grid of one
  * block per SM takes them in turn). Which block takes which row does not matter: a row's
  * result depends on its data only. */
+template <class E>
 __global__ void __launch_bounds__(BLOCK_G, 1) qr_search_heavy(qr_args a)
 {
     tkp_allow_dependents();
@@ -428,7 +442,8 @@ __global__ void __launch_bounds__(BLOCK_G, 1) qr_search_heavy(qr_args a)
     const unsigned n = a.heavy[0];
     for (unsigned i = blockIdx.x; i < n; i += gridDim.x) {
         const int64_t r = a.heavy[1 + i];
-        search_row<BLOCK_G, CAP_BLOCK>(a, r, a.k[r], a.p[r], 0, (int)threadIdx.x, qr_pool_smem, sm);
+        search_row<BLOCK_G, CAP_BLOCK, E>(a, r, a.k[r], a.p[r], 0, (int)threadIdx.x, qr_pool_smem,
+                                          sm);
         __syncthreads(); /* the next row reuses the shared memory */
     }
 }
@@ -437,12 +452,13 @@ __global__ void __launch_bounds__(BLOCK_G, 1) qr_search_heavy(qr_args a)
  * A row searched on its buffer: scan_chunk zeroed the mask, so only the kept tokens (all in the
  * buffer) are written, the buffer shared out over the row's CTAs. Any other row: every byte of
  * the CTA's chunk, in one pass over the logits. */
+template <class E>
 __global__ void __launch_bounds__(NT) qr_mask(qr_args a)
 {
     tkp_allow_dependents();
     tkp_wait_prerequisite();
     const int64_t r = blockIdx.y, V = a.vocab;
-    const float *x = a.logits + r * a.stride;
+    const void *x = tkp_row_ptr<E>(a.logits, a.stride, r);
     uint8_t *kept = a.kept + r * V;
     const qr_row *row = a.rows + r;
     const uint32_t bkey = row->bkey;
@@ -456,20 +472,50 @@ __global__ void __launch_bounds__(NT) qr_mask(qr_args a)
         if (ok)
             kept[e] = kept_byte(v, e, bkey, cut);
     };
-    stream_chunk(x, V, a.vpc, f);
+    stream_chunk<E>(x, V, a.vpc, f);
 }
 
 /* ---- host ---- */
+
+/* An element type outside enum tkp_dtype (the harness refuses it first: tkp_capable). */
+static int bad_dtype(enum tkp_dtype dtype, struct tkp_error *err)
+{
+    tkp_error_set(err, "qrita: GPU logits of element type %d (not f32, bf16 or fp16)", (int)dtype);
+    return TKP_EINVAL;
+}
+
+/* The search kernels of element type E allowed their dynamic shared memory; *mass_per_sm: how
+ * many CTAs of its qr_mass an SM holds at once (the fused batches' meeting needs them all). */
+template <class E> static int prepare_kernels(int *mass_per_sm, struct tkp_error *err)
+{
+    TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search<32, CAP_WARP, false, E>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      8 * 2 * CAP_WARP * 4), err);
+    TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search<BLOCK_G, CAP_BLOCK, false, E>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      2 * CAP_BLOCK * 4), err);
+    TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search<BLOCK_G, CAP_BLOCK, true, E>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      2 * CAP_BLOCK * 4), err);
+    TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search_heavy<E>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      2 * CAP_BLOCK * 4), err);
+    TKP_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(mass_per_sm, qr_mass<E>, NT, 0),
+                 err);
+    return TKP_OK;
+}
+
 extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t vocab,
-                              int64_t stride, unsigned ops, int32_t k_max, int truncation,
-                              int search, int dedup,
-                              int autotune, double sigma_margin, int sample_block, int max_iter,
+                              int64_t stride, enum tkp_dtype dtype, unsigned ops, int32_t k_max,
+                              int truncation, int search, int dedup, int autotune,
+                              double sigma_margin, int sample_block, int max_iter,
                               int64_t cpu_capacity, struct tkp_error *err)
 {
     memset(pl, 0, sizeof *pl);
     pl->batch = batch;
     pl->vocab = vocab;
     pl->stride = stride;
+    pl->dtype = dtype;
     pl->truncation = truncation;
     pl->search = search;
     pl->dedup = dedup;
@@ -490,27 +536,17 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     const int64_t nvec = vocab / 4 + 1;
     int64_t cpr;
     if (autotune == QRITA_ON) {
-        /* CTAs per row: the fewest that waste the least of the resident waves of qr_scan (a
-         * larger count must gain 5%), in chunks down to one float4 per thread and at most 64
-         * steps' worth of CTAs (64, or 256 of one float4 per thread). Small chunks shorten each
-         * thread's chain of instructions in qr_mass's weights. Measured: at B <= 4 (the fused
-         * search, one 512-thread CTA per chunk) chunks below a whole step of 4 float4 per
-         * thread lose (top-p alone, B = 1: 25.3 -> 32.2 us); past it they gain. */
+        /* the float32 scan's residency whatever the element type: one launch shape per
+         * problem shape (README, "GPU") */
         int per_sm = 0;
-        TKP_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, qr_scan<false>, NT, 0),
+        TKP_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, qr_scan<false, TkpF32>,
+                                                                   NT, 0),
                      err);
         const int64_t resident = (int64_t)(per_sm > 0 ? per_sm : 1) * sms;
+        /* at B <= 4 (the fused search, one 512-thread CTA per chunk) a chunk holds at least a
+         * whole step of 4 vectors per thread */
         const int64_t chunk = batch <= WARM_MAX_BATCH ? 4 * NT : NT;
-        const int64_t most = (nvec + chunk - 1) / chunk;
-        double best = 0.0;
-        cpr = 1;
-        for (int64_t c = 1; c <= most && c <= 64 * 4 * NT / chunk; c++) {
-            const double waves = (double)((batch * c + resident - 1) / resident) / (double)c;
-            if (c == 1 || waves < best * 0.95) {
-                best = waves;
-                cpr = c;
-            }
-        }
+        cpr = autotune_cta_per_row(batch, nvec, resident, chunk);
         pl->vec_per_cta = (nvec + cpr - 1) / cpr;
         /* a warp per row past B = #SMs; a 512-thread block per row below it, and for rows that
          * search the whole row (truncation off or forced fallback) */
@@ -521,25 +557,18 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     }
     cpr = (nvec + pl->vec_per_cta - 1) / pl->vec_per_cta;
     pl->cta_per_row = (int)cpr;
-    int mass_per_sm = 0;
-    TKP_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&mass_per_sm, qr_mass, NT, 0), err);
+    int mass_per_sm = 0, rc = TKP_OK;
+    auto prepare = [&](auto e) { rc = prepare_kernels<decltype(e)>(&mass_per_sm, err); };
+    if (!tkp_with_dtype(dtype, prepare))
+        return bad_dtype(dtype, err);
+    if (rc != TKP_OK)
+        return rc;
     pl->mass_resident = (int64_t)mass_per_sm * sms;
     /* tests: the fused batches with qr_scan launched apart, as on a device too small to hold
      * qr_mass's grid at once */
     const char *apart = getenv("TKP_QRITA_SCAN_APART");
     pl->scan_apart = apart && *apart && strcmp(apart, "0") != 0;
 
-    TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search<32, CAP_WARP, false>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      8 * 2 * CAP_WARP * 4), err);
-    TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search<BLOCK_G, CAP_BLOCK, false>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      2 * CAP_BLOCK * 4), err);
-    TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search<BLOCK_G, CAP_BLOCK, true>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      2 * CAP_BLOCK * 4), err);
-    TKP_CUDA_TRY(cudaFuncSetAttribute(qr_search_heavy, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      2 * CAP_BLOCK * 4), err);
     /* the per-row arrays first (their size decides the buffers' room), the buffers last;
      * one row more: the warm-up row of qr_search (WARM_N keys) */
     size_t cur = 0;
@@ -576,13 +605,61 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     return TKP_OK;
 }
 
+/* The kernels of one run, instantiated for element type E, on stream st (qr_prep follows
+ * whatever came before on it; the rest are chained by programmatic dependent launch, each
+ * waiting for its predecessor before reading its results). */
+template <class E>
+static int launch_chain(const struct qrita_gpu_plan *pl, const qr_args &a, cudaStream_t st,
+                        char *ws, struct tkp_error *err)
+{
+    const bool sort = pl->search == QRITA_SORT;
+    const dim3 grid((unsigned)pl->cta_per_row, (unsigned)pl->batch), nt(NT);
+    qr_prep<E><<<(unsigned)pl->batch, NT, 0, st>>>(a);
+    TKP_LAUNCH_CHECK(err);
+    if (!a.scan_in_mass)
+        TKP_CUDA_TRY(pl->tight ? tkp_launch_dependent(qr_scan<true, E>, grid, nt, 0, st, a)
+                               : tkp_launch_dependent(qr_scan<false, E>, grid, nt, 0, st, a),
+                     err);
+    if (pl->need_mass)
+        TKP_CUDA_TRY(tkp_launch_dependent(qr_mass<E>, grid, nt, 0, st, a), err);
+    if (a.gather2 && !a.fuse)
+        TKP_CUDA_TRY(tkp_launch_dependent(qr_gather2<E>, grid, nt, 0, st, a), err);
+    if (sort) { /* the candidates sorted (plain launches: each waits for all before it) */
+        qr_sort_keys<E><<<grid, nt, 0, st>>>(a);
+        TKP_LAUNCH_CHECK(err);
+        size_t scratch = pl->sort_tmp_bytes;
+        TKP_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeysDescending(
+                         ws + pl->ws_sort_tmp, scratch, a.sort_in, a.sort_out,
+                         (int)(pl->batch * pl->vocab), (int)pl->batch, a.sort_begin, a.sort_end,
+                         0, 32, st),
+                     err);
+    }
+    if (pl->group == 32) {
+        TKP_CUDA_TRY(tkp_launch_dependent(qr_search<32, CAP_WARP, false, E>,
+                                          dim3((unsigned)((pl->batch + 7) / 8)), dim3(256),
+                                          8 * 2 * CAP_WARP * 4, st, a), err);
+        TKP_CUDA_TRY(tkp_launch_dependent(qr_search_heavy<E>, dim3((unsigned)pl->sm_count),
+                                          dim3(BLOCK_G), 2 * CAP_BLOCK * 4, st, a), err);
+    } else if (a.fuse) {
+        TKP_CUDA_TRY(tkp_launch_dependent(qr_search<BLOCK_G, CAP_BLOCK, true, E>, grid,
+                                          dim3(BLOCK_G), 2 * CAP_BLOCK * 4, st, a), err);
+    } else {
+        TKP_CUDA_TRY(tkp_launch_dependent(qr_search<BLOCK_G, CAP_BLOCK, false, E>,
+                                          dim3((unsigned)pl->batch), dim3(BLOCK_G),
+                                          2 * CAP_BLOCK * 4, st, a), err);
+    }
+    if (!a.fuse) /* fused: the search writes the masks */
+        TKP_CUDA_TRY(tkp_launch_dependent(qr_mask<E>, grid, nt, 0, st, a), err);
+    return TKP_OK;
+}
+
 extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_io *io,
                              void *workspace, void *stream, struct tkp_error *err)
 {
     cudaStream_t st = (cudaStream_t)stream;
     char *ws = (char *)workspace;
     qr_args a;
-    a.logits = static_cast<const float *>(io->logits);
+    a.logits = io->logits;
     a.k = io->k;
     a.p = io->p;
     a.kept = io->kept;
@@ -628,77 +705,7 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     a.margin = pl->sigma_margin;
     if (pl->batch == 0)
         return TKP_OK;
-    /* qr_prep follows whatever came before on the stream; the rest are chained by programmatic
-     * dependent launch (each waits for its predecessor before reading its results) */
-    const dim3 grid((unsigned)pl->cta_per_row, (unsigned)pl->batch), nt(NT);
-    qr_prep<<<(unsigned)pl->batch, NT, 0, st>>>(a);
-    TKP_LAUNCH_CHECK(err);
-    if (!a.scan_in_mass)
-        TKP_CUDA_TRY(pl->tight ? tkp_launch_dependent(qr_scan<true>, grid, nt, 0, st, a)
-                               : tkp_launch_dependent(qr_scan<false>, grid, nt, 0, st, a),
-                     err);
-    if (pl->need_mass)
-        TKP_CUDA_TRY(tkp_launch_dependent(qr_mass, grid, nt, 0, st, a), err);
-    if (a.gather2 && !a.fuse)
-        TKP_CUDA_TRY(tkp_launch_dependent(qr_gather2, grid, nt, 0, st, a), err);
-    if (sort) { /* the candidates sorted (plain launches: each waits for all before it) */
-        qr_sort_keys<<<grid, nt, 0, st>>>(a);
-        TKP_LAUNCH_CHECK(err);
-        size_t scratch = pl->sort_tmp_bytes;
-        TKP_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeysDescending(
-                         ws + pl->ws_sort_tmp, scratch, a.sort_in, a.sort_out,
-                         (int)(pl->batch * pl->vocab), (int)pl->batch, a.sort_begin, a.sort_end,
-                         0, 32, st),
-                     err);
-    }
-    if (pl->group == 32) {
-        TKP_CUDA_TRY(tkp_launch_dependent(qr_search<32, CAP_WARP, false>,
-                                          dim3((unsigned)((pl->batch + 7) / 8)), dim3(256),
-                                          8 * 2 * CAP_WARP * 4, st, a), err);
-        TKP_CUDA_TRY(tkp_launch_dependent(qr_search_heavy, dim3((unsigned)pl->sm_count),
-                                          dim3(BLOCK_G), 2 * CAP_BLOCK * 4, st, a), err);
-    } else if (a.fuse) {
-        TKP_CUDA_TRY(tkp_launch_dependent(qr_search<BLOCK_G, CAP_BLOCK, true>, grid,
-                                          dim3(BLOCK_G), 2 * CAP_BLOCK * 4, st, a), err);
-    } else {
-        TKP_CUDA_TRY(tkp_launch_dependent(qr_search<BLOCK_G, CAP_BLOCK, false>,
-                                          dim3((unsigned)pl->batch), dim3(BLOCK_G),
-                                          2 * CAP_BLOCK * 4, st, a), err);
-    }
-    if (!a.fuse) /* fused: the search writes the masks */
-        TKP_CUDA_TRY(tkp_launch_dependent(qr_mask, grid, nt, 0, st, a), err);
-    return TKP_OK;
-}
-
-extern "C" int qrita_gpu_stats(const struct qrita_gpu_plan *pl, const void *workspace,
-                               void *stream, struct tkp_stats *out)
-{
-    memset(out, 0, sizeof *out);
-    if (!workspace || pl->batch == 0)
-        return TKP_OK;
-    size_t n = (size_t)pl->batch;
-    qrita_gpu_rstat *h = (qrita_gpu_rstat *)malloc(sizeof *h * n);
-    if (!h)
-        return TKP_ENOMEM;
-    /* On the run's stream, then wait for it: the stream may not synchronise with the legacy
-     * default stream, so a plain cudaMemcpy could read the rows before the run wrote them. */
-    if (cudaMemcpyAsync(h, (const char *)workspace + pl->ws_rstat, sizeof *h * n,
-                        cudaMemcpyDeviceToHost, (cudaStream_t)stream) != cudaSuccess ||
-        cudaStreamSynchronize((cudaStream_t)stream) != cudaSuccess) {
-        free(h);
-        return TKP_EDEVICE;
-    }
-    out->rows = pl->batch;
-    for (size_t r = 0; r < n; r++) {
-        if (h[r].counted) {
-            out->trunc_hits += h[r].hit;
-            out->fallbacks += !h[r].hit;
-            out->outliers += (double)h[r].outliers;
-            out->outlier_mass += h[r].outlier_mass;
-        }
-        out->iterations += (double)h[r].iterations;
-        out->sorted += (double)h[r].sorted;
-    }
-    free(h);
-    return TKP_OK;
+    int rc = TKP_OK;
+    auto launch = [&](auto e) { rc = launch_chain<decltype(e)>(pl, a, st, ws, err); };
+    return tkp_with_dtype(pl->dtype, launch) ? rc : bad_dtype(pl->dtype, err);
 }

@@ -24,10 +24,11 @@ struct qrita_gpu_rstat {
 /* The launch shape chosen at init for one problem. */
 struct qrita_gpu_plan {
     int64_t batch, vocab, stride;
+    enum tkp_dtype dtype;               /* the logits' element type: the kernels' instantiation */
     int64_t cpu_capacity, gpu_capacity; /* outlier buffer: the CPU's bound, the GPU's */
     int tight;                          /* gpu_capacity < cpu_capacity: top-k rows gather above
                                          * a tighter key than the CPU's (README, "Workspace") */
-    int64_t vec_per_cta;                /* float4 vectors per CTA of the streaming kernels */
+    int64_t vec_per_cta;                /* four-element vectors per CTA of the streaming kernels */
     int cta_per_row;                    /* CTAs per row of the streaming kernels */
     int group;                          /* search: threads per row (32 or 512) */
     int need_mass;                      /* some row may be searched as top-p alone */
@@ -47,9 +48,9 @@ struct qrita_gpu_plan {
 /* Host side, once per problem: options, launch shape, workspace size (may call the CUDA runtime
  * for the device's SM count and to raise the search kernels' shared-memory limit). */
 int qrita_gpu_plan(struct qrita_gpu_plan *plan, int64_t batch, int64_t vocab, int64_t stride,
-                   unsigned ops, int32_t k_max, int truncation, int search, int dedup, int autotune,
-                   double sigma_margin, int sample_block, int max_iter, int64_t cpu_capacity,
-                   struct tkp_error *err);
+                   enum tkp_dtype dtype, unsigned ops, int32_t k_max, int truncation, int search,
+                   int dedup, int autotune, double sigma_margin, int sample_block, int max_iter,
+                   int64_t cpu_capacity, struct tkp_error *err);
 
 /* Enqueue the whole of qrita on `stream`: no allocation, no synchronisation. */
 int qrita_gpu_run(const struct qrita_gpu_plan *plan, const struct tkp_io *io, void *workspace,

@@ -23,7 +23,7 @@
 /* enter_topk_set, between the two stages of a row with both filters: one pass at b.key - 1
  * (b: the top-k boundary) restricted to the top-k set, whose keys it also copies to shared
  * memory when they fit; q becomes the top-p stage's query on that set, and row_total its mass. */
-template <int G, int CAP>
+template <int G, int CAP, class E>
 __device__ __forceinline__ void enter_topk_set(Eng &e, const Src &src, struct qrita_boundary b,
                                                bool accepted, int64_t acc_count,
                                                struct qrita_query &q, u64 &row_total,
@@ -39,7 +39,7 @@ __device__ __forceinline__ void enter_topk_set(Eng &e, const Src &src, struct qr
     uint32_t gtot = 0;
     const bool gather = e.U <= CAP;
     uint32_t *dst = pool + (1 - e.cur) * CAP;
-    eval_pass<G>(e, thr, 1, q.measure, res, gather, b.key - 1, UINT32_MAX, dst, CAP, gcnt, sm,
+    eval_pass<G, E>(e, thr, 1, q.measure, res, gather, b.key - 1, UINT32_MAX, dst, CAP, gcnt, sm,
                  gtot);
     struct qrita_pivot_stat st;
     st.count = res[0].cnt;
@@ -92,10 +92,11 @@ __device__ __forceinline__ int cut_in_pool(const uint32_t *pk, const uint32_t *p
     return (int)lo_i;
 }
 
-/* The cut of a boundary found on the row x (V tokens): the index of the keep-th copy of bkey,
- * walking the row in index order a group-wide tile at a time (V: fewer copies). */
-template <int G>
-__device__ __forceinline__ int cut_in_row(const float *x, int64_t V, uint32_t bkey, int64_t keep,
+/* The cut of a boundary found on the row x (V tokens of element type E): the index of the
+ * keep-th copy of bkey, walking the row in index order a group-wide tile at a time (V: fewer
+ * copies). */
+template <int G, class E>
+__device__ __forceinline__ int cut_in_row(const void *x, int64_t V, uint32_t bkey, int64_t keep,
                                           int g, int tid, SearchSmem &sm)
 {
     int64_t running = 0;
@@ -103,7 +104,7 @@ __device__ __forceinline__ int cut_in_row(const float *x, int64_t V, uint32_t bk
     const unsigned lane = threadIdx.x & 31;
     for (int64_t base = 0; base < V; base += G) {
         const int64_t i = base + tid;
-        const bool eq = i < V && tkp_order_key(x[i]) == bkey;
+        const bool eq = i < V && tkp_order_key(qr_elem<E>(x, i)) == bkey;
         const unsigned mk = __ballot_sync(FULL, eq);
         unsigned before = __popc(mk & ((1u << lane) - 1u)), tile = __popc(mk);
         if (G > 32) {
@@ -139,14 +140,14 @@ __device__ __forceinline__ int cut_in_row(const float *x, int64_t V, uint32_t bk
  * the group; pool: the group's 2 x CAP words of shared memory); r = batch is the warm-up row of
  * qr_search. A warp (G = 32) leaves a row with more than HEAVY_N candidates to qr_search_heavy:
  * it only lists it. */
-template <int G, int CAP>
+template <int G, int CAP, class E>
 __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t k, float p, int g,
                                            int tid, uint32_t *pool, SearchSmem &sm)
 {
     unsigned *gcnt = &sm.gcnt[g];
     qr_row *row = a.rows + r;
     const int64_t V = a.vocab;
-    const float *x = a.logits + r * a.stride;
+    const void *x = tkp_row_ptr<E>(a.logits, a.stride, r);
     const uint32_t max_key = row->max_key;
     const u64 total = row->total;
     const RowPlan plan = row_plan(a, row, k, p);
@@ -198,14 +199,15 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
                 qk.target = (uint64_t)k;
                 eng_reset(e, src);
                 b = sort ? sorted_boundary<G>(sorted, n_sorted, qk, dedup, tid)
-                         : search_stage<G, CAP>(e, qk, pivots, max_iter, dedup, iters, accepted,
-                                                first_min, acc_count, pool, gcnt, sm);
+                         : search_stage<G, CAP, E>(e, qk, pivots, max_iter, dedup, iters,
+                                                   accepted, first_min, acc_count, pool, gcnt,
+                                                   sm);
                 failed = validate && !(accepted && b.key > first_min);
             }
             if (topp && !failed) {
                 if (topk) {
-                    enter_topk_set<G, CAP>(e, src, b, accepted, acc_count, q, row_total, pool,
-                                           gcnt, sm);
+                    enter_topk_set<G, CAP, E>(e, src, b, accepted, acc_count, q, row_total,
+                                              pool, gcnt, sm);
                 } else {
                     eng_reset(e, src);
                 }
@@ -214,8 +216,8 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
                 uint32_t fm2 = UINT32_MAX;
                 int64_t ac2 = 0;
                 b = sort ? sorted_boundary<G>(sorted, n_sorted, q, dedup, tid)
-                         : search_stage<G, CAP>(e, q, pivots, max_iter, dedup, iters, acc2, fm2,
-                                                ac2, pool, gcnt, sm);
+                         : search_stage<G, CAP, E>(e, q, pivots, max_iter, dedup, iters, acc2,
+                                                   fm2, ac2, pool, gcnt, sm);
                 if (!topk)
                     failed = validate && !(acc2 && b.key > fm2);
             }
@@ -236,7 +238,7 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
             cut = cut_in_pool<G>(pool_keys(a, r, in_win), pool_idx(a, r, in_win),
                                  pool_src.kind == 3, pool_n, bkey, b.keep, V, tid, sm);
         } else {
-            cut = cut_in_row<G>(x, V, bkey, b.keep, g, tid, sm);
+            cut = cut_in_row<G, E>(x, V, bkey, b.keep, g, tid, sm);
         }
     }
     if (tid == 0) {

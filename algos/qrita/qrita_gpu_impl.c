@@ -41,7 +41,8 @@ static int qrita_gpu_init(void *state, const struct tkp_problem *pb, const void 
     s->workspace = NULL;
     s->stream = NULL;
     const struct qrita_opts *o = &s->opts;
-    int rc = qrita_gpu_plan(&s->plan, pb->batch, pb->vocab, pb->stride, pb->ops, pb->k_max,
+    int rc = qrita_gpu_plan(&s->plan, pb->batch, pb->vocab, pb->stride, pb->dtype, pb->ops,
+                            pb->k_max,
                             o->truncation, o->search, o->dedup, o->autotune, o->sigma_margin,
                             o->sample_block, o->max_iter, qrita_outlier_capacity(pb->vocab), err);
     *workspace_bytes = s->plan.ws_bytes;
@@ -67,8 +68,12 @@ static void qrita_gpu_report(const void *state, struct tkp_stats *out)
         out->reported = qrita_reported(&s->pb, &s->opts);
 }
 
+/* Every kernel that reads the logits is instantiated for bf16 and fp16 too (qrita_gpu.cu), on
+ * every option's path; their results equal those on the float32 upcast (docs/SEMANTICS.md,
+ * "16-bit logits"). */
 const struct tkp_impl tkp_qrita_gpu = {
     .state_size = sizeof(struct qrita_gpu_state),
+    .dtypes = TKP_DTYPE_BIT(TKP_BF16) | TKP_DTYPE_BIT(TKP_F16),
     .supports = qrita_gpu_supports,
     .init = qrita_gpu_init,
     .run = qrita_gpu_enqueue,

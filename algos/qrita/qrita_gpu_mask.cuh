@@ -40,7 +40,8 @@ __device__ __forceinline__ uint8_t kept_byte(float v, int64_t e, uint32_t bkey, 
 }
 
 /* Fused: qr_mask's work for row r, by the CTA that searched it: the kept entries of its buffer,
- * or (a row searched in full, or without a filter) every byte of the row. */
+ * or (a row searched in full, or without a filter) every byte of the row (element type E). */
+template <class E>
 __device__ void fused_mask(const qr_args &a, int64_t r)
 {
     const qr_row *row = a.rows + r;
@@ -48,25 +49,25 @@ __device__ void fused_mask(const qr_args &a, int64_t r)
         mask_from_pool(a, r, row, threadIdx.x, blockDim.x, row->pool_ok == 1); /* gathered here */
         return;
     }
-    const float *x = a.logits + r * a.stride;
+    const void *x = tkp_row_ptr<E>(a.logits, a.stride, r);
     uint8_t *kept = a.kept + r * a.vocab;
     const uint32_t bkey = row->bkey;
     const int64_t cut = row->cut;
     int64_t h, nvec;
-    row_geom(x, a.vocab, h, nvec);
+    row_geom<E>(x, a.vocab, h, nvec);
     const int64_t tail = h + 4 * nvec, extra = h + (a.vocab - tail);
     for (int64_t q = threadIdx.x; q < extra; q += blockDim.x) { /* the scalar head and tail */
         const int64_t i = q < h ? q : tail + (q - h);
-        kept[i] = kept_byte(x[i], i, bkey, cut);
+        kept[i] = kept_byte(qr_elem<E>(x, i), i, bkey, cut);
     }
-    /* the float4 body, 4 loads in flight per thread */
-    const float4 *xv = reinterpret_cast<const float4 *>(x + h);
+    /* the vector body, 4 loads in flight per thread */
+    const void *body = static_cast<const typename E::storage *>(x) + h;
     for (int64_t base = threadIdx.x; base < nvec; base += 4 * (int64_t)blockDim.x) {
         float4 v[4];
 #pragma unroll
         for (int u = 0; u < 4; u++) {
             const int64_t j = base + u * (int64_t)blockDim.x;
-            v[u] = j < nvec ? __ldg(xv + j) : make_float4(0.f, 0.f, 0.f, 0.f);
+            v[u] = j < nvec ? qr_load_vec<E>(body, j) : make_float4(0.f, 0.f, 0.f, 0.f);
         }
 #pragma unroll
         for (int u = 0; u < 4; u++) {

@@ -61,9 +61,10 @@ __device__ __forceinline__ void fold_parts(const qr_args &a, int64_t r, qr_row *
  * qr_scan), waits for qr_prep (which zeroes the row), folds its part into the row, and meets
  * the other CTAs of its row (a ticket after a fence; spinning is safe since they all run). The
  * row's fold lands in `whole`; the chunk is then read a second time from L1. */
+template <class E>
 __device__ void scan_and_meet(const qr_args &a, int64_t r, qr_row *row, qr_part &whole)
 {
-    const qr_part pt = scan_chunk(a, r, UINT32_MAX, UINT32_MAX);
+    const qr_part pt = scan_chunk<E>(a, r, UINT32_MAX, UINT32_MAX);
     tkp_wait_prerequisite();
     if (threadIdx.x == 0) {
         publish_part(row, pt);

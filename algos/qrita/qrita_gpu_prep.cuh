@@ -10,6 +10,7 @@
 
 #include <cuda_runtime.h>
 
+#include "../common/gpu_logits.cuh"
 #include "../common/mass_floor.h"
 #include "../common/prob.h"
 #include "qrita.h"
@@ -43,27 +44,28 @@ __device__ double fold_lanes(double v, double *lane)
     return total;
 }
 
-/* v[u] = sample base + u * 256 + t of the row x (NaN past the sample's n values). */
-template <int PU>
-__device__ __forceinline__ void load_samples(float (&v)[PU], const float *x, int64_t n,
+/* v[u] = sample base + u * 256 + t of the row x of element type E (NaN past the sample's n
+ * values). */
+template <class E, int PU>
+__device__ __forceinline__ void load_samples(float (&v)[PU], const void *x, int64_t n,
                                              int64_t base, int t)
 {
 #pragma unroll
     for (int u = 0; u < PU; u++) {
         const int64_t i = base + u * QRITA_STAT_LANES + t;
-        v[u] = i < n ? x[i] : NAN;
+        v[u] = i < n ? qr_elem<E>(x, i) : NAN;
     }
 }
 
 /* How many of the n sample keys are >= key, block-wide (`one`: v already holds every sample). */
-template <int PU>
-__device__ __forceinline__ unsigned samples_at_least(uint32_t key, float (&v)[PU], const float *x,
+template <class E, int PU>
+__device__ __forceinline__ unsigned samples_at_least(uint32_t key, float (&v)[PU], const void *x,
                                                      int64_t n, bool one, int t, unsigned *part)
 {
     unsigned c = 0;
     for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
         if (!one)
-            load_samples(v, x, n, base, t);
+            load_samples<E>(v, x, n, base, t);
 #pragma unroll
         for (int u = 0; u < PU; u++)
             c += tkp_order_key(v[u]) >= key;

@@ -12,14 +12,14 @@
 #include "qrita_gpu_stream.cuh"
 #include "qrita_gpu_types.cuh"
 
-/* One CTA's scan of its chunk of row r: the chunk's mask bytes zeroed, every key > thr appended
- * to the row's buffer (thr = UINT32_MAX: none), and the chunk's max key, ~(min key), valid
- * count and number of keys > count_thr (`pad`; count_thr <= thr), which thread 0 returns
- * (inv_min 0: no valid key). */
-template <bool TIGHT = false>
+/* One CTA's scan of its chunk of row r (element type E): the chunk's mask bytes zeroed, every
+ * key > thr appended to the row's buffer (thr = UINT32_MAX: none), and the chunk's max key,
+ * ~(min key), valid count and number of keys > count_thr (`pad`; count_thr <= thr), which
+ * thread 0 returns (inv_min 0: no valid key). */
+template <class E, bool TIGHT = false>
 __device__ qr_part scan_chunk(const qr_args &a, int64_t r, uint32_t thr, uint32_t count_thr)
 {
-    const float *x = a.logits + r * a.stride;
+    const void *x = tkp_row_ptr<E>(a.logits, a.stride, r);
     qr_row *row = a.rows + r;
     uint32_t *keys = a.keys + r * a.pitch, *idx = a.idx + r * a.pitch;
     const int64_t cap = a.cap_gpu;
@@ -48,8 +48,8 @@ __device__ qr_part scan_chunk(const qr_args &a, int64_t r, uint32_t thr, uint32_
         }
     };
     /* qr_mask (or the fused search) writes only the kept tokens of a row searched on its buffer */
-    zero_chunk(a.kept + r * a.vocab, x, a.vocab, a.vpc);
-    stream_batches(x, a.vocab, a.vpc, f);
+    zero_chunk<E>(a.kept + r * a.vocab, x, a.vocab, a.vpc);
+    stream_batches<E>(x, a.vocab, a.vpc, f);
     kmax = __reduce_max_sync(FULL, kmax);
     kmin1 = __reduce_min_sync(FULL, kmin1);
     valid = __reduce_add_sync(FULL, valid);

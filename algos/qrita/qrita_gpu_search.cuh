@@ -10,6 +10,7 @@
 
 #include <cuda_runtime.h>
 
+#include "../common/gpu_logits.cuh"
 #include "../common/prob.h"
 #include "qrita.h"
 #include "qrita_gpu_group.cuh"
@@ -18,13 +19,16 @@
 
 #define EVAL_UNROLL 2 /* items of 4 keys in flight per thread */
 
+/* The order keys of item `item` (4 candidates) of s; a row (kind 1) is of element type E,
+ * read one element at a time (its values exact as float32: docs/SEMANTICS.md "16-bit logits"). */
+template <class E>
 __device__ __forceinline__ void load4(const Src &s, int64_t item, uint32_t (&k)[4])
 {
     const int64_t i = 4 * item;
     if (s.kind == 1) {
 #pragma unroll
         for (int u = 0; u < 4; u++)
-            k[u] = i + u < s.n ? tkp_order_key(s.row[i + u]) : 0u;
+            k[u] = i + u < s.n ? tkp_order_key(qr_elem<E>(s.row, i + u)) : 0u;
     } else if (i + 4 <= s.n) {
         const uint4 *q = reinterpret_cast<const uint4 *>(s.keys + i);
         const uint4 v = s.kind == 3 ? __ldcg(q) : *q; /* as pool_word */
@@ -41,7 +45,7 @@ __device__ __forceinline__ void load4(const Src &s, int64_t item, uint32_t (&k)[
 
 /* One pass over the source: the statistics of the keys above each of thr[0..ns) (ascending),
  * and optionally the keys in (glo, ghi] copied to dst (at most cap; *gtotal counts them all). */
-template <int G>
+template <int G, class E>
 __device__ void eval_pass(const Eng &e, const uint32_t (&thr)[NSLOT], int ns,
                           struct qrita_measure m, Slot (&res)[NSLOT], bool gather, uint32_t glo,
                           uint32_t ghi, uint32_t *dst, uint32_t cap, unsigned *gcnt,
@@ -63,7 +67,7 @@ __device__ void eval_pass(const Eng &e, const uint32_t (&thr)[NSLOT], int ns,
         for (int u = 0; u < EVAL_UNROLL; u++) {
             int64_t it = base + u * G + tid;
             if (it < items)
-                load4(e.src, it, kk[u]);
+                load4<E>(e.src, it, kk[u]);
             else
                 kk[u][0] = kk[u][1] = kk[u][2] = kk[u][3] = 0u;
         }
@@ -380,7 +384,7 @@ __device__ void register_iterations(const Eng &e, const struct qrita_query &q, i
 
 /* Iterations of qrita_pivot_search until it ends (false) or, with `handoff` > 0, until the
  * candidates are at most `handoff` keys in shared memory (true). */
-template <int G, int CAP>
+template <int G, int CAP, class E>
 __device__ bool search_iterations(Eng &e, const struct qrita_query &q, int pivots, int max_iter,
                                   int dedup, SearchState &st_, uint32_t *pool, unsigned *gcnt,
                                   SearchSmem &sm, int handoff)
@@ -402,8 +406,8 @@ __device__ bool search_iterations(Eng &e, const struct qrita_query &q, int pivot
         uint32_t *dst = pool + (1 - e.cur) * CAP;
         Slot res[NSLOT];
         uint32_t gtot = 0;
-        eval_pass<G>(e, thr, NSLOT, q.measure, res, gather, lo, hi, dst,
-                     CAP, gcnt, sm, gtot);
+        eval_pass<G, E>(e, thr, NSLOT, q.measure, res, gather, lo, hi, dst,
+                        CAP, gcnt, sm, gtot);
         if (st_.first) {
             st_.first_min = res[0].min;
             st_.first = false;
@@ -430,7 +434,7 @@ __device__ bool search_iterations(Eng &e, const struct qrita_query &q, int pivot
 /* qrita_pivot_search, replayed: the same pivots, the same statistics per pivot (agg + source),
  * the same verdicts. `accepted` says whether a pivot was accepted; `first_min` is the smallest
  * candidate key above q.lo seen by the first pass; `acc_count` the accepted pivot's count. */
-template <int G, int CAP>
+template <int G, int CAP, class E>
 __device__ struct qrita_boundary search_stage(Eng &e, const struct qrita_query &q, int pivots,
                                               int max_iter, int dedup, int64_t &iters,
                                               bool &accepted, uint32_t &first_min,
@@ -448,11 +452,11 @@ __device__ struct qrita_boundary search_stage(Eng &e, const struct qrita_query &
     st_.accepted = false;
     st_.acc_count = st_.acc_keep = st_.iters = 0;
     if (G > 32) {
-        if (search_iterations<G, CAP>(e, q, pivots, max_iter, dedup, st_, pool, gcnt, sm,
-                                      HANDOFF_N)) {
+        if (search_iterations<G, CAP, E>(e, q, pivots, max_iter, dedup, st_, pool, gcnt, sm,
+                                         HANDOFF_N)) {
             if (threadIdx.x < 32) {
-                search_iterations<32, CAP>(e, q, pivots, max_iter, dedup, st_, pool, gcnt, sm,
-                                           0);
+                search_iterations<32, CAP, E>(e, q, pivots, max_iter, dedup, st_, pool, gcnt,
+                                              sm, 0);
                 if (threadIdx.x == 0)
                     sm.hand = st_;
             }
@@ -461,7 +465,7 @@ __device__ struct qrita_boundary search_stage(Eng &e, const struct qrita_query &
             __syncthreads();
         }
     } else {
-        search_iterations<G, CAP>(e, q, pivots, max_iter, dedup, st_, pool, gcnt, sm, 0);
+        search_iterations<G, CAP, E>(e, q, pivots, max_iter, dedup, st_, pool, gcnt, sm, 0);
     }
     iters += st_.iters;
     accepted = st_.accepted;

@@ -91,6 +91,7 @@ __device__ Second second_level(const qr_args &a, int64_t r, const qr_row *row, f
 
 /* A CTA's share of the second-level gather (threads [0, NT) of the CTA): every key > lo of its
  * chunk into the row's buffer. */
+template <class E>
 __device__ __forceinline__ void gather_above(const qr_args &a, int64_t r, qr_row *row,
                                              uint32_t lo)
 {
@@ -100,13 +101,14 @@ __device__ __forceinline__ void gather_above(const qr_args &a, int64_t r, qr_row
         batch_keys(v, key);
         append_above(key, e, lo, &row->gathered2, keys, idx, a.cap_gpu, true);
     };
-    stream_batches(a.logits + r * a.stride, a.vocab, a.vpc, f);
+    stream_batches<E>(tkp_row_ptr<E>(a.logits, a.stride, r), a.vocab, a.vpc, f);
 }
 
 /* Fused (a.fuse): the cpr CTAs of row r do qr_gather2's work for it. The window holds the
  * candidates: CTA 0 searches, the others leave. Otherwise each CTA gathers its chunk and the
  * last one to finish (a ticket after a fence: it sees every append) searches. Returns whether
  * this CTA searches row r. Called by the whole block. */
+template <class E>
 __device__ bool fused_second_level(const qr_args &a, int64_t r)
 {
     qr_row *row = a.rows + r;
@@ -127,7 +129,7 @@ __device__ bool fused_second_level(const qr_args &a, int64_t r)
             return false;
     } else {
         if (threadIdx.x < NT)
-            gather_above(a, r, row, s.lo);
+            gather_above<E>(a, r, row, s.lo);
         __syncthreads();
         if (threadIdx.x == 0) {
             __threadfence();

@@ -62,7 +62,7 @@ __device__ __forceinline__ void slot_push(Slot &s, uint32_t key, u64 w)
 struct Src {
     int kind;
     const uint32_t *keys;
-    const float *row;
+    const void *row; /* kind 1: the row, of the search's element type E */
     int64_t n;
 };
 

@@ -1,6 +1,7 @@
-/* qrita_gpu_stream.cuh — the streaming layer of qrita's CUDA kernels: a CTA's chunk of a row in
- * batches of 4 float4 per thread, the append of the keys above a threshold to the row's buffer,
- * and the zeroing of the CTA's share of the mask. */
+/* qrita_gpu_stream.cuh — the streaming layer of qrita's CUDA kernels: a CTA's chunk of a row
+ * (float32, bf16 or fp16: gpu_logits.cuh) in batches of 4 four-element vectors per thread, the
+ * append of the keys above a threshold to the row's buffer, and the zeroing of the CTA's share
+ * of the mask. */
 #ifndef QRITA_GPU_STREAM_CUH
 #define QRITA_GPU_STREAM_CUH
 
@@ -9,50 +10,68 @@
 
 #include <cuda_runtime.h>
 
+#include "../common/gpu_logits.cuh"
 #include "../common/gpu_warp.cuh"
 #include "../common/prob.h"
 #include "qrita_gpu_types.cuh"
 
 /* ---- streaming over one CTA's chunk of a row ----
- * The row is split at 16-byte alignment: h scalar head elements, nvec float4 vectors, a scalar
- * tail. CTA c of the row takes vectors [c vpc, (c + 1) vpc); CTA 0 also takes head and tail.
- * stream_batches calls f(a, e, ok, width) with a batch of 4 float4 per thread: a[u] holds the
- * elements e[u] .. e[u] + width - 1 when ok[u]; width is 4 in the body and 1 in the head/tail
- * step. Every other slot holds NaN (order key 0, weight 0). Every thread of the CTA calls f the
- * same number of times, so f may use warp votes. stream_chunk adapts it to f(value, index, ok)
- * per element. */
-__device__ __forceinline__ void row_geom(const float *x, int64_t V, int64_t &h, int64_t &nvec)
+ * The row (of element type E, gpu_logits.cuh) is split at the alignment of a four-element
+ * vector (16 bytes for float32, 8 for 16-bit types): h scalar head elements, nvec vectors, a
+ * scalar tail. CTA c of the row takes vectors [c vpc, (c + 1) vpc); CTA 0 also takes head and
+ * tail. stream_batches calls f(a, e, ok, width) with a batch of 4 vectors per thread (converted
+ * to float4: exact, docs/SEMANTICS.md "16-bit logits"): a[u] holds the elements e[u] ..
+ * e[u] + width - 1 when ok[u]; width is 4 in the body and 1 in the head/tail step. Every other
+ * slot holds NaN (order key 0, weight 0). Every thread of the CTA calls f the same number of
+ * times, so f may use warp votes. stream_chunk adapts it to f(value, index, ok) per element. */
+template <class E>
+__device__ __forceinline__ void row_geom(const void *x, int64_t V, int64_t &h, int64_t &nvec)
 {
-    h = (int64_t)((((16u - ((uintptr_t)x & 15u)) & 15u)) >> 2);
+    /* today's float32 arithmetic, in bytes of E's vector (tkp_vec4_head's value) */
+    constexpr unsigned VB = 4 * sizeof(typename E::storage);
+    h = (int64_t)(((VB - ((uintptr_t)x & (VB - 1))) & (VB - 1)) / sizeof(typename E::storage));
     if (h > V)
         h = V;
     nvec = (V - h) >> 2;
 }
 
-/* Indices inside a row fit in 32 bits (V <= TKP_MAX_VOCAB = 2^23). */
-template <typename F>
-__device__ __forceinline__ void stream_batches(const float *__restrict__ x, int64_t V,
-                                               int64_t vpc, F &f)
+/* Batches of 4 vectors loaded before the first is handed to f: a 16-bit vector is half the
+ * bytes of a float32 one, so its loop keeps two batches (the same bytes) in flight. */
+template <class E> __host__ __device__ constexpr int stream_depth(void)
 {
+    return tkp_elem_bytes<E>() == 4 ? 1 : 2;
+}
+
+/* Indices inside a row fit in 32 bits (V <= TKP_MAX_VOCAB = 2^23). */
+template <class E, typename F>
+__device__ __forceinline__ void stream_batches(const void *__restrict__ x, int64_t V, int64_t vpc,
+                                               F &f)
+{
+    constexpr int D = stream_depth<E>();
     int64_t h64, nvec64;
-    row_geom(x, V, h64, nvec64);
+    row_geom<E>(x, V, h64, nvec64);
     const int h = (int)h64, nvec = (int)nvec64;
     const int v0 = (int)blockIdx.x * (int)vpc, v1 = min(nvec, v0 + (int)vpc);
-    const float4 *xv = reinterpret_cast<const float4 *>(x + h);
+    const void *body = static_cast<const typename E::storage *>(x) + h;
     const int t = threadIdx.x;
     const float4 pad = make_float4(NAN, NAN, NAN, NAN);
-    for (int base = v0; base < v1; base += 4 * NT) {
-        float4 a[4];
-        int e[4];
-        bool ok[4];
+    for (int base = v0; base < v1; base += D * 4 * NT) {
+        float4 a[D][4];
+        int e[D][4];
+        bool ok[D][4];
 #pragma unroll
-        for (int u = 0; u < 4; u++) {
-            const int j = base + u * NT + t;
-            ok[u] = j < v1;
-            e[u] = h + 4 * j;
-            a[u] = ok[u] ? __ldg(xv + j) : pad;
-        }
-        f(a, e, ok, 4);
+        for (int d = 0; d < D; d++)
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const int j = base + (4 * d + u) * NT + t;
+                ok[d][u] = j < v1;
+                e[d][u] = h + 4 * j;
+                a[d][u] = ok[d][u] ? qr_load_vec<E>(body, j) : pad;
+            }
+#pragma unroll
+        for (int d = 0; d < D; d++)
+            if (d == 0 || base + 4 * d * NT < v1) /* CTA-uniform: every thread calls f alike */
+                f(a[d], e[d], ok[d], 4);
     }
     if (blockIdx.x == 0) {
         const int tail = h + 4 * nvec, extra = h + ((int)V - tail); /* at most 6 */
@@ -62,7 +81,7 @@ __device__ __forceinline__ void stream_batches(const float *__restrict__ x, int6
             int e[4] = { q < h ? q : tail + (q - h), 0, 0, 0 };
             bool ok[4] = { q < extra, false, false, false };
             if (ok[0])
-                a[0].x = x[e[0]];
+                a[0].x = qr_elem<E>(x, e[0]);
             f(a, e, ok, 1);
         }
     }
@@ -73,8 +92,8 @@ __device__ __forceinline__ float batch_elem(const float4 (&a)[4], int u, int c)
     return c == 0 ? a[u].x : c == 1 ? a[u].y : c == 2 ? a[u].z : a[u].w;
 }
 
-template <typename F>
-__device__ __forceinline__ void stream_chunk(const float *__restrict__ x, int64_t V, int64_t vpc,
+template <class E, typename F>
+__device__ __forceinline__ void stream_chunk(const void *__restrict__ x, int64_t V, int64_t vpc,
                                              F &f)
 {
     auto each = [&](const float4 (&a)[4], const int (&e)[4], const bool (&ok)[4], int width) {
@@ -84,7 +103,7 @@ __device__ __forceinline__ void stream_chunk(const float *__restrict__ x, int64_
             for (int c = 0; c < 4; c++)
                 f(batch_elem(a, u, c), e[u] + c, ok[u] && c < width);
     };
-    stream_batches(x, V, vpc, each);
+    stream_batches<E>(x, V, vpc, each);
 }
 
 /* Append every element of the batch whose key is > thr to the row's buffer (keys, idx; at most
@@ -157,12 +176,13 @@ __device__ __forceinline__ void zero_bytes(uint8_t *m, int lo, int hi)
         m[i] = 0;
 }
 
-/* Zero the CTA's share of a mask row: the bytes of its float4 vectors (and, for CTA 0, the
- * scalar head and tail). */
-__device__ __forceinline__ void zero_chunk(uint8_t *kept, const float *x, int64_t V, int64_t vpc)
+/* Zero the CTA's share of a mask row: the bytes of its vectors of the row x (and, for CTA 0,
+ * the scalar head and tail). */
+template <class E>
+__device__ __forceinline__ void zero_chunk(uint8_t *kept, const void *x, int64_t V, int64_t vpc)
 {
     int64_t h64, nvec64;
-    row_geom(x, V, h64, nvec64);
+    row_geom<E>(x, V, h64, nvec64);
     const int h = (int)h64, nvec = (int)nvec64;
     const int v0 = min(nvec, (int)blockIdx.x * (int)vpc), v1 = min(nvec, v0 + (int)vpc);
     zero_bytes(kept, h + 4 * v0, h + 4 * v1);

@@ -1,7 +1,8 @@
 /* qrita_gpu_types.cuh — what every layer of qrita's CUDA code shares (README.md, "GPU source
  * layout"): the launch constants, the per-row record the kernels hand each other (qr_row), one
  * CTA's partial of a top-p-alone row (qr_part), the kernels' argument block (qr_args) and the
- * accessors of a row's candidate buffers. Host-only constants stay in qrita_gpu.cu. */
+ * accessors of a row's candidate buffers, and the reads of a logits row of element type E.
+ * Host-only constants stay in qrita_gpu.cu. */
 #ifndef QRITA_GPU_TYPES_CUH
 #define QRITA_GPU_TYPES_CUH
 
@@ -9,9 +10,33 @@
 
 #include <cuda_runtime.h>
 
+#include "../common/gpu_logits.cuh"
 #include "qrita_gpu.h"
 
 typedef unsigned long long u64;
+
+/* Element i of a logits row x of element type E as a float (exact: docs/SEMANTICS.md, "16-bit
+ * logits"), by a plain load: for float32 the load the kernels made before they took 16-bit
+ * rows (tkp_load1's __ldg makes qr_scan<true>, at its 40-register bound, spill). */
+template <class E> __device__ __forceinline__ float qr_elem(const void *x, int64_t i)
+{
+    return E::to_f32(static_cast<const typename E::storage *>(x)[i]);
+}
+
+/* The four-element vector of E (gpu_logits.cuh: a float4, or a uint2 of four 16-bit values). */
+template <class E> struct qr_vec4 {
+    typedef uint2 type;
+};
+template <> struct qr_vec4<TkpF32> {
+    typedef float4 type;
+};
+
+/* Vector j of a vector-aligned run of the row (`body`), indexed in vectors as the float32 code
+ * was (the same address arithmetic), converted by tkp_load4. */
+template <class E> __device__ __forceinline__ float4 qr_load_vec(const void *body, int64_t j)
+{
+    return tkp_load4<E>(reinterpret_cast<const typename qr_vec4<E>::type *>(body) + j, 0);
+}
 
 #define NT 256 /* threads of the streaming kernels */
 #define FULL 0xffffffffu
@@ -48,7 +73,7 @@ struct qr_part {
 };
 
 struct qr_args {
-    const float *logits;
+    const void *logits; /* of the run's element type: read through gpu_logits.cuh */
     const int32_t *k;
     const float *p;
     uint8_t *kept;

@@ -1,12 +1,14 @@
 /* qrita_gpu_workspace.cuh — the host side of qrita's GPU workspace (qrita_gpu_plan in
  * qrita_gpu.cu; README.md, "Buffer bound and workspace"): the aligned carving of the workspace,
- * the buffer entries per row, and search=sort's segments and CUB scratch. */
+ * the buffer entries per row, search=sort's segments and CUB scratch, and the read-back of the
+ * per-row statistics (qrita_gpu_stats). */
 #ifndef QRITA_GPU_WORKSPACE_CUH
 #define QRITA_GPU_WORKSPACE_CUH
 
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cub/device/device_segmented_radix_sort.cuh>
 
@@ -60,6 +62,28 @@ static int64_t pool_capacity(int64_t batch, int64_t vocab, int32_t k_max, size_t
     return cap > WARM_N ? cap : (full < WARM_N ? full : WARM_N);
 }
 
+/* autotune=on: the CTAs per row of nvec vectors, the fewest that waste the least of the
+ * `resident` CTAs of qr_scan's waves (a larger count must gain 5%), in chunks down to `chunk`
+ * vectors (one per thread, or a step of 4 per thread at B <= 4) and at most 64 steps' worth
+ * of CTAs (64, or 256 of one vector per thread). Small chunks shorten each thread's chain of
+ * instructions in qr_mass's weights. Measured: at B <= 4 (the fused search, one 512-thread CTA
+ * per chunk) chunks below a whole step of 4 float4 per thread lose (top-p alone, B = 1:
+ * 25.3 -> 32.2 us); past it they gain. */
+static int64_t autotune_cta_per_row(int64_t batch, int64_t nvec, int64_t resident, int64_t chunk)
+{
+    const int64_t most = (nvec + chunk - 1) / chunk;
+    double best = 0.0;
+    int64_t cpr = 1;
+    for (int64_t c = 1; c <= most && c <= 64 * 4 * NT / chunk; c++) {
+        const double waves = (double)((batch * c + resident - 1) / resident) / (double)c;
+        if (c == 1 || waves < best * 0.95) {
+            best = waves;
+            cpr = c;
+        }
+    }
+    return cpr;
+}
+
 /* search=sort's workspace: each row's segment bounds, its keys twice (in, sorted) and the
  * segmented sort's scratch, whose size CUB reports. CUB counts keys in an int. */
 static int sort_workspace(struct qrita_gpu_plan *pl, size_t *cur, struct tkp_error *err)
@@ -84,5 +108,38 @@ static int sort_workspace(struct qrita_gpu_plan *pl, size_t *cur, struct tkp_err
     return TKP_OK;
 }
 
+/* qrita_gpu.h: the per-row statistics of the last run, read back and summed in row order. */
+extern "C" int qrita_gpu_stats(const struct qrita_gpu_plan *pl, const void *workspace,
+                               void *stream, struct tkp_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!workspace || pl->batch == 0)
+        return TKP_OK;
+    size_t n = (size_t)pl->batch;
+    qrita_gpu_rstat *h = (qrita_gpu_rstat *)malloc(sizeof *h * n);
+    if (!h)
+        return TKP_ENOMEM;
+    /* On the run's stream, then wait for it: the stream may not synchronise with the legacy
+     * default stream, so a plain cudaMemcpy could read the rows before the run wrote them. */
+    if (cudaMemcpyAsync(h, (const char *)workspace + pl->ws_rstat, sizeof *h * n,
+                        cudaMemcpyDeviceToHost, (cudaStream_t)stream) != cudaSuccess ||
+        cudaStreamSynchronize((cudaStream_t)stream) != cudaSuccess) {
+        free(h);
+        return TKP_EDEVICE;
+    }
+    out->rows = pl->batch;
+    for (size_t r = 0; r < n; r++) {
+        if (h[r].counted) {
+            out->trunc_hits += h[r].hit;
+            out->fallbacks += !h[r].hit;
+            out->outliers += (double)h[r].outliers;
+            out->outlier_mass += h[r].outlier_mass;
+        }
+        out->iterations += (double)h[r].iterations;
+        out->sorted += (double)h[r].sorted;
+    }
+    free(h);
+    return TKP_OK;
+}
 
 #endif
