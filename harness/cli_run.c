@@ -90,7 +90,8 @@ const char RUN_USAGE[] =
     "  --resume            continue FILE.h5: run only the cells it does not hold yet\n"
     "  --force             with --resume, append even with another config or binary\n"
     "  --dry-run           print the plan, one cell a line, on stdout and run nothing\n"
-    "  --only ALGO,...     run only the cells of these modules or peers\n";
+    "  --only ALGO,...     run only the cells of these modules or peers\n"
+    "  --sweep NAME,...    run only the cells of these sweeps of the config\n";
 
 int cmd_run(int argc, char **argv)
 {
@@ -110,6 +111,8 @@ int cmd_run(int argc, char **argv)
             a.dry_run = 1;
         else if (strcmp(argv[i], "--only") == 0)
             a.only = flag_value("run", argc, argv, &i);
+        else if (strcmp(argv[i], "--sweep") == 0)
+            a.sweeps = flag_value("run", argc, argv, &i);
         else
             rc = positional("run", argv[i], &a.config);
         if (rc)

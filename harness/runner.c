@@ -370,25 +370,30 @@ static int in_list(const char *list, const char *name)
     return 0;
 }
 
-/* --only: keep the cells of the listed algorithms; a name no cell of the plan runs is an error
- * (a typo would otherwise run nothing). */
-static int keep_only(struct tkp_plan *plan, const char *only, const char *config,
-                     struct tkp_error *err)
+/* The name a cell is listed by in --only (its algorithm) and in --sweep (its sweep). */
+static const char *cell_algo(const struct tkp_cell *c) { return c->algo->name; }
+static const char *cell_sweep(const struct tkp_cell *c) { return c->sweep; }
+
+/* --only / --sweep: keep the cells whose name_of is in `list`; a name no cell of the plan has is
+ * an error (a typo would otherwise run nothing). */
+static int keep_listed(struct tkp_plan *plan, const char *list, const char *flag,
+                       const char *(*name_of)(const struct tkp_cell *), const char *config,
+                       struct tkp_error *err)
 {
-    for (const char *at = only; *at; at += strcspn(at, ",") + (at[strcspn(at, ",")] != 0)) {
+    for (const char *at = list; *at; at += strcspn(at, ",") + (at[strcspn(at, ",")] != 0)) {
         const size_t len = strcspn(at, ",");
         int found = 0;
         for (size_t i = 0; i < plan->n && !found; i++)
-            found = strlen(plan->cells[i].algo->name) == len &&
-                    strncmp(plan->cells[i].algo->name, at, len) == 0;
+            found = strlen(name_of(&plan->cells[i])) == len &&
+                    strncmp(name_of(&plan->cells[i]), at, len) == 0;
         if (!found) {
-            tkp_error_set(err, "--only %.*s: no cell of %s runs it", (int)len, at, config);
+            tkp_error_set(err, "%s %.*s: no cell of %s has it", flag, (int)len, at, config);
             return TKP_EINVAL;
         }
     }
     size_t kept = 0;
     for (size_t i = 0; i < plan->n; i++) {
-        if (in_list(only, plan->cells[i].algo->name))
+        if (in_list(list, name_of(&plan->cells[i])))
             plan->cells[kept++] = plan->cells[i];
         else
             free(plan->cells[i].opts);
@@ -415,7 +420,10 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     int rc = tkp_config_load(args->config, args->backend, &plan, err);
     if (rc)
         return rc;
-    if (args->only && (rc = keep_only(&plan, args->only, args->config, err)) != TKP_OK) {
+    if ((args->only && (rc = keep_listed(&plan, args->only, "--only", cell_algo, args->config,
+                                          err)) != TKP_OK) ||
+        (args->sweeps && (rc = keep_listed(&plan, args->sweeps, "--sweep", cell_sweep,
+                                            args->config, err)) != TKP_OK)) {
         tkp_plan_free(&plan);
         return rc;
     }

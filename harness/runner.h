@@ -11,6 +11,7 @@ struct tkp_run_args {
     int resume, dry_run;
     int force; /* --force: resume even with another config or binary (recorded under /runs) */
     const char *only; /* --only A,B: run the cells of these algorithms only (NULL: all) */
+    const char *sweeps; /* --sweep S,T: run the cells of these sweeps only (NULL: all) */
     int argc;
     char **argv;
 };

@@ -291,6 +291,28 @@ TEST(results_run_only_keeps_the_listed_algorithms)
     CHECK(strstr(out, "--only rtpk") != NULL, "the error does not name the value: %s", out);
 }
 
+/* run --sweep: the cells of the listed sweeps and no others (a plan's --dry-run lines say each
+ * cell's sweep first); a name no sweep has is an error that names it. */
+TEST(results_run_sweep_keeps_the_listed_sweeps)
+{
+    char out[1 << 14];
+    const char *cfg = write_scratch("sweeps.lua",
+                                    "sweep \"one\" { algos = { \"rtopk\" }, vocab = 300, batch = 1, k = 5, p = 1.0 }\n"
+                                    "sweep \"two\" { algos = { \"rtopk\" }, vocab = 300, batch = { 1, 2 }, k = 5, p = 1.0 }\n");
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s --backend cpu --dry-run --sweep two", topkp_bin(),
+                    cfg) == 0, "run --dry-run --sweep two: %s", out);
+    int two = 0, one = 0;
+    for (const char *line = out; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        two += strncmp(line, "two\t", 4) == 0;
+        one += strncmp(line, "one\t", 4) == 0;
+    }
+    CHECK(two == 2 && one == 0, "--sweep two planned %d cells of it and %d of sweep one:\n%s", two,
+          one, out);
+    CHECK(run_cmd(out, sizeof out, "%s run %s --backend cpu --dry-run --sweep tow", topkp_bin(),
+                  cfg) != 0, "--sweep with an unknown name succeeded: %s", out);
+    CHECK(strstr(out, "--sweep tow") != NULL, "the error does not name the value: %s", out);
+}
+
 /* ---- the dtype axis in the results file (docs/DESIGN.md, "/sweeps/<sweep>/cells") ---- */
 
 /* Rewrite /sweeps/<sweep>/cells of `h5` without its `column`, as a binary from before that
