@@ -13,9 +13,16 @@
 #include "peer_cell.h"
 #include "timing.h"
 
-/* The files of the scratch folder besides logits-<n>.f32: the worker's outputs of a cell. */
+/* The files of the scratch folder besides the logits: the worker's outputs of a cell. */
 #define KEPT_FILE "kept.u8"
 #define SAMPLES_FILE "samples.i64"
+
+/* The scratch folder's n-th logits file: logits-<n>.<element type> (f32, bf16 or f16), so
+ * that the worker can tell a file of one type from a request for another. */
+static void input_path(char *path, size_t size, const char *dir, int n, enum tkp_dtype dtype)
+{
+    snprintf(path, size, "%s/logits-%d.%s", dir, n, tkp_dtype_name(dtype));
+}
 
 /* The session whose scratch folder a signal must remove (one per process). */
 static struct tkp_peer_session *signalled;
@@ -24,10 +31,11 @@ static struct tkp_peer_session *signalled;
 static void remove_scratch(const char *dir, int files)
 {
     char path[800];
-    for (int i = 1; i <= files; i++) {
-        snprintf(path, sizeof path, "%s/logits-%d.f32", dir, i);
-        unlink(path);
-    }
+    for (int i = 1; i <= files; i++)
+        for (int t = 0; t < TKP_DTYPE_COUNT; t++) {
+            input_path(path, sizeof path, dir, i, (enum tkp_dtype)t);
+            unlink(path);
+        }
     snprintf(path, sizeof path, "%s/" KEPT_FILE, dir);
     unlink(path);
     snprintf(path, sizeof path, "%s/" SAMPLES_FILE, dir);
@@ -128,16 +136,47 @@ void tkp_peer_session_close(struct tkp_peer_session *s)
         signalled = NULL;
 }
 
-int tkp_peer_input_write(struct tkp_peer_session *s, const float *logits, int64_t rows,
-                         int64_t vocab, struct tkp_peer_input *in, struct tkp_error *err)
+/* CRC-32 of `bytes` bytes (zlib takes 32-bit lengths: fed a gibibyte at a time). */
+static uint32_t crc_of(const void *data, size_t bytes)
 {
-    int rc = scratch_ready(s, err);
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (size_t at = 0; at < bytes; at += 1u << 30) {
+        size_t len = bytes - at < (1u << 30) ? bytes - at : (1u << 30);
+        crc = crc32(crc, (const Bytef *)data + at, (uInt)len);
+    }
+    return (uint32_t)crc;
+}
+
+/* Can the first `rows` rows of b's input be written for the peers? */
+static int input_writable(const struct tkp_batch *b, int64_t rows, struct tkp_error *err)
+{
+    const char *type = tkp_dtype_name(b->dtype);
+    if (!type)
+        tkp_error_set(err, "logits element type %d is not one of f32, bf16, f16", (int)b->dtype);
+    else if (!tkp_batch_input(b))
+        tkp_error_set(err, "the %s batch has no %s values to write for the peers", type, type);
+    else if (rows < b->batch)
+        tkp_error_set(err, "the peers' copy of the logits would hold %lld rows, fewer than the "
+                      "batch's %lld", (long long)rows, (long long)b->batch);
+    else
+        return TKP_OK;
+    return TKP_EINVAL;
+}
+
+int tkp_peer_input_write(struct tkp_peer_session *s, const struct tkp_batch *b, int64_t rows,
+                         struct tkp_peer_input *in, struct tkp_error *err)
+{
+    int rc = input_writable(b, rows, err);
     if (rc)
         return rc;
-    snprintf(in->path, sizeof in->path, "%s/logits-%d.f32", s->scratch, ++s->files);
-    size_t bytes = sizeof(float) * (size_t)(rows * vocab);
+    const void *values = tkp_batch_input(b);
+    rc = scratch_ready(s, err);
+    if (rc)
+        return rc;
+    input_path(in->path, sizeof in->path, s->scratch, ++s->files, b->dtype);
+    size_t bytes = (size_t)tkp_dtype_size(b->dtype) * (size_t)(rows * b->vocab);
     FILE *f = fopen(in->path, "wb");
-    size_t put = f ? fwrite(logits, 1, bytes, f) : 0;
+    size_t put = f ? fwrite(values, 1, bytes, f) : 0;
     int closed = f ? fclose(f) == 0 : 0; /* always closed: an open unlinked file keeps its blocks */
     if (!f || put != bytes || !closed) {
         tkp_error_set(err, "cannot write the peers' copy of the logits to %s (%zu of %zu bytes)",
@@ -147,12 +186,8 @@ int tkp_peer_input_write(struct tkp_peer_session *s, const float *logits, int64_
         return TKP_EINVAL;
     }
     in->rows = rows;
-    uLong crc = crc32(0L, Z_NULL, 0);
-    for (size_t at = 0; at < bytes; at += 1u << 30) { /* zlib takes 32-bit lengths */
-        size_t len = bytes - at < (1u << 30) ? bytes - at : (1u << 30);
-        crc = crc32(crc, (const Bytef *)logits + at, (uInt)len);
-    }
-    in->crc = (uint32_t)crc;
+    in->dtype = b->dtype;
+    in->crc = crc_of(values, bytes);
     return TKP_OK;
 }
 
@@ -253,9 +288,10 @@ static int open_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
 {
     char line[2048];
     int len = snprintf(line, sizeof line,
-                       "open\tpeer=%s\tlogits=%s\trows=%lld\tbatch=%lld\tvocab=%lld\tk=%d\t"
-                       "p=%.9g\tdevice=%s\tseed=%llu\tflush_bytes=%lld\toptions=%s",
-                       cell->algo->name, in->path, (long long)in->rows, (long long)cell->batch,
+                       "open\tpeer=%s\tlogits=%s\tdtype=%s\trows=%lld\tbatch=%lld\tvocab=%lld\t"
+                       "k=%d\tp=%.9g\tdevice=%s\tseed=%llu\tflush_bytes=%lld\toptions=%s",
+                       cell->algo->name, in->path, tkp_dtype_name(in->dtype), (long long)in->rows,
+                       (long long)cell->batch,
                        (long long)cell->vocab, cell->k, (double)cell->p,
                        s->backend == TKP_GPU ? "cuda" : "cpu", (unsigned long long)cell->seed,
                        s->flush_bytes, cell->options);
@@ -304,6 +340,19 @@ static int fetch_outputs(struct tkp_peer_session *s, const struct tkp_batch *b, 
     return rc;
 }
 
+/* Is `in` the batch's data: its element type, and at least its rows? */
+static int input_matches(const struct tkp_peer_input *in, const struct tkp_batch *b,
+                         struct tkp_error *err)
+{
+    if (in->dtype == b->dtype && in->rows >= b->batch)
+        return TKP_OK;
+    const char *have = tkp_dtype_name(in->dtype), *want = tkp_dtype_name(b->dtype);
+    tkp_error_set(err, "the peers' copy of the logits %s holds %lld %s rows; the cell reads %lld "
+                  "%s rows", in->path, (long long)in->rows, have ? have : "?",
+                  (long long)b->batch, want ? want : "?");
+    return TKP_EINVAL;
+}
+
 int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
                   const struct tkp_batch *b, const struct tkp_peer_input *in, uint8_t *kept,
                   int64_t *drawn, int32_t draws, struct tkp_cell_row *row, double **samples,
@@ -311,6 +360,8 @@ int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
 {
     struct tkp_problem pb = tkp_problem_of(b, s->backend, cell->algo->outputs, draws);
     int rc = tkp_capable(cell->algo, &pb, err);
+    if (!rc)
+        rc = input_matches(in, b, err);
     if (rc)
         return rc;
     struct peer_reps reps = { s, tkp_now_us() + cell->timing.timeout * 1e6 };
@@ -333,9 +384,7 @@ int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
     if (rc)
         return rc;
     row->workspace_bytes = extra;
-    row->peak_device_bytes = s->backend == TKP_GPU
-                                 ? extra + (int64_t)(sizeof(float) * (size_t)(b->batch * b->vocab))
-                                 : 0;
+    row->peak_device_bytes = s->backend == TKP_GPU ? extra + (int64_t)tkp_batch_input_bytes(b) : 0;
     return tkp_row_judge(row, b, kept, drawn, draws, cell->verify_rows, 0, err);
 }
 

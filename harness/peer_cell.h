@@ -24,10 +24,13 @@ struct tkp_peer_session {
     struct tkp_results *res; /* where packages goes, as root attribute peer_packages */
 };
 
-/* The rows a peer reads: a raw float32 file of rows x vocab values and its CRC-32. */
+/* The rows a peer reads: a raw little-endian file of rows x vocab values of its element type
+ * (logits-<n>.f32: float32; logits-<n>.bf16 / .f16: the 16-bit encodings, uint16 each) and
+ * its CRC-32. */
 struct tkp_peer_input {
     char path[600];
     int64_t rows;
+    enum tkp_dtype dtype;
     uint32_t crc;
 };
 
@@ -38,12 +41,16 @@ void tkp_peer_session_init(struct tkp_peer_session *s, enum tkp_backend backend,
                            long long l2_bytes, double max_clock_mhz, struct tkp_results *res);
 /* Stop the worker and remove the scratch folder (packages stays readable). */
 void tkp_peer_session_close(struct tkp_peer_session *s);
-/* Write rows x vocab logits to a new file of the scratch folder. */
-int tkp_peer_input_write(struct tkp_peer_session *s, const float *logits, int64_t rows,
-                         int64_t vocab, struct tkp_peer_input *in, struct tkp_error *err);
+/* Write the first `rows` rows of what a module reads from `b` (tkp_batch_input: a 16-bit
+ * batch's encodings, else its float32 logits) to a new file of the scratch folder. The
+ * buffers of `b` must hold `rows` rows, which may be more than b->batch: the runner writes its
+ * cache entry once for every cell of the same data (docs/PEERS.md, "16-bit logits"). */
+int tkp_peer_input_write(struct tkp_peer_session *s, const struct tkp_batch *b, int64_t rows,
+                         struct tkp_peer_input *in, struct tkp_error *err);
 void tkp_peer_input_remove(struct tkp_peer_input *in);
 
-/* Run `cell` (its batch b, whose logits are the first rows of `in`) through its peer: fills
+/* Run `cell` (its batch b, whose logits are the first rows of `in`, of b's element type; an
+ * `in` of another type or with fewer rows is an error) through its peer: fills
  * the row's counters and memory, the samples (malloc'd), kept/drawn for the oracle. Returns
  * the status code; the caller records it. */
 int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
