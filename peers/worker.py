@@ -100,7 +100,7 @@ class Session:
 
     def __init__(self):
         self.torch = None
-        self.files = {}   # (path, device) -> (tensor [rows, V] on it, CRC-32, device_checksum)
+        self.files = {}   # (path, dtype, device) -> (tensor [rows, V] on it, CRC-32, device_checksum)
         self.cell_key = None  # the files key of the open cell
         self.cell = None
         self.call = None
@@ -114,9 +114,10 @@ class Session:
             self.torch = torch
         return self.torch
 
-    def load(self, path, dtype, rows, vocab, device):
-        """The harness's raw file of `dtype` values, once per (path, device)."""
-        key = (path, device)
+    def load(self, key, rows, vocab):
+        """The harness's raw file, once per key (path, dtype, device): a request that reads a
+        loaded file as another type reads it again, and fails read_logits' checks."""
+        path, dtype, device = key
         if key not in self.files:
             host, raw = read_logits(self.need_torch(), path, dtype, rows, vocab)
             while len(self.files) >= KEEP_FILES:  # the oldest first (dicts keep insertion order)
@@ -140,8 +141,8 @@ class Session:
         rows, batch, vocab = int(f["rows"]), int(f["batch"]), int(f["vocab"])
         if not 0 < batch <= rows:
             raise ValueError(f"{f['logits']}: the cell reads {batch} rows of its {rows}")
-        logits, crc = self.load(f["logits"], f.get("dtype", "f32"), rows, vocab, device)
-        self.cell_key = (f["logits"], device)
+        self.cell_key = (f["logits"], f.get("dtype", "f32"), device)
+        logits, crc = self.load(self.cell_key, rows, vocab)
         options = dict(o.split("=", 1) for o in f.get("options", "").split(",") if "=" in o)
         self.cell = Cell(torch, logits[:batch], int(f["k"]), float(f["p"]), int(f["seed"]),
                          options)
@@ -258,13 +259,22 @@ class Session:
         return {}
 
 
+def missing_kernel(e):
+    """Is `e` torch's refusal of an element type it has no kernel for on this device (e.g.
+    `"topk_cpu" not implemented for 'Half'`)? The peer cannot do the cell here: unsupported."""
+    return isinstance(e, (RuntimeError, NotImplementedError)) and "not implemented for '" in str(e)
+
+
 def error_reply(e, session):
-    """An exception as a reply: oom for an allocation failure, else error; restart=1 when the
-    CUDA context is broken (the harness then starts a new worker)."""
+    """An exception as a reply: oom for an allocation failure, unsupported for an element type
+    without a kernel, else error; restart=1 when the CUDA context is broken (the harness then
+    starts a new worker)."""
     if os.environ.get("TOPKP_PEER_TRACEBACK"):
         traceback.print_exc()
     if isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError":  # torch.cuda's
         reply("oom", msg=f"{type(e).__name__}: {e}")
+    elif missing_kernel(e):
+        reply("unsupported", msg=f"{session.peer}: {type(e).__name__}: {e}")
     else:
         reply("error", msg=f"{type(e).__name__}: {e}", restart=int(catalog.device_broken(session.torch)))
 
