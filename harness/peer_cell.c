@@ -169,33 +169,43 @@ int tkp_peer_input_write(struct tkp_peer_session *s, const struct tkp_batch *b, 
     int rc = input_writable(b, rows, err);
     if (rc)
         return rc;
-    const void *values = tkp_batch_input(b);
+    if (in->path[0] && in->rows != rows) {
+        tkp_error_set(err, "the peers' copy of the logits %s holds %lld rows, not %lld", in->path,
+                      (long long)in->rows, (long long)rows);
+        return TKP_EINVAL;
+    }
     rc = scratch_ready(s, err);
     if (rc)
         return rc;
-    input_path(in->path, sizeof in->path, s->scratch, ++s->files, b->dtype);
+    struct tkp_peer_file *file = &in->typed[b->dtype];
+    if (file->path[0])
+        unlink(file->path);
+    input_path(file->path, sizeof file->path, s->scratch, ++s->files, b->dtype);
+    const void *values = tkp_batch_input(b);
     size_t bytes = (size_t)tkp_dtype_size(b->dtype) * (size_t)(rows * b->vocab);
-    FILE *f = fopen(in->path, "wb");
+    FILE *f = fopen(file->path, "wb");
     size_t put = f ? fwrite(values, 1, bytes, f) : 0;
     int closed = f ? fclose(f) == 0 : 0; /* always closed: an open unlinked file keeps its blocks */
     if (!f || put != bytes || !closed) {
         tkp_error_set(err, "cannot write the peers' copy of the logits to %s (%zu of %zu bytes)",
-                      in->path, put, bytes);
-        unlink(in->path);
-        in->path[0] = 0;
+                      file->path, put, bytes);
+        unlink(file->path);
+        file->path[0] = 0;
         return TKP_EINVAL;
     }
+    file->crc = crc_of(values, bytes);
     in->rows = rows;
-    in->dtype = b->dtype;
-    in->crc = crc_of(values, bytes);
+    if (!in->path[0])
+        memcpy(in->path, file->path, sizeof in->path); /* the same size, NUL included */
     return TKP_OK;
 }
 
 void tkp_peer_input_remove(struct tkp_peer_input *in)
 {
-    if (in->path[0])
-        unlink(in->path);
-    in->path[0] = 0;
+    for (int t = 0; t < TKP_DTYPE_COUNT; t++)
+        if (in->typed[t].path[0])
+            unlink(in->typed[t].path);
+    memset(in, 0, sizeof *in);
 }
 
 /* What the repetition callbacks need. */
@@ -284,15 +294,16 @@ static void note_package(struct tkp_peer_session *s, const char *peer, const cha
 }
 
 static int open_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
-                     const struct tkp_peer_input *in, double deadline_us, struct tkp_error *err)
+                     const struct tkp_peer_input *in, enum tkp_dtype dtype, double deadline_us,
+                     struct tkp_error *err)
 {
+    const struct tkp_peer_file *file = &in->typed[dtype];
     char line[2048];
     int len = snprintf(line, sizeof line,
                        "open\tpeer=%s\tlogits=%s\tdtype=%s\trows=%lld\tbatch=%lld\tvocab=%lld\t"
                        "k=%d\tp=%.9g\tdevice=%s\tseed=%llu\tflush_bytes=%lld\toptions=%s",
-                       cell->algo->name, in->path, tkp_dtype_name(in->dtype), (long long)in->rows,
-                       (long long)cell->batch,
-                       (long long)cell->vocab, cell->k, (double)cell->p,
+                       cell->algo->name, file->path, tkp_dtype_name(dtype), (long long)in->rows,
+                       (long long)cell->batch, (long long)cell->vocab, cell->k, (double)cell->p,
                        s->backend == TKP_GPU ? "cuda" : "cpu", (unsigned long long)cell->seed,
                        s->flush_bytes, cell->options);
     if (len < 0 || (size_t)len >= sizeof line) {
@@ -305,9 +316,9 @@ static int open_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
         return rc;
     note_package(s, cell->algo->name, tkp_peer_field(&r, "info"));
     const char *crc = tkp_peer_field(&r, "crc");
-    if (!crc || strtoul(crc, NULL, 10) != in->crc) {
+    if (!crc || strtoul(crc, NULL, 10) != file->crc) {
         tkp_error_set(err, "the peer read other logits than the modules (CRC-32 %s, expected %u)",
-                      crc ? crc : "missing", in->crc);
+                      crc ? crc : "missing", file->crc);
         return TKP_EINVAL;
     }
     return TKP_OK;
@@ -340,32 +351,35 @@ static int fetch_outputs(struct tkp_peer_session *s, const struct tkp_batch *b, 
     return rc;
 }
 
-/* Is `in` the batch's data: its element type, and at least its rows? */
-static int input_matches(const struct tkp_peer_input *in, const struct tkp_batch *b,
-                         struct tkp_error *err)
+/* The file of b's element type in `in`, written now when a cell of that type comes first;
+ * `in` must hold the batch's rows. */
+static int input_ready(struct tkp_peer_session *s, struct tkp_peer_input *in,
+                       const struct tkp_batch *b, struct tkp_error *err)
 {
-    if (in->dtype == b->dtype && in->rows >= b->batch)
-        return TKP_OK;
-    const char *have = tkp_dtype_name(in->dtype), *want = tkp_dtype_name(b->dtype);
-    tkp_error_set(err, "the peers' copy of the logits %s holds %lld %s rows; the cell reads %lld "
-                  "%s rows", in->path, (long long)in->rows, have ? have : "?",
-                  (long long)b->batch, want ? want : "?");
-    return TKP_EINVAL;
+    if (in->rows < b->batch) {
+        tkp_error_set(err, "the peers' copy of the logits %s holds %lld rows; the cell reads %lld",
+                      in->path[0] ? in->path : "(none written)", (long long)in->rows,
+                      (long long)b->batch);
+        return TKP_EINVAL;
+    }
+    if (!tkp_dtype_name(b->dtype) || in->typed[b->dtype].path[0])
+        return TKP_OK; /* an element type outside the enum: tkp_capable refused it */
+    return tkp_peer_input_write(s, b, in->rows, in, err);
 }
 
 int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
-                  const struct tkp_batch *b, const struct tkp_peer_input *in, uint8_t *kept,
+                  const struct tkp_batch *b, struct tkp_peer_input *in, uint8_t *kept,
                   int64_t *drawn, int32_t draws, struct tkp_cell_row *row, double **samples,
                   int64_t *n_samples, struct tkp_error *err)
 {
     struct tkp_problem pb = tkp_problem_of(b, s->backend, cell->algo->outputs, draws);
     int rc = tkp_capable(cell->algo, &pb, err);
     if (!rc)
-        rc = input_matches(in, b, err);
+        rc = input_ready(s, in, b, err);
     if (rc)
         return rc;
     struct peer_reps reps = { s, tkp_now_us() + cell->timing.timeout * 1e6 };
-    rc = open_cell(s, cell, in, reps.deadline_us, err);
+    rc = open_cell(s, cell, in, b->dtype, reps.deadline_us, err);
     struct tkp_rep_source src = { peer_warm, NULL, peer_take, &reps };
     struct tkp_timing timing = cell->timing;
     if (timing.warmup < 1)

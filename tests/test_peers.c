@@ -400,9 +400,13 @@ TEST(peers_16bit_input_file_holds_the_encodings)
             fclose(f);
         CHECK(got == bytes && memcmp(back, tkp_batch_input(b), bytes) == 0,
               "%s: the file is not the batch's input bytes (seed %d)", type, 11 + i);
-        CHECK(in.dtype == types[i] && in.rows == 6 &&
-                  in.crc == (uint32_t)crc32(0L, (const Bytef *)back, (uInt)bytes),
-              "%s: dtype %d, %lld rows, CRC %u", type, (int)in.dtype, (long long)in.rows, in.crc);
+        CHECK(strcmp(in.typed[types[i]].path, in.path) == 0 && in.rows == 6 &&
+                  in.typed[types[i]].crc == (uint32_t)crc32(0L, (const Bytef *)back, (uInt)bytes),
+              "%s: file %s, %lld rows, CRC %u", type, in.typed[types[i]].path, (long long)in.rows,
+              in.typed[types[i]].crc);
+        for (int t = 0; t < TKP_DTYPE_COUNT; t++)
+            CHECK(t == (int)types[i] || !in.typed[t].path[0], "%s: a %s file %s was written too",
+                  type, tkp_dtype_name((enum tkp_dtype)t), in.typed[t].path);
         tkp_peer_input_remove(&in);
     }
     /* refusals, each naming what is wrong */
@@ -430,7 +434,7 @@ struct peer_run {
 };
 
 static struct peer_run run_peer_cell(struct tkp_peer_session *s, const char *algo,
-                                     const struct tkp_batch *b, const struct tkp_peer_input *in,
+                                     const struct tkp_batch *b, struct tkp_peer_input *in,
                                      uint8_t *kept, int64_t *drawn, int32_t draws)
 {
     struct tkp_cell cell;
@@ -458,7 +462,8 @@ static struct peer_run run_peer_cell(struct tkp_peer_session *s, const char *alg
 /* On a 16-bit row a peer reads the encodings, yet the oracle judges it on their upcast: the
  * torch peers (native on 16-bit) must keep and draw on a bf16 / f16 row exactly what they
  * keep and draw on the same values in float32, special values included (docs/PEERS.md,
- * "16-bit logits"). */
+ * "16-bit logits"). As in the runner, the float32 cell writes the input first and the 16-bit
+ * cell adds the file of its type. */
 TEST(peers_16bit_cells_equal_their_float32_upcast)
 {
     if (!torch_ready())
@@ -473,21 +478,20 @@ TEST(peers_16bit_cells_equal_their_float32_upcast)
     const enum tkp_dtype types[] = { TKP_BF16, TKP_F16 };
     for (int t = 0; t < 2; t++) {
         uint64_t seed = 100 + (uint64_t)t;
+        const char *type = tkp_dtype_name(types[t]);
         half_case_make(&c, types[t], 6, 500, 50, 0.9f, seed);
-        struct tkp_peer_input in16 = { .path = "" }, in32 = { .path = "" };
+        struct tkp_peer_input in = { .path = "" };
         struct tkp_error err = { "" };
-        REQUIRE(tkp_peer_input_write(&s, &c.b, 6, &in16, &err) == TKP_OK, "%s", err.msg);
-        REQUIRE(tkp_peer_input_write(&s, &c.up, 6, &in32, &err) == TKP_OK, "%s", err.msg);
+        REQUIRE(tkp_peer_input_write(&s, &c.up, 6, &in, &err) == TKP_OK, "%s", err.msg);
         for (int a = 0; a < 3; a++) {
             int sampler = a == 1;
             int32_t draws = sampler ? 16 : 0;
             for (int r = 0; r < 6; r++)
                 c.p[r] = a == 2 ? 1.0f : 0.9f; /* torch.topk does top-k alone */
-            struct peer_run r16 = run_peer_cell(&s, algos[a], &c.b, &in16, sampler ? NULL : kept16,
-                                                sampler ? drawn16 : NULL, draws);
-            struct peer_run r32 = run_peer_cell(&s, algos[a], &c.up, &in32, sampler ? NULL : kept32,
+            struct peer_run r32 = run_peer_cell(&s, algos[a], &c.up, &in, sampler ? NULL : kept32,
                                                 sampler ? drawn32 : NULL, draws);
-            const char *type = tkp_dtype_name(types[t]);
+            struct peer_run r16 = run_peer_cell(&s, algos[a], &c.b, &in, sampler ? NULL : kept16,
+                                                sampler ? drawn16 : NULL, draws);
             if (a == 2 && types[t] == TKP_F16 && r16.rc == TKP_EUNSUPPORTED &&
                 strstr(r16.err.msg, "not implemented for 'Half'"))
                 continue; /* an older torch has no CPU kernel for float16 (torch 1.13: topk) */
@@ -506,8 +510,13 @@ TEST(peers_16bit_cells_equal_their_float32_upcast)
                       "%s %s (seed %llu): the kept set differs from the float32 run's", algos[a],
                       type, (unsigned long long)seed);
         }
-        tkp_peer_input_remove(&in16);
-        tkp_peer_input_remove(&in32);
+        const char *path16 = in.typed[types[t]].path;
+        CHECK(strlen(path16) > 5 && strcmp(strrchr(path16, '.') + 1, type) == 0 &&
+                  file_size(path16) == 2 * 6 * 500 && strcmp(in.path, in.typed[TKP_F32].path) == 0,
+              "%s: the 16-bit cells' file is %s (%ld bytes), the input's first %s", type, path16,
+              file_size(path16), in.path);
+        tkp_peer_input_remove(&in);
+        CHECK(file_size(path16) < 0 && !in.path[0], "%s: the input's files outlive it", type);
     }
     tkp_peer_session_close(&s);
 }
@@ -556,8 +565,9 @@ TEST(peers_16bit_malformed_input_is_a_clear_error)
     struct tkp_peer_reply reply;
     open_request(&s, in.path, "bf16", 4, 4, &reply, &err);
     const char *crc = tkp_peer_field(&reply, "crc"), *cast = tkp_peer_field(&reply, "cast");
-    CHECK(strcmp(reply.status, "ok") == 0 && crc && strtoul(crc, NULL, 10) == in.crc,
-          "open bf16: %s (crc %s, expected %u) %s", reply.status, crc ? crc : "none", in.crc,
+    uint32_t want_crc = in.typed[TKP_BF16].crc;
+    CHECK(strcmp(reply.status, "ok") == 0 && crc && strtoul(crc, NULL, 10) == want_crc,
+          "open bf16: %s (crc %s, expected %u) %s", reply.status, crc ? crc : "none", want_crc,
           err.msg);
     CHECK(cast && strncmp(cast, "native: ", 8) == 0, "torch.sort's cast note: %s",
           cast ? cast : "none");
@@ -570,13 +580,52 @@ TEST(peers_16bit_malformed_input_is_a_clear_error)
     char want[700];
     snprintf(want, sizeof want, "%s: 2398 bytes, expected 4 x 300 bf16 values (2400 bytes)", cut.path);
     CHECK(r.rc == TKP_EINVAL && strstr(r.err.msg, want), "short file: rc %d, %s", r.rc, r.err.msg);
-    /* the harness: a file of another element type than the cell's batch is refused before the
-     * worker sees it */
-    half_case_make(&other, TKP_F16, 4, 300, 50, 0.9f, 7);
-    r = run_peer_cell(&s, "torch.sort", &other.b, &in, (uint8_t[4 * 300]){ 0 }, NULL, 0);
-    CHECK(r.rc == TKP_EINVAL && strstr(r.err.msg, "holds 4 bf16 rows; the cell reads 4 f16 rows"),
-          "type mismatch: rc %d, %s", r.rc, r.err.msg);
+    /* the harness: a cell of more rows than the input holds is refused before the worker sees
+     * it */
+    half_case_make(&other, TKP_F16, 5, 300, 50, 0.9f, 7);
+    r = run_peer_cell(&s, "torch.sort", &other.b, &in, (uint8_t[5 * 300]){ 0 }, NULL, 0);
+    CHECK(r.rc == TKP_EINVAL && strstr(r.err.msg, "holds 4 rows; the cell reads 5"),
+          "too many rows: rc %d, %s", r.rc, r.err.msg);
+    CHECK(!in.typed[TKP_F16].path[0], "a refused cell wrote %s", in.typed[TKP_F16].path);
     tkp_peer_input_remove(&in);
     tkp_peer_input_remove(&cut);
     tkp_peer_session_close(&s);
+}
+
+/* Through `topkp run`, once the harness has its `dtype` axis (docs/DESIGN.md, the axes table):
+ * the torch peers' bf16 and f16 cells are ok and exact, one row per type. Skipped while the
+ * axis is missing (the config does not plan). */
+TEST(peers_16bit_sweep_cells_are_exact)
+{
+    if (!torch_ready())
+        return;
+    char log[1 << 16];
+    const char *cfg = "sweep \"half\" { algos = { \"torch.sort\", \"torch.sample\" },\n"
+                      "  dataset = \"gaussian\", vocab = 3001, batch = 8, k = 50, p = 0.9,\n"
+                      "  dtype = { \"bf16\", \"f16\" }, verify = 8, draws = 64,\n"
+                      "  timing = { warmup = 1, min_reps = 2, max_reps = 2 } }\n";
+    const char *path = write_scratch("half.lua", cfg);
+    if (run_cmd(log, sizeof log, "%s run %s --dry-run --backend cpu", topkp_bin(), path) != 0) {
+        test_skip("the harness has no dtype axis yet");
+        return;
+    }
+    REQUIRE(run_peers("half", "", cfg, log, sizeof log) == 0, "run failed: %s", log);
+    int c_algo = tsv_column(tsv, "algo"), c_dtype = tsv_column(tsv, "dtype");
+    int c_status = tsv_column(tsv, "status"), c_exact = tsv_column(tsv, "rows_exact");
+    int c_message = tsv_column(tsv, "message");
+    REQUIRE(c_dtype >= 0, "the export has no dtype column");
+    int seen = 0;
+    for (char *line = strchr(tsv, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+        char algo[64], dtype[16], status[32], exact[32], message[300];
+        tsv_field(line + 1, c_algo, algo, sizeof algo);
+        tsv_field(line + 1, c_dtype, dtype, sizeof dtype);
+        tsv_field(line + 1, c_status, status, sizeof status);
+        tsv_field(line + 1, c_exact, exact, sizeof exact);
+        tsv_field(line + 1, c_message, message, sizeof message);
+        CHECK(strcmp(status, "ok") == 0 && !message[0] && atoi(exact) == 8,
+              "%s %s: %s (%s), %s of 8 rows exact", algo, dtype, status, message, exact);
+        seen |= (strcmp(dtype, "bf16") == 0 ? 1 : strcmp(dtype, "f16") == 0 ? 2 : 4)
+                << (strcmp(algo, "torch.sort") == 0 ? 0 : 3);
+    }
+    CHECK(seen == (3 | 3 << 3), "expected one bf16 and one f16 cell per peer (seen %#x)", seen);
 }
