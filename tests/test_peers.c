@@ -593,8 +593,9 @@ TEST(peers_16bit_malformed_input_is_a_clear_error)
 }
 
 /* Through `topkp run`, once the harness has its `dtype` axis (docs/DESIGN.md, the axes table):
- * the torch peers' bf16 and f16 cells are ok and exact, one row per type. Skipped while the
- * axis is missing (the config does not plan). */
+ * the torch peers' f32, bf16 and f16 cells of one dataset (one cache entry, one peer input of
+ * three files) are ok and exact, one row per type. Skipped while the axis is missing (the
+ * config does not plan). */
 TEST(peers_16bit_sweep_cells_are_exact)
 {
     if (!torch_ready())
@@ -602,7 +603,7 @@ TEST(peers_16bit_sweep_cells_are_exact)
     char log[1 << 16];
     const char *cfg = "sweep \"half\" { algos = { \"torch.sort\", \"torch.sample\" },\n"
                       "  dataset = \"gaussian\", vocab = 3001, batch = 8, k = 50, p = 0.9,\n"
-                      "  dtype = { \"bf16\", \"f16\" }, verify = 8, draws = 64,\n"
+                      "  dtype = { \"f32\", \"bf16\", \"f16\" }, verify = 8, draws = 64,\n"
                       "  timing = { warmup = 1, min_reps = 2, max_reps = 2 } }\n";
     const char *path = write_scratch("half.lua", cfg);
     if (run_cmd(log, sizeof log, "%s run %s --dry-run --backend cpu", topkp_bin(), path) != 0) {
@@ -624,8 +625,8 @@ TEST(peers_16bit_sweep_cells_are_exact)
         tsv_field(line + 1, c_message, message, sizeof message);
         CHECK(strcmp(status, "ok") == 0 && !message[0] && atoi(exact) == 8,
               "%s %s: %s (%s), %s of 8 rows exact", algo, dtype, status, message, exact);
-        seen |= (strcmp(dtype, "bf16") == 0 ? 1 : strcmp(dtype, "f16") == 0 ? 2 : 4)
-                << (strcmp(algo, "torch.sort") == 0 ? 0 : 3);
+        int t = strcmp(dtype, "f32") == 0 ? 0 : strcmp(dtype, "bf16") == 0 ? 1 : 2;
+        seen |= 1 << (t + (strcmp(algo, "torch.sort") == 0 ? 0 : 3));
     }
-    CHECK(seen == (3 | 3 << 3), "expected one bf16 and one f16 cell per peer (seen %#x)", seen);
+    CHECK(seen == 077, "expected one f32, one bf16 and one f16 cell per peer (seen %#o)", seen);
 }
