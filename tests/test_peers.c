@@ -2,8 +2,9 @@
  * catalog and the C table name the same peers; torch's peers get the modules' very logits,
  * are timed under the run's policy and are judged by the oracle (exact where they should be,
  * their wrong rows reported where they are not); a peer that raises, hangs, exits or is
- * missing becomes a row and the sweep goes on. Skipped when /usr/bin/python3 lacks torch
- * (scripts/install-python-deps.sh installs it). */
+ * missing becomes a row and the sweep goes on; on 16-bit logits the file holds the encodings,
+ * the torch peers equal their float32 upcast and a malformed file is a clear error. Skipped
+ * when /usr/bin/python3 lacks torch (scripts/install-python-deps.sh installs it). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,22 @@ static long long cell_int(const char *algo, const char *dataset, const char *mod
               part_ ? part_ : "");                                                               \
     } while (0)
 
+/* docs/PEERS.md's table row of `peer` ends with its 16-bit column, which starts with the
+ * catalog's cast (native or float32). */
+static void check_cast_documented(const char *doc, const char *peer, const char *cast)
+{
+    char head[96];
+    snprintf(head, sizeof head, "\n| `%s` |", peer);
+    const char *row = doc ? strstr(doc, head) : NULL;
+    const char *end = row ? strchr(row + 1, '\n') : NULL;
+    const char *last = NULL;
+    for (const char *q = row ? row + 1 : NULL; q && q < end; q++)
+        if (*q == '|' && q + 1 < end && q[1] == ' ' && q + 2 < end && q[2] != '|')
+            last = q + 2; /* the start of the row's last cell so far */
+    CHECK(last && strncmp(last, cast, strlen(cast)) == 0,
+          "docs/PEERS.md's row of %s does not give its 16-bit logits as %s", peer, cast);
+}
+
 TEST(peers_python_catalog_names_the_c_peers)
 {
     if (!torch_ready())
@@ -95,13 +112,23 @@ TEST(peers_python_catalog_names_the_c_peers)
     char out[1 << 16], names[4096];
     REQUIRE(run_cmd(names, sizeof names, PYTHON " -c 'import sys; sys.path.insert(0, \"peers\"); "
                     "import catalog; print(\" \".join(p.name + \":\" + \",\".join(p.devices) "
-                    "for p in catalog.PEERS))'") == 0,
+                    "+ \":\" + p.cast for p in catalog.PEERS))'") == 0,
             "cannot import peers/catalog.py: %s", names);
+    char *doc = NULL;
+    size_t doc_len = 0;
+    FILE *doc_file = open_memstream(&doc, &doc_len), *src = fopen("docs/PEERS.md", "r");
+    for (int ch; src && (ch = fgetc(src)) != EOF;)
+        fputc(ch, doc_file);
+    if (src)
+        fclose(src);
+    fclose(doc_file);
     int n_py = 0;
     for (char *save, *w = strtok_r(names, " \n", &save); w; w = strtok_r(NULL, " \n", &save), n_py++) {
-        char *devices = strchr(w, ':');
-        REQUIRE(devices, "catalog line %s", w);
+        char *devices = strchr(w, ':'), *cast = devices ? strchr(devices + 1, ':') : NULL;
+        REQUIRE(devices && cast, "catalog line %s", w);
         *devices++ = 0;
+        *cast++ = 0;
+        check_cast_documented(doc, w, cast);
         const struct tkp_algo *a = tkp_algo_find(w);
         CHECK(a && (a->flags & TKP_PEER), "peers/catalog.py names %s, which harness/peers.c lacks", w);
         CHECK(!a || !!(tkp_algo_backends(a) & TKP_CPU) == !!strstr(devices, "cpu"),
@@ -112,6 +139,7 @@ TEST(peers_python_catalog_names_the_c_peers)
     int n_c = 0;
     for (; tkp_peers[n_c]; n_c++)
         ;
+    free(doc);
     CHECK(n_py == n_c, "catalog.py has %d peers, peers.c %d", n_py, n_c);
     REQUIRE(run_cmd(out, sizeof out, "TOPKP_PYTHON=" PYTHON " %s list", topkp_bin()) == 0, "%s", out);
     for (int i = 0; tkp_peers[i]; i++) {
