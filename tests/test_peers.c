@@ -618,6 +618,17 @@ TEST(peers_16bit_malformed_input_is_a_clear_error)
     tkp_peer_input_remove(&in);
     tkp_peer_input_remove(&cut);
     tkp_peer_session_close(&s);
+    /* a peer that writes into its bf16 input: the 16-bit checksums see it */
+    setenv("TOPKP_PEER_FAULT", "write:torch.sort", 1);
+    tkp_peer_session_init(&s, TKP_CPU, 0, 0, NULL);
+    struct tkp_peer_input w = { .path = "" };
+    REQUIRE(tkp_peer_input_write(&s, &c.b, 4, &w, &err) == TKP_OK, "%s", err.msg);
+    r = run_peer_cell(&s, "torch.sort", &c.b, &w, (uint8_t[4 * 300]){ 0 }, NULL, 0);
+    unsetenv("TOPKP_PEER_FAULT");
+    CHECK(r.rc == TKP_EINVAL && strstr(r.err.msg, "wrote into its input logits"),
+          "a write into bf16 input: rc %d, %s", r.rc, r.err.msg);
+    tkp_peer_input_remove(&w);
+    tkp_peer_session_close(&s);
 }
 
 /* Through `topkp run`, once the harness has its `dtype` axis (docs/DESIGN.md, the axes table):
