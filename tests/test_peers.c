@@ -669,3 +669,15 @@ TEST(peers_16bit_sweep_cells_are_exact)
     }
     CHECK(seen == 077, "expected one f32, one bf16 and one f16 cell per peer (seen %#o)", seen);
 }
+
+/* The library peers (GPU-only here) hand their library what their catalog entry says on a
+ * 16-bit cell: the 16-bit logits (native) or float32 (peers/cast_check.py, with stand-ins for
+ * the libraries). */
+TEST(peers_library_calls_get_the_declared_element_type)
+{
+    if (!torch_ready())
+        return;
+    char out[1 << 14];
+    int rc = run_cmd(out, sizeof out, PYTHON " peers/cast_check.py 2>&1");
+    CHECK(rc == 0 && strstr(out, "ok 36"), "peers/cast_check.py (rc %d):\n%s", rc, out);
+}
