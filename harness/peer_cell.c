@@ -13,9 +13,16 @@
 #include "peer_cell.h"
 #include "timing.h"
 
-/* The files of the scratch folder besides logits-<n>.f32: the worker's outputs of a cell. */
+/* The files of the scratch folder besides the logits: the worker's outputs of a cell. */
 #define KEPT_FILE "kept.u8"
 #define SAMPLES_FILE "samples.i64"
+
+/* The scratch folder's n-th logits file: logits-<n>.<element type> (f32, bf16 or f16), so
+ * that the worker can tell a file of one type from a request for another. */
+static void input_path(char *path, size_t size, const char *dir, int n, enum tkp_dtype dtype)
+{
+    snprintf(path, size, "%s/logits-%d.%s", dir, n, tkp_dtype_name(dtype));
+}
 
 /* The session whose scratch folder a signal must remove (one per process). */
 static struct tkp_peer_session *signalled;
@@ -24,10 +31,11 @@ static struct tkp_peer_session *signalled;
 static void remove_scratch(const char *dir, int files)
 {
     char path[800];
-    for (int i = 1; i <= files; i++) {
-        snprintf(path, sizeof path, "%s/logits-%d.f32", dir, i);
-        unlink(path);
-    }
+    for (int i = 1; i <= files; i++)
+        for (int t = 0; t < TKP_DTYPE_COUNT; t++) {
+            input_path(path, sizeof path, dir, i, (enum tkp_dtype)t);
+            unlink(path);
+        }
     snprintf(path, sizeof path, "%s/" KEPT_FILE, dir);
     unlink(path);
     snprintf(path, sizeof path, "%s/" SAMPLES_FILE, dir);
@@ -128,39 +136,76 @@ void tkp_peer_session_close(struct tkp_peer_session *s)
         signalled = NULL;
 }
 
-int tkp_peer_input_write(struct tkp_peer_session *s, const float *logits, int64_t rows,
-                         int64_t vocab, struct tkp_peer_input *in, struct tkp_error *err)
+/* CRC-32 of `bytes` bytes (zlib takes 32-bit lengths: fed a gibibyte at a time). */
+static uint32_t crc_of(const void *data, size_t bytes)
 {
-    int rc = scratch_ready(s, err);
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (size_t at = 0; at < bytes; at += 1u << 30) {
+        size_t len = bytes - at < (1u << 30) ? bytes - at : (1u << 30);
+        crc = crc32(crc, (const Bytef *)data + at, (uInt)len);
+    }
+    return (uint32_t)crc;
+}
+
+/* Can the first `rows` rows of b's input be written for the peers? */
+static int input_writable(const struct tkp_batch *b, int64_t rows, struct tkp_error *err)
+{
+    const char *type = tkp_dtype_name(b->dtype);
+    if (!type)
+        tkp_error_set(err, "logits element type %d is not one of f32, bf16, f16", (int)b->dtype);
+    else if (!tkp_batch_input(b))
+        tkp_error_set(err, "the %s batch has no %s values to write for the peers", type, type);
+    else if (rows < b->batch)
+        tkp_error_set(err, "the peers' copy of the logits would hold %lld rows, fewer than the "
+                      "batch's %lld", (long long)rows, (long long)b->batch);
+    else
+        return TKP_OK;
+    return TKP_EINVAL;
+}
+
+int tkp_peer_input_write(struct tkp_peer_session *s, const struct tkp_batch *b, int64_t rows,
+                         struct tkp_peer_input *in, struct tkp_error *err)
+{
+    int rc = input_writable(b, rows, err);
     if (rc)
         return rc;
-    snprintf(in->path, sizeof in->path, "%s/logits-%d.f32", s->scratch, ++s->files);
-    size_t bytes = sizeof(float) * (size_t)(rows * vocab);
-    FILE *f = fopen(in->path, "wb");
-    size_t put = f ? fwrite(logits, 1, bytes, f) : 0;
+    if (in->path[0] && in->rows != rows) {
+        tkp_error_set(err, "the peers' copy of the logits %s holds %lld rows, not %lld", in->path,
+                      (long long)in->rows, (long long)rows);
+        return TKP_EINVAL;
+    }
+    rc = scratch_ready(s, err);
+    if (rc)
+        return rc;
+    struct tkp_peer_file *file = &in->typed[b->dtype];
+    if (file->path[0])
+        unlink(file->path);
+    input_path(file->path, sizeof file->path, s->scratch, ++s->files, b->dtype);
+    const void *values = tkp_batch_input(b);
+    size_t bytes = (size_t)tkp_dtype_size(b->dtype) * (size_t)(rows * b->vocab);
+    FILE *f = fopen(file->path, "wb");
+    size_t put = f ? fwrite(values, 1, bytes, f) : 0;
     int closed = f ? fclose(f) == 0 : 0; /* always closed: an open unlinked file keeps its blocks */
     if (!f || put != bytes || !closed) {
         tkp_error_set(err, "cannot write the peers' copy of the logits to %s (%zu of %zu bytes)",
-                      in->path, put, bytes);
-        unlink(in->path);
-        in->path[0] = 0;
+                      file->path, put, bytes);
+        unlink(file->path);
+        file->path[0] = 0;
         return TKP_EINVAL;
     }
+    file->crc = crc_of(values, bytes);
     in->rows = rows;
-    uLong crc = crc32(0L, Z_NULL, 0);
-    for (size_t at = 0; at < bytes; at += 1u << 30) { /* zlib takes 32-bit lengths */
-        size_t len = bytes - at < (1u << 30) ? bytes - at : (1u << 30);
-        crc = crc32(crc, (const Bytef *)logits + at, (uInt)len);
-    }
-    in->crc = (uint32_t)crc;
+    if (!in->path[0])
+        memcpy(in->path, file->path, sizeof in->path); /* the same size, NUL included */
     return TKP_OK;
 }
 
 void tkp_peer_input_remove(struct tkp_peer_input *in)
 {
-    if (in->path[0])
-        unlink(in->path);
-    in->path[0] = 0;
+    for (int t = 0; t < TKP_DTYPE_COUNT; t++)
+        if (in->typed[t].path[0])
+            unlink(in->typed[t].path);
+    memset(in, 0, sizeof *in);
 }
 
 /* What the repetition callbacks need. */
@@ -249,14 +294,16 @@ static void note_package(struct tkp_peer_session *s, const char *peer, const cha
 }
 
 static int open_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
-                     const struct tkp_peer_input *in, double deadline_us, struct tkp_error *err)
+                     const struct tkp_peer_input *in, enum tkp_dtype dtype, double deadline_us,
+                     struct tkp_error *err)
 {
+    const struct tkp_peer_file *file = &in->typed[dtype];
     char line[2048];
     int len = snprintf(line, sizeof line,
-                       "open\tpeer=%s\tlogits=%s\trows=%lld\tbatch=%lld\tvocab=%lld\tk=%d\t"
-                       "p=%.9g\tdevice=%s\tseed=%llu\tflush_bytes=%lld\toptions=%s",
-                       cell->algo->name, in->path, (long long)in->rows, (long long)cell->batch,
-                       (long long)cell->vocab, cell->k, (double)cell->p,
+                       "open\tpeer=%s\tlogits=%s\tdtype=%s\trows=%lld\tbatch=%lld\tvocab=%lld\t"
+                       "k=%d\tp=%.9g\tdevice=%s\tseed=%llu\tflush_bytes=%lld\toptions=%s",
+                       cell->algo->name, file->path, tkp_dtype_name(dtype), (long long)in->rows,
+                       (long long)cell->batch, (long long)cell->vocab, cell->k, (double)cell->p,
                        s->backend == TKP_GPU ? "cuda" : "cpu", (unsigned long long)cell->seed,
                        s->flush_bytes, cell->options);
     if (len < 0 || (size_t)len >= sizeof line) {
@@ -269,9 +316,9 @@ static int open_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
         return rc;
     note_package(s, cell->algo->name, tkp_peer_field(&r, "info"));
     const char *crc = tkp_peer_field(&r, "crc");
-    if (!crc || strtoul(crc, NULL, 10) != in->crc) {
+    if (!crc || strtoul(crc, NULL, 10) != file->crc) {
         tkp_error_set(err, "the peer read other logits than the modules (CRC-32 %s, expected %u)",
-                      crc ? crc : "missing", in->crc);
+                      crc ? crc : "missing", file->crc);
         return TKP_EINVAL;
     }
     return TKP_OK;
@@ -304,17 +351,35 @@ static int fetch_outputs(struct tkp_peer_session *s, const struct tkp_batch *b, 
     return rc;
 }
 
+/* The file of b's element type in `in`, written now when a cell of that type comes first;
+ * `in` must hold the batch's rows. */
+static int input_ready(struct tkp_peer_session *s, struct tkp_peer_input *in,
+                       const struct tkp_batch *b, struct tkp_error *err)
+{
+    if (in->rows < b->batch) {
+        tkp_error_set(err, "the peers' copy of the logits %s holds %lld rows; the cell reads %lld",
+                      in->path[0] ? in->path : "(none written)", (long long)in->rows,
+                      (long long)b->batch);
+        return TKP_EINVAL;
+    }
+    if (!tkp_dtype_name(b->dtype) || in->typed[b->dtype].path[0])
+        return TKP_OK; /* an element type outside the enum: tkp_capable refused it */
+    return tkp_peer_input_write(s, b, in->rows, in, err);
+}
+
 int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
-                  const struct tkp_batch *b, const struct tkp_peer_input *in, uint8_t *kept,
+                  const struct tkp_batch *b, struct tkp_peer_input *in, uint8_t *kept,
                   int64_t *drawn, int32_t draws, struct tkp_cell_row *row, double **samples,
                   int64_t *n_samples, struct tkp_error *err)
 {
     struct tkp_problem pb = tkp_problem_of(b, s->backend, cell->algo->outputs, draws);
     int rc = tkp_capable(cell->algo, &pb, err);
+    if (!rc)
+        rc = input_ready(s, in, b, err);
     if (rc)
         return rc;
     struct peer_reps reps = { s, tkp_now_us() + cell->timing.timeout * 1e6 };
-    rc = open_cell(s, cell, in, reps.deadline_us, err);
+    rc = open_cell(s, cell, in, b->dtype, reps.deadline_us, err);
     struct tkp_rep_source src = { peer_warm, NULL, peer_take, &reps };
     struct tkp_timing timing = cell->timing;
     if (timing.warmup < 1)
@@ -333,9 +398,7 @@ int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
     if (rc)
         return rc;
     row->workspace_bytes = extra;
-    row->peak_device_bytes = s->backend == TKP_GPU
-                                 ? extra + (int64_t)(sizeof(float) * (size_t)(b->batch * b->vocab))
-                                 : 0;
+    row->peak_device_bytes = s->backend == TKP_GPU ? extra + (int64_t)tkp_batch_input_bytes(b) : 0;
     return tkp_row_judge(row, b, kept, drawn, draws, cell->verify_rows, 0, err);
 }
 

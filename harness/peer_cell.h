@@ -24,11 +24,21 @@ struct tkp_peer_session {
     struct tkp_results *res; /* where packages goes, as root attribute peer_packages */
 };
 
-/* The rows a peer reads: a raw float32 file of rows x vocab values and its CRC-32. */
-struct tkp_peer_input {
-    char path[600];
-    int64_t rows;
+/* One file of the rows a peer reads: raw little-endian values of one element type
+ * (logits-<n>.f32: float32; logits-<n>.bf16 / .f16: the 16-bit encodings, uint16 each), and
+ * its CRC-32. */
+struct tkp_peer_file {
+    char path[600]; /* "" until written */
     uint32_t crc;
+};
+
+/* The rows a peer reads, one file per element type a cell of them asks for: the rows of a
+ * runner's cache entry serve its f32, bf16 and f16 cells alike (docs/PEERS.md, "16-bit
+ * logits"). */
+struct tkp_peer_input {
+    char path[600]; /* the first file written: "" until one is (what the runner tests) */
+    int64_t rows;   /* rows of every file */
+    struct tkp_peer_file typed[TKP_DTYPE_COUNT];
 };
 
 /* A session writing peer_packages into `res` (may be NULL), continuing what `res` holds. On
@@ -38,16 +48,22 @@ void tkp_peer_session_init(struct tkp_peer_session *s, enum tkp_backend backend,
                            long long l2_bytes, double max_clock_mhz, struct tkp_results *res);
 /* Stop the worker and remove the scratch folder (packages stays readable). */
 void tkp_peer_session_close(struct tkp_peer_session *s);
-/* Write rows x vocab logits to a new file of the scratch folder. */
-int tkp_peer_input_write(struct tkp_peer_session *s, const float *logits, int64_t rows,
-                         int64_t vocab, struct tkp_peer_input *in, struct tkp_error *err);
+/* Write the first `rows` rows of what a module reads from `b` (tkp_batch_input: a 16-bit
+ * batch's encodings, else its float32 logits) to a new file of the scratch folder, the file of
+ * b's element type in `in`. The buffers of `b` must hold `rows` rows, which may be more than
+ * b->batch: the runner writes its cache entry once for every cell of the same data. */
+int tkp_peer_input_write(struct tkp_peer_session *s, const struct tkp_batch *b, int64_t rows,
+                         struct tkp_peer_input *in, struct tkp_error *err);
+/* Remove every file of `in`. */
 void tkp_peer_input_remove(struct tkp_peer_input *in);
 
 /* Run `cell` (its batch b, whose logits are the first rows of `in`) through its peer: fills
- * the row's counters and memory, the samples (malloc'd), kept/drawn for the oracle. Returns
- * the status code; the caller records it. */
+ * the row's counters and memory, the samples (malloc'd), kept/drawn for the oracle. The file
+ * of b's element type is written first when `in` has none yet (b's buffers then hold in->rows
+ * rows, as for tkp_peer_input_write); an `in` of fewer rows than b is an error. Returns the
+ * status code; the caller records it. */
 int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
-                  const struct tkp_batch *b, const struct tkp_peer_input *in, uint8_t *kept,
+                  const struct tkp_batch *b, struct tkp_peer_input *in, uint8_t *kept,
                   int64_t *drawn, int32_t draws, struct tkp_cell_row *row, double **samples,
                   int64_t *n_samples, struct tkp_error *err);
 

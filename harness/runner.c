@@ -267,7 +267,7 @@ static int run_peer(const struct tkp_cell *cell, struct run_env *env, struct cac
                     struct tkp_error *err)
 {
     if (!e->peer_file.path[0]) {
-        int rc = tkp_peer_input_write(&env->peers, e->logits, e->rows, e->vocab, &e->peer_file, err);
+        int rc = tkp_peer_input_write(&env->peers, b, e->rows, &e->peer_file, err);
         if (rc)
             return rc;
     }

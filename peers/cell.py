@@ -1,6 +1,7 @@
 """cell.py — one cell as a peer sees it (docs/PEERS.md): the harness's logits on the cell's
-device, k and p in the harness's convention (top-k off when k <= 0 or k >= V, top-p off when
-p >= 1), and the forms the peer libraries take them in."""
+device, in their own element type (float32, bfloat16 or float16), k and p in the harness's
+convention (top-k off when k <= 0 or k >= V, top-p off when p >= 1), and the forms the peer
+libraries take them in."""
 
 
 SMALLEST_P = 1.1754943508222875e-38  # FLT_MIN, the smallest normal float32: kernels built with
@@ -14,7 +15,8 @@ class Unsupported(Exception):
 class Cell:
     def __init__(self, torch, logits, k, p, seed, options):
         self.torch = torch
-        self.logits = logits               # pristine [B, V] float32; a peer never writes it
+        self.logits = logits               # pristine [B, V], float32 or 16-bit; a peer never writes it
+        self.sixteen_bit = logits.dtype != torch.float32
         self.batch, self.vocab = logits.shape
         self.device = logits.device
         self.k, self.p, self.seed = k, p, seed
@@ -23,6 +25,20 @@ class Cell:
         self.topp_on = p < 1.0
         self._probs = None
         self._generator = None
+
+    def float32(self):
+        """The logits as float32: the logits themselves for a float32 cell, else `x.float()`, a
+        new tensor (exact: every 16-bit value is a float32). A peer whose library needs float32
+        calls this inside its timed call, so the cast is timed (docs/PEERS.md, "16-bit
+        logits"); for a float32 cell it costs nothing."""
+        return self.logits.float()
+
+    def float32_like(self):
+        """A float32 tensor of the logits' shape and device (its values unset, for calls that
+        only look at the shape); the logits themselves for a float32 cell."""
+        if not self.sixteen_bit:
+            return self.logits
+        return self.torch.empty(self.logits.shape, dtype=self.torch.float32, device=self.device)
 
     def option(self, name, default):
         return self.options.get(name, default)
@@ -49,9 +65,10 @@ class Cell:
         return self.torch.full((self.batch,), self.p_float, dtype=self.torch.float32, device=self.device)
 
     def probs(self):
-        """torch.softmax of the logits, computed once outside the timed region."""
+        """torch.softmax of the logits in float32, computed once outside the timed region (for
+        a 16-bit cell the cast is outside it too)."""
         if self._probs is None:
-            self._probs = self.torch.softmax(self.logits, dim=-1)
+            self._probs = self.torch.softmax(self.float32(), dim=-1)
         return self._probs
 
     def generator(self):

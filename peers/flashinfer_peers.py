@@ -4,10 +4,12 @@ Peers that take probabilities have the option `input`: `probs` times the kernel 
 softmax computed outside the timed region; `softmax` times FlashInfer's softmax and the kernel
 together, what a from-logits pipeline pays. Samplers draw with a torch generator seeded by the
 cell's seed; set peers hand back their kept mask (masked logits != -inf, or renormalised
-probability > 0)."""
+probability > 0). On a 16-bit cell the top-k mask and the radix top-k read the 16-bit logits;
+the samplers and the renorm chain work on float32, so their timed call starts with x.float()
+(with input=probs the cast, like the softmax, is outside the timed region)."""
 import sys
 
-from peer import Peer
+from peer import FLOAT32, NATIVE, Peer
 from cell import Call, Unsupported
 
 SAMPLING, TOPK, CAKE = "flashinfer.sampling", "flashinfer.topk", "flashinfer.cake_sampling"
@@ -22,7 +24,7 @@ def probs_input(cell):
     if cell.option("input", "probs") == "probs":
         probs = cell.probs()
         return lambda: probs
-    return lambda: fi(SAMPLING).softmax(cell.logits)
+    return lambda: fi(SAMPLING).softmax(cell.float32())
 
 
 def order_of(cell):
@@ -32,7 +34,7 @@ def order_of(cell):
 def prepare_sampling_logits(cell):
     k, p, g = cell.k_rows(), cell.p_rows(), cell.generator()
     fn = fi(SAMPLING).top_k_top_p_sampling_from_logits
-    return Call(lambda: fn(cell.logits, k, p, filter_apply_order=order_of(cell),
+    return Call(lambda: fn(cell.float32(), k, p, filter_apply_order=order_of(cell),
                            deterministic=True, generator=g),
                 sample=lambda out: out)
 
@@ -93,7 +95,7 @@ def prepare_topk(cell):
 def prepare_cake(cell):
     cake = fi(CAKE)
     k, p, g, probs = cell.k_rows(), cell.p_rows(), cell.generator(), probs_input(cell)
-    route = cake.cake_sampling_route(cell.logits, k, cell.k_int)  # same shape and layout as probs
+    route = cake.cake_sampling_route(cell.float32_like(), k, cell.k_int)  # probs' shape and type
     if route != "pipeline":
         raise Unsupported(f"the cake pipeline does not serve this cell ({route}; it needs "
                           f"1 <= k <= 1024 and k < V); its fallback is another sampler")
@@ -113,11 +115,18 @@ def drop_caches():
 
 
 GPU = ("cuda",)
+PKG = "flashinfer-python"
+FROM_LOGITS = "x.float() timed, as vLLM converts the logits to float32 before calling it"
+FROM_PROBS = ("float32 probabilities: input=probs casts and softmaxes outside the timed region, "
+              "input=softmax times x.float() and the softmax")
 PEERS = [
-    Peer("flashinfer.sampling", "flashinfer-python", [SAMPLING], GPU, prepare_sampling_logits),
-    Peer("flashinfer.sampling_probs", "flashinfer-python", [SAMPLING], GPU, prepare_sampling_probs),
-    Peer("flashinfer.top_k_mask", "flashinfer-python", [SAMPLING], GPU, prepare_top_k_mask),
-    Peer("flashinfer.renorm", "flashinfer-python", [SAMPLING], GPU, prepare_renorm),
-    Peer("flashinfer.topk", "flashinfer-python", [TOPK], GPU, prepare_topk),
-    Peer("flashinfer.cake", "flashinfer-python", [SAMPLING, CAKE], GPU, prepare_cake),
+    Peer("flashinfer.sampling", PKG, [SAMPLING], GPU, prepare_sampling_logits, FLOAT32, FROM_LOGITS),
+    Peer("flashinfer.sampling_probs", PKG, [SAMPLING], GPU, prepare_sampling_probs, FLOAT32,
+         FROM_PROBS),
+    Peer("flashinfer.top_k_mask", PKG, [SAMPLING], GPU, prepare_top_k_mask, NATIVE,
+         "top_k_mask_logits reads float16 and bfloat16 logits"),
+    Peer("flashinfer.renorm", PKG, [SAMPLING], GPU, prepare_renorm, FLOAT32, FROM_PROBS),
+    Peer("flashinfer.topk", PKG, [TOPK], GPU, prepare_topk, NATIVE,
+         "the radix top-k reads float16 and bfloat16"),
+    Peer("flashinfer.cake", PKG, [SAMPLING, CAKE], GPU, prepare_cake, FLOAT32, FROM_PROBS),
 ]

@@ -2,8 +2,10 @@
 `torch.sort`, the textbook sort-based filter (one descending stable sort, the k-th position,
 a float32 softmax and cumulative sum over the sorted row, the mask scattered back);
 `torch.sample`, the same filter followed by torch.multinomial over the kept probabilities;
-and `torch.topk`, torch's own top-k as a reference for top-k alone."""
-from peer import Peer
+and `torch.topk`, torch's own top-k as a reference for top-k alone. All three read a 16-bit
+cell's logits as they are: the sort and torch.topk take them, the softmax widens what it sums
+to float32 (exactly), so a 16-bit row gives what its float32 upcast gives."""
+from peer import NATIVE, Peer
 from cell import Call, Unsupported
 
 
@@ -18,7 +20,7 @@ def sort_filter(cell):
         if cell.topk_on:
             keep[:, cell.k:] = False
         if cell.topp_on:
-            probs = torch.softmax(values.masked_fill(~keep, float("-inf")), dim=-1)
+            probs = torch.softmax(values.masked_fill(~keep, float("-inf")).float(), dim=-1)
             before = torch.cumsum(probs, dim=-1) - probs   # mass strictly before each token
             keep &= before < cell.p_float
             keep[:, 0] = True
@@ -38,7 +40,7 @@ def prepare_sample(cell):
 
     def run():
         mask = kept()
-        probs = torch.softmax(cell.logits.masked_fill(~mask, float("-inf")), dim=-1)
+        probs = torch.softmax(cell.logits.masked_fill(~mask, float("-inf")).float(), dim=-1)
         valid = mask.any(dim=-1)
         probs[~valid] = 1.0  # a row with nothing kept draws -1 below
         drawn = torch.multinomial(probs, 1, generator=g).squeeze(1)
@@ -58,8 +60,12 @@ def prepare_topk(cell):
     return Call(run, kept=lambda out: cell.mask_of_indices(out.indices))
 
 
+BOTH = ("cpu", "cuda")
 PEERS = [
-    Peer("torch.sort", "torch", ["torch"], ("cpu", "cuda"), prepare_sort),
-    Peer("torch.sample", "torch", ["torch"], ("cpu", "cuda"), prepare_sample),
-    Peer("torch.topk", "torch", ["torch"], ("cpu", "cuda"), prepare_topk),
+    Peer("torch.sort", "torch", ["torch"], BOTH, prepare_sort, NATIVE,
+         "sorts the 16-bit logits; the sorted values are widened to float32 for the softmax"),
+    Peer("torch.sample", "torch", ["torch"], BOTH, prepare_sample, NATIVE,
+         "torch.sort's filter; the kept logits are widened to float32 for the softmax"),
+    Peer("torch.topk", "torch", ["torch"], BOTH, prepare_topk, NATIVE,
+         "torch.topk on the 16-bit logits"),
 ]

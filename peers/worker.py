@@ -3,17 +3,20 @@
 
 `topkp run` starts this script once and talks to it over its stdin and stdout, one request
 line and one reply line at a time (tab-separated `key=value` fields after a command word).
-The harness owns the logits (it writes the very bytes its modules read to a raw float32
-file), the stopping rule, the oracle and the results file; this side only loads the logits,
+The harness owns the logits (it writes the very bytes its modules read to a raw little-endian
+file: float32, or the uint16 encodings of a bf16 / f16 cell), the stopping rule, the oracle and
+the results file; this side only loads the logits (as a float32, bfloat16 or float16 tensor),
 calls one peer library, times each call between two CUDA events (or the host clock on the
 CPU) with L2 flushed first, and hands back the kept masks or draws. A peer library may print
 to stdout: the protocol therefore runs on a private copy of the original stdout, and fd 1 is
 pointed at stderr before any peer is imported.
 
 Requests (replies are `ok ...`, `unsupported msg=...`, `oom msg=...` or `error msg=...`):
-  probe                          one `peer name=.. available=0|1 info=..` line per peer, then ok
-  open peer= logits= rows= batch= vocab= k= p= device=cpu|cuda seed= flush_bytes= options=
-                                 -> ok crc=<crc32 of the file's bytes> info=<package version>
+  probe                          one `peer name=.. available=0|1 info=.. cast=..` line per peer,
+                                 then ok
+  open peer= logits= dtype=f32|bf16|f16 rows= batch= vocab= k= p= device=cpu|cuda seed=
+       flush_bytes= options=     -> ok crc=<crc32 of the file's bytes> info=<package version>
+                                    cast=<what the peer does with 16-bit logits>
   rep flush=0|1                  one timed call -> ok us=<microseconds>
   fetch kept=PATH samples=PATH draws=N
                                  an untimed call whose output is written to PATH(s)
@@ -53,11 +56,37 @@ def reply(status, **fields):
     PROTO.write("\t".join(parts) + "\n")
 
 
+# The element types of the harness's logits files (docs/PEERS.md, "16-bit logits"): the tag of
+# the `open` request and of the file's name (logits-<n>.<tag>), the little-endian integer type
+# of the same width that numpy reads, and the torch type those bits are viewed as.
+DTYPES = {"f32": ("<i4", 4, "float32"), "bf16": ("<i2", 2, "bfloat16"), "f16": ("<i2", 2, "float16")}
+
+
 def device_checksum(x):
-    """Two sums of the float32 bit patterns, on the tensor's device: a write changes them."""
+    """Two sums of the logits' bit patterns, on the tensor's device: a write changes them."""
     import torch
-    bits = x.view(torch.int32)
-    return int(bits.sum(dtype=torch.int64)), int((bits & 0xFFFF).sum(dtype=torch.int64))
+    bits = x.view(torch.int32 if x.element_size() == 4 else torch.int16)
+    low = 0xFFFF if x.element_size() == 4 else 0xFF
+    return int(bits.sum(dtype=torch.int64)), int((bits & low).sum(dtype=torch.int64))
+
+
+def read_logits(torch, path, dtype, rows, vocab):
+    """The harness's file as a host tensor [rows, vocab] of its type, and the file's bytes.
+    A tag that is not f32/bf16/f16, a file named for another type, or a file of another size
+    is an error naming the file."""
+    import numpy as np
+    if dtype not in DTYPES:
+        raise ValueError(f"{path}: element type {dtype!r} is not one of {', '.join(DTYPES)}")
+    suffix = path.rsplit(".", 1)[-1] if "." in os.path.basename(path) else ""
+    if suffix in DTYPES and suffix != dtype:
+        raise ValueError(f"{path} is named as a {suffix} file but the request reads it as {dtype}")
+    numpy_type, size, torch_type = DTYPES[dtype]
+    raw = open(path, "rb").read()
+    if rows <= 0 or vocab <= 0 or len(raw) != rows * vocab * size:
+        raise ValueError(f"{path}: {len(raw)} bytes, expected {rows} x {vocab} {dtype} values "
+                         f"({rows * vocab * size} bytes)")
+    bits = np.frombuffer(raw, dtype=numpy_type).reshape(rows, vocab).copy()
+    return torch.from_numpy(bits).view(getattr(torch, torch_type)), raw
 
 
 def parse(line):
@@ -71,7 +100,7 @@ class Session:
 
     def __init__(self):
         self.torch = None
-        self.files = {}   # (path, device) -> (tensor [rows, V] on it, CRC-32, device_checksum)
+        self.files = {}   # (path, dtype, device) -> (tensor [rows, V] on it, CRC-32, device_checksum)
         self.cell_key = None  # the files key of the open cell
         self.cell = None
         self.call = None
@@ -85,16 +114,12 @@ class Session:
             self.torch = torch
         return self.torch
 
-    def load(self, path, rows, vocab, device):
-        """The harness's raw float32 file, once per (path, device)."""
-        key = (path, device)
+    def load(self, key, rows, vocab):
+        """The harness's raw file, once per key (path, dtype, device): a request that reads a
+        loaded file as another type reads it again, and fails read_logits' checks."""
+        path, dtype, device = key
         if key not in self.files:
-            torch = self.need_torch()
-            import numpy as np
-            raw = open(path, "rb").read()
-            if len(raw) != rows * vocab * 4:
-                raise ValueError(f"{path}: {len(raw)} bytes, expected {rows} x {vocab} floats")
-            host = torch.from_numpy(np.frombuffer(raw, dtype=np.float32).reshape(rows, vocab).copy())
+            host, raw = read_logits(self.need_torch(), path, dtype, rows, vocab)
             while len(self.files) >= KEEP_FILES:  # the oldest first (dicts keep insertion order)
                 self.files.pop(next(iter(self.files)))
             logits = host.to(device)
@@ -114,8 +139,10 @@ class Session:
         if device == "cuda" and not torch.cuda.is_available():
             raise Unsupported("torch sees no CUDA device")
         rows, batch, vocab = int(f["rows"]), int(f["batch"]), int(f["vocab"])
-        logits, crc = self.load(f["logits"], rows, vocab, device)
-        self.cell_key = (f["logits"], device)
+        if not 0 < batch <= rows:
+            raise ValueError(f"{f['logits']}: the cell reads {batch} rows of its {rows}")
+        self.cell_key = (f["logits"], f.get("dtype", "f32"), device)
+        logits, crc = self.load(self.cell_key, rows, vocab)
         options = dict(o.split("=", 1) for o in f.get("options", "").split(",") if "=" in o)
         self.cell = Cell(torch, logits[:batch], int(f["k"]), float(f["p"]), int(f["seed"]),
                          options)
@@ -124,7 +151,7 @@ class Session:
         nflush = int(f.get("flush_bytes", "0"))
         if device == "cuda" and nflush > 0 and (self.flush is None or self.flush.numel() != nflush):
             self.flush = torch.empty(nflush, dtype=torch.uint8, device=device)
-        return {"crc": crc + self.faulty("crc"), "info": info}
+        return {"crc": crc + self.faulty("crc"), "info": info, "cast": peer.cast_text()}
 
     def faulty(self, what):
         return FAULT == what and FAULT_PEER in ("", self.peer)
@@ -228,17 +255,26 @@ class Session:
     def probe(self, f):
         for peer in catalog.PEERS:
             ok, info = peer.available()
-            reply("peer", name=peer.name, available=int(ok), info=info)
+            reply("peer", name=peer.name, available=int(ok), info=info, cast=peer.cast_text())
         return {}
 
 
+def missing_kernel(e):
+    """Is `e` torch's refusal of an element type it has no kernel for on this device (e.g.
+    `"topk_cpu" not implemented for 'Half'`)? The peer cannot do the cell here: unsupported."""
+    return isinstance(e, (RuntimeError, NotImplementedError)) and "not implemented for '" in str(e)
+
+
 def error_reply(e, session):
-    """An exception as a reply: oom for an allocation failure, else error; restart=1 when the
-    CUDA context is broken (the harness then starts a new worker)."""
+    """An exception as a reply: oom for an allocation failure, unsupported for an element type
+    without a kernel, else error; restart=1 when the CUDA context is broken (the harness then
+    starts a new worker)."""
     if os.environ.get("TOPKP_PEER_TRACEBACK"):
         traceback.print_exc()
     if isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError":  # torch.cuda's
         reply("oom", msg=f"{type(e).__name__}: {e}")
+    elif missing_kernel(e):
+        reply("unsupported", msg=f"{session.peer}: {type(e).__name__}: {e}")
     else:
         reply("error", msg=f"{type(e).__name__}: {e}", restart=int(catalog.device_broken(session.torch)))
 
