@@ -12,3 +12,25 @@ sweep "topk50_topp09_dtype" {
     dtype = { "f32", "bf16" },
     timing = { warmup = 3, min_reps = 20, max_reps = 200, max_seconds = 1.0, target_rel = 0.01 },
 }
+
+-- The peers of the same cells (targets.lua's list), on float32 logits and on the same bf16
+-- logits: a peer whose API takes float32 (docs/PEERS.md, "16-bit logits") has the cast timed in,
+-- as an engine pays it today; the modules' bf16 time is judged against the best of them.
+local function join(...)
+    local out = {}
+    for _, list in ipairs({ ... }) do
+        for _, a in ipairs(list) do out[#out + 1] = a end
+    end
+    return out
+end
+local probs_and_softmax = function(name)
+    return { { name, input = "probs" }, { name, input = "softmax" } }
+end
+sweep "topk50_topp09_dtype_peers" {
+    algos = join({ "vllm.pytorch", "vllm.triton", "flashinfer.sampling",
+                   { "flashinfer.sampling", order = "joint" }, "flashinfer.renorm" },
+                 probs_and_softmax("flashinfer.sampling_probs"), probs_and_softmax("flashinfer.cake")),
+    dataset = "peers_s1", vocab = { 128256, 262144 }, batch = { 1, 128, 1024 }, k = 50, p = 0.9,
+    dtype = { "f32", "bf16" },
+    timing = { warmup = 3, min_reps = 20, max_reps = 200, max_seconds = 1.0, target_rel = 0.01 },
+}
