@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../algos/common/half.h"
+#include "../harness/logits_file.h"
 #include "cases.h"
 
 /* The fields of a 16-bit format, by its bits. */
@@ -27,32 +28,11 @@ static uint16_t encode(enum tkp_dtype t, float x)
     return t == TKP_BF16 ? tkp_f32_to_bf16(x) : tkp_f32_to_f16(x);
 }
 
-static float decode(enum tkp_dtype t, uint16_t h)
-{
-    return t == TKP_BF16 ? tkp_bf16_to_f32(h) : tkp_f16_to_f32(h);
-}
-
-/* The case's logits16 as they stand, and logits made their exact upcast. */
-static void upcast_in_place(struct test_case *c, enum tkp_dtype t)
-{
-    c->b.dtype = t;
-    for (int64_t i = 0; i < c->b.batch * c->b.vocab; i++)
-        c->b.logits[i] = decode(t, c->b.logits16[i]);
-}
-
-static void alloc_encodings(struct test_case *c)
-{
-    c->b.logits16 = malloc(sizeof(uint16_t) * (size_t)(c->b.batch ? c->b.batch * c->b.vocab : 1));
-}
-
 void case_to_dtype(struct test_case *c, enum tkp_dtype t)
 {
-    if (t == TKP_F32)
-        return;
-    alloc_encodings(c);
-    for (int64_t i = 0; i < c->b.batch * c->b.vocab; i++)
-        c->b.logits16[i] = encode(t, c->b.logits[i]);
-    upcast_in_place(c, t);
+    struct tkp_error err = { "" };
+    if (tkp_batch_to_dtype(&c->b, t, &err))
+        test_fail(__FILE__, __LINE__, "case %s: %s", c->name, err.msg);
 }
 
 /* The 16-bit families, each a rule for the encoding of token i of row r. */
@@ -124,11 +104,12 @@ static uint16_t pattern_value(enum tkp_dtype t, enum pattern16 pat, int64_t r, i
 static void fill16(struct test_case *c, enum tkp_dtype t, enum pattern16 pat)
 {
     uint64_t s = c->seed;
-    alloc_encodings(c);
+    memset(c->b.logits, 0, sizeof(float) * (size_t)(c->b.batch * c->b.vocab));
+    case_to_dtype(c, t); /* the encodings' buffer, filled here */
     for (int64_t r = 0; r < c->b.batch; r++)
         for (int64_t i = 0; i < c->b.vocab; i++)
             c->b.logits16[r * c->b.vocab + i] = pattern_value(t, pat, r, i, &s);
-    upcast_in_place(c, t);
+    tkp_batch_upcast(&c->b);
 }
 
 int cases_build_dtype(enum tkp_dtype t, struct test_case **out)
