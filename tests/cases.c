@@ -488,6 +488,25 @@ void check_gpu_matches_cpu(const char *algo, const char *const *options)
     check_two_runs(algo, options, &cpu_then_gpu);
 }
 
+void check_gpu_matches_cpu_dtype(const char *algo, const char *const *options, enum tkp_dtype t)
+{
+    const struct tkp_algo *a = tkp_algo_find(algo);
+    REQUIRE(a, "no module %s", algo);
+    const enum tkp_dtype cpu_reads = (a->cpu->dtypes & TKP_DTYPE_BIT(t)) ? t : TKP_F32;
+    char masks[96], draws[96];
+    snprintf(masks, sizeof masks, "GPU kept mask on %s differs from the CPU's on %s",
+             tkp_dtype_name(t), tkp_dtype_name(cpu_reads));
+    snprintf(draws, sizeof draws, "GPU draws on %s differ from the CPU's on %s",
+             tkp_dtype_name(t), tkp_dtype_name(cpu_reads));
+    const struct run_pair cpu_then_gpu = { TKP_CPU, TKP_GPU, 8, masks, draws, 1,
+                                           t, cpu_reads, t };
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    check_two_runs(algo, options, &cpu_then_gpu);
+}
+
 void check_deterministic(const char *algo, const char *const *options, enum tkp_backend backend)
 {
     check_deterministic_dtype(algo, options, backend, TKP_F32);

@@ -65,6 +65,10 @@ void cases_fit(const struct tkp_algo *a, struct test_case *c, int n);
  * test when no GPU is present. */
 void check_gpu_matches_cpu(const char *algo, const char *const *options);
 
+/* The same on the suite of 16-bit type t (cases_build_dtype): the GPU reads t, the CPU t too
+ * where its `dtypes` has it, else the exact float32 upcast. */
+void check_gpu_matches_cpu_dtype(const char *algo, const char *const *options, enum tkp_dtype t);
+
 /* Run `algo` with options ("name=value" strings, NULL-terminated; NULL for defaults) on the
  * CPU (or GPU) over every case and check every row against the oracle: set outputs must be
  * accepted kept sets, every draw must lie in the kept set. Failures go through CHECK. */

@@ -21,6 +21,8 @@
  *   conformance_T_sampler_tv_cpu_<m>   sampling modules: the statistical sampler test
  *   gpu_conformance_T_matches_f32_<m>, gpu_conformance_T_deterministic_<m>,
  *   gpu_conformance_T_sampler_tv_<m>   the same on the GPU
+ *   gpu_conformance_T_matches_cpu_<m>  GPU on T = CPU on T (or on the upcast, where the CPU
+ *                                      does not read T) bit for bit, and the oracle
  * and, once, conformance_refuses_another_abi: the harness refuses a module of another TKP_ABI,
  * and conformance_refuses_a_dtype_no_impl_reads: a logits type outside an implementation's
  * `dtypes` is refused by name before anything runs.
@@ -294,6 +296,13 @@ static void dtype_matches_f32(const void *arg)
         check_dtype_matches_f32(x->algo->name, NULL, x->backend, x->dtype);
 }
 
+static void dtype_gpu_matches_cpu(const void *arg)
+{
+    const struct dtype_run *x = arg;
+    if (implemented(x->algo))
+        check_gpu_matches_cpu_dtype(x->algo->name, NULL, x->dtype);
+}
+
 static void dtype_deterministic(const void *arg)
 {
     const struct dtype_run *x = arg;
@@ -318,17 +327,19 @@ static void add_dtype_tests(const struct tkp_algo *a, enum tkp_backend backend)
     static const struct {
         const char *what;
         test_fn_arg fn;
-        int sampler_only;
+        int sampler_only, gpu_only;
     } tests[] = {
-        { "matches_f32", dtype_matches_f32, 0 },
-        { "deterministic", dtype_deterministic, 0 },
-        { "sampler_tv", dtype_sampler_tv, 1 },
+        { "matches_f32", dtype_matches_f32, 0, 0 },
+        { "deterministic", dtype_deterministic, 0, 0 },
+        { "sampler_tv", dtype_sampler_tv, 1, 0 },
+        { "matches_cpu", dtype_gpu_matches_cpu, 0, 1 },
     };
     for (enum tkp_dtype t = TKP_BF16; impl && t <= TKP_F16; t++) {
         if (!(impl->dtypes & TKP_DTYPE_BIT(t)))
             continue;
         for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-            if (tests[i].sampler_only && !(a->outputs & TKP_OUT_SAMPLE))
+            if ((tests[i].sampler_only && !(a->outputs & TKP_OUT_SAMPLE)) ||
+                (tests[i].gpu_only && backend != TKP_GPU))
                 continue;
             struct dtype_run *x = malloc(sizeof *x);
             char *name;
