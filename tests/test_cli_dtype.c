@@ -3,7 +3,7 @@
  * of their fields holding the float32 values rounded to nearest even; `apply` on a 16-bit file
  * writes, byte for byte, what it writes on the file's float32 upcast, and `apply --dtype`
  * rounds a file of another type first; 16-bit files of an unknown layout, odd float layouts
- * and truncated files are errors naming the file. */
+ * and truncated or damaged files are errors naming the file. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,14 +230,25 @@ TEST(hostile_files_truncated_16bit_logits_are_named)
     snprintf(res, sizeof res, "%s/trunc-out.h5", scratch_dir());
     REQUIRE(run_cmd(out, sizeof out, "%s gen gaussian --batch 200 --vocab 3000 --dtype f16 -o %s",
                     bin, in) == 0, "gen: %s", out);
-    FILE *f = fopen(in, "rb");
+    FILE *f = fopen(in, "r+b");
     REQUIRE(f && fseek(f, 0, SEEK_END) == 0, "cannot open %s", in);
     long size = ftell(f);
+    /* 4 KiB of the compressed data in the middle overwritten, the file's size kept: HDF5
+     * opens it and the read of /logits fails */
+    char junk[4096];
+    memset(junk, 0xFF, sizeof junk);
+    REQUIRE(fseek(f, size / 2, SEEK_SET) == 0 && fwrite(junk, 1, sizeof junk, f) == sizeof junk,
+            "cannot write into %s", in);
     fclose(f);
+    int rc = run_cmd(out, sizeof out, "%s apply naive_sort --in %s --out %s --force", bin, in,
+                     res);
+    CHECK(rc == 1 && strstr(out, in) && strstr(out, "cannot read /logits (f16 [200, 3000])"),
+          "%s with damaged data: want exit 1 naming it, the dataset and its type; got %d: %s",
+          in, rc, out);
     for (int part = 3; part >= 1; part--) { /* shorter each time */
         REQUIRE(truncate(in, size * part / 4) == 0, "cannot truncate %s", in);
-        int rc = run_cmd(out, sizeof out, "%s apply naive_sort --in %s --out %s --force", bin,
-                         in, res);
+        rc = run_cmd(out, sizeof out, "%s apply naive_sort --in %s --out %s --force", bin, in,
+                     res);
         CHECK(rc == 1 && strstr(out, in), "%s cut to %d/4 of %ld bytes: want exit 1 naming it, "
               "got %d: %s", in, part, size, rc, out);
     }
