@@ -77,6 +77,16 @@ static size_t checked_bytes(long long rows, long long cols, size_t elem, long lo
     return (size_t)(rows * cols) * elem;
 }
 
+/* --dtype f32|bf16|f16 (docs/SEMANTICS.md, "16-bit logits"); a usage error otherwise. */
+static enum tkp_dtype dtype_arg(const char *cmd, const char *v)
+{
+    for (int t = 0; v && t < TKP_DTYPE_COUNT; t++)
+        if (strcmp(v, tkp_dtype_name((enum tkp_dtype)t)) == 0)
+            return (enum tkp_dtype)t;
+    fprintf(stderr, "topkp %s: --dtype is f32, bf16 or f16, got '%s'\n", cmd, v ? v : "");
+    exit(2);
+}
+
 const char RUN_USAGE[] =
     "usage: topkp run CONFIG.lua [-o FILE.h5] [options]\n"
     "\n"
@@ -147,12 +157,18 @@ const char APPLY_USAGE[] =
     "  --offset O          the sampler's Philox offset (default 0)\n"
     "  --set NAME=VALUE    a module option (topkp list shows them); may be repeated\n"
     "  --backend cpu|gpu   where it runs (default gpu when one is present, else cpu)\n"
+    "  --dtype f32|bf16|f16  the logits type the module reads (default: the file's own; a\n"
+    "                      file of another type has its values rounded to it, to nearest\n"
+    "                      even, first); a module that does not read it is refused\n"
     "  --force             overwrite an existing OUT (never the input)\n"
     "\n"
     "k and p: a --k or --p given here applies to every row and overrides the file's /k or /p\n"
     "(a note on stderr says on how many rows the file had another value). Without the flag a\n"
     "row takes the file's value; a file without /k (/p), or rows it leaves out, have top-k\n"
-    "(top-p) off.\n";
+    "(top-p) off.\n"
+    "\n"
+    "A bf16 or f16 /logits is read as it is stored; the module's output on it is, bit for bit,\n"
+    "its output on the exact float32 values (docs/SEMANTICS.md, \"16-bit logits\").\n";
 
 /* What apply asked for beyond the module and the files. */
 struct apply_args {
@@ -160,7 +176,8 @@ struct apply_args {
     enum tkp_backend backend;
     int32_t k, draws;
     float p;
-    int k_given, p_given, force;
+    int k_given, p_given, dtype_given, force;
+    enum tkp_dtype dtype;
     uint64_t seed, offset;
 };
 
@@ -180,6 +197,8 @@ static int apply_parse(int argc, char **argv, struct apply_args *x, const struct
             x->force = 1;
         else if (strcmp(f, "--backend") == 0)
             x->backend = backend_arg("apply", flag_value("apply", argc, argv, &i));
+        else if (strcmp(f, "--dtype") == 0)
+            x->dtype = dtype_arg("apply", flag_value("apply", argc, argv, &i)), x->dtype_given = 1;
         else if (strcmp(f, "--k") == 0)
             x->k = (int32_t)int_arg("apply", f, flag_value("apply", argc, argv, &i),
                                     -2147483647LL, 2147483647LL), x->k_given = 1;
@@ -318,6 +337,13 @@ int cmd_apply(int argc, char **argv)
     struct tkp_error err = { "" };
     struct tkp_batch b;
     rc = tkp_logits_read(x.in, x.k, x.p, &b, &err);
+    if (rc == TKP_OK && x.dtype_given && x.dtype != b.dtype) {
+        fprintf(stderr, "topkp apply: --dtype %s: the %s values of %s rounded to %s\n",
+                tkp_dtype_name(x.dtype), tkp_dtype_name(b.dtype), x.in, tkp_dtype_name(x.dtype));
+        rc = tkp_batch_to_dtype(&b, x.dtype, &err);
+        if (rc)
+            tkp_batch_free(&b);
+    }
     if (rc == TKP_OK) {
         override_rows(&b, &x);
         rc = apply_run(a, opts, &x, &b, &err);
@@ -331,8 +357,8 @@ const char GEN_USAGE[] =
     "usage: topkp gen DATASET --batch B --vocab V -o LOGITS.h5 [options]\n"
     "\n"
     "Writes B rows of V logits of a synthetic dataset (topkp list names them) in the\n"
-    "logits-file layout of datasets/README.md: /logits float32 [B, V], and /k, /p only when\n"
-    "asked.\n"
+    "logits-file layout of datasets/README.md: /logits [B, V] (float32, or with --dtype the\n"
+    "dataset's values rounded to bf16 or f16), and /k, /p only when asked.\n"
     "\n"
     "  --batch B    rows, 1 to 1048576\n"
     "  --vocab V    columns, 1 to 8388608 (B x V within harness/limits_files.h)\n"
@@ -340,6 +366,8 @@ const char GEN_USAGE[] =
     "  --seed S     the dataset's seed (default 1)\n"
     "  --k K        also write /k: K for every row (apply's --k overrides it)\n"
     "  --p P        also write /p: P for every row (apply's --p overrides it)\n"
+    "  --dtype T    f32 (default), bf16 or f16: the type of /logits (values rounded to\n"
+    "               nearest even; an HDF5 float of the type's fields, attribute dtype)\n"
     "  --force      overwrite an existing output\n";
 
 /* What gen asked for. */
@@ -350,6 +378,7 @@ struct gen_args {
     int32_t k;
     float p;
     int k_given, p_given, force;
+    enum tkp_dtype dtype;
 };
 
 static int gen_parse(int argc, char **argv, struct gen_args *g)
@@ -373,6 +402,8 @@ static int gen_parse(int argc, char **argv, struct gen_args *g)
             g->p = float_arg("gen", f, flag_value("gen", argc, argv, &i)), g->p_given = 1;
         else if (strcmp(f, "-o") == 0)
             g->out = flag_value("gen", argc, argv, &i);
+        else if (strcmp(f, "--dtype") == 0)
+            g->dtype = dtype_arg("gen", flag_value("gen", argc, argv, &i));
         else
             rc = positional("gen", f, &g->dataset);
         if (rc)
@@ -430,6 +461,8 @@ int cmd_gen(int argc, char **argv)
     if (gen_alloc(&g, &b, &err))
         return fail("gen", err.msg);
     rc = tkp_dataset_generate(g.dataset, g.seed, g.batch, g.vocab, b.logits, &err);
+    if (rc == TKP_OK)
+        rc = tkp_batch_to_dtype(&b, g.dtype, &err);
     char seed_text[32], partial[1100];
     snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)g.seed);
     const char *attrs[] = { "dataset", g.dataset, "seed", seed_text, NULL };

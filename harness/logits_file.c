@@ -1,4 +1,6 @@
-/* logits_file.c — see logits_file.h. */
+/* logits_file.c — see logits_file.h. The 16-bit floats are HDF5 float types with the fields of
+ * bf16 and fp16 (docs/DESIGN.md, "The logits file"): HDF5 1.10 has no native half, so they are
+ * built from IEEE float32 with fewer bits, and a file's type is recognised by its fields. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,87 @@ static int dataset_shape(hid_t d, hsize_t dims[2])
         rank = -1;
     H5Sclose(s);
     return rank;
+}
+
+/* The HDF5 type of a 16-bit logits type, little-endian (bf16: sign 15, exponent 7..14 bias 127,
+ * mantissa 0..6; fp16: sign 15, exponent 10..14 bias 15, mantissa 0..9); the caller closes
+ * it. */
+static hid_t half_type(enum tkp_dtype t)
+{
+    const int bf16 = t == TKP_BF16;
+    hid_t h = H5Tcopy(H5T_IEEE_F32LE);
+    if (h < 0)
+        return -1;
+    if (H5Tset_fields(h, 15, bf16 ? 7 : 10, bf16 ? 8 : 5, 0, bf16 ? 7 : 10) < 0 ||
+        H5Tset_precision(h, 16) < 0 || H5Tset_size(h, 2) < 0 ||
+        H5Tset_ebias(h, bf16 ? 127 : 15) < 0) {
+        H5Tclose(h);
+        return -1;
+    }
+    return h;
+}
+
+/* How /logits is stored: as a type read through HDF5's conversion to float32 (an integer, the
+ * IEEE float32 or float64), as bf16 or fp16 (its raw encodings read), or neither. */
+struct stored_type {
+    int is_half;          /* bf16 or fp16 */
+    enum tkp_dtype dtype; /* of a 16-bit one */
+    int swap;             /* big-endian encodings: swap the bytes after reading */
+    char text[160];       /* the type in words, for an error */
+};
+
+/* Is float type t of the IEEE layout with these fields? */
+static int float_fields_are(hid_t t, size_t size, size_t spos, size_t epos, size_t esize,
+                            size_t mpos, size_t msize, size_t ebias)
+{
+    size_t f[5];
+    return H5Tget_size(t) == size && H5Tget_fields(t, &f[0], &f[1], &f[2], &f[3], &f[4]) >= 0 &&
+           f[0] == spos && f[1] == epos && f[2] == esize && f[3] == mpos && f[4] == msize &&
+           H5Tget_ebias(t) == ebias && H5Tget_offset(t) == 0;
+}
+
+/* Classify /logits' type; -1 (with st->text) when it is a float of a layout this reader does
+ * not know: a 16-bit float other than bf16 and fp16, or a float32/float64 not of IEEE's. */
+static int classify_type(hid_t d, struct stored_type *st)
+{
+    memset(st, 0, sizeof *st);
+    hid_t t = H5Dget_type(d);
+    if (t < 0)
+        return -1;
+    int rc = 0;
+    if (H5Tget_class(t) == H5T_FLOAT) {
+        size_t f[5] = { 0, 0, 0, 0, 0 };
+        H5Tget_fields(t, &f[0], &f[1], &f[2], &f[3], &f[4]);
+        snprintf(st->text, sizeof st->text, "a %zu-byte float (sign bit %zu, exponent bits "
+                 "%zu..%zu bias %zu, mantissa bits %zu..%zu)", H5Tget_size(t), f[0], f[1],
+                 f[1] + f[2] - 1, H5Tget_ebias(t), f[3], f[3] + f[4] - 1);
+        st->swap = H5Tget_order(t) == H5T_ORDER_BE;
+        if (float_fields_are(t, 2, 15, 7, 8, 0, 7, 127))
+            st->is_half = 1, st->dtype = TKP_BF16;
+        else if (float_fields_are(t, 2, 15, 10, 5, 0, 10, 15))
+            st->is_half = 1, st->dtype = TKP_F16;
+        else if (!float_fields_are(t, 4, 31, 23, 8, 0, 23, 127) &&
+                 !float_fields_are(t, 8, 63, 52, 11, 0, 52, 1023))
+            rc = -1;
+    }
+    H5Tclose(t);
+    return rc;
+}
+
+/* Read /logits' 16-bit encodings into b->logits16 as the file holds them (the memory type is
+ * the file's own: no conversion), then their exact upcast into b->logits. */
+static int read_half(hid_t d, const struct stored_type *st, struct tkp_batch *b)
+{
+    hid_t mem = H5Dget_type(d);
+    int rc = mem < 0 || H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, b->logits16) < 0;
+    if (mem >= 0)
+        H5Tclose(mem);
+    const size_t cells = (size_t)b->batch * (size_t)b->vocab;
+    for (size_t i = 0; !rc && st->swap && i < cells; i++)
+        b->logits16[i] = (uint16_t)((b->logits16[i] >> 8) | (b->logits16[i] << 8));
+    if (!rc)
+        tkp_batch_upcast(b);
+    return rc ? -1 : 0;
 }
 
 static int numeric(hid_t d)
@@ -100,16 +183,17 @@ static int check_logits_shape(const char *path, int rank, const hsize_t dims[2],
     return TKP_OK;
 }
 
-/* Allocate b's buffers for b->batch x b->vocab (checked by the caller). */
-static int alloc_batch(const char *path, struct tkp_batch *b, struct tkp_error *err)
+/* Allocate b's buffers for b->batch x b->vocab (checked by the caller) of type `dtype`. */
+static int alloc_batch(const char *path, enum tkp_dtype dtype, struct tkp_batch *b,
+                       struct tkp_error *err)
 {
     size_t rows = (size_t)(b->batch ? b->batch : 1);
     b->logits = malloc(sizeof(float) * rows * (size_t)b->vocab);
-    b->dtype = TKP_F32;
-    b->logits16 = NULL;
+    b->dtype = dtype;
+    b->logits16 = dtype == TKP_F32 ? NULL : malloc(sizeof(uint16_t) * rows * (size_t)b->vocab);
     b->k = malloc(sizeof(int32_t) * rows);
     b->p = malloc(sizeof(float) * rows);
-    if (b->logits && b->k && b->p)
+    if (b->logits && b->k && b->p && (dtype == TKP_F32 || b->logits16))
         return TKP_OK;
     tkp_error_set(err, "%s: out of memory for /logits of shape (%lld, %lld) (%.3g GB)", path,
                   (long long)b->batch, (long long)b->vocab,
@@ -131,16 +215,24 @@ static int read_here(const char *path, int32_t k_default, float p_default, struc
     int rc = TKP_EINVAL;
     hid_t d = H5Lexists(f, "logits", H5P_DEFAULT) > 0 ? H5Dopen2(f, "logits", H5P_DEFAULT) : -1;
     hsize_t dims[2] = { 0, 0 };
+    struct stored_type st;
     if (d < 0) {
         tkp_error_set(err, "%s: no /logits dataset", path);
+    } else if (classify_type(d, &st) < 0) {
+        tkp_error_set(err, "%s: /logits is %s; the floats read are bf16, fp16 (HDF5 floats of "
+                      "their fields), IEEE float32 and float64", path,
+                      st.text[0] ? st.text : "of an unreadable type");
     } else if ((rc = check_logits_shape(path, dataset_shape(d, dims), dims, numeric(d), err)) ==
                TKP_OK) {
         b->batch = (int64_t)dims[0];
         b->vocab = (int64_t)dims[1];
-        rc = alloc_batch(path, b, err);
+        rc = alloc_batch(path, st.is_half ? st.dtype : TKP_F32, b, err);
         if (rc == TKP_OK && b->batch > 0 &&
-            H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, b->logits) < 0) {
-            tkp_error_set(err, "%s: cannot read /logits", path);
+            (st.is_half ? read_half(d, &st, b)
+                        : H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, b->logits)) < 0) {
+            tkp_error_set(err, "%s: cannot read /logits (%s [%lld, %lld]): the dataset is "
+                          "damaged or shorter than its shape", path,
+                          tkp_dtype_name(b->dtype), (long long)b->batch, (long long)b->vocab);
             rc = TKP_EINVAL;
         }
         if (rc == TKP_OK) {
@@ -170,7 +262,8 @@ struct row_defaults {
 };
 
 /* The child's reader (a tkp_read_fn): the file read here, then written to `out` as the shape
- * (two int64) and the three arrays, in native byte order. */
+ * and the element type (three int64) and the three arrays, in native byte order: the logits
+ * as float32, or for a 16-bit file as their encodings (upcast again on the other side). */
 static int read_to_stream(const char *path, const void *arg, FILE *out, struct tkp_error *err)
 {
     const struct row_defaults *d = arg;
@@ -178,10 +271,11 @@ static int read_to_stream(const char *path, const void *arg, FILE *out, struct t
     int rc = read_here(path, d->k, d->p, &b, err);
     if (rc)
         return rc;
-    const int64_t shape[2] = { b.batch, b.vocab };
+    const int64_t shape[3] = { b.batch, b.vocab, (int64_t)b.dtype };
     const size_t rows = (size_t)b.batch, cells = rows * (size_t)b.vocab;
-    if (fwrite(shape, sizeof shape, 1, out) != 1 ||
-        fwrite(b.logits, sizeof(float), cells, out) != cells ||
+    const void *values = tkp_batch_input(&b);
+    const size_t size = (size_t)tkp_dtype_size(b.dtype);
+    if (fwrite(shape, sizeof shape, 1, out) != 1 || fwrite(values, size, cells, out) != cells ||
         fwrite(b.k, sizeof(int32_t), rows, out) != rows ||
         fwrite(b.p, sizeof(float), rows, out) != rows) {
         tkp_error_set(err, "%s: cannot pass the logits on (%s)", path, strerror(errno));
@@ -195,23 +289,28 @@ static int read_to_stream(const char *path, const void *arg, FILE *out, struct t
 static int batch_from_stream(const char *path, FILE *in, struct tkp_batch *b,
                              struct tkp_error *err)
 {
-    int64_t shape[2];
+    int64_t shape[3];
     if (fseek(in, 0, SEEK_SET) != 0 || fread(shape, sizeof shape, 1, in) != 1 ||
         shape[0] < 0 || shape[1] < 1 || shape[0] > TKP_MAX_LOGITS_ROWS ||
-        shape[1] > TKP_MAX_LOGITS_VOCAB || shape[0] * shape[1] > TKP_MAX_LOGITS_ELEMS) {
+        shape[1] > TKP_MAX_LOGITS_VOCAB || shape[0] * shape[1] > TKP_MAX_LOGITS_ELEMS ||
+        shape[2] < 0 || shape[2] >= TKP_DTYPE_COUNT) {
         tkp_error_set(err, "%s: the logits did not come back from the reading process", path);
         return TKP_EINVAL;
     }
     b->batch = shape[0];
     b->vocab = shape[1];
-    int rc = alloc_batch(path, b, err);
+    const enum tkp_dtype dtype = (enum tkp_dtype)shape[2];
+    int rc = alloc_batch(path, dtype, b, err);
     const size_t rows = (size_t)b->batch, cells = rows * (size_t)b->vocab;
-    if (!rc && (fread(b->logits, sizeof(float), cells, in) != cells ||
+    void *values = dtype == TKP_F32 ? (void *)b->logits : (void *)b->logits16;
+    if (!rc && (fread(values, (size_t)tkp_dtype_size(dtype), cells, in) != cells ||
                 fread(b->k, sizeof(int32_t), rows, in) != rows ||
                 fread(b->p, sizeof(float), rows, in) != rows)) {
         tkp_error_set(err, "%s: the logits came back short from the reading process", path);
         rc = TKP_EINVAL;
     }
+    if (!rc && dtype != TKP_F32)
+        tkp_batch_upcast(b);
     if (rc)
         tkp_batch_free(b);
     return rc;
@@ -247,9 +346,37 @@ int tkp_logits_read(const char *path, int32_t k_default, float p_default, struct
 void tkp_batch_free(struct tkp_batch *b)
 {
     free(b->logits);
+    free(b->logits16);
     free(b->k);
     free(b->p);
     memset(b, 0, sizeof *b);
+}
+
+void tkp_batch_upcast(struct tkp_batch *b)
+{
+    const size_t cells = (size_t)b->batch * (size_t)b->vocab;
+    for (size_t i = 0; i < cells; i++)
+        b->logits[i] = b->dtype == TKP_BF16 ? tkp_bf16_to_f32(b->logits16[i])
+                                            : tkp_f16_to_f32(b->logits16[i]);
+}
+
+int tkp_batch_to_dtype(struct tkp_batch *b, enum tkp_dtype t, struct tkp_error *err)
+{
+    const size_t cells = (size_t)b->batch * (size_t)b->vocab;
+    uint16_t *enc = NULL;
+    if (t != TKP_F32 && !(enc = malloc(sizeof(uint16_t) * (cells ? cells : 1)))) {
+        tkp_error_set(err, "out of host memory for %lld x %lld %s logits", (long long)b->batch,
+                      (long long)b->vocab, tkp_dtype_name(t));
+        return TKP_ENOMEM;
+    }
+    for (size_t i = 0; enc && i < cells; i++)
+        enc[i] = t == TKP_BF16 ? tkp_f32_to_bf16(b->logits[i]) : tkp_f32_to_f16(b->logits[i]);
+    free(b->logits16);
+    b->logits16 = enc;
+    b->dtype = t;
+    if (enc)
+        tkp_batch_upcast(b);
+    return TKP_OK;
 }
 
 static int write_array(hid_t f, const char *name, hid_t type, int rank, const hsize_t *dims,
@@ -284,11 +411,15 @@ int tkp_logits_write(const char *path, const struct tkp_batch *b, const char *co
         return TKP_EINVAL;
     }
     hsize_t dims[2] = { (hsize_t)b->batch, (hsize_t)b->vocab };
-    int rc = write_array(f, "logits", H5T_NATIVE_FLOAT, 2, dims, b->logits) ||
+    hid_t type = b->dtype == TKP_F32 ? H5Tcopy(H5T_NATIVE_FLOAT) : half_type(b->dtype);
+    int rc = type < 0 || write_array(f, "logits", type, 2, dims, tkp_batch_input(b)) ||
+             (b->dtype != TKP_F32 && h5_set_attr_str(f, "dtype", tkp_dtype_name(b->dtype))) ||
              (b->k && write_array(f, "k", H5T_NATIVE_INT32, 1, dims, b->k)) ||
              (b->p && write_array(f, "p", H5T_NATIVE_FLOAT, 1, dims, b->p));
     for (int i = 0; !rc && attrs && attrs[i]; i += 2)
         rc = h5_set_attr_str(f, attrs[i], attrs[i + 1]);
+    if (type >= 0)
+        H5Tclose(type);
     if (H5Fclose(f) < 0)
         rc = -1;
     if (rc)

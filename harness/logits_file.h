@@ -1,5 +1,6 @@
 /* logits_file.h — the HDF5 files of `topkp gen` and `topkp apply` (layouts in docs/DESIGN.md):
- *   input:  /logits float32 [B, V]; optional /k int32 [B] and /p float32 [B]
+ *   input:  /logits [B, V] float32, bf16 or fp16 (read as stored); optional /k int32 [B] and
+ *           /p float32 [B]
  *   output: /kept uint8 [B, V]; /samples int64 [B, N]; root attributes algo, backend, options */
 #ifndef TKP_LOGITS_FILE_H
 #define TKP_LOGITS_FILE_H
@@ -15,7 +16,15 @@ int tkp_logits_read(const char *path, int32_t k_default, float p_default, struct
                     struct tkp_error *err);
 void tkp_batch_free(struct tkp_batch *b);
 
-/* Write /logits, and /k and /p unless b->k (b->p) is NULL, plus string attributes given as
+/* b->logits := the exact upcast of b->logits16 (of b->dtype, 16-bit). */
+void tkp_batch_upcast(struct tkp_batch *b);
+/* Make b a batch of type t: its values (b->logits) rounded to nearest even into new 16-bit
+ * encodings and upcast again, or for TKP_F32 the upcast kept and the encodings dropped.
+ * TKP_ENOMEM when out of memory (b unchanged). */
+int tkp_batch_to_dtype(struct tkp_batch *b, enum tkp_dtype t, struct tkp_error *err);
+
+/* Write /logits in b's type (bf16 and fp16 as HDF5 floats of their fields, with an attribute
+ * dtype naming it), and /k and /p unless b->k (b->p) is NULL, plus string attributes given as
  * NULL-terminated name/value pairs (may be NULL). */
 int tkp_logits_write(const char *path, const struct tkp_batch *b, const char *const *attrs,
                      struct tkp_error *err);

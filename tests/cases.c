@@ -11,7 +11,7 @@
 #include "test.h"
 
 /* splitmix64: the tests' own generator, independent of the module code. */
-static uint64_t next_u64(uint64_t *s)
+uint64_t case_next_u64(uint64_t *s)
 {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -19,9 +19,11 @@ static uint64_t next_u64(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+static uint64_t next_u64(uint64_t *s) { return case_next_u64(s); }
+
 static double uniform(uint64_t *s) { return (next_u64(s) >> 11) * 0x1.0p-53; }
 
-static float gauss(uint64_t *s)
+float case_gauss(uint64_t *s)
 {
     double u = uniform(s), v = uniform(s);
     return (float)(sqrt(-2.0 * log(u + 1e-300)) * cos(2.0 * M_PI * v));
@@ -40,8 +42,10 @@ static const struct {
 };
 #define KP_MIX ((int64_t)(sizeof kp_mix / sizeof kp_mix[0]))
 
-static void alloc_case(struct test_case *c, const char *name, uint64_t seed, int64_t batch,
-                       int64_t vocab)
+static float gauss(uint64_t *s) { return case_gauss(s); }
+
+void case_alloc(struct test_case *c, const char *name, uint64_t seed, int64_t batch,
+                int64_t vocab)
 {
     snprintf(c->name, sizeof c->name, "%s", name);
     c->seed = seed;
@@ -62,7 +66,7 @@ static void alloc_case(struct test_case *c, const char *name, uint64_t seed, int
 void case_gaussian(struct test_case *c, uint64_t seed, int64_t batch, int64_t vocab,
                    float scale)
 {
-    alloc_case(c, "gaussian", seed, batch, vocab);
+    case_alloc(c, "gaussian", seed, batch, vocab);
     uint64_t s = seed;
     for (int64_t i = 0; i < batch * vocab; i++)
         c->b.logits[i] = scale * gauss(&s);
@@ -145,7 +149,7 @@ int cases_build(struct test_case **out)
     struct test_case *c = calloc((size_t)n, sizeof *c);
     for (int i = 0; i < n; i++) {
         uint64_t seed = 1000 + (uint64_t)i;
-        alloc_case(&c[i], spec[i].name, seed, spec[i].batch, spec[i].vocab);
+        case_alloc(&c[i], spec[i].name, seed, spec[i].batch, spec[i].vocab);
         fill(&c[i], spec[i].pat, seed);
     }
     *out = c;
@@ -156,6 +160,7 @@ void cases_free(struct test_case *c, int n)
 {
     for (int i = 0; i < n; i++) {
         free(c[i].b.logits);
+        free(c[i].b.logits16);
         free(c[i].b.k);
         free(c[i].b.p);
     }
@@ -291,6 +296,12 @@ double module_exactness(const char *algo, const char *const *options, enum tkp_b
 void check_sampler_tv(const char *algo, const char *const *options, enum tkp_backend backend,
                       int32_t draws)
 {
+    check_sampler_tv_dtype(algo, options, backend, draws, TKP_F32);
+}
+
+void check_sampler_tv_dtype(const char *algo, const char *const *options,
+                            enum tkp_backend backend, int32_t draws, enum tkp_dtype t)
+{
     const struct tkp_algo *a = tkp_algo_find(algo);
     REQUIRE(a, "no module %s", algo);
     void *opts = calloc(1, a->opts_size);
@@ -306,6 +317,7 @@ void check_sampler_tv(const char *algo, const char *const *options, enum tkp_bac
     const float ps[6] = { 1.0f, 0.8f, 0.9f, 0.6f, 1.0f, 1.0f };
     memcpy(c.b.k, ks, sizeof ks);
     memcpy(c.b.p, ps, sizeof ps);
+    case_to_dtype(&c, t);
     int64_t *s1 = malloc(sizeof(int64_t) * (size_t)(6 * draws));
     int64_t *s2 = malloc(sizeof(int64_t) * (size_t)(6 * draws));
     struct tkp_error err = { "" };
@@ -351,17 +363,21 @@ void check_sampler_tv(const char *algo, const char *const *options, enum tkp_bac
     free(s1);
     free(s2);
     free(c.b.logits);
+    free(c.b.logits16);
     free(c.b.k);
     free(c.b.p);
     free(opts);
 }
 
-/* Run one case on one backend; returns the tkp_apply status. */
+/* Run one case on one backend, reading its logits as `dtype`: the case's own type, or
+ * TKP_F32 for the exact upcast of a 16-bit case; returns the tkp_apply status. */
 static int run_backend(const struct tkp_algo *a, const void *opts, enum tkp_backend backend,
-                       const struct test_case *c, uint8_t *kept, int64_t *samples, int32_t draws,
-                       struct tkp_error *err)
+                       enum tkp_dtype dtype, const struct test_case *c, uint8_t *kept,
+                       int64_t *samples, int32_t draws, struct tkp_error *err)
 {
-    return tkp_apply(a, opts, backend, &c->b, kept, samples, draws, c->seed, 11, NULL, err);
+    struct tkp_batch b = c->b;
+    b.dtype = dtype;
+    return tkp_apply(a, opts, backend, &b, kept, samples, draws, c->seed, 11, NULL, err);
 }
 
 /* TKP_CASE_SHARD=I/N keeps the cases whose index is I mod N, so a slow sanitizer run
@@ -386,13 +402,15 @@ static int32_t case_draws(int32_t draws)
 }
 
 /* Two runs of each adversarial case and how to judge them: the backends, the draws, the
- * messages for a row whose masks or draws differ, and whether the oracle then judges the
- * second run (check_case). */
+ * messages for a row whose masks or draws differ, whether the oracle then judges the
+ * second run (check_case), and the suite's element type with the type each run reads (the
+ * suite's own, or TKP_F32 for its exact upcast). */
 struct run_pair {
     enum tkp_backend first, second;
     int32_t draws;
     const char *masks_differ, *draws_differ;
     int judge_second;
+    enum tkp_dtype suite, first_reads, second_reads;
 };
 
 static const char *backend_text(enum tkp_backend b)
@@ -425,7 +443,7 @@ static void check_two_runs(const char *algo, const char *const *options,
     REQUIRE(a, "no module %s", algo);
     void *opts = calloc(1, a->opts_size);
     struct test_case *c;
-    int n = cases_build(&c);
+    int n = cases_build_dtype(how->suite, &c);
     cases_fit(a, c, n);
     const int32_t draws = how->draws;
     const int set = (a->outputs & TKP_OUT_SET) != 0, sample = (a->outputs & TKP_OUT_SAMPLE) != 0;
@@ -438,10 +456,11 @@ static void check_two_runs(const char *algo, const char *const *options,
         uint8_t *k1 = set ? malloc(cells) : NULL, *k2 = set ? calloc(cells, 1) : NULL;
         int64_t *s1 = sample ? malloc(8 * drawn) : NULL, *s2 = sample ? calloc(drawn, 8) : NULL;
         struct tkp_error err = { "" };
-        int rc = run_backend(a, opts, how->first, &c[i], k1, s1, draws, &err);
+        int rc = run_backend(a, opts, how->first, how->first_reads, &c[i], k1, s1, draws, &err);
         CHECK(rc == TKP_OK, "%s %s on %s: %s", algo, backend_text(how->first), c[i].name, err.msg);
         if (rc == TKP_OK) {
-            rc = run_backend(a, opts, how->second, &c[i], k2, s2, draws, &err);
+            rc = run_backend(a, opts, how->second, how->second_reads, &c[i], k2, s2, draws,
+                             &err);
             CHECK(rc == TKP_OK, "%s %s on %s: %s", algo, backend_text(how->second), c[i].name,
                   err.msg);
         }
@@ -460,8 +479,27 @@ void check_gpu_matches_cpu(const char *algo, const char *const *options)
 {
     static const struct run_pair cpu_then_gpu = {
         TKP_CPU, TKP_GPU, 8, "GPU kept mask differs from the CPU's",
-        "GPU draws differ from the CPU's", 1,
+        "GPU draws differ from the CPU's", 1, TKP_F32, TKP_F32, TKP_F32,
     };
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    check_two_runs(algo, options, &cpu_then_gpu);
+}
+
+void check_gpu_matches_cpu_dtype(const char *algo, const char *const *options, enum tkp_dtype t)
+{
+    const struct tkp_algo *a = tkp_algo_find(algo);
+    REQUIRE(a, "no module %s", algo);
+    const enum tkp_dtype cpu_reads = (a->cpu->dtypes & TKP_DTYPE_BIT(t)) ? t : TKP_F32;
+    char masks[96], draws[96];
+    snprintf(masks, sizeof masks, "GPU kept mask on %s differs from the CPU's on %s",
+             tkp_dtype_name(t), tkp_dtype_name(cpu_reads));
+    snprintf(draws, sizeof draws, "GPU draws on %s differ from the CPU's on %s",
+             tkp_dtype_name(t), tkp_dtype_name(cpu_reads));
+    const struct run_pair cpu_then_gpu = { TKP_CPU, TKP_GPU, 8, masks, draws, 1,
+                                           t, cpu_reads, t };
     if (!tkp_gpu_present()) {
         test_skip("no GPU");
         return;
@@ -471,11 +509,34 @@ void check_gpu_matches_cpu(const char *algo, const char *const *options)
 
 void check_deterministic(const char *algo, const char *const *options, enum tkp_backend backend)
 {
+    check_deterministic_dtype(algo, options, backend, TKP_F32);
+}
+
+void check_deterministic_dtype(const char *algo, const char *const *options,
+                               enum tkp_backend backend, enum tkp_dtype t)
+{
     const struct run_pair twice = { backend, backend, 16, "two runs kept different masks",
-                                    "the same seed gave different draws", 0 };
+                                    "the same seed gave different draws", 0, t, t, t };
     if (backend == TKP_GPU && !tkp_gpu_present()) {
         test_skip("no GPU");
         return;
     }
     check_two_runs(algo, options, &twice);
+}
+
+void check_dtype_matches_f32(const char *algo, const char *const *options,
+                             enum tkp_backend backend, enum tkp_dtype t)
+{
+    char masks[96], draws[96];
+    snprintf(masks, sizeof masks, "the kept mask on %s differs from that on its f32 upcast",
+             tkp_dtype_name(t));
+    snprintf(draws, sizeof draws, "the draws on %s differ from those on its f32 upcast",
+             tkp_dtype_name(t));
+    const struct run_pair upcast_then_t = { backend, backend, 8, masks, draws, 1,
+                                            t, TKP_F32, t };
+    if (backend == TKP_GPU && !tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    check_two_runs(algo, options, &upcast_then_t);
 }

@@ -37,6 +37,20 @@ int apply_kept(const char *algo, const char *const *options, enum tkp_backend ba
 
 /* All adversarial cases; free with cases_free. */
 int cases_build(struct test_case **out);
+/* The adversarial suite in element type t (tests/cases_half.c): for TKP_F32 cases_build; for
+ * a 16-bit t every case of cases_build with each value rounded to t, then the 16-bit family
+ * built from bit patterns (few distinct values, every NaN class, +-inf, +-0, subnormals, the
+ * largest finite values, ties that rounding creates, odd V). Free with cases_free. */
+int cases_build_dtype(enum tkp_dtype t, struct test_case **out);
+/* Make case c a case of type t (no-op for TKP_F32): each value rounded to nearest even
+ * (half.h) into b.logits16, and b.logits replaced by their exact upcast. */
+void case_to_dtype(struct test_case *c, enum tkp_dtype t);
+/* A case of `batch` rows of `vocab` (values unset) with the standard mix of (k, p) per row. */
+void case_alloc(struct test_case *c, const char *name, uint64_t seed, int64_t batch,
+                int64_t vocab);
+/* The tests' own generator (splitmix64) and a standard normal drawn from it. */
+uint64_t case_next_u64(uint64_t *s);
+float case_gauss(uint64_t *s);
 void cases_free(struct test_case *c, int n);
 /* A seeded batch of N(0, scale) rows with the standard mix of (k, p) per row. */
 void case_gaussian(struct test_case *c, uint64_t seed, int64_t batch, int64_t vocab,
@@ -51,6 +65,10 @@ void cases_fit(const struct tkp_algo *a, struct test_case *c, int n);
  * test when no GPU is present. */
 void check_gpu_matches_cpu(const char *algo, const char *const *options);
 
+/* The same on the suite of 16-bit type t (cases_build_dtype): the GPU reads t, the CPU t too
+ * where its `dtypes` has it, else the exact float32 upcast. */
+void check_gpu_matches_cpu_dtype(const char *algo, const char *const *options, enum tkp_dtype t);
+
 /* Run `algo` with options ("name=value" strings, NULL-terminated; NULL for defaults) on the
  * CPU (or GPU) over every case and check every row against the oracle: set outputs must be
  * accepted kept sets, every draw must lie in the kept set. Failures go through CHECK. */
@@ -61,11 +79,23 @@ void check_module_cases(const char *algo, const char *const *options, enum tkp_b
  * the same seed gives the same draws. */
 void check_sampler_tv(const char *algo, const char *const *options, enum tkp_backend backend,
                       int32_t draws);
+/* The same on its rows rounded to element type t (read as t). */
+void check_sampler_tv_dtype(const char *algo, const char *const *options,
+                            enum tkp_backend backend, int32_t draws, enum tkp_dtype t);
 
 /* Run `algo` (options as for module_options) twice on `backend` over every (fitted) case
  * with the case's seed: the kept masks and the draws of the two runs must be identical.
  * Skips the test on the GPU when no GPU is present. */
 void check_deterministic(const char *algo, const char *const *options, enum tkp_backend backend);
+/* The same on the suite of element type t (cases_build_dtype). */
+void check_deterministic_dtype(const char *algo, const char *const *options,
+                               enum tkp_backend backend, enum tkp_dtype t);
+
+/* docs/SEMANTICS.md, "16-bit logits": `algo` on `backend` over the suite of 16-bit type t,
+ * read as t, gives bit for bit the kept masks and draws of the same run on the exact float32
+ * upcast, and the oracle accepts them. Skips on the GPU when no GPU is present. */
+void check_dtype_matches_f32(const char *algo, const char *const *options,
+                             enum tkp_backend backend, enum tkp_dtype t);
 
 /* Report the fraction of rows equal to the oracle (for approximate variants). */
 double module_exactness(const char *algo, const char *const *options, enum tkp_backend backend);

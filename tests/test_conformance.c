@@ -13,6 +13,16 @@
  *   gpu_conformance_sampler_tv_<m>     sampling modules, on the GPU
  *   gpu_conformance_deterministic_<m>  on the GPU
  *   gpu_conformance_last_run_stats_<m> on the GPU
+ * and per 16-bit type T (bf16, f16) that a backend's implementation reads (its `dtypes`),
+ * on the suite in T (tests/cases_half.c; docs/SEMANTICS.md, "16-bit logits"):
+ *   conformance_T_matches_f32_cpu_<m>  the output on T equals, bit for bit, the same
+ *                                      implementation's on the float32 upcast, and the oracle
+ *   conformance_T_deterministic_cpu_<m> the same seed twice gives identical output
+ *   conformance_T_sampler_tv_cpu_<m>   sampling modules: the statistical sampler test
+ *   gpu_conformance_T_matches_f32_<m>, gpu_conformance_T_deterministic_<m>,
+ *   gpu_conformance_T_sampler_tv_<m>   the same on the GPU
+ *   gpu_conformance_T_matches_cpu_<m>  GPU on T = CPU on T (or on the upcast, where the CPU
+ *                                      does not read T) bit for bit, and the oracle
  * and, once, conformance_refuses_another_abi: the harness refuses a module of another TKP_ABI,
  * and conformance_refuses_a_dtype_no_impl_reads: a logits type outside an implementation's
  * `dtypes` is refused by name before anything runs.
@@ -271,6 +281,83 @@ TEST(conformance_refuses_a_dtype_no_impl_reads)
     free(c.b.p);
 }
 
+/* What a 16-bit conformance test runs: a module's implementation on one backend reading
+ * one 16-bit type. */
+struct dtype_run {
+    const struct tkp_algo *algo;
+    enum tkp_backend backend;
+    enum tkp_dtype dtype;
+};
+
+static void dtype_matches_f32(const void *arg)
+{
+    const struct dtype_run *x = arg;
+    if (implemented(x->algo))
+        check_dtype_matches_f32(x->algo->name, NULL, x->backend, x->dtype);
+}
+
+static void dtype_gpu_matches_cpu(const void *arg)
+{
+    const struct dtype_run *x = arg;
+    if (implemented(x->algo))
+        check_gpu_matches_cpu_dtype(x->algo->name, NULL, x->dtype);
+}
+
+static void dtype_deterministic(const void *arg)
+{
+    const struct dtype_run *x = arg;
+    if (deterministic(x->algo))
+        check_deterministic_dtype(x->algo->name, NULL, x->backend, x->dtype);
+}
+
+static void dtype_sampler_tv(const void *arg)
+{
+    const struct dtype_run *x = arg;
+    if (x->backend == TKP_GPU)
+        REQUIRE_GPU();
+    if (implemented(x->algo))
+        check_sampler_tv_dtype(x->algo->name, NULL, x->backend, TV_DRAWS, x->dtype);
+}
+
+/* The 16-bit tests of one backend's implementation, one set per type in its `dtypes`
+ * (names and arguments are never freed: the runner keeps them). */
+static void add_dtype_tests(const struct tkp_algo *a, enum tkp_backend backend)
+{
+    const struct tkp_impl *impl = tkp_algo_impl(a, backend);
+    static const struct {
+        const char *what;
+        test_fn_arg fn;
+        int sampler_only, gpu_only;
+    } tests[] = {
+        { "matches_f32", dtype_matches_f32, 0, 0 },
+        { "deterministic", dtype_deterministic, 0, 0 },
+        { "sampler_tv", dtype_sampler_tv, 1, 0 },
+        { "matches_cpu", dtype_gpu_matches_cpu, 0, 1 },
+    };
+    for (enum tkp_dtype t = TKP_BF16; impl && t <= TKP_F16; t++) {
+        if (!(impl->dtypes & TKP_DTYPE_BIT(t)))
+            continue;
+        for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+            if ((tests[i].sampler_only && !(a->outputs & TKP_OUT_SAMPLE)) ||
+                (tests[i].gpu_only && backend != TKP_GPU))
+                continue;
+            struct dtype_run *x = malloc(sizeof *x);
+            char *name;
+            if (!x || (backend == TKP_GPU
+                           ? asprintf(&name, "gpu_conformance_%s_%s_%s", tkp_dtype_name(t),
+                                      tests[i].what, a->name)
+                           : asprintf(&name, "conformance_%s_%s_cpu_%s", tkp_dtype_name(t),
+                                      tests[i].what, a->name)) < 0) {
+                fprintf(stderr, "out of memory registering the %s tests of %s\n",
+                        tkp_dtype_name(t), a->name);
+                exit(2);
+            }
+            *x = (struct dtype_run){ a, backend, t };
+            test_register_arg(name, tests[i].fn, x);
+        }
+    }
+}
+
 /* One test named <prefix><module> (the name is never freed: the runner keeps it). */
 static void add(const char *prefix, test_fn_arg fn, const struct tkp_algo *a)
 {
@@ -293,6 +380,7 @@ __attribute__((constructor)) static void register_conformance(void)
             add("conformance_sampler_tv_cpu_", sampler_tv_cpu, a);
         add("conformance_deterministic_cpu_", deterministic_cpu, a);
         add("conformance_last_run_stats_cpu_", last_run_stats_cpu, a);
+        add_dtype_tests(a, TKP_CPU);
         if (!(tkp_algo_backends(a) & TKP_GPU))
             continue;
         add("gpu_conformance_matches_cpu_", gpu_matches_cpu, a);
@@ -300,5 +388,6 @@ __attribute__((constructor)) static void register_conformance(void)
             add("gpu_conformance_sampler_tv_", gpu_sampler_tv, a);
         add("gpu_conformance_deterministic_", gpu_deterministic, a);
         add("gpu_conformance_last_run_stats_", gpu_last_run_stats, a);
+        add_dtype_tests(a, TKP_GPU);
     }
 }

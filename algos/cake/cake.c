@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "../common/cpu_row.h"
 #include "../common/philox.h"
 #include "../common/prob.h"
 #include "../tkp.h"
@@ -36,6 +37,7 @@ struct cake_state {
 /* Workspace of one row: the fixed-point prefix of the slab, the slab itself (composites),
  * the order keys of the row and the histogram of one digit pass. */
 struct cake_work {
+    float *row; /* a 16-bit row's upcast (cpu_row.h) */
     uint64_t *incl, *slab;
     uint32_t *keys, *hist;
 };
@@ -88,7 +90,7 @@ static int cake_init(void *state, const struct tkp_problem *pb, const void *opts
     (void)opts; /* topp_launch: GPU only */
     struct cake_state *s = state;
     s->pb = *pb;
-    *workspace_bytes = 2 * CAKE_SLAB * sizeof(uint64_t) +
+    *workspace_bytes = tkp_cpu_row_scratch_bytes(pb) + 2 * CAKE_SLAB * sizeof(uint64_t) +
                        ((size_t)pb->vocab + CAKE_BUCKETS) * sizeof(uint32_t);
     return TKP_OK;
 }
@@ -210,7 +212,7 @@ static void cake_row(struct cake_state *s, const struct tkp_io *io, int64_t r,
                      const struct cake_work *w)
 {
     const int64_t vocab = s->pb.vocab;
-    const float *x = (const float *)io->logits + r * s->pb.stride;
+    const float *x = tkp_cpu_row_f32(&s->pb, io->logits, r, w->row);
     uint8_t *kept_mask = io->kept ? io->kept + r * vocab : NULL;
     int64_t *samples = io->samples ? io->samples + r * s->pb.draws : NULL;
     int64_t valid = cake_keys(x, vocab, w->keys);
@@ -249,7 +251,8 @@ static int cake_run(void *state, const struct tkp_io *io, void *workspace, void 
     struct cake_state *s = state;
     memset(&s->stats, 0, sizeof s->stats);
     struct cake_work w;
-    w.incl = workspace;
+    w.row = workspace;
+    w.incl = (uint64_t *)((char *)workspace + tkp_cpu_row_scratch_bytes(&s->pb));
     w.slab = w.incl + CAKE_SLAB;
     w.keys = (uint32_t *)(w.slab + CAKE_SLAB);
     w.hist = w.keys + s->pb.vocab;
@@ -272,6 +275,7 @@ static const struct tkp_impl cake_cpu = {
     .init = cake_init,
     .run = cake_run,
     .stats = cake_stats,
+    .dtypes = TKP_DTYPE_BIT(TKP_BF16) | TKP_DTYPE_BIT(TKP_F16), /* cpu_row.h: tkp_cpu_row_f32 */
 };
 
 const struct tkp_algo tkp_algo_cake = {

@@ -2,8 +2,32 @@
 #include <math.h>
 
 #include "cpu_row.h"
+#include "half.h"
 #include "philox.h"
 #include "prob.h"
+
+size_t tkp_cpu_row_scratch_bytes(const struct tkp_problem *pb)
+{
+    if (pb->dtype == TKP_F32)
+        return 0;
+    return ((size_t)pb->vocab * sizeof(float) + 15u) & ~(size_t)15u;
+}
+
+const float *tkp_cpu_row_f32(const struct tkp_problem *pb, const void *logits, int64_t r,
+                             float *scratch)
+{
+    const size_t at = (size_t)r * (size_t)pb->stride;
+    if (pb->dtype == TKP_F32)
+        return (const float *)logits + at;
+    const uint16_t *h = (const uint16_t *)logits + at;
+    if (pb->dtype == TKP_BF16)
+        for (int64_t i = 0; i < pb->vocab; i++)
+            scratch[i] = tkp_bf16_to_f32(h[i]);
+    else
+        for (int64_t i = 0; i < pb->vocab; i++)
+            scratch[i] = tkp_f16_to_f32(h[i]);
+    return scratch;
+}
 
 struct tkp_row_info tkp_row_scan(const float *x, int64_t vocab)
 {

@@ -1,11 +1,26 @@
 /* cpu_row.h — small per-row routines shared by the CPU implementations of the modules:
- * the row's largest valid value, the top-p prefix of a canonically ordered set, and
+ * a row of any logits type as float32, the row's largest valid value, the top-p prefix of a canonically ordered set, and
  * inverse-CDF sampling from a kept mask. The GPU kernels compute the same quantities with
  * the same arithmetic from prob.h and philox.h. */
 #ifndef TKP_CPU_ROW_H
 #define TKP_CPU_ROW_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "../tkp.h"
+
+/* Bytes of row scratch a CPU implementation puts at the start of its workspace for problem
+ * pb: 0 for float32 rows, `vocab` floats for 16-bit rows (rounded up to 16 bytes, so that
+ * whatever the workspace holds after it stays aligned). */
+size_t tkp_cpu_row_scratch_bytes(const struct tkp_problem *pb);
+
+/* Row r of `logits` (of pb->dtype, rows pb->stride elements apart) as float32: the row itself
+ * for float32, else the exact upcast (half.h) of its 16-bit values written into `scratch`
+ * (vocab floats: tkp_cpu_row_scratch_bytes). A module computes on the result exactly as on a
+ * float32 row, so its output is that of the upcast (docs/SEMANTICS.md, "16-bit logits"). */
+const float *tkp_cpu_row_f32(const struct tkp_problem *pb, const void *logits, int64_t r,
+                             float *scratch);
 
 struct tkp_row_info {
     float max;     /* largest valid value; -INFINITY when the row has none */

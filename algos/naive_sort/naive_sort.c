@@ -17,9 +17,10 @@ struct naive_state {
     struct tkp_stats stats; /* of the last run */
 };
 
-/* Workspace of one row: the sorted order, merge scratch, the kept mask when the caller wants
- * samples only, and the prefix sums of sampling. */
+/* Workspace of one row: a 16-bit row's upcast, the sorted order, merge scratch, the kept mask
+ * when the caller wants samples only, and the prefix sums of sampling. */
 struct naive_work {
+    float *row;
     int32_t *order, *tmp;
     uint8_t *mask;
     uint64_t *cum;
@@ -39,7 +40,7 @@ static int naive_init(void *state, const struct tkp_problem *pb, const void *opt
     (void)err;
     struct naive_state *s = state;
     s->pb = *pb;
-    *workspace_bytes = naive_workspace(pb->vocab);
+    *workspace_bytes = tkp_cpu_row_scratch_bytes(pb) + naive_workspace(pb->vocab);
     return TKP_OK;
 }
 
@@ -47,7 +48,7 @@ static void naive_row(struct naive_state *s, const struct tkp_io *io, int64_t r,
                       const struct naive_work *w)
 {
     const int64_t vocab = s->pb.vocab;
-    const float *x = (const float *)io->logits + r * s->pb.stride;
+    const float *x = tkp_cpu_row_f32(&s->pb, io->logits, r, w->row);
     int64_t valid = tkp_canonical_order(x, vocab, w->order, w->tmp);
 
     int64_t n = valid;
@@ -76,7 +77,8 @@ static int naive_run(void *state, const struct tkp_io *io, void *workspace, void
     memset(&s->stats, 0, sizeof s->stats);
     const int64_t vocab = s->pb.vocab;
     struct naive_work w;
-    w.cum = workspace;
+    w.row = workspace;
+    w.cum = (uint64_t *)((char *)workspace + tkp_cpu_row_scratch_bytes(&s->pb));
     w.order = (int32_t *)(w.cum + vocab);
     w.tmp = w.order + vocab;
     w.mask = (uint8_t *)(w.tmp + vocab);
@@ -95,6 +97,7 @@ static const struct tkp_impl naive_cpu = {
     .init = naive_init,
     .run = naive_run,
     .stats = naive_stats,
+    .dtypes = TKP_DTYPE_BIT(TKP_BF16) | TKP_DTYPE_BIT(TKP_F16), /* cpu_row.h: tkp_cpu_row_f32 */
 };
 
 const struct tkp_algo tkp_algo_naive_sort = {

@@ -16,6 +16,7 @@
  * implementation is qrita_gpu_impl.c. */
 #include <string.h>
 
+#include "../common/cpu_row.h"
 #include "../tkp.h"
 #include "qrita.h"
 
@@ -57,6 +58,7 @@ struct qrita_state {
 
 /* Workspace: the outlier buffer, and for search=sort a row of keys and its radix-sort scratch. */
 struct qrita_work {
+    float *row; /* a 16-bit row's upcast (cpu_row.h) */
     uint32_t *outliers, *sorted, *sort_tmp;
 };
 
@@ -99,7 +101,8 @@ static int qrita_init(void *state, const struct tkp_problem *pb, const void *opt
     s->opts = *(const struct qrita_opts *)opts;
     s->capacity = qrita_outlier_capacity(pb->vocab);
     size_t sort_keys = s->opts.search == QRITA_SORT ? 2 * (size_t)pb->vocab : 0;
-    *workspace_bytes = ((size_t)s->capacity + sort_keys) * sizeof(uint32_t);
+    *workspace_bytes = tkp_cpu_row_scratch_bytes(pb) +
+                       ((size_t)s->capacity + sort_keys) * sizeof(uint32_t);
     return TKP_OK;
 }
 
@@ -226,13 +229,16 @@ static int qrita_run(void *state, const struct tkp_io *io, void *workspace, void
     (void)err;
     struct qrita_state *s = state;
     memset(&s->stats, 0, sizeof s->stats);
-    struct qrita_work w = { .outliers = workspace };
+    struct qrita_work w = {
+        .row = workspace,
+        .outliers = (uint32_t *)((char *)workspace + tkp_cpu_row_scratch_bytes(&s->pb)),
+    };
     if (s->opts.search == QRITA_SORT) {
         w.sorted = w.outliers + s->capacity;
         w.sort_tmp = w.sorted + s->pb.vocab;
     }
     for (int64_t r = 0; r < s->pb.batch; r++)
-        qrita_row(s, (const float *)io->logits + r * s->pb.stride, io->k[r], io->p[r],
+        qrita_row(s, tkp_cpu_row_f32(&s->pb, io->logits, r, w.row), io->k[r], io->p[r],
                   io->kept + r * s->pb.vocab, &w);
     return TKP_OK;
 }
@@ -263,6 +269,7 @@ static const struct tkp_impl qrita_cpu = {
     .init = qrita_init,
     .run = qrita_run,
     .stats = qrita_stats,
+    .dtypes = TKP_DTYPE_BIT(TKP_BF16) | TKP_DTYPE_BIT(TKP_F16), /* cpu_row.h: tkp_cpu_row_f32 */
 };
 
 const struct tkp_algo tkp_algo_qrita = {

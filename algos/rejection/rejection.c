@@ -71,7 +71,7 @@ static int rej_init(void *state, const struct tkp_problem *pb, const void *opts,
     struct rej_state *s = state;
     s->pb = *pb;
     s->opts = *(const struct rej_opts *)opts;
-    *workspace_bytes = rej_workspace(pb->vocab);
+    *workspace_bytes = tkp_cpu_row_scratch_bytes(pb) + rej_workspace(pb->vocab);
     return TKP_OK;
 }
 
@@ -261,10 +261,11 @@ static int rej_run(void *state, const struct tkp_io *io, void *workspace, void *
     memset(&s->stats, 0, sizeof s->stats);
     const int64_t vocab = s->pb.vocab;
     const int32_t draws = s->pb.draws;
-    uint64_t *w = workspace;
+    float *row = workspace; /* a 16-bit row's upcast (cpu_row.h) */
+    uint64_t *w = (uint64_t *)((char *)workspace + tkp_cpu_row_scratch_bytes(&s->pb));
     uint32_t *key = (uint32_t *)(w + vocab);
     for (int64_t r = 0; io->samples && r < s->pb.batch; r++) {
-        const float *x = (const float *)io->logits + r * s->pb.stride;
+        const float *x = tkp_cpu_row_f32(&s->pb, io->logits, r, row);
         int64_t *out = io->samples + r * draws;
         struct tkp_row_info info = tkp_row_scan(x, vocab);
         s->stats.rows++;
@@ -293,6 +294,7 @@ static const struct tkp_impl rej_cpu = {
     .init = rej_init,
     .run = rej_run,
     .stats = rej_stats,
+    .dtypes = TKP_DTYPE_BIT(TKP_BF16) | TKP_DTYPE_BIT(TKP_F16), /* cpu_row.h: tkp_cpu_row_f32 */
 };
 
 const struct tkp_algo tkp_algo_rejection = {

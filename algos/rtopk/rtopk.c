@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "../common/cpu_row.h"
 #include "../common/prob.h"
 #include "../tkp.h"
 #include "rtopk_impl.h"
@@ -166,20 +167,22 @@ static int rtopk_init(void *state, const struct tkp_problem *pb, const void *opt
     struct rtopk_state *s = state;
     s->pb = *pb;
     s->opts = *(const struct rtopk_opts *)opts;
-    *workspace_bytes = 0; /* the passes only read the row and write the kept mask */
+    /* the passes only read the row and write the kept mask: the workspace holds a 16-bit
+     * row's upcast (cpu_row.h), nothing for float32 */
+    *workspace_bytes = tkp_cpu_row_scratch_bytes(pb);
     return TKP_OK;
 }
 
 static int rtopk_run(void *state, const struct tkp_io *io, void *workspace, void *stream,
                      struct tkp_error *err)
 {
-    (void)workspace;
     (void)stream;
     (void)err;
     struct rtopk_state *s = state;
     s->rows = s->iterations = 0;
     for (int64_t r = 0; r < s->pb.batch; r++)
-        rtopk_row(s, (const float *)io->logits + r * s->pb.stride, io->k[r], io->kept + r * s->pb.vocab);
+        rtopk_row(s, tkp_cpu_row_f32(&s->pb, io->logits, r, workspace), io->k[r],
+                  io->kept + r * s->pb.vocab);
     return TKP_OK;
 }
 
@@ -197,6 +200,7 @@ static const struct tkp_impl rtopk_cpu = {
     .init = rtopk_init,
     .run = rtopk_run,
     .stats = rtopk_stats,
+    .dtypes = TKP_DTYPE_BIT(TKP_BF16) | TKP_DTYPE_BIT(TKP_F16), /* cpu_row.h: tkp_cpu_row_f32 */
 };
 
 const struct tkp_algo tkp_algo_rtopk = {

@@ -16,7 +16,9 @@ struct oracle_row {
     long double *weight; /* [valid] unnormalised probability, in canonical order */
 };
 
-/* Judge row x (vocab values) under k and p. Returns 0, or -1 when out of memory. */
+/* Judge row x (vocab float32 values) under k and p. A 16-bit row is judged by its exact
+ * float32 upcast (struct tkp_batch.logits; docs/SEMANTICS.md, "16-bit logits"), never by the
+ * encodings a module reads. Returns 0, or -1 when out of memory. */
 int oracle_row_init(struct oracle_row *o, const float *x, int64_t vocab, int32_t k, float p);
 void oracle_row_free(struct oracle_row *o);
 
