@@ -99,7 +99,8 @@ TEST(plans_of_the_bf16_configs_on_the_gpu_pair_each_f32_cell)
     tkp_plan_free(&plan);
     REQUIRE(tkp_config_load("configs/h200/targets_bf16.lua", TKP_GPU, &plan, &err) == TKP_OK,
             "%s", err.msg);
-    CHECK(plan.n == 3 * 2 * 3 * 2, "targets_bf16: %zu cells, want 36", plan.n);
+    /* (3 modules + 9 peer variants) x 2 vocabularies x 3 batches x 2 dtypes */
+    CHECK(plan.n == (3 + 9) * 2 * 3 * 2, "targets_bf16: %zu cells, want 144", plan.n);
     for (size_t i = 0; i + 1 < plan.n; i += 2)
         CHECK(plan.cells[i].dtype == TKP_F32 && plan.cells[i + 1].dtype == TKP_BF16 &&
                   plan.cells[i].algo == plan.cells[i + 1].algo &&
