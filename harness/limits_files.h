@@ -24,5 +24,9 @@
 /* Seconds a reader in a child process (read_guard.h: export, info, compare, --resume's check,
  * logits files) may read a file before it is taken for corrupt. */
 #define TKP_READ_SECONDS 600
+/* CPU seconds such a reader may spend (read_guard.c): this many, plus one for every
+ * TKP_READ_CPU_BYTES_PER_S bytes of the file (a results file of a few MB: 10 s). */
+#define TKP_READ_CPU_SECONDS 10
+#define TKP_READ_CPU_BYTES_PER_S (20LL * 1024 * 1024)
 
 #endif

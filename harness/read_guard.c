@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,7 +30,19 @@ void tkp_read_open_failed(const char *path, struct tkp_error *err)
         tkp_error_set(err, "%s: not a readable HDF5 file", path);
 }
 
-/* The child: run fn under an alarm; its error message goes to the pipe. Never returns. */
+/* The CPU seconds a child may spend reading `path`: TKP_READ_CPU_SECONDS plus one second for
+ * every TKP_READ_CPU_BYTES_PER_S of the file. libhdf5 looping on a corrupt file spins the
+ * CPU, so it is stopped within seconds; a reader blocked on a slow consumer of its output
+ * (`topkp export F | less`) spends none, and only the wall-clock alarm bounds it. */
+static long cpu_seconds_for(const char *path)
+{
+    struct stat st;
+    const long long bytes = stat(path, &st) == 0 ? (long long)st.st_size : 0;
+    return TKP_READ_CPU_SECONDS + (long)(bytes / TKP_READ_CPU_BYTES_PER_S);
+}
+
+/* The child: run fn under an alarm and a CPU-time limit; its error message goes to the pipe.
+ * Never returns. */
 static void run_child(tkp_read_fn fn, const char *path, const void *arg, FILE *out,
                       struct tkp_error *err, int fd)
 {
@@ -38,6 +52,10 @@ static void run_child(tkp_read_fn fn, const char *path, const void *arg, FILE *o
     signal(SIGSEGV, SIG_DFL);
     signal(SIGBUS, SIG_DFL);
     signal(SIGFPE, SIG_DFL);
+    signal(SIGXCPU, SIG_DFL);
+    const long cpu = cpu_seconds_for(path);
+    const struct rlimit limit = { (rlim_t)cpu, (rlim_t)cpu + 5 };
+    setrlimit(RLIMIT_CPU, &limit);
     alarm(TKP_READ_SECONDS);
     int rc = fn(path, arg, out, err);
     if (fflush(out) != 0 && !rc) {
@@ -100,6 +118,11 @@ int tkp_read_guarded(tkp_read_fn fn, const char *path, const void *arg, FILE *ou
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) {
         tkp_error_set(err, "%s: reading it did not finish within %d s (a corrupt file?)",
                       path, TKP_READ_SECONDS);
+        return TKP_EINVAL;
+    }
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU) {
+        tkp_error_set(err, "%s: reading it spent more than %ld s of CPU time (a corrupt file?)",
+                      path, cpu_seconds_for(path));
         return TKP_EINVAL;
     }
     if (WIFSIGNALED(status)) {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hdf5.h>
@@ -619,6 +620,25 @@ TEST(hostile_files_corrupt_logits_do_not_crash)
     }
     free(copy);
     free(good);
+}
+
+/* A results file on which libhdf5 spins the CPU for good (tests/fuzz/findings/README): info,
+ * export and compare end well inside the wall-clock guard, by the readers' CPU-time limit
+ * (harness/read_guard.c), exiting 0 or 1 naming the file (another HDF5 may read it). */
+TEST(hostile_files_results_that_spin_libhdf5_end_in_seconds)
+{
+    const char *bin = topkp_bin(), *bad = "tests/fuzz/findings/results-spin-libhdf5.h5";
+    const char *cmds[] = { "info", "export" };
+    for (int c = 0; c < 2; c++) {
+        const time_t t0 = time(NULL);
+        int rc = run_cmd(out, sizeof out, "{ timeout 120 %s %s %s 2>&1 >/dev/null; }", bin,
+                         cmds[c], bad);
+        const long took = (long)(time(NULL) - t0);
+        CHECK(rc == 0 || (rc == 1 && (strstr(out, bad) || libhdf5_sanitizer_report(out))),
+              "%s %s: want exit 0, or 1 naming it, got %d: %.400s", cmds[c], bad, rc, out);
+        CHECK(took < 60, "%s %s took %ld s (the CPU-time limit is %d s for a file this size)",
+              cmds[c], bad, took, 10);
+    }
 }
 
 /* A logits file on which libhdf5 itself segfaults (tests/fuzz/findings/README): apply and run
