@@ -29,6 +29,7 @@ fi
 # (gpu_conformance_matches_cpu_<module>, tests/test_conformance.c: a new module is sanitized
 # with no entry here), then the knobs whose kernels the defaults do not reach.
 small=(gpu_conformance_matches_cpu_
+    gpu_conformance_bf16_matches_cpu_ gpu_conformance_f16_matches_cpu_  # the same on 16-bit rows
     gpu_cases_                   # qrita's truncation x search, dedup, autotune, caps; rejection's fallback and clusters
     gpu_cake_chained_matches_cpu_on_adversarial
     gpu_qrita_gaussian_b1_topp   # the fused top-p search at B = 1 (window and gather)
