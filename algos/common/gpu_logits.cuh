@@ -69,19 +69,6 @@ template <class E> __device__ __forceinline__ float4 tkp_load4(const void *row, 
     }
 }
 
-/* The same four elements as a streaming load (ld.global.cs: read once, do not keep in L1/L2
- * ahead of other data). */
-template <class E> __device__ __forceinline__ float4 tkp_load4_stream(const void *row, int64_t i)
-{
-    if constexpr (sizeof(typename E::storage) == 4) {
-        return __ldcs(reinterpret_cast<const float4 *>(static_cast<const float *>(row) + i));
-    } else {
-        const uint2 w = __ldcs(reinterpret_cast<const uint2 *>(static_cast<const uint16_t *>(row) + i));
-        const float2 a = tkp_unpack2<E>(w.x), b = tkp_unpack2<E>(w.y);
-        return make_float4(a.x, a.y, b.x, b.y);
-    }
-}
-
 /* Bytes of one element. */
 template <class E> __host__ __device__ constexpr int tkp_elem_bytes(void)
 {
