@@ -62,7 +62,7 @@ static void print_algo(const struct tkp_algo *a)
 
 /* What the peer worker said of each peer, by name. */
 struct peer_probe {
-    char name[64], info[400];
+    char name[64], info[400], cast[200];
     int available;
 };
 struct probe_list {
@@ -70,7 +70,8 @@ struct probe_list {
     int n;
 };
 
-static void on_probe(const char *name, int available, const char *info, void *ctx)
+static void on_probe(const char *name, int available, const char *info, const char *cast,
+                     void *ctx)
 {
     struct probe_list *l = ctx;
     if (l->n == 32)
@@ -78,6 +79,7 @@ static void on_probe(const char *name, int available, const char *info, void *ct
     struct peer_probe *p = &l->peer[l->n++];
     snprintf(p->name, sizeof p->name, "%s", name);
     snprintf(p->info, sizeof p->info, "%s", info);
+    snprintf(p->cast, sizeof p->cast, "%s", cast);
     p->available = available;
 }
 
@@ -106,8 +108,11 @@ static void list_peers(int probe)
             printf("    importable here: unknown (%s)\n", err.msg);
         else if (probe && !p)
             printf("    importable here: unknown (peers/catalog.py does not list it)\n");
-        else if (probe)
+        else if (probe) {
             printf("    importable here: %s (%s)\n", p->available ? "yes" : "no", p->info);
+            if (p->cast[0])
+                printf("    16-bit logits: %s\n", p->cast);
+        }
         print_options(a);
     }
 }

@@ -404,7 +404,7 @@ int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
 
 /* The probe's per-peer lines, handed on to the caller's function. */
 struct probe_ctx {
-    void (*fn)(const char *, int, const char *, void *);
+    void (*fn)(const char *, int, const char *, const char *, void *);
     void *ctx;
 };
 
@@ -412,13 +412,14 @@ static void on_probe_line(const struct tkp_peer_reply *r, void *ctx)
 {
     struct probe_ctx *p = ctx;
     const char *name = tkp_peer_field(r, "name"), *ok = tkp_peer_field(r, "available");
-    const char *info = tkp_peer_field(r, "info");
+    const char *info = tkp_peer_field(r, "info"), *cast = tkp_peer_field(r, "cast");
     if (name)
-        p->fn(name, ok && strcmp(ok, "1") == 0, info ? info : "", p->ctx);
+        p->fn(name, ok && strcmp(ok, "1") == 0, info ? info : "", cast ? cast : "", p->ctx);
 }
 
 int tkp_peer_probe(struct tkp_peer_session *s,
-                   void (*fn)(const char *name, int available, const char *info, void *ctx),
+                   void (*fn)(const char *name, int available, const char *info,
+                              const char *cast, void *ctx),
                    void *ctx, struct tkp_error *err)
 {
     struct probe_ctx p = { fn, ctx };

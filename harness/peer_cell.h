@@ -67,9 +67,11 @@ int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
                   int64_t *drawn, int32_t draws, struct tkp_cell_row *row, double **samples,
                   int64_t *n_samples, struct tkp_error *err);
 
-/* Ask the worker which peers import here: calls fn(name, available, info) for each. */
+/* Ask the worker which peers import here: calls fn(name, available, info, cast) for each, cast
+ * saying what the peer does with 16-bit logits (docs/PEERS.md, "16-bit logits"). */
 int tkp_peer_probe(struct tkp_peer_session *s,
-                   void (*fn)(const char *name, int available, const char *info, void *ctx),
+                   void (*fn)(const char *name, int available, const char *info,
+                              const char *cast, void *ctx),
                    void *ctx, struct tkp_error *err);
 
 #endif

@@ -148,6 +148,12 @@ TEST(peers_python_catalog_names_the_c_peers)
         const char *at = strstr(out, line);
         CHECK(at && strstr(at, "importable here: ") && strstr(at, "package="),
               "`topkp list` does not show %s with its package and importability", tkp_peers[i]->name);
+        const char *next = at ? strstr(at + 1, "\n  ") : NULL; /* past its own lines */
+        while (next && next[3] == ' ')
+            next = strstr(next + 1, "\n  ");
+        const char *cast = at ? strstr(at, "\n    16-bit logits: ") : NULL;
+        CHECK(cast && (!next || cast < next), "`topkp list` does not say what %s does with 16-bit "
+              "logits", tkp_peers[i]->name);
     }
     CHECK(strstr(out, "importable here: yes (torch "), "torch.sort should import here:\n%s", out);
 }
