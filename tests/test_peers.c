@@ -637,10 +637,9 @@ TEST(peers_16bit_malformed_input_is_a_clear_error)
     tkp_peer_session_close(&s);
 }
 
-/* Through `topkp run`, once the harness has its `dtype` axis (docs/DESIGN.md, the axes table):
- * the torch peers' f32, bf16 and f16 cells of one dataset (one cache entry, one peer input of
- * three files) are ok and exact, one row per type. Skipped while the axis is missing (the
- * config does not plan). */
+/* Through `topkp run` and the `dtype` axis (docs/DESIGN.md, the axes table): the torch peers'
+ * f32, bf16 and f16 cells of one dataset (one cache entry, one peer input of three files) are
+ * ok and exact, one row per type. */
 TEST(peers_16bit_sweep_cells_are_exact)
 {
     if (!torch_ready())
@@ -651,10 +650,8 @@ TEST(peers_16bit_sweep_cells_are_exact)
                       "  dtype = { \"f32\", \"bf16\", \"f16\" }, verify = 8, draws = 64,\n"
                       "  timing = { warmup = 1, min_reps = 2, max_reps = 2 } }\n";
     const char *path = write_scratch("half.lua", cfg);
-    if (run_cmd(log, sizeof log, "%s run %s --dry-run --backend cpu", topkp_bin(), path) != 0) {
-        test_skip("the harness has no dtype axis yet");
-        return;
-    }
+    REQUIRE(run_cmd(log, sizeof log, "%s run %s --dry-run --backend cpu", topkp_bin(), path) == 0,
+            "the dtype sweep does not plan: %s", log);
     REQUIRE(run_peers("half", "", cfg, log, sizeof log) == 0, "run failed: %s", log);
     int c_algo = tsv_column(tsv, "algo"), c_dtype = tsv_column(tsv, "dtype");
     int c_status = tsv_column(tsv, "status"), c_exact = tsv_column(tsv, "rows_exact");
