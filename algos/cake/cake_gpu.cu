@@ -33,7 +33,7 @@
  * cake_gpu_types.cuh lists (README.md, "GPU source layout").
  *
  * cake_kernel is templated on the logits' element type E (algos/common/gpu_logits.cuh): bf16
- * and fp16 rows are read directly (8-byte vectors of four) and converted exactly in
+ * and fp16 rows are read directly (16-byte vectors of eight) and converted exactly in
  * registers, so slab, kept set and samples are those of the float32 upcast bit for bit
  * (docs/SEMANTICS.md, "16-bit logits"); ck_kernel_for is the one place that picks the
  * instantiation. cake_topp_kernel reads only the gathered keys and is not templated. */

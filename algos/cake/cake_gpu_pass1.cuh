@@ -1,12 +1,13 @@
-/* cake_gpu_pass1.cuh — cake's streaming first pass: the slice read in four-element vector
- * steps (ck_stream, and ck_pass1 with its sampled, tightening bound), the top-digit histogram,
- * the candidate list, and the kept mask zeroed on the way.
+/* cake_gpu_pass1.cuh — cake's streaming first pass: the slice read in steps of 16-byte
+ * vectors (ck_stream, and ck_pass1 with its sampled, tightening bound), the top-digit
+ * histogram, the candidate list, and the kept mask zeroed on the way.
  *
  * Every read of the row is typed by the element type E of algos/common/gpu_logits.cuh: a
- * vector is one float4 (float32) or one uint2 (bf16, fp16), aligned to its own size, and every
- * value is converted exactly to float32 in registers, so the keys and decisions on a 16-bit row
- * are those on its float32 upcast (docs/SEMANTICS.md, "16-bit logits"). Indices and counts are
- * in elements. */
+ * vector is one 16-byte load (tkp_load16), W = tkp_vec16_elems<E>() elements: a float4 of 4
+ * float32 values, or a uint4 of 8 bf16 / fp16 values kept raw in registers until each value is
+ * converted exactly to float32 (tkp_vec16_get), so the keys and decisions on a 16-bit row are
+ * those on its float32 upcast (docs/SEMANTICS.md, "16-bit logits") and a 16-bit row has as
+ * many bytes in flight per thread as a float32 one. Indices and counts are in elements. */
 #ifndef TKP_CAKE_GPU_PASS1_CUH
 #define TKP_CAKE_GPU_PASS1_CUH
 
@@ -24,49 +25,53 @@ template <class E> __device__ __forceinline__ const void *ck_elem(const void *ro
     return static_cast<const typename E::storage *>(row) + i;
 }
 
-/* f(key, index, ok) over row[lo, hi): a scalar head up to the first vector-aligned element
- * (tkp_vec4_head: 16-byte alignment for float32, 8-byte for 16-bit types), the vector body
- * (CK_UNROLL loads in flight per thread), a scalar tail. Every loop is block-uniform, so f is
- * called by all 32 lanes of every warp together (warp collectives inside f are allowed); a
- * slot past the range calls f with ok = false and key 0. Order of visits is unspecified. */
+/* f(key, index, ok) over row[lo, hi): a scalar head up to the first 16-byte-aligned element
+ * (tkp_vec16_head: fewer than W tokens), the vector body (CK_UNROLL 16-byte loads in flight per
+ * thread), a scalar tail (fewer than W tokens). Every loop is block-uniform, so f is called by
+ * all 32 lanes of every warp together (warp collectives inside f are allowed); a slot past the
+ * range calls f with ok = false and key 0. Order of visits is unspecified. */
 template <class E, typename F>
 __device__ __forceinline__ void ck_stream(const void *__restrict__ row, uint32_t lo,
                                           uint32_t hi, F f)
 {
+    constexpr uint32_t W = (uint32_t)tkp_vec16_elems<E>();
     if (lo >= hi)
         return;
     const uint32_t t = threadIdx.x;
-    const uint32_t mis = (uint32_t)tkp_vec4_head<E>(ck_elem<E>(row, lo));
+    const uint32_t mis = (uint32_t)tkp_vec16_head<E>(ck_elem<E>(row, lo));
     const uint32_t body = min(hi, lo + mis);
-    if (lo < body) { /* fewer than 4 tokens: one block-wide step */
+    if (lo < body) { /* fewer than W tokens: one block-wide step */
         const uint32_t i = lo + t;
         const bool ok = i < body;
         f(ok ? tkp_order_key(tkp_load1<E>(row, i)) : 0u, i, ok);
     }
-    const uint32_t nvec = (hi - body) >> 2;
-    const void *__restrict__ v = ck_elem<E>(row, body); /* vector j: elements 4j .. 4j+3 */
+    const uint32_t nvec = (hi - body) / W;
+    const void *__restrict__ v = ck_elem<E>(row, body); /* vector j: elements W j .. W j + W-1 */
     for (uint32_t base = 0; base < nvec; base += CK_UNROLL * CK_THREADS) {
-        float4 x[CK_UNROLL];
-        const void *mine = ck_elem<E>(v, 4 * (int64_t)(base + t)); /* vector u = 0 */
+        typename E::vec16 x[CK_UNROLL];
+        const void *mine = ck_elem<E>(v, W * (int64_t)(base + t)); /* vector u = 0 */
 #pragma unroll
         for (int u = 0; u < CK_UNROLL; u++) {
             const uint32_t j = base + t + (uint32_t)u * CK_THREADS;
-            x[u] = j < nvec ? tkp_load4<E>(mine, 4 * u * CK_THREADS)
-                            : make_float4(0.f, 0.f, 0.f, 0.f);
+            x[u] = j < nvec ? tkp_load16<E>(mine, W * u * CK_THREADS) : tkp_vec16_zero<E>();
         }
 #pragma unroll
         for (int u = 0; u < CK_UNROLL; u++) {
             const uint32_t j = base + t + (uint32_t)u * CK_THREADS;
             const bool ok = j < nvec;
-            const uint32_t i = body + 4 * j;
-            f(ok ? tkp_order_key(x[u].x) : 0u, i, ok);
-            f(ok ? tkp_order_key(x[u].y) : 0u, i + 1, ok);
-            f(ok ? tkp_order_key(x[u].z) : 0u, i + 2, ok);
-            f(ok ? tkp_order_key(x[u].w) : 0u, i + 3, ok);
+            const uint32_t i = body + W * j;
+#pragma unroll
+            for (int q = 0; q < (int)W; q += 4) {
+                const typename E::vec16 &xu = x[u];
+                f(ok ? tkp_order_key(tkp_vec16_get<E>(xu, q)) : 0u, i + q, ok);
+                f(ok ? tkp_order_key(tkp_vec16_get<E>(xu, q + 1)) : 0u, i + q + 1, ok);
+                f(ok ? tkp_order_key(tkp_vec16_get<E>(xu, q + 2)) : 0u, i + q + 2, ok);
+                f(ok ? tkp_order_key(tkp_vec16_get<E>(xu, q + 3)) : 0u, i + q + 3, ok);
+            }
         }
     }
-    const uint32_t tail = body + 4 * nvec;
-    if (tail < hi) { /* fewer than 4 tokens */
+    const uint32_t tail = body + W * nvec;
+    if (tail < hi) { /* fewer than W tokens */
         const uint32_t i = tail + t;
         const bool ok = i < hi;
         f(ok ? tkp_order_key(tkp_load1<E>(row, i)) : 0u, i, ok);
@@ -121,58 +126,69 @@ __device__ __forceinline__ void ck_put_cand(ck_smem *sm, uint32_t *hist, float x
     pos++;
 }
 
-/* Load one block-wide step of the vector body v (elements of type E): x[u] = vector
- * base + t + u * CK_THREADS for u < CK_UNROLL, as float32; a slot at or past nvec reads NaN
- * (never a candidate, never sampled) and its 4 invalid counts are taken back from ninv in
+/* Load one block-wide step of the vector body v (elements of type E): x[u] = raw vector
+ * base + t + u * CK_THREADS for u < CK_UNROLL (W elements each); a slot at or past nvec reads
+ * NaN (never a candidate, never sampled) and its W invalid counts are taken back from ninv in
  * advance. */
 template <class E>
-__device__ __forceinline__ void ck_load(float4 (&x)[CK_UNROLL], const void *__restrict__ v,
-                                        uint32_t nvec, uint32_t base, uint32_t &ninv)
+__device__ __forceinline__ void ck_load(typename E::vec16 (&x)[CK_UNROLL],
+                                        const void *__restrict__ v, uint32_t nvec,
+                                        uint32_t base, uint32_t &ninv)
 {
-    const float nan = __int_as_float(0x7FC00000);
-    const void *mine = ck_elem<E>(v, 4 * (int64_t)(base + threadIdx.x)); /* vector u = 0 */
+    constexpr uint32_t W = (uint32_t)tkp_vec16_elems<E>();
+    const void *mine = ck_elem<E>(v, W * (int64_t)(base + threadIdx.x)); /* vector u = 0 */
 #pragma unroll
     for (int u = 0; u < CK_UNROLL; u++) {
         const uint32_t j = base + threadIdx.x + (uint32_t)u * CK_THREADS;
         if (j < nvec) {
-            x[u] = tkp_load4<E>(mine, 4 * u * CK_THREADS);
+            x[u] = tkp_load16<E>(mine, W * u * CK_THREADS);
         } else {
-            x[u] = make_float4(nan, nan, nan, nan);
-            ninv -= 4;
+            x[u] = tkp_vec16_nan<E>();
+            ninv -= W;
         }
     }
 }
 
 /* The sample: the valid values of x[u], u < us, counted in S by top digit. */
-__device__ __forceinline__ void ck_sample(const float4 (&x)[CK_UNROLL], uint32_t us, uint32_t *S)
+template <class E>
+__device__ __forceinline__ void ck_sample(const typename E::vec16 (&x)[CK_UNROLL], uint32_t us,
+                                          uint32_t *S)
 {
 #pragma unroll
     for (int u = 0; u < CK_UNROLL; u++) {
         if ((uint32_t)u < us) {
-            const float e[4] = {x[u].x, x[u].y, x[u].z, x[u].w};
 #pragma unroll
-            for (int c = 0; c < 4; c++)
-                if (e[c] >= -FLT_MAX)
-                    atomicAdd(&S[tkp_order_key(e[c]) >> 21], 1u);
+            for (int c = 0; c < tkp_vec16_elems<E>(); c++) {
+                const float e = tkp_vec16_get<E>(x[u], c);
+                if (e >= -FLT_MAX)
+                    atomicAdd(&S[tkp_order_key(e) >> 21], 1u);
+            }
         }
     }
 }
 
-/* Pass 1 on one loaded step x (the values at body + 4 * (base + t + u * CK_THREADS)). Per
- * value: a float compare, a select-add and a float add; one vote per step; the candidates
+/* Pass 1 on one loaded step x (the values at body + W * (base + t + u * CK_THREADS) + c).
+ * Per value: a float compare, a select-add and a float add; one vote per step; the candidates
  * (a few per cent) are re-tested and appended after one tkp_warp_reserve per warp. */
-__device__ __forceinline__ void ck_pass1_proc(const float4 (&x)[CK_UNROLL], uint32_t base,
-                                              uint32_t body, float fthr, uint32_t &ninv,
-                                              uint32_t *hist, ck_smem *sm)
+template <class E>
+__device__ __forceinline__ void ck_pass1_proc(const typename E::vec16 (&x)[CK_UNROLL],
+                                              uint32_t base, uint32_t body, float fthr,
+                                              uint32_t &ninv, uint32_t *hist, ck_smem *sm)
 {
+    constexpr int W = tkp_vec16_elems<E>();
     const uint32_t t = threadIdx.x;
     uint32_t c = 0;
     float sum = 0.0f;
 #pragma unroll
     for (int u = 0; u < CK_UNROLL; u++) {
-        c += (uint32_t)(x[u].x >= fthr) + (uint32_t)(x[u].y >= fthr) +
-             (uint32_t)(x[u].z >= fthr) + (uint32_t)(x[u].w >= fthr);
-        sum += (x[u].x + x[u].y) + (x[u].z + x[u].w);
+#pragma unroll
+        for (int q = 0; q < W; q += 4) { /* four values at a time (float32: the whole vector) */
+            const float e0 = tkp_vec16_get<E>(x[u], q), e1 = tkp_vec16_get<E>(x[u], q + 1);
+            const float e2 = tkp_vec16_get<E>(x[u], q + 2), e3 = tkp_vec16_get<E>(x[u], q + 3);
+            c += (uint32_t)(e0 >= fthr) + (uint32_t)(e1 >= fthr) + (uint32_t)(e2 >= fthr) +
+                 (uint32_t)(e3 >= fthr);
+            sum += (e0 + e1) + (e2 + e3);
+        }
     }
     /* A sum with a NaN or -inf term is NaN or -inf whatever the order (NaN propagates,
      * -inf + y is -inf or NaN), so a sum >= -FLT_MAX proves every value valid; otherwise
@@ -180,30 +196,34 @@ __device__ __forceinline__ void ck_pass1_proc(const float4 (&x)[CK_UNROLL], uint
      * count exactly (the fills were taken back at load time). */
     if (!(sum >= -FLT_MAX)) {
 #pragma unroll
-        for (int u = 0; u < CK_UNROLL; u++)
-            ninv += (uint32_t)!(x[u].x >= -FLT_MAX) + (uint32_t)!(x[u].y >= -FLT_MAX) +
-                    (uint32_t)!(x[u].z >= -FLT_MAX) + (uint32_t)!(x[u].w >= -FLT_MAX);
+        for (int u = 0; u < CK_UNROLL; u++) {
+#pragma unroll
+            for (int q = 0; q < W; q += 4)
+                ninv += (uint32_t)!(tkp_vec16_get_cold<E>(x[u], q) >= -FLT_MAX) +
+                        (uint32_t)!(tkp_vec16_get_cold<E>(x[u], q + 1) >= -FLT_MAX) +
+                        (uint32_t)!(tkp_vec16_get_cold<E>(x[u], q + 2) >= -FLT_MAX) +
+                        (uint32_t)!(tkp_vec16_get_cold<E>(x[u], q + 3) >= -FLT_MAX);
+        }
     }
     if (__any_sync(kTkpFullWarp, c != 0)) {
         uint32_t pos = tkp_warp_reserve(c, &sm->cand_n);
         if (c) {
 #pragma unroll
             for (int u = 0; u < CK_UNROLL; u++) {
-                const uint32_t i = body + 4 * (base + t + (uint32_t)u * CK_THREADS);
-                if (x[u].x >= fthr)
-                    ck_put_cand(sm, hist, x[u].x, i, pos);
-                if (x[u].y >= fthr)
-                    ck_put_cand(sm, hist, x[u].y, i + 1, pos);
-                if (x[u].z >= fthr)
-                    ck_put_cand(sm, hist, x[u].z, i + 2, pos);
-                if (x[u].w >= fthr)
-                    ck_put_cand(sm, hist, x[u].w, i + 3, pos);
+                const uint32_t i = body + W * (base + t + (uint32_t)u * CK_THREADS);
+#pragma unroll
+                for (int e = 0; e < W; e++) {
+                    const float xe = tkp_vec16_get_cold<E>(x[u], e);
+                    if (xe >= fthr)
+                        ck_put_cand(sm, hist, xe, i + e, pos);
+                }
             }
         }
     }
 }
 
-/* Pass 1 on row[i] for the i = (first + t) < end (a scalar head or tail, block-uniform). */
+/* Pass 1 on row[i] for the i = (first + t) < end (a scalar head or tail of fewer than W
+ * tokens, block-uniform). */
 template <class E>
 __device__ __forceinline__ void ck_pass1_one(const void *__restrict__ row, uint32_t first,
                                              uint32_t end, float fthr, uint32_t &ninv,
@@ -224,15 +244,16 @@ __device__ __forceinline__ void ck_pass1_one(const void *__restrict__ row, uint3
  * (block-uniform), a lower bound of the row's pivot bucket. With `mask`, mask[lo, hi) is
  * zeroed on the way, each step's bytes while the next step's loads are in flight.
  *
- * The vector body is streamed in steps of CK_UNROLL * CK_THREADS vectors, the next step's
- * loads issued before the current step is processed. The first step, already in registers,
- * gives the sample: its first us * 2048 values (us = clamp(ceil(64 keff / 2048), 2,
- * CK_SAMPLE_MAX)) are counted by top digit in S = sm->hist[1] and T = the bucket of the sample's
+ * The vector body is streamed in steps of CK_UNROLL * CK_THREADS vectors (W * that tokens),
+ * the next step's loads issued before the current step is processed. The first step, already
+ * in registers, gives the sample: its first us4 * 2048 values (us4 = clamp(ceil(64 keff /
+ * 2048), 2, CK_SAMPLE_MAX); for 16-bit types rounded up to whole 8-value vectors, us4 * 2048
+ * or 2048 more) are counted by top digit in S = sm->hist[1] and T = the bucket of the sample's
  * keff-th largest key (0 when the sample holds fewer). Each step then counts in hist, and
  * appends to the candidate list, its keys with top digit >= the current T (x >= fthr); after
  * 1, 2, 4, 8, ... steps hist is walked again: the bucket b of the keff-th largest key seen so
  * far replaces T when b > T (hist is exact on the buckets > T, which are all the walk reads
- * before stopping in such a b). The scalar head and tail (< 4 tokens each) go last, against
+ * before stopping in such a b). The scalar head and tail (< W tokens each) go last, against
  * the final T.
  *
  * Why the result is exact where it matters: (a) every T is the bucket of the keff-th largest
@@ -246,43 +267,47 @@ template <class E>
 static __device__ uint32_t ck_pass1(const void *__restrict__ row, uint32_t lo, uint32_t hi,
                                     uint32_t keff, uint32_t *hist, ck_smem *sm, uint8_t *mask)
 {
+    constexpr uint32_t W = (uint32_t)tkp_vec16_elems<E>(), W4 = W / 4;
     uint32_t ninv = 0, T = 0;
     float fthr = tkp_key_floor(1u);
     if (lo < hi) {
-        const uint32_t mis = (uint32_t)tkp_vec4_head<E>(ck_elem<E>(row, lo));
+        const uint32_t mis = (uint32_t)tkp_vec16_head<E>(ck_elem<E>(row, lo));
         const uint32_t body = min(hi, lo + mis);
-        const uint32_t nvec = (hi - body) >> 2;
-        const void *__restrict__ v = ck_elem<E>(row, body); /* vector j: elements 4j .. */
+        const uint32_t nvec = (hi - body) / W;
+        const void *__restrict__ v = ck_elem<E>(row, body); /* vector j: elements W j .. */
         const uint32_t step = CK_UNROLL * CK_THREADS;
         if (nvec > 0) {
-            const uint32_t us =
+            /* us4 4-element vectors per thread (the float32 sample), rounded up to W-element
+             * ones: at least the same values for 16-bit types */
+            const uint32_t us4 =
                 min((uint32_t)CK_SAMPLE_MAX,
                     max(2u, (CK_SAMPLE_PER_K * keff + 4 * CK_THREADS - 1) / (4 * CK_THREADS)));
-            float4 x[CK_UNROLL], y[CK_UNROLL];
+            const uint32_t us = (us4 + W4 - 1) / W4;
+            typename E::vec16 x[CK_UNROLL], y[CK_UNROLL];
             ck_load<E>(x, v, nvec, 0, ninv);
             uint32_t done = 0;
             for (uint32_t base = 0; base < nvec; base += step) { /* block-uniform */
                 const bool more = nvec - base > step;
                 if (more)
                     ck_load<E>(y, v, nvec, base + step, ninv);
-                { /* the step after it into L2: one 128-byte line per thread for float32, 64 bytes
-                   * of one for 16-bit (measured for float32: B = 1024 268 -> 260 us,
+                { /* the step after it into L2: one 128-byte line (CK_UNROLL vectors) per
+                   * thread (measured for float32: B = 1024 268 -> 260 us,
                    * V = 262144 k = 1000 B = 128 89 -> 86) */
                     const uint32_t pf = base + 2 * step + CK_UNROLL * threadIdx.x;
-                    const void *line = ck_elem<E>(v, 4 * (int64_t)pf); /* a generic address */
+                    const void *line = ck_elem<E>(v, W * (int64_t)pf); /* a generic address */
                     if (pf < nvec)
                         asm volatile("prefetch.L2 [%0];" ::"l"(line));
                 }
                 if (mask) /* this step's mask bytes, while the next step's loads fly */
-                    ck_zero(mask, body + 4 * base, body + 4 * min(nvec, base + step));
+                    ck_zero(mask, body + W * base, body + W * min(nvec, base + step));
                 if (base == 0) {
-                    ck_sample(x, us, sm->hist[1]);
+                    ck_sample<E>(x, us, sm->hist[1]);
                     __syncthreads();
                     ck_find_bucket(sm->hist[1], CK_BUCKETS, keff, sm);
                     T = sm->bucket == 0xFFFFFFFFu ? 0u : sm->bucket;
                     fthr = tkp_key_floor(max(T << 21, 1u));
                 }
-                ck_pass1_proc(x, base, body, fthr, ninv, hist, sm);
+                ck_pass1_proc<E>(x, base, body, fthr, ninv, hist, sm);
                 done++;
                 if (more) {
                     if ((done & (done - 1)) == 0) { /* after 1, 2, 4, 8, ... steps */
@@ -302,7 +327,7 @@ static __device__ uint32_t ck_pass1(const void *__restrict__ row, uint32_t lo, u
         }
         if (lo < body)
             ck_pass1_one<E>(row, lo, body, fthr, ninv, hist, sm);
-        const uint32_t tail = body + 4 * nvec;
+        const uint32_t tail = body + W * nvec;
         if (tail < hi)
             ck_pass1_one<E>(row, tail, hi, fthr, ninv, hist, sm);
         if (mask) {

@@ -29,8 +29,9 @@ namespace cg = cooperative_groups;
 #define CK_MIN_SLICE 2048 /* a cluster is not split finer than this many tokens per CTA */
 #define CK_MIN_SLICE16 4096 /* ... and a 16-CTA (non-portable) cluster not finer than this */
 #define CK_MAXC 16        /* largest cluster (16 needs the non-portable cluster size) */
-#define CK_UNROLL 8       /* float4 loads in flight per thread in ck_stream and pass 1 */
-#define CK_STEP (CK_UNROLL * 4 * CK_THREADS) /* tokens of one step of pass 1 (16384) */
+#define CK_UNROLL 8       /* 16-byte loads in flight per thread in ck_stream and pass 1 */
+#define CK_STEP (CK_UNROLL * 4 * CK_THREADS) /* float32 tokens of one step of pass 1 (16384) */
+                    /* (a 16-bit step is twice that: 16-byte vectors of 8 values) */
 
 typedef unsigned long long u64;
 

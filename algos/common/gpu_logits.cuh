@@ -10,8 +10,13 @@
  *
  * The vector unit is four consecutive elements: one float4 (16 bytes) for float32, one uint2
  * (8 bytes) for 16-bit types, returned as a float4 in both cases, so code written over float4
- * groups of a float32 row reads a 16-bit row at half the bytes unchanged. A launcher picks the
- * instantiation with tkp_with_dtype. */
+ * groups of a float32 row reads a 16-bit row at half the bytes unchanged.
+ *
+ * The wide unit (tkp_load16) is one 16-byte vector whatever the type: four float32 values in a
+ * float4, or eight 16-bit values in a uint4, kept raw (E::vec16) until tkp_vec16_get converts
+ * one element; a kernel that streams a row this way has as many bytes in flight per load on a
+ * 16-bit row as on a float32 one, and its float32 instantiation is the float4 code above.
+ * A launcher picks the instantiation with tkp_with_dtype. */
 #ifndef TKP_GPU_LOGITS_CUH
 #define TKP_GPU_LOGITS_CUH
 
@@ -24,11 +29,14 @@
 /* The element types: the stored type, its tkp_dtype, and the exact conversion of one value. */
 struct TkpF32 {
     typedef float storage;
+    typedef float4 vec16; /* one 16-byte vector as loaded: 4 values */
     static constexpr enum tkp_dtype dtype = TKP_F32;
     __device__ static __forceinline__ float to_f32(float x) { return x; }
 };
 struct TkpBF16 {
     typedef uint16_t storage;
+    typedef uint4 vec16;                        /* 8 values, low half of .x first */
+    static constexpr uint16_t qnan = 0x7FC0u;   /* a quiet NaN */
     static constexpr enum tkp_dtype dtype = TKP_BF16;
     __device__ static __forceinline__ float to_f32(uint16_t h)
     {
@@ -37,6 +45,8 @@ struct TkpBF16 {
 };
 struct TkpF16 {
     typedef uint16_t storage;
+    typedef uint4 vec16;
+    static constexpr uint16_t qnan = 0x7E00u;
     static constexpr enum tkp_dtype dtype = TKP_F16;
     __device__ static __forceinline__ float to_f32(uint16_t h)
     {
@@ -90,6 +100,96 @@ template <class E> __device__ __forceinline__ int tkp_vec4_head(const void *row)
 {
     const uintptr_t a = reinterpret_cast<uintptr_t>(row) / sizeof(typename E::storage);
     return (int)((4 - (a & 3)) & 3);
+}
+
+/* ---- 16-byte vectors: 4 float32 or 8 16-bit elements ---- */
+
+/* Elements of one 16-byte vector. */
+template <class E> __host__ __device__ constexpr int tkp_vec16_elems(void)
+{
+    return 16 / (int)sizeof(typename E::storage);
+}
+
+/* The raw vector of elements i .. i + tkp_vec16_elems - 1 in one 16-byte load; the address of
+ * element i is a multiple of 16 (tkp_vec16_head). For float32 it is tkp_load4's load. */
+template <class E>
+__device__ __forceinline__ typename E::vec16 tkp_load16(const void *row, int64_t i)
+{
+    return __ldg(reinterpret_cast<const typename E::vec16 *>(
+        static_cast<const typename E::storage *>(row) + i));
+}
+
+/* Element c of a raw vector as float32 (exact, as E::to_f32); c < tkp_vec16_elems<E>() is a
+ * constant once the caller's loop is unrolled, so this is a register pick (and a shift or a
+ * conversion for 16-bit types). */
+template <class E> __device__ __forceinline__ float tkp_vec16_get(const typename E::vec16 &v, int c)
+{
+    if constexpr (sizeof(typename E::storage) == 4) {
+        return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w;
+    } else {
+        const uint32_t w = c < 2 ? v.x : c < 4 ? v.y : c < 6 ? v.z : v.w;
+        return E::to_f32((uint16_t)((c & 1) ? w >> 16 : w & 0xFFFFu));
+    }
+}
+
+/* tkp_vec16_get by another instruction sequence (for 16-bit types the half is moved with a
+ * byte permute before the conversion): the same value, but one that the compiler does not
+ * merge with tkp_vec16_get's. A rarely taken branch that re-reads the values of a vector
+ * converted on the common path uses it, so the 4 raw registers stay live across that path
+ * instead of the 8 converted floats. For float32 it is tkp_vec16_get. */
+template <class E>
+__device__ __forceinline__ float tkp_vec16_get_cold(const typename E::vec16 &v, int c)
+{
+    if constexpr (sizeof(typename E::storage) == 4) {
+        return tkp_vec16_get<E>(v, c);
+    } else {
+        const uint32_t w = c < 2 ? v.x : c < 4 ? v.y : c < 6 ? v.z : v.w;
+        if constexpr (E::dtype == TKP_BF16) /* the half into the top 16 bits, zeros below */
+            return __uint_as_float(__byte_perm(w, 0u, (c & 1) ? 0x3244u : 0x1044u));
+        else /* the half into the low 16 bits */
+            return E::to_f32((uint16_t)__byte_perm(w, 0u, (c & 1) ? 0x4432u : 0x4410u));
+    }
+}
+
+/* A raw vector whose every element is a quiet NaN (invalid, docs/SEMANTICS.md "Valid tokens
+ * and special values"): the fill of a slot past a row's end. */
+template <class E> __device__ __forceinline__ typename E::vec16 tkp_vec16_nan(void)
+{
+    if constexpr (sizeof(typename E::storage) == 4) {
+        const float nan = __int_as_float(0x7FC00000);
+        return make_float4(nan, nan, nan, nan);
+    } else {
+        const uint32_t w = (uint32_t)E::qnan * 0x10001u;
+        return make_uint4(w, w, w, w);
+    }
+}
+
+/* A raw vector of zeros (+0.0 in every element). */
+template <class E> __device__ __forceinline__ typename E::vec16 tkp_vec16_zero(void)
+{
+    if constexpr (sizeof(typename E::storage) == 4)
+        return make_float4(0.f, 0.f, 0.f, 0.f);
+    else
+        return make_uint4(0u, 0u, 0u, 0u);
+}
+
+/* The number of scalar elements (0 .. tkp_vec16_elems - 1: up to 3 for float32, 7 for 16-bit)
+ * before the first element of `row` whose address is a multiple of 16, when the row's address
+ * is a multiple of the element size (always, for a tkp_io.logits row, even where an odd V
+ * puts a 16-bit row at a 2-byte boundary). Not clamped to the row's length. For float32 it is
+ * tkp_vec4_head. */
+template <class E> __device__ __forceinline__ int tkp_vec16_head(const void *row)
+{
+    constexpr uintptr_t n = (uintptr_t)tkp_vec16_elems<E>();
+    const uintptr_t a = reinterpret_cast<uintptr_t>(row) / sizeof(typename E::storage);
+    return (int)((n - (a & (n - 1))) & (n - 1));
+}
+
+/* Whether element i of `row` starts a 16-byte vector. */
+template <class E> __device__ __forceinline__ bool tkp_vec16_ok(const void *row, int64_t i)
+{
+    const typename E::storage *p = static_cast<const typename E::storage *>(row) + i;
+    return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
 
 /* Pointer to row r of a batch whose rows are `stride` elements apart. */
