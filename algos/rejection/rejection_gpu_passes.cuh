@@ -296,7 +296,7 @@ __device__ __forceinline__ void scan_fast(const R &row, float fthr, int from, ui
                         atomicAdd(&sh.hist[key >> kBucketShift], 1u);
                         if (slot < (unsigned)kGather) {
                             sh.g_key[slot] = key;
-                            sh.g_idx[slot] = (uint32_t)(l0 + u * 4 * R::kThreads + j);
+                            sh.g_idx[slot] = (uint32_t)(l0 + R::tile_off(u) + j);
                         }
                         slot++;
                     }

@@ -1,9 +1,10 @@
 /* rejection_gpu_row.cuh — the row policy of the CUDA rejection sampler: Row<THREADS, CLUSTER>
  * says where a CTA's tokens come from (the row in global memory, or a cluster CTA's slice in
  * shared memory) and how a pass's integers are reduced (over the block, then over the
- * cluster through distributed shared memory). Also the loads, the token list append and the
- * inverse-CDF scan that the policy's gather and pick are built on. README.md ("GPU",
- * "Cluster variant") describes both variants. */
+ * cluster through distributed shared memory). Also the loads (load4; load8, one 16-byte load
+ * of eight 16-bit values), the token list append and the inverse-CDF scan that the policy's
+ * gather and pick are built on. README.md ("GPU", "Cluster variant", "16-bit logits")
+ * describes both variants and the loads. */
 #ifndef REJECTION_GPU_ROW_CUH
 #define REJECTION_GPU_ROW_CUH
 
@@ -46,6 +47,27 @@ __device__ __forceinline__ void load4(const void *__restrict__ x, int n, bool ve
 #pragma unroll
         for (int j = 0; j < 4; j++)
             v[j] = i + j < n ? tkp_load1<E>(x, i + j) : -INFINITY;
+    }
+}
+
+/* Eight consecutive logits i .. i+7 (i a multiple of 8) into v0 (i .. i+3) and v1 (i+4 ..
+ * i+7): one 16-byte load (a uint4 of eight 16-bit values, tkp_load16) when the row starts at
+ * a 16-byte boundary (vec16) and the eight are in the row, else load4 twice (8-byte loads or
+ * one by one, -inf past the row). Converted exactly, as load4. */
+template <class E>
+__device__ __forceinline__ void load8(const void *__restrict__ x, int n, bool vec16, bool vec,
+                                      int i, float v0[4], float v1[4])
+{
+    if (vec16 && i + 7 < n) {
+        const typename E::vec16 w = tkp_load16<E>(x, i);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            v0[j] = tkp_vec16_get<E>(w, j);
+            v1[j] = tkp_vec16_get<E>(w, 4 + j);
+        }
+    } else {
+        load4<E>(x, n, vec, i, v0);
+        load4<E>(x, n, vec, i + 4, v1);
     }
 }
 
@@ -144,6 +166,16 @@ template <class E, int THREADS, bool CLUSTER> struct Row {
      * global memory): as many bytes as float32's kReduceUnroll tiles, so twice the tiles for
      * 16-bit elements. */
     static constexpr int kFastUnroll = kReduceUnroll * 4 / tkp_elem_bytes<E>();
+    /* each_tile reads pairs of tiles with one 16-byte load of eight values per thread (a row
+     * of 16-bit elements in global memory): thread t holds elements 8t .. 8t+7 of a pair,
+     * elements 8t .. 8t+3 in the pair's first tile's slot, 8t+4 .. 8t+7 in the second's.
+     * Otherwise (float32, or a cluster's float32 slice) one float4 of tile u at 4t .. 4t+3. */
+    static constexpr bool kOct = !CLUSTER && tkp_vec16_elems<E>() == 8;
+    /* Where tile slot u of each_tile's v starts, relative to its l0. */
+    __host__ __device__ static constexpr int tile_off(int u)
+    {
+        return kOct ? (u >> 1) * 8 * THREADS + (u & 1) * 4 : u * 4 * THREADS;
+    }
     Shared<THREADS> &sh;
     ClusterShared *cx;          /* cluster: what this CTA publishes */
     const void *__restrict__ x; /* the row in global memory, elements of type E */
@@ -177,9 +209,9 @@ template <class E, int THREADS, bool CLUSTER> struct Row {
     __device__ __forceinline__ float last() const { return tkp_load1<E>(x, vocab - 1); }
 
     /* Call f(value, index, in_row) for local elements [from, to), kReduceUnroll tiles of
-     * 4 * THREADS elements at a time (thread t holds elements 4t .. 4t+3 of each tile). The
-     * trip count is the same in every thread and f runs with the whole warp converged (f may
-     * use warp collectives). */
+     * 4 * THREADS elements at a time (each_tile's layout, tile_off). The trip count is the
+     * same in every thread and f runs with the whole warp converged (f may use warp
+     * collectives). */
     template <class F>
     __device__ __forceinline__ void each(F &&f, int from = 0, int to = 0x7FFFFFFF) const
     {
@@ -188,21 +220,35 @@ template <class E, int THREADS, bool CLUSTER> struct Row {
             for (int u = 0; u < kReduceUnroll; u++)
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
-                    const int l = l0 + u * 4 * THREADS + j;
+                    const int l = l0 + tile_off(u) + j;
                     f(v[u][j], begin + l, l < n);
                 }
         }, from, to);
     }
 
     /* Call f(v, l0) once per UNROLL tiles of local elements [from, to): v[u][j] is local
-     * element l0 + u * 4 * THREADS + j (-inf past the slice or the row). The trip count is the
+     * element l0 + tile_off(u) + j (-inf past the slice or the row). The trip count is the
      * same in every thread. */
     template <int UNROLL = kReduceUnroll, class F>
     __device__ __forceinline__ void each_tile(F &&f, int from = 0, int to = 0x7FFFFFFF) const
     {
         constexpr int tile = 4 * THREADS;
-        const int t4 = 4 * (int)threadIdx.x;
         const int stop = to < n ? to : n;
+        if constexpr (kOct) {
+            static_assert(UNROLL % 2 == 0, "16-byte loads read tiles in pairs");
+            const int t8 = 8 * (int)threadIdx.x;
+            const bool vec16 = tkp_vec16_ok<E>(x, 0);
+            for (int base = from; base < stop; base += UNROLL * tile) {
+                float v[UNROLL][4];
+#pragma unroll
+                for (int p = 0; p < UNROLL / 2; p++)
+                    load8<E>(x, vocab, vec16, vec, base + 2 * p * tile + t8, v[2 * p],
+                             v[2 * p + 1]);
+                f(v, base + t8);
+            }
+            return;
+        }
+        const int t4 = 4 * (int)threadIdx.x;
         for (int base = from; base < stop; base += UNROLL * tile) {
             float v[UNROLL][4];
 #pragma unroll
