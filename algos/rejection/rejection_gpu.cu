@@ -7,9 +7,10 @@
  * the same code (prepare_row, draw_one) through the policy Row<THREADS, CLUSTER>, which says
  * where the tokens come from and how the per-pass integers are reduced:
  *  - one CTA per row (CLUSTER = false; large batches): grid (batch, groups); every pass
- *    streams the row from global memory (four-element vector loads when the row starts a
- *    vector: float4, or uint2 for 16-bit logits) and recomputes order keys and fixed-point
- *    weights from the logits;
+ *    streams the row from global memory (16-byte vector loads when the row starts one: a
+ *    float4 of four values, or a uint4 of eight 16-bit ones, else a uint2 of four 16-bit ones
+ *    when it starts at 8 bytes) and recomputes order keys and fixed-point weights from the
+ *    logits;
  *  - a thread-block cluster of C = 2 .. 16 CTAs per row (CLUSTER = true; small batches):
  *    grid (batch * C, groups); CTA `rank` copies its contiguous slice of the row into shared
  *    memory once, every pass runs on that copy, and the pass's integers (counts, masses,
