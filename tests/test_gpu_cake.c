@@ -3,8 +3,11 @@
  * large random batches at the benchmark shapes, rows that defeat the sampled candidate list
  * (ties everywhere, ascending ramps, few valid tokens) so that the streaming fallback and the
  * index-ordered tie collect run on every cluster size, and run-to-run determinism; each with
- * top-p fused into the cluster kernel and chained to a second kernel; and more draws than one
- * warp takes. Every test skips without a GPU. */
+ * top-p fused into the cluster kernel and chained to a second kernel; more draws than one
+ * warp takes; and bf16 / fp16 batches large enough that pass 1 streams several 16-byte-vector
+ * steps, at odd V too (rows at 2-byte boundaries: scalar heads and tails of up to 7 tokens),
+ * against the CPU on their float32 upcast (docs/SEMANTICS.md, "16-bit logits"). Every test
+ * skips without a GPU. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +26,7 @@ static void free_batch(struct tkp_batch *b)
     free(b->logits);
     free(b->k);
     free(b->p);
+    free(b->logits16);
 }
 
 /* The options of the GPU runs ("topp_launch=..."; NULL: the defaults). */
@@ -53,13 +57,17 @@ static void with_chained(void (*body)(void))
     gpu_options = NULL;
 }
 
-/* CPU and GPU must agree on every kept byte and every draw of every row. */
+/* CPU and GPU must agree on every kept byte and every draw of every row (the CPU runs on the
+ * float32 values, the exact upcast of a 16-bit batch; the GPU reads the batch's own type). */
 static void check_cpu_equals_gpu(const struct tkp_batch *b, const char *name, uint64_t seed)
 {
     const size_t cells = (size_t)(b->batch * b->vocab), drawn = (size_t)(b->batch * draws);
     uint8_t *kc = malloc(cells), *kg = malloc(cells);
     int64_t *sc = malloc(sizeof(int64_t) * drawn), *sg = malloc(sizeof(int64_t) * drawn);
-    int rc = run_cake(TKP_CPU, b, seed, kc, sc);
+    struct tkp_batch up = *b;
+    up.dtype = TKP_F32;
+    up.logits16 = NULL;
+    int rc = run_cake(TKP_CPU, &up, seed, kc, sc);
     if (rc == TKP_OK)
         rc = run_cake(TKP_GPU, b, seed, kg, sg);
     int64_t bad = 0;
@@ -274,6 +282,32 @@ static void hard_rows(void)
             }
             check_cpu_equals_gpu(&b, "hard rows", (uint64_t)(bi * 2 + vi));
             free_batch(&b);
+        }
+}
+
+/* 16-bit batches: one CTA per row with slices of several steps (B = 128, 1024), clusters at
+ * B = 1 and 16, odd V (every other row at a 2-byte boundary), a row of one vector and a tail. */
+TEST(gpu_cake_16bit_streaming_matches_cpu)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    static const struct shape shapes[] = {
+        { 128, 262144, 1000, 0.9f }, { 1024, 32768, 50, 0.9f }, { 130, 262143, 50, 0.9f },
+        { 1, 262144, 1000, 0.9f },   { 16, 128257, 50, 0.95f }, { 200, 50001, 7, 1.0f },
+        { 300, 15, 3, 0.9f },
+    };
+    static const enum tkp_dtype types[] = { TKP_BF16, TKP_F16 };
+    for (int ti = 0; ti < 2 && !test_failed(); ti++)
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && !test_failed(); i++) {
+            struct test_case c;
+            const uint64_t seed = 300 + i;
+            uniform_batch(&c, seed, shapes[i].batch, shapes[i].vocab, shapes[i].k,
+                          shapes[i].p);
+            case_to_dtype(&c, types[ti]);
+            check_cpu_equals_gpu(&c.b, ti ? "f16 gaussian" : "bf16 gaussian", seed);
+            free_batch(&c.b);
         }
 }
 

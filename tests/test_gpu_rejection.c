@@ -3,8 +3,10 @@
  * against the oracle too (the defaults and the TV test: tests/test_conformance.c), large
  * gaussian batches at the benchmark shapes (peaked k=50 p=0.9, flat p=0.9, the mixed (k, p)
  * rows, odd V and unaligned rows, batch 1 with many CTAs per row, batch 1024 with 512-thread
- * CTAs), the statistics, run-to-run determinism and CUDA-graph replay. Every test skips without
- * a GPU. */
+ * CTAs), bf16 and fp16 batches whose rows start at 16-, 8- and 2-byte boundaries (the 16-byte,
+ * 8-byte and scalar loads of the one-CTA kernels) against the CPU on their float32 upcast
+ * (docs/SEMANTICS.md, "16-bit logits"), the statistics, run-to-run determinism and CUDA-graph
+ * replay. Every test skips without a GPU. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@ static void free_case(struct test_case *c)
     free(c->b.logits);
     free(c->b.k);
     free(c->b.p);
+    free(c->b.logits16);
 }
 
 static int run(enum tkp_backend backend, const struct tkp_batch *b, const char *const *options,
@@ -40,14 +43,18 @@ static int run(enum tkp_backend backend, const struct tkp_batch *b, const char *
 }
 
 /* CPU and GPU draws of a batch must agree bit for bit; so must the statistics (the GPU's
- * describe its latest run, the CPU's its only run). */
+ * describe its latest run, the CPU's its only run). The CPU runs on the float32 values (the
+ * exact upcast of a 16-bit batch), the GPU on the batch's own type. */
 static void check_batch(const char *name, const struct tkp_batch *b, const char *const *options,
                         int32_t draws, uint64_t seed)
 {
     const size_t n = (size_t)(b->batch * draws);
     int64_t *sc = malloc(sizeof(int64_t) * n), *sg = malloc(sizeof(int64_t) * n);
     struct tkp_stats stc, stg;
-    int rc = run(TKP_CPU, b, options, draws, seed, 7, sc, &stc);
+    struct tkp_batch up = *b;
+    up.dtype = TKP_F32;
+    up.logits16 = NULL;
+    int rc = run(TKP_CPU, &up, options, draws, seed, 7, sc, &stc);
     if (rc == TKP_OK)
         rc = run(TKP_GPU, b, options, draws, seed, 7, sg, &stg);
     int64_t bad = 0;
@@ -215,6 +222,41 @@ TEST(gpu_rejection_mixed_rows_odd_vocab_match_cpu)
     case_gaussian(&c, 107, 17, 5, 1.0f); /* one partial tile */
     check_batch("mixed V=5", &c.b, NULL, 6, 107);
     free_case(&c);
+}
+
+/* 16-bit rows in the one-CTA kernels: V = 128256 (every row at a 16-byte boundary: pass 1's
+ * chunk and scan_fast, listed), 128260 (odd rows at 8 bytes), 50001 (odd rows at 2 bytes), a
+ * flat row of 400000 whose list overflows, and 512-thread CTAs at B = 1024. */
+TEST(gpu_rejection_16bit_one_cta_matches_cpu)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    static const struct {
+        int64_t batch, vocab;
+        float scale;
+        int peaked;
+        int32_t k;
+        float p;
+    } shapes[] = {
+        { 32, 128256, 3.0f, 1, 50, 0.9f }, { 16, 128260, 1.0f, 0, 50, 0.9f },
+        { 12, 50001, 2.0f, 1, 0, 0.9f },   { 4, 400000, 1.0f, 0, 0, 0.9f },
+        { 1024, 8192, 1.0f, 0, 50, 0.9f },
+    };
+    static const enum tkp_dtype types[] = { TKP_BF16, TKP_F16 };
+    setenv("TKP_REJ_CLUSTER", "1", 1);
+    for (int ti = 0; ti < 2 && !test_failed(); ti++)
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && !test_failed(); i++) {
+            struct test_case c;
+            const uint64_t seed = 400 + i;
+            gaussian(&c, seed, shapes[i].batch, shapes[i].vocab, shapes[i].scale,
+                     shapes[i].peaked, shapes[i].k, shapes[i].p);
+            case_to_dtype(&c, types[ti]);
+            check_batch(ti ? "f16 one CTA" : "bf16 one CTA", &c.b, NULL, 2, seed);
+            free_case(&c);
+        }
+    unsetenv("TKP_REJ_CLUSTER");
 }
 
 TEST(gpu_rejection_batch_1_and_1024_match_cpu)
