@@ -352,6 +352,14 @@ void tkp_batch_free(struct tkp_batch *b)
     memset(b, 0, sizeof *b);
 }
 
+void tkp_encode_16bit(const float *x, size_t n, enum tkp_dtype t, uint16_t *enc, float *up)
+{
+    for (size_t i = 0; i < n; i++) {
+        enc[i] = t == TKP_BF16 ? tkp_f32_to_bf16(x[i]) : tkp_f32_to_f16(x[i]);
+        up[i] = t == TKP_BF16 ? tkp_bf16_to_f32(enc[i]) : tkp_f16_to_f32(enc[i]);
+    }
+}
+
 void tkp_batch_upcast(struct tkp_batch *b)
 {
     const size_t cells = (size_t)b->batch * (size_t)b->vocab;
@@ -369,13 +377,11 @@ int tkp_batch_to_dtype(struct tkp_batch *b, enum tkp_dtype t, struct tkp_error *
                       (long long)b->vocab, tkp_dtype_name(t));
         return TKP_ENOMEM;
     }
-    for (size_t i = 0; enc && i < cells; i++)
-        enc[i] = t == TKP_BF16 ? tkp_f32_to_bf16(b->logits[i]) : tkp_f32_to_f16(b->logits[i]);
+    if (enc)
+        tkp_encode_16bit(b->logits, cells, t, enc, b->logits);
     free(b->logits16);
     b->logits16 = enc;
     b->dtype = t;
-    if (enc)
-        tkp_batch_upcast(b);
     return TKP_OK;
 }
 

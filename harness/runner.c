@@ -80,7 +80,7 @@ static void cache_entry_free(struct cached_batch *e)
     tkp_peer_input_remove(&e->peer_file);
 }
 
-/* The entry's rows in 16-bit type t (round to nearest even: tkp_f32_to_bf16 / tkp_f32_to_f16)
+/* The entry's rows in 16-bit type t (tkp_encode_16bit, in chunks on every core)
  * and their exact upcast, which the oracle judges (docs/SEMANTICS.md, "16-bit logits"). */
 static int convert_entry(struct cached_batch *e, enum tkp_dtype t, struct tkp_error *err)
 {
@@ -95,11 +95,10 @@ static int convert_entry(struct cached_batch *e, enum tkp_dtype t, struct tkp_er
         return TKP_ENOMEM;
     }
     const float *x = e->logits;
+    const size_t chunk = (size_t)1 << 20;
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        enc[i] = t == TKP_BF16 ? tkp_f32_to_bf16(x[i]) : tkp_f32_to_f16(x[i]);
-        up[i] = t == TKP_BF16 ? tkp_bf16_to_f32(enc[i]) : tkp_f16_to_f32(enc[i]);
-    }
+    for (size_t c = 0; c < n; c += chunk)
+        tkp_encode_16bit(x + c, n - c < chunk ? n - c : chunk, t, enc + c, up + c);
     e->encoded[t] = enc;
     e->upcast[t] = up;
     return TKP_OK;
