@@ -1,0 +1,136 @@
+/* test_slurm.c — the Slurm recipe of README.md ("Sweeps on a Slurm cluster") on a real
+ * one-node cluster: scripts/slurm/local-cluster.sh starts munged, slurmctld and slurmd in the
+ * scratch folder, scripts/slurm/submit.sh submits a small CPU sweep as a 3-task job array and
+ * its merge job, and the merged file must hold what one process running the whole config
+ * writes (export's rows but the timing columns, in order), made by three shard runs. The
+ * cluster is stopped whatever happens. Skipped where slurmctld or sbatch is not installed
+ * (CI installs them: `make test-deps`). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli_util.h"
+#include "test.h"
+
+#define SHARDS 3
+#define WAIT_SECONDS 180
+
+static char out[1 << 16];
+
+/* Columns that depend on the clock or on which run wrote a row, not on the cell. */
+static const char *const timing_columns[] = {
+    "median_us", "q1_us",      "q3_us",       "min_us",       "max_us", "mean_us",
+    "stdev_us",  "n_samples",  "samples_offset", "throttled", "gbps",   "bw_fraction",
+    "cell_seconds", "noisy",   "run",         NULL
+};
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* What the queue, the jobs and their logs say, for a failure. */
+static void dump_jobs(const char *outdir)
+{
+    run_cmd(out, sizeof out, "squeue; scontrol show job; tail -n 20 %s/logs/*.log", outdir);
+    fprintf(stderr, "%s\n", out);
+}
+
+/* The job's state(s), one word a task, into st; returns 0, or -1 when scontrol fails. */
+static int job_states(const char *job, char *st, size_t n)
+{
+    return run_cmd(st, n, "scontrol -o show job %s | grep -o 'JobState=[A-Z_]*'", job) ? -1 : 0;
+}
+
+/* Waits until the merge job leaves the queue's live states; returns its final state line. */
+static const char *wait_for(const char *merge, double limit)
+{
+    static char st[256];
+    for (const double t0 = now(); now() - t0 < limit;) {
+        if (job_states(merge, st, sizeof st) == 0 && !strstr(st, "PENDING") &&
+            !strstr(st, "RUNNING") && !strstr(st, "CONFIGURING") && !strstr(st, "COMPLETING"))
+            return st;
+        nanosleep(&(struct timespec){ .tv_nsec = 500000000 }, NULL);
+    }
+    return NULL;
+}
+
+/* The value after `key=` in text, up to the end of its line. */
+static int field(const char *text, const char *key, char *val, size_t n)
+{
+    const char *at = strstr(text, key);
+    if (!at)
+        return -1;
+    at += strlen(key);
+    snprintf(val, n, "%.*s", (int)strcspn(at, "\n"), at);
+    return 0;
+}
+
+static void sweep_and_check(const char *cfg, const char *outdir)
+{
+    static char merged[1 << 18], single[1 << 18];
+    char sweep_job[32], merge_job[32], path[512];
+    const double t0 = now();
+    int rc = run_cmd(out, sizeof out, "scripts/slurm/submit.sh %s %d %s --backend cpu", cfg,
+                     SHARDS, outdir);
+    REQUIRE(rc == 0 && field(out, "sweep_job=", sweep_job, sizeof sweep_job) == 0 &&
+                field(out, "merge_job=", merge_job, sizeof merge_job) == 0,
+            "submit.sh failed (%d):\n%s", rc, out);
+    snprintf(path, sizeof path, "%s/single.h5", scratch_dir());
+    rc = run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", topkp_bin(), cfg, path);
+    REQUIRE(rc == 0, "the single-process run failed (%d):\n%s", rc, out);
+    const char *state = wait_for(merge_job, WAIT_SECONDS);
+    if (!state || !strstr(state, "COMPLETED"))
+        dump_jobs(outdir);
+    REQUIRE(state, "merge job %s not done after %d s", merge_job, WAIT_SECONDS);
+    REQUIRE(strcmp(state, "JobState=COMPLETED\n") == 0, "merge job %s ended %s", merge_job, state);
+    char tasks[256];
+    CHECK(job_states(sweep_job, tasks, sizeof tasks) == 0 &&
+              strcmp(tasks, "JobState=COMPLETED\nJobState=COMPLETED\nJobState=COMPLETED\n") == 0,
+          "array %s: want %d tasks COMPLETED, got:\n%s", sweep_job, SHARDS, tasks);
+    fprintf(stderr, "  slurm: array %s and merge %s done in %.1f s\n", sweep_job, merge_job,
+            now() - t0);
+
+    const int want = export_without(path, timing_columns, single, sizeof single);
+    snprintf(path, sizeof path, "%s/merged.h5", outdir);
+    const int got = export_without(path, timing_columns, merged, sizeof merged);
+    REQUIRE(want > 0 && got >= 0, "export: single %d rows, merged %d:\n%s", want, got, merged);
+    CHECK(got == want && strcmp(merged, single) == 0,
+          "merged (%d rows) differs from the single run (%d rows):\n--- merged\n%s--- single\n%s",
+          got, want, merged, single);
+    rc = run_cmd(out, sizeof out, "%s info %s", topkp_bin(), path);
+    CHECK(rc == 0 && strstr(out, "merged_shards\t3\n") && strstr(out, "shard\t0/3\n") &&
+              strstr(out, "shard\t1/3\n") && strstr(out, "shard\t2/3\n"),
+          "the merged file does not record shards 0..2 of 3:\n%s", out);
+}
+
+TEST(slurm_array_sweep_equals_single_run)
+{
+    if (run_cmd(NULL, 0, "command -v slurmctld && command -v slurmd && command -v sbatch && "
+                         "command -v munged") != 0) {
+        test_skip("slurmctld/slurmd/sbatch/munged not installed (make test-deps installs them)");
+        return;
+    }
+    char dir[256], conf[300], outdir[300];
+    snprintf(dir, sizeof dir, "%s/slurm", scratch_dir());
+    snprintf(conf, sizeof conf, "%s/slurm.conf", dir);
+    snprintf(outdir, sizeof outdir, "%s/sweep", scratch_dir());
+    setenv("TKP_SLURM_DIR", dir, 1);
+    setenv("SLURM_CONF", conf, 1);
+    setenv("TKP_SLURM_MAX_SECONDS", "600", 1); /* the watchdog, should this process die */
+    const char *cfg = write_scratch(
+        "slurm.lua",
+        "sweep \"s1\" { algos = { \"naive_sort\", \"rtopk\", { \"qrita\", search = \"binary\" } },\n"
+        "  vocab = { 300, 1000 }, batch = { 1, 3 }, k = 7, p = { 0.9, 1.0 },\n"
+        "  timing = { warmup = 0, min_reps = 2, max_reps = 2 } }\n");
+    const int rc = run_cmd(out, sizeof out, "scripts/slurm/local-cluster.sh start");
+    CHECK(rc == 0, "local-cluster.sh start failed (%d):\n%s", rc, out);
+    if (rc == 0)
+        sweep_and_check(cfg, outdir);
+    CHECK(run_cmd(out, sizeof out, "scripts/slurm/local-cluster.sh stop") == 0,
+          "local-cluster.sh stop failed:\n%s", out);
+    unsetenv("SLURM_CONF");
+}
