@@ -109,9 +109,24 @@ alive() {
     case "$state" in Z*) return 1 ;; esac
 }
 
-# Each daemon by the pid its own pid file holds, then the watchdog.
+# Cancels every job of the cluster and waits (10 s at most) until none is left, so that no
+# job script or slurmstepd outlives the daemons.
+cancel_jobs() {
+    [ -f "$dir/slurmctld.pid" ] && alive "$(cat "$dir/slurmctld.pid")" || return 0
+    export SLURM_CONF="$dir/slurm.conf"
+    scancel --user="$(id -un)" 2>/dev/null || true
+    for _ in $(seq 100); do
+        [ -z "$(squeue -h -o %i 2>/dev/null)" ] && return 0
+        sleep 0.1
+    done
+    echo "$me: jobs still in the queue after scancel:" >&2
+    squeue >&2 || true
+}
+
+# The jobs, then each daemon by the pid its own pid file holds, then the watchdog.
 stop_all() {
     local f pid
+    cancel_jobs
     for f in slurmd slurmctld munged watchdog; do
         [ -f "$dir/$f.pid" ] || continue
         pid="$(cat "$dir/$f.pid")"
