@@ -4,7 +4,9 @@
  * its merge job, and the merged file must hold what one process running the whole config
  * writes (export's rows but the timing columns, in order), made by three shard runs. The
  * cluster is stopped whatever happens. Skipped where slurmctld or sbatch is not installed
- * (CI installs them: `make test-deps`). */
+ * (CI installs them: `make test-deps`). And everywhere: submit.sh's refusals (a missing
+ * config, a bad N, no sbatch, bad topkp arguments, an OUTDIR already merged) queue nothing,
+ * and what it hands to sbatch, seen through a stand-in sbatch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,4 +135,77 @@ TEST(slurm_array_sweep_equals_single_run)
     CHECK(run_cmd(out, sizeof out, "scripts/slurm/local-cluster.sh stop") == 0,
           "local-cluster.sh stop failed:\n%s", out);
     unsetenv("SLURM_CONF");
+}
+
+/* A stand-in sbatch in scratch/fakebin that appends its arguments to scratch/fakebin/calls
+ * and answers job ids 101, 102, ... as `sbatch --parsable` does on a named cluster. */
+static const char *fake_sbatch(void)
+{
+    static char bin[300];
+    snprintf(bin, sizeof bin, "%s/fakebin", scratch_dir());
+    run_cmd(NULL, 0, "mkdir -p %s && rm -f %s/calls && printf '%%s\\n' '#!/bin/sh' "
+            "'echo \"$*\" >>%s/calls' 'echo \"$((100 + $(wc -l <%s/calls)));local\"' "
+            ">%s/sbatch && chmod +x %s/sbatch", bin, bin, bin, bin, bin, bin);
+    return bin;
+}
+
+/* submit.sh with `args` under PATH=`path`; its output in out, its status returned. */
+static int submit(const char *path, const char *args)
+{
+    return run_cmd(out, sizeof out, "PATH=%s TOPKP=%s /bin/bash scripts/slurm/submit.sh %s", path,
+                   topkp_bin(), args);
+}
+
+TEST(slurm_submit_checks_input_and_queues_array_then_merge)
+{
+    const char *bin = fake_sbatch(), *path = getenv("PATH");
+    char fpath[4096], args[1024], calls[1024], outdir[300];
+    snprintf(fpath, sizeof fpath, "%s:%s", bin, path ? path : "/usr/bin:/bin");
+    snprintf(calls, sizeof calls, "%s/calls", bin);
+    snprintf(outdir, sizeof outdir, "%s/submitted", scratch_dir());
+    const char *cfg = write_scratch("submit.lua", "sweep \"s\" { algos = { \"naive_sort\" }, "
+                                                  "vocab = { 300 }, batch = { 1, 2 } }\n");
+    static const struct {
+        const char *args, *says;
+        int rc;
+    } bad[] = {
+        { "%s/nope.lua 3 %s", "no config file '", 1 },
+        { "%s 0 %s", "N must be a whole number >= 1 (the number of shards), not '0'", 2 },
+        { "%s -2 %s", "not '-2'", 2 },
+        { "%s 3x %s", "not '3x'", 2 },
+        { "%s 3 %s --bogus", "topkp refused the config or the arguments", 1 },
+        { "%s 3 %s --sweep nosuch", "nothing was submitted", 1 },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, bad[i].args, i == 0 ? scratch_dir() : cfg, outdir);
+        const int rc = submit(fpath, args);
+        CHECK(rc == bad[i].rc && strstr(out, bad[i].says), "submit.sh %s: status %d (want %d), "
+              "output lacks \"%s\":\n%s", args, rc, bad[i].rc, bad[i].says, out);
+    }
+    snprintf(args, sizeof args, "%s 3 %s", cfg, outdir);
+    CHECK(submit("/nonexistent", args) == 1 && strstr(out, "sbatch not found"),
+          "without sbatch on the PATH:\n%s", out);
+    CHECK(run_cmd(NULL, 0, "test -e %s || test -e %s", calls, outdir) != 0,
+          "a refused submit.sh called sbatch or made %s", outdir);
+
+    snprintf(args, sizeof args, "%s 3 %s --backend cpu", cfg, outdir);
+    int rc = submit(fpath, args);
+    CHECK(rc == 0 && strstr(out, "sweep_job=101\n") && strstr(out, "merge_job=102\n"),
+          "submit.sh %s: status %d:\n%s", args, rc, out);
+    char want[2048];
+    snprintf(want, sizeof want, "grep -c -- '--array=0-2 --gres=none --output=%s/logs/shard-%%a.log "
+             ".*/sweep.sbatch .*submit.lua %s --backend cpu$' %s && grep -c -- "
+             "'--dependency=afterok:101 --kill-on-invalid-dep=yes --output=%s/logs/merge.log "
+             ".*/merge.sbatch %s 3$' %s", outdir, outdir, calls, outdir, outdir, calls);
+    rc = run_cmd(out, sizeof out, "%s", want);
+    CHECK(rc == 0 && strcmp(out, "1\n1\n") == 0, "sbatch calls not as wanted (%s):\n%s", want, out);
+    snprintf(args, sizeof args, "%s 3 %s", cfg, outdir);
+    rc = submit(fpath, args);
+    CHECK(rc == 0 && run_cmd(out, sizeof out, "grep -c -- '--gres=gpu:1' %s", calls) == 0,
+          "without --backend cpu the array asks no GPU:\n%s", out);
+
+    run_cmd(NULL, 0, "touch %s/merged.h5 && rm %s", outdir, calls);
+    CHECK(submit(fpath, args) == 1 && strstr(out, "merged.h5' exists") &&
+              run_cmd(NULL, 0, "test -e %s", calls) != 0,
+          "an OUTDIR already merged was not refused, or sbatch was called:\n%s", out);
 }

@@ -10,8 +10,10 @@
 #                --backend cpu); SBATCH_ARGS: more sbatch options for both jobs (e.g. -p gpu)
 set -euo pipefail
 me="submit.sh"
-here="$(cd "$(dirname "$0")" && pwd)"
-die() { echo "$me: $*" >&2; exit "${2:-1}"; }
+here="${BASH_SOURCE[0]%/*}"
+[ "$here" != "${BASH_SOURCE[0]}" ] || here=.
+here="$(cd "$here" && pwd)" # builtins only: the checks below run before any other command
+die() { echo "$me: $1" >&2; exit "${2:-1}"; }
 [ $# -ge 3 ] || die "usage: $me CONFIG N OUTDIR [topkp run args...]" 2
 config="$1" n="$2" outdir="$3"
 shift 3
@@ -22,13 +24,13 @@ topkp="${TOPKP:-$here/../../build/topkp}"
 [ -x "$topkp" ] || die "no topkp binary at '$topkp' (build it with make, or set TOPKP)"
 topkp="$(realpath "$topkp")"
 config="$(realpath "$config")"
-mkdir -p "$outdir/logs" || die "cannot create '$outdir/logs'"
-outdir="$(realpath "$outdir")"
 [ ! -e "$outdir/merged.h5" ] ||
     die "'$outdir/merged.h5' exists: this sweep was merged already (move it, or pick another OUTDIR)"
-# The config and the arguments are checked here, before anything is queued.
+# The config and the arguments are checked here, before anything is queued or made.
 "$topkp" run "$config" --shard "0/$n" -o "$outdir/shard-0.h5" --dry-run "$@" >/dev/null ||
     die "topkp refused the config or the arguments (above); nothing was submitted"
+mkdir -p "$outdir/logs" || die "cannot create '$outdir/logs'"
+outdir="$(realpath "$outdir")"
 gres="${TOPKP_GRES:-gpu:1}"
 [ -n "${TOPKP_GRES:-}" ] || [[ " $* " != *" --backend cpu "* ]] || gres=none
 read -r -a extra <<<"${SBATCH_ARGS:-}"
