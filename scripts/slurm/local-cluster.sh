@@ -4,15 +4,17 @@
 # slurm.conf in $TKP_SLURM_DIR (default /tmp/topkp-slurm-UID) for this host with the CPUs and
 # memory `slurmd -C` reports, no cgroups (proctrack/linuxproc, task/none), a munge key, and
 # starts munged, slurmctld and slurmd from there, every file they write under that folder.
-# Meant for a container without systemd, as root (SlurmUser is whoever runs it). `start`
+# Meant for a container without systemd, as root or as any user (SlurmUser and SlurmdUser are
+# whoever runs it; the jobs run as that user too). `start`
 # waits (TKP_SLURM_WAIT seconds, default 60) until `sinfo` shows the node idle, else prints
 # the daemons' logs, stops them and fails. The daemons are stopped by `stop`, and in any case
 # after TKP_SLURM_MAX_SECONDS (default 1800) by a watchdog, so a killed test never leaves
 # them running. Commands then need `export SLURM_CONF=$TKP_SLURM_DIR/slurm.conf` (`start`
-# prints it). Ports: TKP_SLURM_PORT (slurmctld, default 16817) and the next one (slurmd).
+# prints it). Ports: TKP_SLURM_PORT (slurmctld; default 16817 + 2 * (UID % 500), so that two
+# users' clusters do not meet) and the next one (slurmd).
 set -euo pipefail
 dir="${TKP_SLURM_DIR:-${TMPDIR:-/tmp}/topkp-slurm-$(id -u)}"
-port="${TKP_SLURM_PORT:-16817}"
+port="${TKP_SLURM_PORT:-$((16817 + 2 * ($(id -u) % 500)))}"
 me="local-cluster.sh"
 self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 
