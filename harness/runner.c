@@ -531,6 +531,8 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     const int have_progress = prog.plan != NULL;
     if (rc == TKP_OK && args->resume)
         skip_done_cells(&prog, &plan, res, args->backend);
+    if (rc == TKP_OK)
+        tkp_progress_report(&prog);
     for (size_t i = 0; i < plan.n && rc == TKP_OK; i++) {
         if (tkp_progress_skipped(&prog, i))
             continue;

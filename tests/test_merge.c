@@ -3,13 +3,15 @@
  * in the same order; each row's samples found at its new offset; the rows' runs renumbered onto
  * the shards' records); a shard killed with -9 is reported as missing cells, then resumed and
  * merged; merge refuses another config, another binary, a missing or doubled shard and another
- * N, naming the files, and writes nothing then. */
+ * N, naming the files, and writes nothing then; `run --workers N` (the CPU backend's --gpus) is
+ * the unsplit run too, and a worker that fails is named with its log. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../harness/gpu.h"
 #include "../harness/h5util.h"
 #include "../harness/results.h"
 #include "cli_util.h"
@@ -315,4 +317,44 @@ TEST(merge_refuses_shards_that_do_not_belong_together)
             "%s", out);
     snprintf(list, sizeof list, "%s %s", s[0], whole);
     refused(list, "not a shard file", whole);
+}
+
+/* --workers 3: three shard processes and their merge are the unsplit run; one progress line
+ * counts every cell. A worker that fails (its shard file is not a results file) is named with
+ * its log, the other shard files are kept and no merged file is written. */
+TEST(merge_run_workers_is_the_unsplit_run_and_names_a_failed_worker)
+{
+    const char *cfg = sweep_config();
+    char whole[512], merged[600], out[1 << 14], shard[700];
+    snprintf(whole, sizeof whole, "%s/workers-whole.h5", scratch_dir());
+    snprintf(merged, sizeof merged, "%s/workers.h5", scratch_dir());
+    unlink(whole);
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", topkp_bin(), cfg, whole) == 0,
+            "%s", out);
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --workers 3", topkp_bin(), cfg, merged) == 0,
+            "--workers 3: %s", out);
+    CHECK(strstr(out, "[workers] 40/40 cells") && strstr(out, "shard 2: "),
+          "no progress line for the whole run: %s", out);
+    check_equal(merged, whole);
+    snprintf(shard, sizeof shard, "%s/workers.shard-1.h5", scratch_dir());
+    CHECK(access(shard, F_OK) == 0, "the shard files are not kept");
+
+    char failed[600];
+    snprintf(failed, sizeof failed, "%s/wfail.h5", scratch_dir());
+    snprintf(shard, sizeof shard, "%s/wfail.shard-1.h5", scratch_dir());
+    write_scratch("wfail.shard-1.h5", "not a results file\n");
+    CHECK(run_cmd(out, sizeof out, "%s run %s -o %s --workers 2 --resume", topkp_bin(), cfg,
+                  failed) == 1 && strstr(out, "shard 1/2 (workers) failed") &&
+              strstr(out, "wfail.shard-1.log") && strstr(out, "not an HDF5 file") &&
+              strstr(out, "--resume"),
+          "a failed worker is not named with its log: %s", out);
+    snprintf(shard, sizeof shard, "%s/wfail.shard-0.h5", scratch_dir());
+    CHECK(access(failed, F_OK) != 0 && access(shard, F_OK) == 0,
+          "after a failed worker: no merged file, the other shard kept");
+    CHECK(run_cmd(out, sizeof out, "%s run %s -o %s --workers 2", topkp_bin(), cfg, failed) == 1 &&
+              strstr(out, "wfail.shard-0.h5 exists"),
+          "a second run without --resume must not start over the shard files: %s", out);
+    if (!tkp_gpu_present())
+        CHECK(run_cmd(out, sizeof out, "%s run %s -o %s --gpus all", topkp_bin(), cfg, failed) == 1
+                  && strstr(out, "--gpus all: no CUDA device"), "--gpus all without a GPU: %s", out);
 }
