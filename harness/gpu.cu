@@ -21,6 +21,10 @@ extern "C" int tkp_gpu_count(void)
     return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
 
+static int selected_device = -1;
+
+extern "C" int tkp_gpu_selected(void) { return selected_device; }
+
 extern "C" int tkp_gpu_select(int device, struct tkp_error *err)
 {
     const int n = tkp_gpu_count();
@@ -30,6 +34,7 @@ extern "C" int tkp_gpu_select(int device, struct tkp_error *err)
         return TKP_EDEVICE;
     }
     TKP_CUDA_TRY(cudaSetDevice(device), err);
+    selected_device = device;
     return TKP_OK;
 }
 
