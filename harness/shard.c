@@ -142,7 +142,7 @@ void tkp_shard_plan_free(struct tkp_shard_plan *sp)
     memset(sp, 0, sizeof *sp);
 }
 
-/* Every cell of the plan as a /plan row, its shard from owner (0 without shards). */
+/* Every cell of the plan as a /plan row, its shard from owner. */
 static void describe(const struct tkp_plan *plan, const int *owner, enum tkp_backend backend,
                      struct tkp_shard_plan *sp)
 {
@@ -155,7 +155,7 @@ static void describe(const struct tkp_plan *plan, const int *owner, enum tkp_bac
         tkp_cell_key(c, backend, e->key);
         snprintf(e->algo, sizeof e->algo, "%s", c->algo->name);
         snprintf(e->variant, sizeof e->variant, "%s", c->variant);
-        e->shard = owner ? owner[i] : 0;
+        e->shard = owner[i];
         e->cost = tkp_cell_cost(c);
         crc = crc32(crc, (const unsigned char *)e->sweep, (uInt)strlen(e->sweep) + 1);
         crc = crc32(crc, (const unsigned char *)e->key, (uInt)strlen(e->key) + 1);
@@ -168,20 +168,23 @@ int tkp_shard_cut(struct tkp_plan *plan, const struct tkp_shard *s, enum tkp_bac
                   struct tkp_shard_plan *sp, struct tkp_error *err)
 {
     memset(sp, 0, sizeof *sp);
+    sp->shard_cells = plan->n;
+    if (s->count == 0) /* the whole plan: nothing to cut or record */
+        return TKP_OK;
     sp->entries = malloc(sizeof *sp->entries * (plan->n ? plan->n : 1));
-    int *owner = s->count > 0 ? malloc(sizeof *owner * (plan->n ? plan->n : 1)) : NULL;
-    if (!sp->entries || (s->count > 0 && !owner)) {
+    int *owner = malloc(sizeof *owner * (plan->n ? plan->n : 1));
+    if (!sp->entries || !owner) {
         free(owner);
         tkp_shard_plan_free(sp);
         tkp_error_set(err, "out of host memory to describe %zu cells", plan->n);
         return TKP_ENOMEM;
     }
-    int rc = s->count > 0 ? tkp_shard_assign(plan, s->count, owner, err) : TKP_OK;
+    int rc = tkp_shard_assign(plan, s->count, owner, err);
     if (rc == TKP_OK)
         describe(plan, owner, backend, sp);
     size_t kept = 0;
     for (size_t i = 0; rc == TKP_OK && i < plan->n; i++) {
-        if (!owner || owner[i] == s->index)
+        if (owner[i] == s->index)
             plan->cells[kept++] = plan->cells[i];
         else
             free(plan->cells[i].opts);

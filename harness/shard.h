@@ -47,8 +47,8 @@ struct tkp_shard_plan {
 };
 void tkp_shard_plan_free(struct tkp_shard_plan *sp);
 
-/* Describe the whole plan into sp (every cell's key on `backend`) and, when s->count > 0, keep
- * only shard s's cells in the plan. */
+/* With a shard (s->count > 0): describe the whole plan into sp (every cell's key on `backend`)
+ * and keep only shard s's cells in the plan. Without one, sp stays empty. */
 int tkp_shard_cut(struct tkp_plan *plan, const struct tkp_shard *s, enum tkp_backend backend,
                   struct tkp_shard_plan *sp, struct tkp_error *err);
 
