@@ -138,6 +138,7 @@ static double *read_samples(hid_t f, const char *sweep, const struct tkp_cell_ro
 struct first_rows {
     int64_t *first;
     int64_t *rows; /* rows per sweep */
+    int runs;      /* the merged /runs records */
 };
 
 /* Write one sweep's rows from every file in plan order. */
@@ -176,6 +177,13 @@ static int write_sweep(struct tkp_results *res, const struct merge_set *m, size_
             rc = TKP_EINVAL;
             break;
         }
+        if (row.run < 0 || row.run >= src->runs) {
+            tkp_error_set(err, "%s: sweep %s: cell %s names run %lld, but the file has %d run "
+                          "records", src->path, name, row.key, (long long)row.run, src->runs);
+            free(samples);
+            rc = TKP_EINVAL;
+            break;
+        }
         row.run += src->run_offset;
         int64_t *first = &fr->first[(size_t)row.run * m->n_sweeps + sweep];
         if (*first < 0)
@@ -192,11 +200,10 @@ static int write_sweep(struct tkp_results *res, const struct merge_set *m, size_
 
 /* Each merged run record's first_rows: every sweep of the plan, in plan order, with the first
  * row of that run in it (a sweep the run wrote nothing into: its row count). */
-static int write_first_rows(hid_t out, const struct merge_set *m, const struct first_rows *fr,
-                            int runs)
+static int write_first_rows(hid_t out, const struct merge_set *m, const struct first_rows *fr)
 {
     int rc = 0;
-    for (int run = 0; run < runs; run++) {
+    for (int run = 0; run < fr->runs; run++) {
         char path[32], buf[4096];
         size_t used = 0;
         buf[0] = 0;
@@ -225,7 +232,7 @@ static int write_merged(const char *path, const struct merge_set *m, int argc, c
     const hid_t out = (hid_t)tkp_results_handle(res);
     const int runs = m->files[m->n - 1].run_offset + m->files[m->n - 1].runs;
     struct first_rows fr = { calloc((size_t)runs * m->n_sweeps + 1, sizeof(int64_t)),
-                             calloc(m->n_sweeps + 1, sizeof(int64_t)) };
+                             calloc(m->n_sweeps + 1, sizeof(int64_t)), runs };
     if (!fr.first || !fr.rows) {
         tkp_error_set(err, "out of host memory for %d run records", runs);
         rc = TKP_ENOMEM;
@@ -239,7 +246,7 @@ static int write_merged(const char *path, const struct merge_set *m, int argc, c
     }
     for (size_t s = 0; rc == TKP_OK && s < m->n_sweeps; s++)
         rc = write_sweep(res, m, s, &fr, err);
-    if (rc == TKP_OK && (write_first_rows(out, m, &fr, runs) ||
+    if (rc == TKP_OK && (write_first_rows(out, m, &fr) ||
                          H5Fflush(out, H5F_SCOPE_GLOBAL) < 0)) {
         tkp_error_set(err, "%s: cannot write the run records' first rows", path);
         rc = TKP_EINVAL;

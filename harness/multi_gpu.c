@@ -137,7 +137,7 @@ static int start_child(const struct tkp_run_args *a, struct child *c, int i, int
 }
 
 /* "[workers] 37/120 cells  shard 0: 12/40  shard 1: ..." on stderr (overwritten on a
- * terminal); "?" for a shard that has not reported yet. */
+ * terminal, else a line every 10 s); "?" for a shard that has not reported yet. */
 static void print_progress(const struct child *c, int n, const char *what, int last)
 {
     long long done = 0, total = 0;
@@ -189,6 +189,7 @@ static void follow(struct child *c, int n, const char *what)
 {
     struct pollfd fds[MAX_CHILDREN];
     time_t shown = 0;
+    const int every = isatty(STDERR_FILENO) ? 1 : 10; /* seconds between lines (a log: fewer) */
     for (int open_pipes = n; open_pipes > 0;) {
         for (int i = 0; i < n; i++)
             fds[i] = (struct pollfd){ c[i].fd, POLLIN, 0 };
@@ -197,7 +198,7 @@ static void follow(struct child *c, int n, const char *what)
         for (int i = 0; i < n; i++)
             if (c[i].fd >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
                 open_pipes -= read_progress(&c[i]);
-        if (time(NULL) != shown) { /* at most a line a second */
+        if (time(NULL) - shown >= every) {
             shown = time(NULL);
             print_progress(c, n, what, 0);
         }

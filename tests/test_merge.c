@@ -310,6 +310,16 @@ TEST(merge_refuses_shards_that_do_not_belong_together)
     refused(list, "are both shard 1/3", copy);
     snprintf(list, sizeof list, "%s %s %s", s[1], s[2], two);
     refused(list, "split the plan differently", "N 3 and 2");
+    /* shard 0's cells in a file that says it is shard 1: doubled cells, and 1's missing */
+    char relabelled[600];
+    snprintf(relabelled, sizeof relabelled, "%s/mb-relabelled.h5", scratch_dir());
+    copy_with_attr(s[0], relabelled, "shard", "1/3");
+    hid_t f = H5Fopen(relabelled, H5F_ACC_RDWR, H5P_DEFAULT);
+    REQUIRE(f >= 0 && h5_set_attr_i64(f, "shard_index", 1) == 0, "cannot edit %s", relabelled);
+    H5Fclose(f);
+    snprintf(list, sizeof list, "%s %s %s", s[0], relabelled, s[2]);
+    refused(list, "doubled: mb\tnaive_sort", "belongs to another shard");
+    refused(list, "missing: mb\tnaive_sort", "1 doubled");
     char whole[600];
     snprintf(whole, sizeof whole, "%s/mb-whole.h5", scratch_dir());
     unlink(whole);
