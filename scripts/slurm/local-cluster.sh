@@ -132,10 +132,11 @@ stop_all() {
     for f in slurmd slurmctld munged watchdog; do
         [ -f "$dir/$f.pid" ] || continue
         pid="$(cat "$dir/$f.pid")"
+        rm -f "$dir/$f.pid"
+        [ "$pid" != "$PPID" ] || continue # the watchdog stopping the cluster ends by itself
         [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
         for _ in $(seq 50); do alive "$pid" || break; sleep 0.1; done
         kill -9 "$pid" 2>/dev/null || true
-        rm -f "$dir/$f.pid"
     done
 }
 
@@ -162,7 +163,7 @@ start() {
     start_munge
     slurmctld -f "$SLURM_CONF" </dev/null >>"$dir/slurmctld.log" 2>&1 || fail "slurmctld did not start"
     slurmd -f "$SLURM_CONF" </dev/null >>"$dir/slurmd.log" 2>&1 || fail "slurmd did not start"
-    (trap 'kill $s; exit 0' TERM; sleep "${TKP_SLURM_MAX_SECONDS:-1800}" & s=$!; wait $s; "$self" stop) \
+    (trap 'kill $s; exit 0' TERM; sleep "${TKP_SLURM_MAX_SECONDS:-1800}" & s=$!; wait $s; TKP_SLURM_DIR="$dir" "$self" stop) \
         </dev/null >/dev/null 2>&1 &
     echo $! >"$dir/watchdog.pid"
     wait_idle
