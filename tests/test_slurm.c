@@ -6,7 +6,9 @@
  * cluster is stopped whatever happens. Skipped where slurmctld or sbatch is not installed
  * (CI installs them: `make test-deps`). And everywhere: submit.sh's refusals (a missing
  * config, a bad N, no sbatch, bad topkp arguments, an OUTDIR already merged) queue nothing,
- * and what it hands to sbatch, seen through a stand-in sbatch. */
+ * and what it hands to sbatch, seen through a stand-in sbatch; the two job scripts started by
+ * hand as Slurm would (three array tasks, one again as if requeued, then the merge) make the
+ * single run too, and sweep.sbatch refuses an array that is not 0..N-1. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,20 +73,57 @@ static int field(const char *text, const char *key, char *val, size_t n)
     return 0;
 }
 
+/* A sweep of 24 cells, 8 of them unsupported (rtopk with top-p), in well under a second. */
+static const char *sweep_config(void)
+{
+    return write_scratch(
+        "slurm.lua",
+        "sweep \"s1\" { algos = { \"naive_sort\", \"rtopk\", { \"qrita\", search = \"binary\" } },\n"
+        "  vocab = { 300, 1000 }, batch = { 1, 3 }, k = 7, p = { 0.9, 1.0 },\n"
+        "  timing = { warmup = 0, min_reps = 2, max_reps = 2 } }\n");
+}
+
+/* One process running all of cfg into scratch/single.h5; returns its path. */
+static const char *run_single(const char *cfg)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/single.h5", scratch_dir());
+    remove(path);
+    const int rc = run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", topkp_bin(), cfg, path);
+    CHECK(rc == 0, "the single-process run failed (%d):\n%s", rc, out);
+    return path;
+}
+
+/* outdir/merged.h5 holds the rows of `single` but the timing columns, in the same order, and
+ * records the SHARDS shard runs it was made from. */
+static void check_merged(const char *outdir, const char *single)
+{
+    static char merged_rows[1 << 18], single_rows[1 << 18];
+    char path[512];
+    const int want = export_without(single, timing_columns, single_rows, sizeof single_rows);
+    snprintf(path, sizeof path, "%s/merged.h5", outdir);
+    const int got = export_without(path, timing_columns, merged_rows, sizeof merged_rows);
+    REQUIRE(want > 0 && got >= 0, "export: single %d rows, merged %d:\n%s", want, got,
+            merged_rows);
+    CHECK(got == want && strcmp(merged_rows, single_rows) == 0,
+          "merged (%d rows) differs from the single run (%d rows):\n--- merged\n%s--- single\n%s",
+          got, want, merged_rows, single_rows);
+    const int rc = run_cmd(out, sizeof out, "%s info %s", topkp_bin(), path);
+    CHECK(rc == 0 && strstr(out, "merged_shards\t3\n") && strstr(out, "shard\t0/3\n") &&
+              strstr(out, "shard\t1/3\n") && strstr(out, "shard\t2/3\n"),
+          "the merged file does not record shards 0..2 of 3:\n%s", out);
+}
+
 static void sweep_and_check(const char *cfg, const char *outdir)
 {
-    static char merged[1 << 18], single[1 << 18];
-    char sweep_job[32], merge_job[32], path[512];
+    char sweep_job[32], merge_job[32];
     const double t0 = now();
     int rc = run_cmd(out, sizeof out, "scripts/slurm/submit.sh %s %d %s --backend cpu", cfg,
                      SHARDS, outdir);
     REQUIRE(rc == 0 && field(out, "sweep_job=", sweep_job, sizeof sweep_job) == 0 &&
                 field(out, "merge_job=", merge_job, sizeof merge_job) == 0,
             "submit.sh failed (%d):\n%s", rc, out);
-    snprintf(path, sizeof path, "%s/single.h5", scratch_dir());
-    rc = run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", topkp_bin(), cfg, path);
-    REQUIRE(rc == 0, "the single-process run failed (%d):\n%s", rc, out);
-    const char *state = wait_for(merge_job, WAIT_SECONDS);
+    const char *single = run_single(cfg), *state = wait_for(merge_job, WAIT_SECONDS);
     if (!state || !strstr(state, "COMPLETED"))
         dump_jobs(outdir);
     REQUIRE(state, "merge job %s not done after %d s", merge_job, WAIT_SECONDS);
@@ -95,18 +134,7 @@ static void sweep_and_check(const char *cfg, const char *outdir)
           "array %s: want %d tasks COMPLETED, got:\n%s", sweep_job, SHARDS, tasks);
     fprintf(stderr, "  slurm: array %s and merge %s done in %.1f s\n", sweep_job, merge_job,
             now() - t0);
-
-    const int want = export_without(path, timing_columns, single, sizeof single);
-    snprintf(path, sizeof path, "%s/merged.h5", outdir);
-    const int got = export_without(path, timing_columns, merged, sizeof merged);
-    REQUIRE(want > 0 && got >= 0, "export: single %d rows, merged %d:\n%s", want, got, merged);
-    CHECK(got == want && strcmp(merged, single) == 0,
-          "merged (%d rows) differs from the single run (%d rows):\n--- merged\n%s--- single\n%s",
-          got, want, merged, single);
-    rc = run_cmd(out, sizeof out, "%s info %s", topkp_bin(), path);
-    CHECK(rc == 0 && strstr(out, "merged_shards\t3\n") && strstr(out, "shard\t0/3\n") &&
-              strstr(out, "shard\t1/3\n") && strstr(out, "shard\t2/3\n"),
-          "the merged file does not record shards 0..2 of 3:\n%s", out);
+    check_merged(outdir, single);
 }
 
 TEST(slurm_array_sweep_equals_single_run)
@@ -123,11 +151,7 @@ TEST(slurm_array_sweep_equals_single_run)
     setenv("TKP_SLURM_DIR", dir, 1);
     setenv("SLURM_CONF", conf, 1);
     setenv("TKP_SLURM_MAX_SECONDS", "600", 1); /* the watchdog, should this process die */
-    const char *cfg = write_scratch(
-        "slurm.lua",
-        "sweep \"s1\" { algos = { \"naive_sort\", \"rtopk\", { \"qrita\", search = \"binary\" } },\n"
-        "  vocab = { 300, 1000 }, batch = { 1, 3 }, k = 7, p = { 0.9, 1.0 },\n"
-        "  timing = { warmup = 0, min_reps = 2, max_reps = 2 } }\n");
+    const char *cfg = sweep_config();
     const int rc = run_cmd(out, sizeof out, "scripts/slurm/local-cluster.sh start");
     CHECK(rc == 0, "local-cluster.sh start failed (%d):\n%s", rc, out);
     if (rc == 0)
@@ -208,4 +232,39 @@ TEST(slurm_submit_checks_input_and_queues_array_then_merge)
     CHECK(submit(fpath, args) == 1 && strstr(out, "merged.h5' exists") &&
               run_cmd(NULL, 0, "test -e %s", calls) != 0,
           "an OUTDIR already merged was not refused, or sbatch was called:\n%s", out);
+}
+
+/* sweep.sbatch as Slurm would start array task `task` of 0..max (min its first index). */
+static int array_task(const char *cfg, const char *outdir, int task, int min, int max)
+{
+    return run_cmd(out, sizeof out, "SLURM_ARRAY_TASK_ID=%d SLURM_ARRAY_TASK_MIN=%d "
+                   "SLURM_ARRAY_TASK_MAX=%d SLURM_ARRAY_TASK_COUNT=%d SLURM_ARRAY_JOB_ID=7 "
+                   "TOPKP=%s /bin/bash scripts/slurm/sweep.sbatch %s %s --backend cpu", task, min,
+                   max, max - min + 1, topkp_bin(), cfg, outdir);
+}
+
+TEST(slurm_scripts_without_slurm_make_the_single_run)
+{
+    const char *cfg = sweep_config();
+    char outdir[300];
+    snprintf(outdir, sizeof outdir, "%s/by-hand", scratch_dir());
+    run_cmd(NULL, 0, "rm -rf %s && mkdir -p %s", outdir, outdir);
+    for (int i = 0; i < SHARDS; i++) {
+        const int rc = array_task(cfg, outdir, i, 0, SHARDS - 1);
+        REQUIRE(rc == 0 && strstr(out, "of 3 (job 7_"), "task %d of %d: status %d:\n%s", i, SHARDS,
+                rc, out);
+    }
+    int rc = array_task(cfg, outdir, 1, 0, SHARDS - 1); /* a requeued task */
+    CHECK(rc == 0 && strstr(out, "summary: 0 cells run"),
+          "task 1 again did not resume its file (%d):\n%s", rc, out);
+    rc = run_cmd(out, sizeof out, "TOPKP=%s /bin/bash scripts/slurm/merge.sbatch %s %d",
+                 topkp_bin(), outdir, SHARDS);
+    REQUIRE(rc == 0, "merge.sbatch: status %d:\n%s", rc, out);
+    check_merged(outdir, run_single(cfg));
+
+    rc = array_task(cfg, outdir, 1, 1, 2);
+    CHECK(rc == 2 && strstr(out, "the array must be --array=0-(N-1); it is 1-2 with 2 tasks"),
+          "an array 1-2 was not refused (%d):\n%s", rc, out);
+    rc = run_cmd(out, sizeof out, "/bin/bash scripts/slurm/sweep.sbatch %s %s", cfg, outdir);
+    CHECK(rc != 0 && strstr(out, "not an array task"), "outside an array (%d):\n%s", rc, out);
 }

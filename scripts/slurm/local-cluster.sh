@@ -91,6 +91,8 @@ start_munge() {
         fail "munged did not start"
 }
 
+# The daemons' logs, for a failure. Harmless there: a fresh cluster's missing state files, and
+# the pmix MPI plugins that cannot load without libpmix2 (a recommended package).
 logs() {
     for f in "$dir"/munged.log "$dir"/slurmctld.log "$dir"/slurmd.log; do
         [ -f "$f" ] && { echo "== $f (last 40 lines)"; tail -n 40 "$f"; }
@@ -155,7 +157,7 @@ start() {
     need slurmctld slurmd sinfo munged
     [ -f "$dir/slurmctld.pid" ] && alive "$(cat "$dir/slurmctld.pid")" &&
         die "a cluster already runs from $dir; run '$me stop' first"
-    rm -rf "$dir/state" "$dir/spool" # a fresh cluster: no jobs of an earlier one
+    rm -rf "$dir/state" "$dir/spool" "$dir"/*.log # a fresh cluster: no jobs or logs of an earlier one
     mkdir -p "$dir/state" "$dir/spool"
     chmod 0711 "$dir"
     export SLURM_CONF="$dir/slurm.conf"
