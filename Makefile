@@ -3,8 +3,9 @@
 #   make run        install deps, build, run configs/quick.lua -> results/quick.h5, plots/out/quick.png
 #   make test       install the test deps, build and run the test suite (ends with "N passed, N failed")
 #   make deps       apt-get install what is missing (scripts/install-deps.sh)
-#   make test-deps  deps, plus torch, h5py and numpy for /usr/bin/python3 (scripts/install-python-deps.sh):
-#                   what `make test` and CI (.ci/run) install, one list; quick when all is there
+#   make test-deps  deps, plus torch, h5py and numpy for /usr/bin/python3 (scripts/install-python-deps.sh)
+#                   and slurm-wlm + munge (the Slurm test): what `make test` and CI (.ci/run)
+#                   install, one list; quick when all is there
 #   make gpu-bundle sm_90a binary + its shared libraries under build/gpu/ (rpath $ORIGIN/lib)
 #   make check-headers  every device header (algos/*/*.cuh) compiles alone (nvcc, no GPU)
 #   make test-gpu   on the GPU machine: GPU tests (bitwise CPU = GPU) and compute-sanitizer
@@ -109,10 +110,12 @@ FORCE:
 deps:
 	bash scripts/install-deps.sh
 
-# The tests need the Python side too (tests/test_dump_logits.c runs scripts/dump_logits.py): CI
-# and `make test` install the same packages through this one target.
+# The tests need the Python side too (tests/test_dump_logits.c runs scripts/dump_logits.py) and
+# Slurm with munge (tests/test_slurm.c starts a one-node cluster, scripts/slurm/local-cluster.sh):
+# CI and `make test` install the same packages through this one target.
 test-deps: deps
 	bash scripts/install-python-deps.sh
+	bash scripts/install-deps.sh slurm-wlm munge
 
 RESULTS ?= results/quick.h5
 run: deps

@@ -1,7 +1,7 @@
 /* cli.h — what the files of the command line share, private to them (docs/DESIGN.md, "The
  * command line"): the argument helpers (cli_args.c) and each command's usage text and function,
  * which main.c's table of commands names. The commands: cli_list.c (list), cli_run.c (run,
- * apply, gen), cli_read.c (export, compare, info). Usage errors exit 2, naming the argument;
+ * apply, gen), cli_read.c (export, compare, info), cli_merge.c (merge). Usage errors exit 2, naming the argument;
  * other errors print `topkp CMD: message` on stderr and exit 1. */
 #ifndef TKP_CLI_H
 #define TKP_CLI_H
@@ -21,7 +21,7 @@ enum tkp_backend backend_arg(const char *cmd, const char *v);
 
 /* The commands: usage text (`topkp help CMD`) and function, given the arguments after CMD. */
 extern const char LIST_USAGE[], RUN_USAGE[], APPLY_USAGE[], GEN_USAGE[], EXPORT_USAGE[],
-    COMPARE_USAGE[], INFO_USAGE[];
+    COMPARE_USAGE[], INFO_USAGE[], MERGE_USAGE[];
 int cmd_list(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_apply(int argc, char **argv);
@@ -29,5 +29,6 @@ int cmd_gen(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 #endif

@@ -13,8 +13,10 @@
 #include "../datasets/datasets.h"
 #include "apply.h"
 #include "cli.h"
+#include "gpu.h"
 #include "limits.h"
 #include "logits_file.h"
+#include "multi_gpu.h"
 #include "runner.h"
 #include "timing.h"
 
@@ -101,18 +103,84 @@ const char RUN_USAGE[] =
     "  --force             with --resume, append even with another config or binary\n"
     "  --dry-run           print the plan, one cell a line, on stdout and run nothing\n"
     "  --only ALGO,...     run only the cells of these modules or peers\n"
-    "  --sweep NAME,...    run only the cells of these sweeps of the config\n";
+    "  --sweep NAME,...    run only the cells of these sweeps of the config\n"
+    "  --shard I/N         run shard I of N (0 <= I < N): a deterministic 1/N of the plan,\n"
+    "                      balanced by cost; `topkp merge` joins the N files\n"
+    "  --device D          the GPU to run on (cudaSetDevice; --backend gpu only)\n"
+    "  --gpus all|G,...    one process per GPU, each a shard into FILE.shard-I.h5 (its log\n"
+    "                      FILE.shard-I.log), merged into FILE.h5 at the end\n"
+    "  --workers N         the same with N processes on the CPU backend\n"
+    "\n"
+    "README.md, \"Sweeps across GPUs and hosts\", has the shard files and the merge.\n";
+
+/* --shard I/N, or a usage error naming the value. */
+static struct tkp_shard shard_arg(const char *v)
+{
+    struct tkp_shard s;
+    struct tkp_error err = { "" };
+    if (tkp_shard_parse(v, &s, &err) == TKP_OK)
+        return s;
+    fprintf(stderr, "topkp run: %s\n", err.msg);
+    exit(2);
+}
+
+/* --device D: made current before anything else touches CUDA, on the GPU backend only (the CPU
+ * backend has no devices to pick: README.md, "Sweeps across GPUs and hosts"). */
+static int select_device(const struct tkp_run_args *a, int backend_given)
+{
+    if (a->device < 0)
+        return 0;
+    struct tkp_error err = { "" };
+    if (backend_given && a->backend != TKP_GPU) {
+        fprintf(stderr, "topkp run: --device %d picks a GPU; the CPU backend has none (use "
+                "--backend gpu, or --workers N for several CPU processes)\n", a->device);
+        return 2;
+    }
+    if (tkp_gpu_select(a->device, &err) != TKP_OK) {
+        fprintf(stderr, "topkp run: --device %d: %s\n", a->device, err.msg);
+        return 2;
+    }
+    return 0;
+}
+
+/* The checks between the flags of run that go together. */
+static int run_flags_conflict(const struct tkp_run_args *a, const struct tkp_multi_args *m)
+{
+    const char *why = NULL;
+    if (m->gpus && m->workers)
+        why = "--gpus and --workers are two ways to say how many processes; give one";
+    else if ((m->gpus || m->workers) && a->shard.count)
+        why = "--shard is what --gpus and --workers pass to each of their processes; give one";
+    else if ((m->gpus || m->workers) && a->device >= 0)
+        why = "--device is what --gpus passes to each of its processes; give one";
+    else if ((m->gpus || m->workers) && a->dry_run)
+        why = "--dry-run with --gpus or --workers: see one shard's cells with --dry-run "
+              "--shard I/N";
+    if (why)
+        fprintf(stderr, "topkp run: %s\n", why);
+    return why ? 2 : 0;
+}
 
 int cmd_run(int argc, char **argv)
 {
-    struct tkp_run_args a = { .output = NULL, .backend = default_backend(), .argc = argc + 2,
+    struct tkp_run_args a = { .output = NULL, .device = -1, .argc = argc + 2,
                               .argv = argv - 2 }; /* the whole command line */
+    struct tkp_multi_args m = { NULL, 0 };
+    int backend_given = 0;
     for (int i = 0; i < argc; i++) {
         int rc = 0;
         if (strcmp(argv[i], "-o") == 0)
             a.output = flag_value("run", argc, argv, &i);
         else if (strcmp(argv[i], "--backend") == 0)
-            a.backend = backend_arg("run", flag_value("run", argc, argv, &i));
+            a.backend = backend_arg("run", flag_value("run", argc, argv, &i)), backend_given = 1;
+        else if (strcmp(argv[i], "--shard") == 0)
+            a.shard = shard_arg(flag_value("run", argc, argv, &i));
+        else if (strcmp(argv[i], "--device") == 0)
+            a.device = (int)int_arg("run", argv[i], flag_value("run", argc, argv, &i), 0, 1023);
+        else if (strcmp(argv[i], "--gpus") == 0)
+            m.gpus = flag_value("run", argc, argv, &i);
+        else if (strcmp(argv[i], "--workers") == 0)
+            m.workers = (int)int_arg("run", argv[i], flag_value("run", argc, argv, &i), 1, 256);
         else if (strcmp(argv[i], "--resume") == 0)
             a.resume = 1;
         else if (strcmp(argv[i], "--force") == 0)
@@ -130,6 +198,13 @@ int cmd_run(int argc, char **argv)
     }
     if (!a.config)
         return missing("run", "no CONFIG.lua given");
+    int rc = run_flags_conflict(&a, &m);
+    if (!rc)
+        rc = select_device(&a, backend_given);
+    if (rc)
+        return rc;
+    if (!backend_given)
+        a.backend = m.workers ? TKP_CPU : m.gpus || a.device >= 0 ? TKP_GPU : default_backend();
     char out[1024];
     if (!a.output) {
         const char *base = strrchr(a.config, '/');
@@ -138,6 +213,8 @@ int cmd_run(int argc, char **argv)
         a.output = out;
     }
     struct tkp_error err = { "" };
+    if (m.gpus || m.workers)
+        return tkp_run_multi(&a, &m, &err) ? fail("run", err.msg) : 0;
     return tkp_run(&a, &err) ? fail("run", err.msg) : 0;
 }
 

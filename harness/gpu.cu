@@ -15,6 +15,29 @@ extern "C" int tkp_gpu_present(void)
     return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
+extern "C" int tkp_gpu_count(void)
+{
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+static int selected_device = -1;
+
+extern "C" int tkp_gpu_selected(void) { return selected_device; }
+
+extern "C" int tkp_gpu_select(int device, struct tkp_error *err)
+{
+    const int n = tkp_gpu_count();
+    if (device < 0 || device >= n) {
+        tkp_error_set(err, "device %d: this machine has %d CUDA device%s (0 to %d)", device, n,
+                      n == 1 ? "" : "s", n - 1);
+        return TKP_EDEVICE;
+    }
+    TKP_CUDA_TRY(cudaSetDevice(device), err);
+    selected_device = device;
+    return TKP_OK;
+}
+
 /* ---- NVML, optional ---- */
 typedef int (*nvml_init_fn)(void);
 typedef int (*nvml_handle_fn)(unsigned, void **);

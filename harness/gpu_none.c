@@ -9,6 +9,9 @@ static int no_cuda(struct tkp_error *err)
 }
 
 int tkp_gpu_present(void) { return 0; }
+int tkp_gpu_count(void) { return 0; }
+int tkp_gpu_selected(void) { return -1; }
+int tkp_gpu_select(int device, struct tkp_error *err) { (void)device; return no_cuda(err); }
 int tkp_gpu_props(struct tkp_gpu_props *p, struct tkp_error *err) { (void)p; return no_cuda(err); }
 int tkp_gpu_alloc(void **p, size_t n, struct tkp_error *err) { (void)p, (void)n; return no_cuda(err); }
 void tkp_gpu_free(void *p) { (void)p; }

@@ -1,10 +1,11 @@
 /* main.c — the topkp command line. Each subcommand is one row of `commands` (name, summary,
  * usage text, function), below:
- *   topkp list | run | apply | gen | export | compare | info   (topkp help CMD: its flags)
+ *   topkp list | run | apply | gen | export | compare | info | merge   (topkp help CMD: its
+ *   flags)
  *   topkp --help, -h, help [CMD], CMD --help: usage on stdout, exit 0; topkp --version
  * Usage errors (an unknown option, an extra argument, a bad value) exit 2 with a message naming
  * the argument; other errors go to stderr with exit 1. The commands themselves are in
- * cli_list.c, cli_run.c and cli_read.c, their argument helpers in cli_args.c (cli.h). */
+ * cli_list.c, cli_run.c, cli_read.c and cli_merge.c, their argument helpers in cli_args.c (cli.h). */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +30,8 @@ static const struct command commands[] = {
     { "compare", "compare two results files' median times, cell by cell", COMPARE_USAGE,
       cmd_compare },
     { "info", "print a results file's provenance and runs", INFO_USAGE, cmd_info },
+    { "merge", "join the shard files of a split run into one results file", MERGE_USAGE,
+      cmd_merge },
     { NULL, NULL, NULL, NULL },
 };
 

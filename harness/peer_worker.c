@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gpu.h"
 #include "peer_worker.h"
 #include "timing.h"
 
@@ -98,6 +99,31 @@ static void close_pair(int fd[2])
             close(fd[i]);
 }
 
+/* With `topkp run --device D`, a peer worker's CUDA device is D too: CUDA_VISIBLE_DEVICES
+ * becomes the D-th entry of the list it had (Slurm's, say), or D without one, so that the
+ * worker's "cuda" is the harness's device. Set here, before the fork, once: the harness's own
+ * CUDA runtime read the variable when it started. */
+static void pin_worker_device(void)
+{
+    static int pinned;
+    const int d = tkp_gpu_selected();
+    if (pinned || d < 0)
+        return;
+    pinned = 1;
+    const char *list = getenv("CUDA_VISIBLE_DEVICES");
+    char entry[256];
+    snprintf(entry, sizeof entry, "%d", d);
+    for (int i = 0; list && *list; i++) {
+        const size_t len = strcspn(list, ",");
+        if (i == d) {
+            snprintf(entry, sizeof entry, "%.*s", (int)len, list);
+            break;
+        }
+        list += len + (list[len] == ',');
+    }
+    setenv("CUDA_VISIBLE_DEVICES", entry, 1);
+}
+
 static int worker_start(struct tkp_peer_worker *w, struct tkp_error *err)
 {
     char script[PATH_MAX], words[512], *argv[16];
@@ -114,6 +140,7 @@ static int worker_start(struct tkp_peer_worker *w, struct tkp_error *err)
         return TKP_EDEVICE;
     }
     signal(SIGPIPE, SIG_IGN); /* a dead worker is an error reply, not the harness's death */
+    pin_worker_device();
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {

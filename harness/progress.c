@@ -1,7 +1,9 @@
 /* progress.c — see progress.h. */
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "axes.h"
 #include "progress.h"
@@ -63,7 +65,22 @@ int tkp_progress_init(struct tkp_progress *p, const struct tkp_plan *plan, struc
     assign_groups(p, k, plan->n);
     free(k);
     p->started_us = tkp_now_us();
+    const char *fd = getenv(TKP_PROGRESS_FD_ENV);
+    p->report_fd = fd && *fd ? atoi(fd) : -1;
+    if (p->report_fd >= 0) /* for this process only: a peer worker it starts gets none */
+        fcntl(p->report_fd, F_SETFD, FD_CLOEXEC);
     return TKP_OK;
+}
+
+void tkp_progress_report(struct tkp_progress *p)
+{
+    if (p->report_fd < 0)
+        return;
+    char line[64];
+    const int n = snprintf(line, sizeof line, "cells %lld %zu\n",
+                           (long long)(p->finished + p->skipped_n), p->plan->n);
+    if (write(p->report_fd, line, (size_t)n) != n) /* the parent went away: report no more */
+        p->report_fd = -1;
 }
 
 void tkp_progress_free(struct tkp_progress *p)
@@ -180,6 +197,7 @@ void tkp_progress_done(struct tkp_progress *p, size_t i, const struct tkp_cell_r
                  tkp_format_us(tkp_progress_left_seconds(p) * 1e6, t, sizeof t));
     fprintf(out, "[%zu/%zu] %s: %s%s%s%s%s%s\n", i + 1, p->plan->n, cell, row->status, median,
             row->noisy ? ", noisy" : "", row->message[0] ? " — " : "", row->message, left);
+    tkp_progress_report(p);
 }
 
 /* "  ok  36 (2 noisy)" and the other statuses that occurred. */

@@ -34,11 +34,19 @@ struct tkp_progress {
     int64_t ok, noisy, unsupported, oom, error, skipped_n;
     struct tkp_progress_cell slowest[TKP_PROGRESS_SLOWEST];
     double started_us;
+    int report_fd; /* TKP_PROGRESS_FD: where "cells DONE TOTAL" lines go (-1: nowhere) */
 };
+
+/* The environment variable a parent (`topkp run --gpus`, multi_gpu.c) sets to a pipe's file
+ * descriptor: the run writes "cells DONE TOTAL\n" there once its --resume skips are counted and
+ * after each cell. */
+#define TKP_PROGRESS_FD_ENV "TKP_PROGRESS_FD"
 
 /* Group the plan's cells; TKP_ENOMEM when the tables do not fit. */
 int tkp_progress_init(struct tkp_progress *p, const struct tkp_plan *plan, struct tkp_error *err);
 void tkp_progress_free(struct tkp_progress *p);
+/* Write "cells DONE TOTAL" to the report descriptor, when there is one. */
+void tkp_progress_report(struct tkp_progress *p);
 /* Cell `i` was done before this run (--resume): it is neither run nor waited for. */
 void tkp_progress_skip(struct tkp_progress *p, size_t i);
 int tkp_progress_skipped(const struct tkp_progress *p, size_t i);

@@ -760,3 +760,5 @@ int64_t tkp_results_rows(struct tkp_results *r, const char *sweep)
 }
 
 int64_t tkp_results_handle(struct tkp_results *r) { return (int64_t)r->file; }
+
+int64_t tkp_results_row_type(void) { return (int64_t)cell_type(); }

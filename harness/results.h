@@ -77,6 +77,9 @@ int tkp_results_append(struct tkp_results *r, const char *sweep, struct tkp_cell
                        const double *samples_us, int64_t n, struct tkp_error *err);
 /* Rows in /sweeps/<sweep>/cells (0 when the sweep has none yet). */
 int64_t tkp_results_rows(struct tkp_results *r, const char *sweep);
+/* The memory type of struct tkp_cell_row (an hid_t; the caller closes it): merge.c reads the
+ * shards' rows with it. */
+int64_t tkp_results_row_type(void);
 /* The HDF5 file id (an hid_t) behind r, for the run records (run_record.c). */
 int64_t tkp_results_handle(struct tkp_results *r);
 /* Was a cell with this key already recorded as ok or unsupported? */

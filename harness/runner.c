@@ -330,13 +330,19 @@ static void cell_identity(const struct tkp_cell *c, enum tkp_backend backend, ch
     snprintf(buf + strlen(buf), n - strlen(buf), "|%s", backend == TKP_GPU ? "gpu" : "cpu");
 }
 
+void tkp_cell_key(const struct tkp_cell *c, enum tkp_backend backend,
+                  char key[TKP_RESULT_KEY_BYTES])
+{
+    char identity[sizeof c->variant + sizeof c->options + sizeof c->dataset + 512];
+    cell_identity(c, backend, identity, sizeof identity);
+    tkp_results_key(identity, key);
+}
+
 static void fill_row_identity(const struct tkp_cell *c, enum tkp_backend backend,
                               struct tkp_cell_row *row)
 {
     memset(row, 0, sizeof *row);
-    char identity[sizeof c->variant + sizeof c->options + sizeof c->dataset + 512];
-    cell_identity(c, backend, identity, sizeof identity);
-    tkp_results_key(identity, row->key);
+    tkp_cell_key(c, backend, row->key);
     snprintf(row->algo, sizeof row->algo, "%s", c->algo->name);
     snprintf(row->variant, sizeof row->variant, "%s", c->variant);
     snprintf(row->options, sizeof row->options, "%s", c->options);
@@ -413,22 +419,40 @@ static void skip_done_cells(struct tkp_progress *prog, const struct tkp_plan *pl
     }
 }
 
+/* The cells this run runs: the config's, those of --only and --sweep, then of --shard (sp
+ * describes the plan before that cut: shard.h). */
+static int plan_of(const struct tkp_run_args *args, struct tkp_plan *plan,
+                   struct tkp_shard_plan *sp, struct tkp_error *err)
+{
+    int rc = tkp_config_load(args->config, args->backend, plan, err);
+    if (rc)
+        return rc;
+    if ((args->only && (rc = keep_listed(plan, args->only, "--only", cell_algo, args->config,
+                                          err)) != TKP_OK) ||
+        (args->sweeps && (rc = keep_listed(plan, args->sweeps, "--sweep", cell_sweep,
+                                            args->config, err)) != TKP_OK) ||
+        (rc = tkp_shard_cut(plan, &args->shard, args->backend, sp, err)) != TKP_OK)
+        tkp_plan_free(plan);
+    return rc;
+}
+
+/* The plan's cells go with the plan, their description with it (plan_of). */
+static void plans_free(struct tkp_plan *plan, struct tkp_shard_plan *sp)
+{
+    tkp_plan_free(plan);
+    tkp_shard_plan_free(sp);
+}
+
 int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
 {
     struct tkp_plan plan;
-    int rc = tkp_config_load(args->config, args->backend, &plan, err);
+    struct tkp_shard_plan sp;
+    int rc = plan_of(args, &plan, &sp, err);
     if (rc)
         return rc;
-    if ((args->only && (rc = keep_listed(&plan, args->only, "--only", cell_algo, args->config,
-                                          err)) != TKP_OK) ||
-        (args->sweeps && (rc = keep_listed(&plan, args->sweeps, "--sweep", cell_sweep,
-                                            args->config, err)) != TKP_OK)) {
-        tkp_plan_free(&plan);
-        return rc;
-    }
     if (args->dry_run) {
         tkp_plan_print(&plan, stdout);
-        tkp_plan_free(&plan);
+        plans_free(&plan, &sp);
         return TKP_OK;
     }
     /* The GPU first: a machine without one must not leave an empty results file behind. */
@@ -445,7 +469,7 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
             tkp_error_set(err, "--backend gpu needs a usable GPU (%s); nothing was written to "
                           "%s", why, args->output);
             tkp_gpu_timer_close(env.gpu);
-            tkp_plan_free(&plan);
+            plans_free(&plan, &sp);
             return rc;
         }
         env.max_clock_mhz = props.max_sm_clock_mhz;
@@ -455,7 +479,7 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     rc = tkp_results_open(&res, args->output, args->resume, err);
     if (rc) {
         tkp_gpu_timer_close(env.gpu);
-        tkp_plan_free(&plan);
+        plans_free(&plan, &sp);
         return rc;
     }
     struct tkp_run_identity id;
@@ -463,10 +487,11 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     char commit[8];
     const int earlier_run = tkp_results_attr_get(res, "git_commit", commit, sizeof commit) == 0;
     if (earlier_run &&
-        (rc = tkp_run_check_resume(res, args->output, &plan, &id, args->force, err)) != TKP_OK) {
+        ((rc = tkp_run_check_resume(res, args->output, &plan, &id, args->force, err)) != TKP_OK ||
+         (rc = tkp_shard_check_resume(res, args->output, &args->shard, &sp, err)) != TKP_OK)) {
         tkp_results_close(res);
         tkp_gpu_timer_close(env.gpu);
-        tkp_plan_free(&plan);
+        plans_free(&plan, &sp);
         return rc;
     }
     tkp_peer_session_init(&env.peers, args->backend, l2_bytes, env.max_clock_mhz, res);
@@ -474,6 +499,7 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     uint64_t texts = 0; /* the config texts, twice at most (/config and a forced run's record) */
     for (size_t i = 0; i < plan.n_files; i++)
         texts += 2 * strlen(plan.files[i].text);
+    texts += args->shard.count ? 64 * (uint64_t)sp.n : 0; /* /plan, deflated */
     rc = tkp_results_reserve(res, texts, err);
     if (rc == TKP_OK && (!args->resume || tkp_results_fresh(res)))
         tkp_provenance_write(res, args->backend, args->argc, args->argv, env.copy_gbps);
@@ -483,9 +509,12 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
                           "error?)", args->output, plan.files[i].name);
             rc = TKP_EINVAL;
         }
-    const int run_index = rc ? -1 : tkp_run_record_begin(res, &plan, &id, args->backend,
+    int run_index = rc ? -1 : tkp_run_record_begin(res, &plan, &id, args->backend,
                                                          !earlier_run, earlier_run && args->force,
                                                          args->argc, args->argv);
+    if (rc == TKP_OK && run_index >= 0 &&
+        tkp_shard_record(res, run_index, !earlier_run, &args->shard, &sp, args->device))
+        run_index = -1;
     if (rc == TKP_OK && run_index < 0) {
         tkp_results_fail(res);
         tkp_error_set(err, "%s: cannot write the run record /runs (disk full or an I/O error?)",
@@ -501,6 +530,8 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     const int have_progress = prog.plan != NULL;
     if (rc == TKP_OK && args->resume)
         skip_done_cells(&prog, &plan, res, args->backend);
+    if (rc == TKP_OK)
+        tkp_progress_report(&prog);
     for (size_t i = 0; i < plan.n && rc == TKP_OK; i++) {
         if (tkp_progress_skipped(&prog, i))
             continue;
@@ -539,6 +570,6 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     cache_free(&env.cache);
     tkp_peer_session_close(&env.peers);
     tkp_gpu_timer_close(env.gpu);
-    tkp_plan_free(&plan);
+    plans_free(&plan, &sp);
     return rc;
 }

@@ -4,6 +4,7 @@
 #define TKP_RUNNER_H
 
 #include "plan.h"
+#include "shard.h"
 
 struct tkp_run_args {
     const char *config, *output;
@@ -12,12 +13,18 @@ struct tkp_run_args {
     int force; /* --force: resume even with another config or binary (recorded under /runs) */
     const char *only; /* --only A,B: run the cells of these algorithms only (NULL: all) */
     const char *sweeps; /* --sweep S,T: run the cells of these sweeps only (NULL: all) */
+    struct tkp_shard shard; /* --shard I/N (count 0: the whole plan; shard.h) */
+    int device;             /* --device D, already made current (-1: not given) */
     int argc;
     char **argv;
 };
 
 /* Returns 0 when every cell was recorded (whatever its status), non-zero on a fatal error. */
 int tkp_run(const struct tkp_run_args *args, struct tkp_error *err);
+
+/* The key column of a cell run on `backend` (tkp_results_key of its whole identity). */
+void tkp_cell_key(const struct tkp_cell *c, enum tkp_backend backend,
+                  char key[TKP_RESULT_KEY_BYTES]);
 
 /* Print the plan, one cell a line, without running it. */
 void tkp_plan_print(const struct tkp_plan *plan, FILE *out);

@@ -2,7 +2,8 @@
 # install-deps.sh [PACKAGE...] — apt-get installs only the Debian packages that are missing:
 # by default what the build, `make run` and the tests need (a C compiler, Lua 5.4, HDF5 and
 # its tools, gnuplot, patchelf); other scripts pass their own list (paper/build.sh the TeX
-# packages, scripts/install-python-deps.sh torch and h5py, `make fuzz` clang, libclang-rt-dev
+# packages, scripts/install-python-deps.sh torch and h5py, `make test-deps` slurm-wlm and munge
+# for tests/test_slurm.c, `make fuzz` clang, libclang-rt-dev
 # and libomp-dev). `apt-get update` runs only when the package lists do not know a missing
 # package. Quiet and quick when everything is present.
 set -euo pipefail

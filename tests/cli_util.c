@@ -105,3 +105,46 @@ void tsv_field(const char *line, int col, char *out, size_t n)
     size_t len = p ? strcspn(p, "\t\n") : 0;
     snprintf(out, n, "%.*s", (int)len, p ? p : "");
 }
+
+static int listed(const char *const *names, const char *name, size_t len)
+{
+    for (int i = 0; names[i]; i++)
+        if (strlen(names[i]) == len && strncmp(names[i], name, len) == 0)
+            return 1;
+    return 0;
+}
+
+int export_without(const char *h5, const char *const *drop, char *out, size_t n)
+{
+    static char tsv[1 << 20];
+    if (run_cmd(tsv, sizeof tsv, "%s export %s", topkp_bin(), h5) != 0) {
+        snprintf(out, n, "%s", tsv);
+        return -1;
+    }
+    enum { MAX_COLS = 256 };
+    char keep[MAX_COLS] = { 0 };
+    int cols = 0, rows = -1;
+    for (const char *f = tsv; cols < MAX_COLS; cols++) { /* the header names the columns */
+        const size_t len = strcspn(f, "\t\n");
+        keep[cols] = !listed(drop, f, len);
+        if (f[len] != '\t')
+            break;
+        f += len + 1;
+    }
+    size_t used = 0;
+    out[0] = 0;
+    for (const char *line = tsv; *line; rows++) {
+        const size_t end = strcspn(line, "\n");
+        int c = 0;
+        for (const char *f = line; f <= line + end && used + 1 < n; c++) {
+            const size_t len = strcspn(f, "\t\n");
+            if (c >= MAX_COLS || keep[c])
+                used += (size_t)snprintf(out + used, n - used, "%.*s\t", (int)len, f);
+            f += len + 1;
+        }
+        if (used + 1 < n)
+            used += (size_t)snprintf(out + used, n - used, "\n");
+        line += end + (line[end] == '\n');
+    }
+    return rows;
+}

@@ -18,5 +18,9 @@ const char *write_scratch(const char *name, const char *text);
 int tsv_column(const char *header, const char *name);
 /* Field `col` of a TSV line into out (up to the tab or the end of the line). */
 void tsv_field(const char *line, int col, char *out, size_t n);
+/* `topkp export h5` (TSV, header included) into out without the columns named in `drop`
+ * (NULL-terminated), each line's fields tab-terminated; returns the data rows, or -1 when
+ * export fails (its output is then in out). */
+int export_without(const char *h5, const char *const *drop, char *out, size_t n);
 
 #endif

@@ -364,7 +364,8 @@ TEST(hostile_files_missing_gpu_creates_no_file)
         test_skip("a GPU is present: tkp_run --backend gpu would run");
         return;
     }
-    struct tkp_run_args args = { .config = cfg, .output = lib, .backend = TKP_GPU };
+    struct tkp_run_args args = { .config = cfg, .output = lib, .backend = TKP_GPU,
+                                 .device = -1 };
     struct tkp_error err = { { 0 } };
     CHECK(tkp_run(&args, &err) != 0, "tkp_run --backend gpu without a GPU succeeded");
     CHECK(strstr(err.msg, "--backend gpu needs a usable GPU") && strstr(err.msg, lib) &&

@@ -1,0 +1,24 @@
+/* merge.h — `topkp merge OUT.h5 SHARD.h5...` (README.md, "Sweeps across GPUs and hosts"): the
+ * shard files of one plan (`topkp run --shard I/N`) into one results file that every reader
+ * (export, compare, info, figures, the paper, --resume) reads as if one run had made it. The
+ * shards must share their config (config_hash), binary (binary_id), N and plan (plan_hash);
+ * every cell of the plan must be in exactly one of them (missing and doubled cells are listed:
+ * sweep, algo, variant, key). OUT is written as OUT.partial and renamed, never over an input,
+ * and over an existing OUT only with force. */
+#ifndef TKP_MERGE_H
+#define TKP_MERGE_H
+
+#include "../algos/tkp.h"
+
+struct tkp_merge_args {
+    const char *out;
+    const char *const *shards;
+    int n_shards;
+    int force;
+    int argc; /* the command line, recorded in OUT */
+    char **argv;
+};
+
+int tkp_merge(const struct tkp_merge_args *a, struct tkp_error *err);
+
+#endif
