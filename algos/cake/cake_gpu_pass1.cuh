@@ -25,6 +25,16 @@ template <class E> __device__ __forceinline__ const void *ck_elem(const void *ro
     return static_cast<const typename E::storage *>(row) + i;
 }
 
+/* Whether slot u of the step at `base` holds a vector of the body for some thread
+ * (block-uniform). Only the last step of a slice can have slots that hold none: there the
+ * loops skip them whole, so a short slice's one partial step (B = 1: a few thousand tokens
+ * per CTA) costs what it holds, not a full step; full steps are compiled without the test
+ * (it cost 2-3 % at B >= 128 on 16-bit rows, results/h200/dtype-2026-12-03/README.md). */
+__device__ __forceinline__ bool ck_slot_live(uint32_t base, int u, uint32_t nvec)
+{
+    return base + (uint32_t)u * CK_THREADS < nvec;
+}
+
 /* f(key, index, ok) over row[lo, hi): a scalar head up to the first 16-byte-aligned element
  * (tkp_vec16_head: fewer than W tokens), the vector body (CK_UNROLL 16-byte loads in flight per
  * thread), a scalar tail (fewer than W tokens). Every loop is block-uniform, so f is called by
@@ -128,9 +138,10 @@ __device__ __forceinline__ void ck_put_cand(ck_smem *sm, uint32_t *hist, float x
 
 /* Load one block-wide step of the vector body v (elements of type E): x[u] = raw vector
  * base + t + u * CK_THREADS for u < CK_UNROLL (W elements each); a slot at or past nvec reads
- * NaN (never a candidate, never sampled) and its W invalid counts are taken back from ninv in
- * advance. */
-template <class E>
+ * NaN (never a candidate, never sampled) and, when ck_pass1_proc will count it (FULL: a step
+ * of CK_UNROLL * CK_THREADS vectors, or its slot is live), its W invalid counts are taken back
+ * from ninv in advance. */
+template <class E, bool FULL>
 __device__ __forceinline__ void ck_load(typename E::vec16 (&x)[CK_UNROLL],
                                         const void *__restrict__ v, uint32_t nvec,
                                         uint32_t base, uint32_t &ninv)
@@ -144,7 +155,8 @@ __device__ __forceinline__ void ck_load(typename E::vec16 (&x)[CK_UNROLL],
             x[u] = tkp_load16<E>(mine, W * u * CK_THREADS);
         } else {
             x[u] = tkp_vec16_nan<E>();
-            ninv -= W;
+            if (FULL || ck_slot_live(base, u, nvec))
+                ninv -= W;
         }
     }
 }
@@ -169,11 +181,13 @@ __device__ __forceinline__ void ck_sample(const typename E::vec16 (&x)[CK_UNROLL
 
 /* Pass 1 on one loaded step x (the values at body + W * (base + t + u * CK_THREADS) + c).
  * Per value: a float compare, a select-add and a float add; one vote per step; the candidates
- * (a few per cent) are re-tested and appended after one tkp_warp_reserve per warp. */
-template <class E>
+ * (a few per cent) are re-tested and appended after one tkp_warp_reserve per warp. A step that
+ * is not FULL skips its slots that hold no vector (ck_slot_live). */
+template <class E, bool FULL>
 __device__ __forceinline__ void ck_pass1_proc(const typename E::vec16 (&x)[CK_UNROLL],
-                                              uint32_t base, uint32_t body, float fthr,
-                                              uint32_t &ninv, uint32_t *hist, ck_smem *sm)
+                                              uint32_t base, uint32_t body, uint32_t nvec,
+                                              float fthr, uint32_t &ninv, uint32_t *hist,
+                                              ck_smem *sm)
 {
     constexpr int W = tkp_vec16_elems<E>();
     const uint32_t t = threadIdx.x;
@@ -181,6 +195,8 @@ __device__ __forceinline__ void ck_pass1_proc(const typename E::vec16 (&x)[CK_UN
     float sum = 0.0f;
 #pragma unroll
     for (int u = 0; u < CK_UNROLL; u++) {
+        if (!FULL && !ck_slot_live(base, u, nvec))
+            break;
 #pragma unroll
         for (int q = 0; q < W; q += 4) { /* four values at a time (float32: the whole vector) */
             const float e0 = tkp_vec16_get<E>(x[u], q), e1 = tkp_vec16_get<E>(x[u], q + 1);
@@ -197,6 +213,8 @@ __device__ __forceinline__ void ck_pass1_proc(const typename E::vec16 (&x)[CK_UN
     if (!(sum >= -FLT_MAX)) {
 #pragma unroll
         for (int u = 0; u < CK_UNROLL; u++) {
+            if (!FULL && !ck_slot_live(base, u, nvec))
+                break;
 #pragma unroll
             for (int q = 0; q < W; q += 4)
                 ninv += (uint32_t)!(tkp_vec16_get_cold<E>(x[u], q) >= -FLT_MAX) +
@@ -210,6 +228,8 @@ __device__ __forceinline__ void ck_pass1_proc(const typename E::vec16 (&x)[CK_UN
         if (c) {
 #pragma unroll
             for (int u = 0; u < CK_UNROLL; u++) {
+                if (!FULL && !ck_slot_live(base, u, nvec))
+                    break;
                 const uint32_t i = body + W * (base + t + (uint32_t)u * CK_THREADS);
 #pragma unroll
                 for (int e = 0; e < W; e++) {
@@ -284,12 +304,17 @@ static __device__ uint32_t ck_pass1(const void *__restrict__ row, uint32_t lo, u
                     max(2u, (CK_SAMPLE_PER_K * keff + 4 * CK_THREADS - 1) / (4 * CK_THREADS)));
             const uint32_t us = (us4 + W4 - 1) / W4;
             typename E::vec16 x[CK_UNROLL], y[CK_UNROLL];
-            ck_load<E>(x, v, nvec, 0, ninv);
+            if (nvec >= step)
+                ck_load<E, true>(x, v, nvec, 0, ninv);
+            else
+                ck_load<E, false>(x, v, nvec, 0, ninv);
             uint32_t done = 0;
             for (uint32_t base = 0; base < nvec; base += step) { /* block-uniform */
                 const bool more = nvec - base > step;
-                if (more)
-                    ck_load<E>(y, v, nvec, base + step, ninv);
+                if (more && nvec - base >= 2 * step)
+                    ck_load<E, true>(y, v, nvec, base + step, ninv);
+                else if (more)
+                    ck_load<E, false>(y, v, nvec, base + step, ninv);
                 { /* the step after it into L2: one 128-byte line (CK_UNROLL vectors) per
                    * thread (measured for float32: B = 1024 268 -> 260 us,
                    * V = 262144 k = 1000 B = 128 89 -> 86) */
@@ -307,7 +332,10 @@ static __device__ uint32_t ck_pass1(const void *__restrict__ row, uint32_t lo, u
                     T = sm->bucket == 0xFFFFFFFFu ? 0u : sm->bucket;
                     fthr = tkp_key_floor(max(T << 21, 1u));
                 }
-                ck_pass1_proc<E>(x, base, body, fthr, ninv, hist, sm);
+                if (more || nvec - base == step)
+                    ck_pass1_proc<E, true>(x, base, body, nvec, fthr, ninv, hist, sm);
+                else
+                    ck_pass1_proc<E, false>(x, base, body, nvec, fthr, ninv, hist, sm);
                 done++;
                 if (more) {
                     if ((done & (done - 1)) == 0) { /* after 1, 2, 4, 8, ... steps */
