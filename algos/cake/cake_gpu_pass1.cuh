@@ -26,10 +26,12 @@ template <class E> __device__ __forceinline__ const void *ck_elem(const void *ro
 }
 
 /* Whether slot u of the step at `base` holds a vector of the body for some thread
- * (block-uniform). Only the last step of a slice can have slots that hold none: there the
- * loops skip them whole, so a short slice's one partial step (B = 1: a few thousand tokens
- * per CTA) costs what it holds, not a full step; full steps are compiled without the test
- * (it cost 2-3 % at B >= 128 on 16-bit rows, results/h200/dtype-2026-12-03/README.md). */
+ * (block-uniform). A slice of one step (the register-resident variant, B <= 66 on the H200:
+ * at B = 1 and 16 bits a quarter-full step) skips the slots that hold none, so it costs what
+ * it holds. A streamed slice processes every slot as loaded: the test on each of its steps,
+ * or a second copy of the step code run for its last, partial step, cost 2-10 % at B >= 128
+ * (algos/cake/README.md, "Short slices"). The template flag FULL of ck_load and
+ * ck_pass1_proc is that choice: true for a streamed slice. */
 __device__ __forceinline__ bool ck_slot_live(uint32_t base, int u, uint32_t nvec)
 {
     return base + (uint32_t)u * CK_THREADS < nvec;
@@ -138,9 +140,8 @@ __device__ __forceinline__ void ck_put_cand(ck_smem *sm, uint32_t *hist, float x
 
 /* Load one block-wide step of the vector body v (elements of type E): x[u] = raw vector
  * base + t + u * CK_THREADS for u < CK_UNROLL (W elements each); a slot at or past nvec reads
- * NaN (never a candidate, never sampled) and, when ck_pass1_proc will count it (FULL: a step
- * of CK_UNROLL * CK_THREADS vectors, or its slot is live), its W invalid counts are taken back
- * from ninv in advance. */
+ * NaN (never a candidate, never sampled) and, when ck_pass1_proc will count it (FULL, or its
+ * slot is live), its W invalid counts are taken back from ninv in advance. */
 template <class E, bool FULL>
 __device__ __forceinline__ void ck_load(typename E::vec16 (&x)[CK_UNROLL],
                                         const void *__restrict__ v, uint32_t nvec,
@@ -181,8 +182,8 @@ __device__ __forceinline__ void ck_sample(const typename E::vec16 (&x)[CK_UNROLL
 
 /* Pass 1 on one loaded step x (the values at body + W * (base + t + u * CK_THREADS) + c).
  * Per value: a float compare, a select-add and a float add; one vote per step; the candidates
- * (a few per cent) are re-tested and appended after one tkp_warp_reserve per warp. A step that
- * is not FULL skips its slots that hold no vector (ck_slot_live). */
+ * (a few per cent) are re-tested and appended after one tkp_warp_reserve per warp. Unless FULL
+ * (a one-step slice), the slots that hold no vector are skipped (ck_slot_live). */
 template <class E, bool FULL>
 __device__ __forceinline__ void ck_pass1_proc(const typename E::vec16 (&x)[CK_UNROLL],
                                               uint32_t base, uint32_t body, uint32_t nvec,
@@ -304,17 +305,18 @@ static __device__ uint32_t ck_pass1(const void *__restrict__ row, uint32_t lo, u
                     max(2u, (CK_SAMPLE_PER_K * keff + 4 * CK_THREADS - 1) / (4 * CK_THREADS)));
             const uint32_t us = (us4 + W4 - 1) / W4;
             typename E::vec16 x[CK_UNROLL], y[CK_UNROLL];
-            if (nvec >= step)
+            /* one-step slice (the register-resident variant): its empty slots skipped;
+             * a streamed slice: every slot as loaded (see ck_slot_live) */
+            const bool streams = nvec > step;
+            if (streams)
                 ck_load<E, true>(x, v, nvec, 0, ninv);
             else
                 ck_load<E, false>(x, v, nvec, 0, ninv);
             uint32_t done = 0;
             for (uint32_t base = 0; base < nvec; base += step) { /* block-uniform */
                 const bool more = nvec - base > step;
-                if (more && nvec - base >= 2 * step)
+                if (more) /* only a streamed slice has a next step */
                     ck_load<E, true>(y, v, nvec, base + step, ninv);
-                else if (more)
-                    ck_load<E, false>(y, v, nvec, base + step, ninv);
                 { /* the step after it into L2: one 128-byte line (CK_UNROLL vectors) per
                    * thread (measured for float32: B = 1024 268 -> 260 us,
                    * V = 262144 k = 1000 B = 128 89 -> 86) */
@@ -332,7 +334,7 @@ static __device__ uint32_t ck_pass1(const void *__restrict__ row, uint32_t lo, u
                     T = sm->bucket == 0xFFFFFFFFu ? 0u : sm->bucket;
                     fthr = tkp_key_floor(max(T << 21, 1u));
                 }
-                if (more || nvec - base == step)
+                if (streams)
                     ck_pass1_proc<E, true>(x, base, body, nvec, fthr, ninv, hist, sm);
                 else
                     ck_pass1_proc<E, false>(x, base, body, nvec, fthr, ninv, hist, sm);
