@@ -1,6 +1,6 @@
 /* cli_util.h — helpers for tests that drive the topkp binary ($TOPKP, default build/topkp):
  * run a shell command capturing its output and exit status, write small files in a scratch
- * folder. */
+ * folder, export without the timing columns, kill a run with -9 part way. */
 #ifndef TKP_CLI_UTIL_H
 #define TKP_CLI_UTIL_H
 
@@ -22,5 +22,15 @@ void tsv_field(const char *line, int col, char *out, size_t n);
  * (NULL-terminated), each line's fields tab-terminated; returns the data rows, or -1 when
  * export fails (its output is then in out). */
 int export_without(const char *h5, const char *const *drop, char *out, size_t n);
+/* export's columns whose values depend on the clock or on which run wrote a row, not on the
+ * cell (NULL-terminated, for export_without): what may differ between a merged file and the
+ * unsplit run (README.md, "Sweeps across GPUs and hosts"). */
+extern const char *const timing_columns[];
+/* Start the shell command in the background, its stderr into `log` and its stdout discarded;
+ * once `log` holds `lines` progress lines (lines starting with '['), or after 12 s, kill it
+ * with SIGKILL and reap it. Returns the progress lines `log` held when it was killed, or -1
+ * when it could not start or ended before it was killed (then it says so on stderr). */
+int kill_after_progress(const char *log, int lines, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

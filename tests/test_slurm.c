@@ -22,13 +22,6 @@
 
 static char out[1 << 16];
 
-/* Columns that depend on the clock or on which run wrote a row, not on the cell. */
-static const char *const timing_columns[] = {
-    "median_us", "q1_us",      "q3_us",       "min_us",       "max_us", "mean_us",
-    "stdev_us",  "n_samples",  "samples_offset", "throttled", "gbps",   "bw_fraction",
-    "cell_seconds", "noisy",   "run",         NULL
-};
-
 static double now(void)
 {
     struct timespec t;
