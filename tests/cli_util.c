@@ -71,6 +71,18 @@ int run_cmd(char *out, size_t n, const char *fmt, ...)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+int run_into(const char *cfg, const char *name, const char *args, char *path, size_t len)
+{
+    static char out[1 << 16];
+    snprintf(path, len, "%s/%s.h5", scratch_dir(), name);
+    unlink(path);
+    const int rc = run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu %s", topkp_bin(), cfg,
+                           path, args);
+    if (rc)
+        fprintf(stderr, "%s: exit %d\n%s\n", path, rc, out);
+    return rc;
+}
+
 const char *write_scratch(const char *name, const char *text)
 {
     static char paths[8][512];

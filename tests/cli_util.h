@@ -12,6 +12,9 @@ const char *topkp_bin(void);
 const char *scratch_dir(void);
 /* Run `cmd` through sh with stderr merged into stdout; returns the exit status. */
 int run_cmd(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* topkp run cfg -o scratch_dir()/<name>.h5 --backend cpu `args`, over no earlier file (its
+ * path into path); returns the exit status, printing the output when it fails. */
+int run_into(const char *cfg, const char *name, const char *args, char *path, size_t len);
 /* Write `text` to scratch_dir()/name; returns the full path (static buffer per call slot). */
 const char *write_scratch(const char *name, const char *text);
 /* Index of column `name` in a TSV header line (the first line of `header`), or -1. */

@@ -27,20 +27,6 @@ static const char *sweep_config(void)
                          "  variants = { A = \"qrita\", B = { \"qrita\", search = \"binary\" } } }\n");
 }
 
-/* topkp run cfg -o scratch/<name>.h5 --backend cpu `args`, over no earlier file (its path into
- * path); returns the exit status, printing the output when it fails. */
-static int run_into(const char *cfg, const char *name, const char *args, char *path, size_t len)
-{
-    char out[1 << 14];
-    snprintf(path, len, "%s/%s.h5", scratch_dir(), name);
-    unlink(path);
-    const int rc = run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu %s", topkp_bin(), cfg,
-                           path, args);
-    if (rc)
-        fprintf(stderr, "%s\n", out);
-    return rc;
-}
-
 /* Run shard i of n of cfg into scratch/<stem>-<i>.h5 (its path into path). */
 static int run_shard(const char *cfg, const char *stem, int i, int n, char *path, size_t len)
 {

@@ -38,9 +38,7 @@ TEST(results_export_round_trip_with_statuses)
                                     "  vocab = 500, batch = { 1, 3 }, k = 7, p = { 0.5, 1.0 },\n"
                                     "  timing = { min_reps = 2, max_reps = 2 } }\n");
     char h5[512], out[1 << 16];
-    snprintf(h5, sizeof h5, "%s/rt.h5", scratch_dir());
-    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", topkp_bin(), cfg, h5) == 0,
-            "run failed: %s", out);
+    REQUIRE(run_into(cfg, "rt", "", h5, sizeof h5) == 0, "run failed");
     REQUIRE(run_cmd(out, sizeof out, "%s export %s", topkp_bin(), h5) == 0, "export: %s", out);
     static const char *const cols[] = { "sweep", "algo", "options", "dataset", "batch", "vocab",
                                         "k", "p", "mode", "backend", "status", "message",

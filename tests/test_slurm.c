@@ -80,10 +80,7 @@ static const char *sweep_config(void)
 static const char *run_single(const char *cfg)
 {
     static char path[512];
-    snprintf(path, sizeof path, "%s/single.h5", scratch_dir());
-    remove(path);
-    const int rc = run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", topkp_bin(), cfg, path);
-    CHECK(rc == 0, "the single-process run failed (%d):\n%s", rc, out);
+    CHECK(run_into(cfg, "single", "", path, sizeof path) == 0, "the single-process run failed");
     return path;
 }
 
