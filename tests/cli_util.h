@@ -1,6 +1,7 @@
 /* cli_util.h — helpers for tests that drive the topkp binary ($TOPKP, default build/topkp):
  * run a shell command capturing its output and exit status, write small files in a scratch
- * folder, export without the timing columns, kill a run with -9 part way. */
+ * folder and run a config into one, export without the timing columns, kill a run with -9
+ * part way. */
 #ifndef TKP_CLI_UTIL_H
 #define TKP_CLI_UTIL_H
 
