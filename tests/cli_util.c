@@ -1,10 +1,13 @@
 /* cli_util.c — see cli_util.h. */
+#include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli_util.h"
 
@@ -66,6 +69,18 @@ int run_cmd(char *out, size_t n, const char *fmt, ...)
         out[used] = 0;
     int status = pclose(p);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int run_into(const char *cfg, const char *name, const char *args, char *path, size_t len)
+{
+    static char out[1 << 16];
+    snprintf(path, len, "%s/%s.h5", scratch_dir(), name);
+    unlink(path);
+    const int rc = run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu %s", topkp_bin(), cfg,
+                           path, args);
+    if (rc)
+        fprintf(stderr, "%s: exit %d\n%s\n", path, rc, out);
+    return rc;
 }
 
 const char *write_scratch(const char *name, const char *text)
@@ -147,4 +162,60 @@ int export_without(const char *h5, const char *const *drop, char *out, size_t n)
         line += end + (line[end] == '\n');
     }
     return rows;
+}
+
+const char *const timing_columns[] = { "median_us", "q1_us",          "q3_us",     "min_us",
+                                       "max_us",    "mean_us",        "stdev_us",  "samples_offset",
+                                       "throttled", "gbps",           "bw_fraction",
+                                       "cell_seconds", "noisy",       "run",       NULL };
+
+/* Lines of `log` that start with '[' (a cell's progress line). */
+static int progress_lines(const char *log)
+{
+    FILE *f = fopen(log, "r");
+    char line[512];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f))
+        n += line[0] == '[';
+    if (f)
+        fclose(f);
+    return n;
+}
+
+int kill_after_progress(const char *log, int lines, const char *fmt, ...)
+{
+    char cmd[4096] = "exec "; /* the shell becomes the command: the pid killed is its */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd + 5, sizeof cmd - 5, fmt, ap);
+    va_end(ap);
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        const int err = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int null = open("/dev/null", O_WRONLY);
+        if (err < 0 || null < 0 || dup2(err, 2) < 0 || dup2(null, 1) < 0)
+            _exit(127);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    if (pid < 0) {
+        perror("fork");
+        return -1;
+    }
+    int seen = 0, status;
+    for (int waited = 0; waited < 600 && seen < lines; waited++) {
+        usleep(20000);
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            fprintf(stderr, "'%s' ended (status %#x) before %d progress lines in %s\n", cmd,
+                    status, lines, log);
+            return -1;
+        }
+        seen = progress_lines(log);
+    }
+    if (kill(pid, SIGKILL) != 0 || waitpid(pid, &status, 0) != pid || !WIFSIGNALED(status)) {
+        fprintf(stderr, "'%s' could not be killed (status %#x)\n", cmd, status);
+        return -1;
+    }
+    return progress_lines(log);
 }

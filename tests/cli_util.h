@@ -1,6 +1,7 @@
 /* cli_util.h — helpers for tests that drive the topkp binary ($TOPKP, default build/topkp):
  * run a shell command capturing its output and exit status, write small files in a scratch
- * folder. */
+ * folder and run a config into one, export without the timing columns, kill a run with -9
+ * part way. */
 #ifndef TKP_CLI_UTIL_H
 #define TKP_CLI_UTIL_H
 
@@ -12,6 +13,9 @@ const char *topkp_bin(void);
 const char *scratch_dir(void);
 /* Run `cmd` through sh with stderr merged into stdout; returns the exit status. */
 int run_cmd(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* topkp run cfg -o scratch_dir()/<name>.h5 --backend cpu `args`, over no earlier file (its
+ * path into path); returns the exit status, printing the output when it fails. */
+int run_into(const char *cfg, const char *name, const char *args, char *path, size_t len);
 /* Write `text` to scratch_dir()/name; returns the full path (static buffer per call slot). */
 const char *write_scratch(const char *name, const char *text);
 /* Index of column `name` in a TSV header line (the first line of `header`), or -1. */
@@ -22,5 +26,15 @@ void tsv_field(const char *line, int col, char *out, size_t n);
  * (NULL-terminated), each line's fields tab-terminated; returns the data rows, or -1 when
  * export fails (its output is then in out). */
 int export_without(const char *h5, const char *const *drop, char *out, size_t n);
+/* export's columns whose values depend on the clock or on which run wrote a row, not on the
+ * cell (NULL-terminated, for export_without): what may differ between a merged file and the
+ * unsplit run (README.md, "Sweeps across GPUs and hosts"). */
+extern const char *const timing_columns[];
+/* Start the shell command in the background, its stderr into `log` and its stdout discarded;
+ * once `log` holds `lines` progress lines (lines starting with '['), or after 12 s, kill it
+ * with SIGKILL and reap it. Returns the progress lines `log` held when it was killed, or -1
+ * when it could not start or ended before it was killed (then it says so on stderr). */
+int kill_after_progress(const char *log, int lines, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -5,7 +5,6 @@
  * merged; merge refuses another config, another binary, a missing or doubled shard and another
  * N, naming the files, and writes nothing then; `run --workers N` (the CPU backend's --gpus) is
  * the unsplit run too, and a worker that fails is named with its log. */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,49 +15,6 @@
 #include "../harness/results.h"
 #include "cli_util.h"
 #include "test.h"
-
-/* Columns whose values depend on the clock or on where a row went, not on the cell. */
-static int timing_column(const char *name)
-{
-    static const char *const t[] = { "median_us", "q1_us", "q3_us", "min_us", "max_us",
-                                     "mean_us", "stdev_us", "samples_offset", "throttled",
-                                     "gbps", "bw_fraction", "cell_seconds", "noisy", "run",
-                                     NULL };
-    for (int i = 0; t[i]; i++)
-        if (strcmp(t[i], name) == 0)
-            return 1;
-    return 0;
-}
-
-/* export of h5 with the timing columns cut, in file order, into buf; returns the rows. */
-static int rows_but_timing(const char *h5, char *buf, size_t n)
-{
-    static char out[1 << 20];
-    buf[0] = 0;
-    if (run_cmd(out, sizeof out, "%s export %s", topkp_bin(), h5) != 0)
-        return -1;
-    int keep[256], cols = 0, rows = 0;
-    for (char *at = out; *at && *at != '\n'; cols++) { /* the header's columns */
-        const size_t len = strcspn(at, "\t\n");
-        char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)len, at);
-        keep[cols < 256 ? cols : 255] = !timing_column(name);
-        at += len + (at[len] == '\t');
-    }
-    for (char *line = out; *line; rows++) {
-        const size_t end = strcspn(line, "\n");
-        char *at = line;
-        for (int c = 0; at < line + end; c++) {
-            const size_t len = strcspn(at, "\t\n");
-            if (c >= 256 || keep[c])
-                snprintf(buf + strlen(buf), n - strlen(buf), "%.*s\t", (int)len, at);
-            at += len + (at[len] == '\t');
-        }
-        snprintf(buf + strlen(buf), n - strlen(buf), "\n");
-        line += end + (line[end] == '\n');
-    }
-    return rows - 1;
-}
 
 static const char *sweep_config(void)
 {
@@ -71,17 +27,13 @@ static const char *sweep_config(void)
                          "  variants = { A = \"qrita\", B = { \"qrita\", search = \"binary\" } } }\n");
 }
 
-/* Run shard i of n of cfg into dir/<stem>-<i>.h5 (path into out). */
+/* Run shard i of n of cfg into scratch/<stem>-<i>.h5 (its path into path). */
 static int run_shard(const char *cfg, const char *stem, int i, int n, char *path, size_t len)
 {
-    char out[1 << 14];
-    snprintf(path, len, "%s/%s-%d.h5", scratch_dir(), stem, i);
-    unlink(path);
-    const int rc = run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu --shard %d/%d",
-                           topkp_bin(), cfg, path, i, n);
-    if (rc)
-        fprintf(stderr, "%s\n", out);
-    return rc;
+    char name[64], args[32];
+    snprintf(name, sizeof name, "%s-%d", stem, i);
+    snprintf(args, sizeof args, "--shard %d/%d", i, n);
+    return run_into(cfg, name, args, path, len);
 }
 
 /* Every row's samples are at its samples_offset: their min and max are the row's. */
@@ -150,7 +102,8 @@ static unsigned runs_used(const char *h5)
 static void check_equal(const char *merged, const char *whole)
 {
     static char a[1 << 20], b[1 << 20];
-    const int na = rows_but_timing(merged, a, sizeof a), nb = rows_but_timing(whole, b, sizeof b);
+    const int na = export_without(merged, timing_columns, a, sizeof a),
+              nb = export_without(whole, timing_columns, b, sizeof b);
     CHECK(na > 10 && na == nb && strcmp(a, b) == 0,
           "merged %s (%d rows) differs from the unsplit %s (%d rows):\n%s\nvs\n%s", merged, na,
           whole, nb, a, b);
@@ -162,12 +115,9 @@ TEST(merge_of_three_shards_is_the_unsplit_run)
 {
     const char *cfg = sweep_config();
     char whole[512], merged[600], shard[3][512], out[1 << 14];
-    snprintf(whole, sizeof whole, "%s/merge-whole.h5", scratch_dir());
     snprintf(merged, sizeof merged, "%s/merge-all.h5", scratch_dir());
-    unlink(whole);
     unlink(merged);
-    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", topkp_bin(), cfg, whole) == 0,
-            "%s", out);
+    REQUIRE(run_into(cfg, "merge-whole", "", whole, sizeof whole) == 0, "the unsplit run");
     for (int i = 0; i < 3; i++)
         REQUIRE(run_shard(cfg, "merge", i, 3, shard[i], sizeof shard[i]) == 0, "shard %d", i);
     REQUIRE(run_cmd(out, sizeof out, "%s merge %s %s %s %s", topkp_bin(), merged, shard[2],
@@ -210,34 +160,17 @@ TEST(merge_of_a_killed_then_resumed_shard_is_the_unsplit_run)
                                     "sweep \"m2\" { algos = { \"rtopk\" }, vocab = 900, batch = 2,\n"
                                     "  k = { 4, 8 }, p = 1.0, timing = { min_reps = 2, max_reps = 2 } }\n");
     char whole[512], merged[600], shard[3][512], log[600], out[1 << 14];
-    snprintf(whole, sizeof whole, "%s/mk-whole.h5", scratch_dir());
     snprintf(merged, sizeof merged, "%s/mk-all.h5", scratch_dir());
     snprintf(log, sizeof log, "%s/mk.log", scratch_dir());
-    unlink(whole);
     unlink(merged);
-    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", topkp_bin(), cfg, whole) == 0,
-            "%s", out);
+    REQUIRE(run_into(cfg, "mk-whole", "", whole, sizeof whole) == 0, "the unsplit run");
     REQUIRE(run_shard(cfg, "mk", 0, 3, shard[0], sizeof shard[0]) == 0, "shard 0");
     REQUIRE(run_shard(cfg, "mk", 2, 3, shard[2], sizeof shard[2]) == 0, "shard 2");
     snprintf(shard[1], sizeof shard[1], "%s/mk-1.h5", scratch_dir());
     unlink(shard[1]);
-    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu --shard 1/3 2>%s >/dev/null "
-                    "& echo $!", topkp_bin(), cfg, shard[1], log) == 0, "cannot start: %s", out);
-    const pid_t pid = (pid_t)atoi(out);
-    int progress = 0;
-    for (int waited = 0; waited < 600 && progress < 3; waited++) {
-        usleep(20000);
-        FILE *f = fopen(log, "r");
-        char line[512];
-        progress = 0;
-        while (f && fgets(line, sizeof line, f))
-            progress += line[0] == '[';
-        if (f)
-            fclose(f);
-    }
-    REQUIRE(pid > 0 && kill(pid, SIGKILL) == 0, "could not kill shard 1 (pid %d)", (int)pid);
-    usleep(200000);
-    REQUIRE(progress >= 3, "shard 1 printed no progress");
+    const int progress = kill_after_progress(log, 3, "%s run %s -o %s --backend cpu --shard 1/3",
+                                             topkp_bin(), cfg, shard[1]);
+    REQUIRE(progress >= 3, "shard 1 was not killed after 3 progress lines (%d, %s)", progress, log);
     CHECK(run_cmd(out, sizeof out, "%s merge %s %s %s %s", topkp_bin(), merged, shard[0],
                   shard[1], shard[2]) == 1 && strstr(out, "missing: m1\tnaive_sort") &&
               strstr(out, "cells missing") && strstr(out, "shard 1/3") && strstr(out, "--resume"),
@@ -248,7 +181,8 @@ TEST(merge_of_a_killed_then_resumed_shard_is_the_unsplit_run)
     REQUIRE(run_cmd(out, sizeof out, "%s merge %s %s %s %s", topkp_bin(), merged, shard[0],
                     shard[1], shard[2]) == 0, "merge: %s", out);
     static char a[1 << 20], b[1 << 20];
-    const int na = rows_but_timing(merged, a, sizeof a), nb = rows_but_timing(whole, b, sizeof b);
+    const int na = export_without(merged, timing_columns, a, sizeof a),
+              nb = export_without(whole, timing_columns, b, sizeof b);
     CHECK(na == 62 && na == nb && strcmp(a, b) == 0, "killed, resumed and merged (%d rows) is "
           "not the unsplit run (%d rows):\n%s\nvs\n%s", na, nb, a, b);
     check_samples(merged, "m1");
@@ -321,10 +255,7 @@ TEST(merge_refuses_shards_that_do_not_belong_together)
     refused(list, "doubled: mb\tnaive_sort", "belongs to another shard");
     refused(list, "missing: mb\tnaive_sort", "1 doubled");
     char whole[600];
-    snprintf(whole, sizeof whole, "%s/mb-whole.h5", scratch_dir());
-    unlink(whole);
-    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", topkp_bin(), cfg, whole) == 0,
-            "%s", out);
+    REQUIRE(run_into(cfg, "mb-whole", "", whole, sizeof whole) == 0, "the unsplit run");
     snprintf(list, sizeof list, "%s %s", s[0], whole);
     refused(list, "not a shard file", whole);
 }
@@ -336,11 +267,8 @@ TEST(merge_run_workers_is_the_unsplit_run_and_names_a_failed_worker)
 {
     const char *cfg = sweep_config();
     char whole[512], merged[600], out[1 << 14], shard[700];
-    snprintf(whole, sizeof whole, "%s/workers-whole.h5", scratch_dir());
     snprintf(merged, sizeof merged, "%s/workers.h5", scratch_dir());
-    unlink(whole);
-    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", topkp_bin(), cfg, whole) == 0,
-            "%s", out);
+    REQUIRE(run_into(cfg, "workers-whole", "", whole, sizeof whole) == 0, "the unsplit run");
     REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --workers 3", topkp_bin(), cfg, merged) == 0,
             "--workers 3: %s", out);
     CHECK(strstr(out, "[workers] 40/40 cells") && strstr(out, "shard 2: "),

@@ -1,6 +1,5 @@
 /* test_results.c — the results file: export round trip, cell statuses, resume, a sweep killed
  * with -9 keeping every finished cell, and the run records that guard --resume. */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,9 +38,7 @@ TEST(results_export_round_trip_with_statuses)
                                     "  vocab = 500, batch = { 1, 3 }, k = 7, p = { 0.5, 1.0 },\n"
                                     "  timing = { min_reps = 2, max_reps = 2 } }\n");
     char h5[512], out[1 << 16];
-    snprintf(h5, sizeof h5, "%s/rt.h5", scratch_dir());
-    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", topkp_bin(), cfg, h5) == 0,
-            "run failed: %s", out);
+    REQUIRE(run_into(cfg, "rt", "", h5, sizeof h5) == 0, "run failed");
     REQUIRE(run_cmd(out, sizeof out, "%s export %s", topkp_bin(), h5) == 0, "export: %s", out);
     static const char *const cols[] = { "sweep", "algo", "options", "dataset", "batch", "vocab",
                                         "k", "p", "mode", "backend", "status", "message",
@@ -94,23 +91,9 @@ TEST(results_kill_9_keeps_finished_cells_and_resume_completes_them)
     snprintf(log, sizeof log, "%s/kill.log", scratch_dir());
     REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", topkp_bin(), cfg, whole) == 0,
             "uninterrupted run failed: %s", out);
-    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu 2>%s >/dev/null & echo $!", topkp_bin(), cfg,
-                    killed, log) == 0, "cannot start: %s", out);
-    pid_t pid = (pid_t)atoi(out);
-    int progress = 0;
-    for (int waited = 0; waited < 600 && progress < 5; waited++) {
-        usleep(20000);
-        FILE *f = fopen(log, "r");
-        char line[512];
-        progress = 0;
-        while (f && fgets(line, sizeof line, f))
-            progress += line[0] == '[';
-        if (f)
-            fclose(f);
-    }
-    REQUIRE(pid > 0 && kill(pid, SIGKILL) == 0, "could not kill the run (pid %d)", (int)pid);
-    usleep(100000);
-    REQUIRE(progress >= 5, "the run printed no progress");
+    const int progress = kill_after_progress(log, 5, "%s run %s -o %s --backend cpu", topkp_bin(),
+                                             cfg, killed);
+    REQUIRE(progress >= 5, "the run was not killed after 5 progress lines (%d, %s)", progress, log);
     static char keys_killed[1 << 16], keys_resumed[1 << 16], keys_whole[1 << 16];
     int cells = exported_cells(killed, keys_killed, sizeof keys_killed);
     CHECK(cells >= progress, "file holds %d cells but %d were reported finished", cells, progress);

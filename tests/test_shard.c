@@ -174,10 +174,7 @@ TEST(shard_file_records_its_shard_and_resume_keeps_it)
                                     "  batch = { 1, 2, 3 }, k = 5, p = 1.0,\n"
                                     "  timing = { min_reps = 2, max_reps = 2 } }\n");
     char h5[512], out[1 << 14];
-    snprintf(h5, sizeof h5, "%s/shard_rec.h5", scratch_dir());
-    unlink(h5);
-    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu --shard 1/2", topkp_bin(),
-                    cfg, h5) == 0, "%s", out);
+    REQUIRE(run_into(cfg, "shard_rec", "--shard 1/2", h5, sizeof h5) == 0, "--shard 1/2");
     REQUIRE(run_cmd(out, sizeof out, "%s info %s", topkp_bin(), h5) == 0, "%s", out);
     CHECK(strstr(out, "shard\t1/2\n") && strstr(out, "plan_cells\t3\n") &&
               strstr(out, "plan_hash\t") && strstr(out, "device_index\t-1"),

@@ -22,13 +22,6 @@
 
 static char out[1 << 16];
 
-/* Columns that depend on the clock or on which run wrote a row, not on the cell. */
-static const char *const timing_columns[] = {
-    "median_us", "q1_us",      "q3_us",       "min_us",       "max_us", "mean_us",
-    "stdev_us",  "n_samples",  "samples_offset", "throttled", "gbps",   "bw_fraction",
-    "cell_seconds", "noisy",   "run",         NULL
-};
-
 static double now(void)
 {
     struct timespec t;
@@ -87,10 +80,7 @@ static const char *sweep_config(void)
 static const char *run_single(const char *cfg)
 {
     static char path[512];
-    snprintf(path, sizeof path, "%s/single.h5", scratch_dir());
-    remove(path);
-    const int rc = run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", topkp_bin(), cfg, path);
-    CHECK(rc == 0, "the single-process run failed (%d):\n%s", rc, out);
+    CHECK(run_into(cfg, "single", "", path, sizeof path) == 0, "the single-process run failed");
     return path;
 }
 
