@@ -30,7 +30,7 @@ template <class E> __device__ __forceinline__ const void *ck_elem(const void *ro
  * at B = 1 and 16 bits a quarter-full step) skips the slots that hold none, so it costs what
  * it holds. A streamed slice processes every slot as loaded: the test on each of its steps,
  * or a second copy of the step code run for its last, partial step, cost 2-10 % at B >= 128
- * (algos/cake/README.md, "Short slices"). The template flag FULL of ck_load and
+ * on bf16 (algos/cake/README.md, "Short slices"). The template flag FULL of ck_load and
  * ck_pass1_proc is that choice: true for a streamed slice. */
 __device__ __forceinline__ bool ck_slot_live(uint32_t base, int u, uint32_t nvec)
 {
