@@ -124,6 +124,27 @@ static struct tkp_shard shard_arg(const char *v)
     exit(2);
 }
 
+/* --gpus all|G,...: its form checked here, a usage error (exit 2) naming the value; whether
+ * the devices exist is the multi-process runner's to check (multi_gpu.c). */
+static const char *gpus_arg(const char *v)
+{
+    const char *at = v ? v : "";
+    int ok = strcmp(at, "all") == 0;
+    while (!ok && *at) {
+        char *end;
+        const long g = strtol(at, &end, 10);
+        if (end == at || g < 0 || g > 1023 || (*end && *end != ','))
+            break;
+        ok = *end == 0;
+        at = *end ? end + 1 : end;
+    }
+    if (ok)
+        return v;
+    fprintf(stderr, "topkp run: --gpus '%s': expected all or device numbers 0-1023 separated by "
+            "commas (e.g. --gpus 0,1)\n", v ? v : "");
+    exit(2);
+}
+
 /* --device D: made current before anything else touches CUDA, on the GPU backend only (the CPU
  * backend has no devices to pick: README.md, "Sweeps across GPUs and hosts"). */
 static int select_device(const struct tkp_run_args *a, int backend_given)
@@ -176,11 +197,11 @@ int cmd_run(int argc, char **argv)
         else if (strcmp(argv[i], "--shard") == 0)
             a.shard = shard_arg(flag_value("run", argc, argv, &i));
         else if (strcmp(argv[i], "--device") == 0)
-            a.device = (int)int_arg("run", argv[i], flag_value("run", argc, argv, &i), 0, 1023);
+            a.device = (int)int_arg("run", "--device", flag_value("run", argc, argv, &i), 0, 1023);
         else if (strcmp(argv[i], "--gpus") == 0)
-            m.gpus = flag_value("run", argc, argv, &i);
+            m.gpus = gpus_arg(flag_value("run", argc, argv, &i));
         else if (strcmp(argv[i], "--workers") == 0)
-            m.workers = (int)int_arg("run", argv[i], flag_value("run", argc, argv, &i), 1, 256);
+            m.workers = (int)int_arg("run", "--workers", flag_value("run", argc, argv, &i), 1, 256);
         else if (strcmp(argv[i], "--resume") == 0)
             a.resume = 1;
         else if (strcmp(argv[i], "--force") == 0)

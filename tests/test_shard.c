@@ -166,6 +166,26 @@ TEST(shard_bad_values_are_refused_naming_them)
           "--shard 0/1 is the whole plan: %s", out);
 }
 
+/* --gpus, --workers and --device take their values' form at parsing: a bad one is a usage
+ * error (exit 2) naming the flag and the value, before any device or file is touched. */
+TEST(multi_process_flags_refuse_bad_values_naming_them)
+{
+    static const char *const bad[][2] = {
+        { "--gpus", "0,x" }, { "--gpus", "" },      { "--gpus", "1," },    { "--gpus", "0,,1" },
+        { "--gpus", "-1" },  { "--gpus", "1024" },  { "--gpus", "any" },   { "--workers", "0" },
+        { "--workers", "257" }, { "--workers", "2x" }, { "--device", "-1" }, { "--device", "x" },
+    };
+    char out[4096];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const int rc = run_cmd(out, sizeof out, "%s run configs/quick.lua -o %s/never.h5 %s '%s'",
+                               topkp_bin(), scratch_dir(), bad[i][0], bad[i][1]);
+        char named[64];
+        snprintf(named, sizeof named, "'%s'", bad[i][1]);
+        CHECK(rc == 2 && strstr(out, bad[i][0]) && strstr(out, named),
+              "%s '%s': exit %d, %s", bad[i][0], bad[i][1], rc, out);
+    }
+}
+
 /* A shard file records its shard and plan; --resume refuses another spec or a whole run. */
 TEST(shard_file_records_its_shard_and_resume_keeps_it)
 {
