@@ -68,7 +68,7 @@ int cmd_compare(int argc, char **argv)
         if (strcmp(argv[i], "--sweep") == 0)
             sweep = flag_value("compare", argc, argv, &i);
         else if (strcmp(argv[i], "--threshold") == 0) {
-            threshold = float_arg("compare", argv[i], flag_value("compare", argc, argv, &i));
+            threshold = float_arg("compare", "--threshold", flag_value("compare", argc, argv, &i));
             if (!(threshold >= 0 && threshold <= 10)) {
                 fprintf(stderr, "topkp compare: --threshold needs a relative difference in "
                         "[0, 10], such as 0.02, got %g\n", threshold);

@@ -126,6 +126,17 @@ TEST(cli_unknown_options_and_extra_arguments_exit_2_naming_them)
     check_usage_error("--version extra1", "extra1");
     check_usage_error("run a.lua -o", "-o"); /* a flag without its value */
     check_usage_error("apply naive_sort --in a.h5 --out b.h5 --k x", "x");
+    /* a bad value names its flag too */
+    static const char *const flagged[][2] = { { "compare a.h5 b.h5 --threshold x", "--threshold" },
+                                              { "run a.lua --workers 0", "--workers" },
+                                              { "run a.lua --device x", "--device" } };
+    for (int i = 0; i < 3; i++) {
+        char out[4096], expect[64];
+        const int rc = run_cmd(out, sizeof out, "%s %s", topkp_bin(), flagged[i][0]);
+        snprintf(expect, sizeof expect, "%s needs", flagged[i][1]);
+        CHECK(rc == 2 && strstr(out, expect), "topkp %s: exit %d, not naming %s: %s",
+              flagged[i][0], rc, flagged[i][1], out);
+    }
 }
 
 /* /kept of an apply output, or NULL; dims[] gets its shape. */
