@@ -124,24 +124,15 @@ static struct tkp_shard shard_arg(const char *v)
     exit(2);
 }
 
-/* --gpus all|G,...: its form checked here, a usage error (exit 2) naming the value; whether
- * the devices exist is the multi-process runner's to check (multi_gpu.c). */
+/* --gpus all|G,...: its form checked here (tkp_gpus_parse), a usage error (exit 2) naming the
+ * value; whether the devices exist is the multi-process runner's to check (multi_gpu.c). */
 static const char *gpus_arg(const char *v)
 {
-    const char *at = v ? v : "";
-    int ok = strcmp(at, "all") == 0;
-    while (!ok && *at) {
-        char *end;
-        const long g = strtol(at, &end, 10);
-        if (end == at || g < 0 || g > 1023 || (*end && *end != ','))
-            break;
-        ok = *end == 0;
-        at = *end ? end + 1 : end;
-    }
-    if (ok)
+    int devices[TKP_MAX_CHILDREN];
+    struct tkp_error err = { "" };
+    if (v && tkp_gpus_parse(v, devices, &err) >= 0)
         return v;
-    fprintf(stderr, "topkp run: --gpus '%s': expected all or device numbers 0-1023 separated by "
-            "commas (e.g. --gpus 0,1)\n", v ? v : "");
+    fprintf(stderr, "topkp run: %s\n", err.msg);
     exit(2);
 }
 

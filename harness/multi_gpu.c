@@ -19,7 +19,6 @@
 #include "multi_gpu.h"
 #include "progress.h"
 
-#define MAX_CHILDREN 256
 
 struct child {
     int device; /* -1: the CPU backend, or the default GPU */
@@ -31,38 +30,50 @@ struct child {
     int status;
 };
 
-/* --gpus all|G,...: the devices, each once and present; the count, or -1 with err set. */
-static int gpu_list(const char *spec, int *devices, struct tkp_error *err)
+int tkp_gpus_parse(const char *spec, int *devices, struct tkp_error *err)
 {
-    const int present = tkp_gpu_count();
-    int n = 0;
-    if (present == 0) {
-        tkp_error_set(err, "--gpus %s: no CUDA device here (cudaGetDeviceCount finds none; a "
-                      "CPU-only build has none): --workers N runs CPU processes", spec);
-        return -1;
-    }
-    if (strcmp(spec, "all") == 0) {
-        for (; n < present && n < MAX_CHILDREN; n++)
-            devices[n] = n;
-        return n;
-    }
-    for (const char *at = spec; *at; n++) {
+    if (strcmp(spec, "all") == 0)
+        return 0;
+    const char *at = spec;
+    for (int n = 0; n < TKP_MAX_CHILDREN; n++) {
         char *end;
         errno = 0;
         const long d = strtol(at, &end, 10);
         int dup = 0;
         for (int i = 0; i < n; i++)
             dup |= devices[i] == d;
-        if (end == at || errno || d < 0 || d >= present || dup || n == MAX_CHILDREN ||
-            (*end && *end != ',') || (*end == ',' && !end[1])) {
-            tkp_error_set(err, "--gpus '%s': expected all or distinct device numbers below %d "
-                          "(this machine has %d CUDA device%s), such as 0,1", spec, present,
-                          present, present == 1 ? "" : "s");
+        if (end == at || errno || d < 0 || d > 1023 || dup || (*end && *end != ','))
+            break;
+        devices[n] = (int)d;
+        if (!*end)
+            return n + 1;
+        at = end + 1;
+    }
+    tkp_error_set(err, "--gpus '%s': expected all or at most %d distinct device numbers 0-1023 "
+                  "separated by commas (e.g. --gpus 0,1)", spec, TKP_MAX_CHILDREN);
+    return -1;
+}
+
+/* --gpus all|G,...: the devices, each once and present; the count, or -1 with err set. */
+static int gpu_list(const char *spec, int *devices, struct tkp_error *err)
+{
+    const int present = tkp_gpu_count();
+    if (present == 0) {
+        tkp_error_set(err, "--gpus %s: no CUDA device here (cudaGetDeviceCount finds none; a "
+                      "CPU-only build has none): --workers N runs CPU processes", spec);
+        return -1;
+    }
+    int n = tkp_gpus_parse(spec, devices, err);
+    if (n == 0)
+        for (; n < present && n < TKP_MAX_CHILDREN; n++)
+            devices[n] = n;
+    for (int i = 0; i < n; i++)
+        if (devices[i] >= present) {
+            tkp_error_set(err, "--gpus '%s': no device %d (this machine has %d CUDA device%s, "
+                          "0-%d)", spec, devices[i], present, present == 1 ? "" : "s",
+                          present - 1);
             return -1;
         }
-        devices[n] = (int)d;
-        at = *end ? end + 1 : end;
-    }
     return n;
 }
 
@@ -187,7 +198,7 @@ static int read_progress(struct child *c)
 /* Follow the children until every pipe closed, then reap them. */
 static void follow(struct child *c, int n, const char *what)
 {
-    struct pollfd fds[MAX_CHILDREN];
+    struct pollfd fds[TKP_MAX_CHILDREN];
     time_t shown = 0;
     const int every = isatty(STDERR_FILENO) ? 1 : 10; /* seconds between lines (a log: fewer) */
     for (int open_pipes = n; open_pipes > 0;) {
@@ -269,7 +280,7 @@ static int outputs_allowed(const struct tkp_run_args *a, const struct child *c, 
 int tkp_run_multi(const struct tkp_run_args *a, const struct tkp_multi_args *m,
                   struct tkp_error *err)
 {
-    int devices[MAX_CHILDREN], n = m->workers;
+    int devices[TKP_MAX_CHILDREN], n = m->workers;
     if (m->gpus && a->backend != TKP_GPU) {
         tkp_error_set(err, "--gpus runs on the GPU backend; --workers N runs processes on the "
                       "CPU backend");

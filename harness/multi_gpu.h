@@ -13,6 +13,13 @@ struct tkp_multi_args {
     int workers;      /* --workers N: N children on the CPU backend (0: none) */
 };
 
+#define TKP_MAX_CHILDREN 256 /* processes of one --gpus or --workers run */
+
+/* The form of --gpus all|G,...: distinct device numbers 0-1023 separated by commas, at most
+ * TKP_MAX_CHILDREN, into devices[]; returns their count, 0 for `all`, or -1 with err naming
+ * the value. No device is looked at (tkp_run_multi checks that they exist). */
+int tkp_gpus_parse(const char *spec, int *devices, struct tkp_error *err);
+
 int tkp_run_multi(const struct tkp_run_args *a, const struct tkp_multi_args *m,
                   struct tkp_error *err);
 

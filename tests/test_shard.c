@@ -172,8 +172,9 @@ TEST(multi_process_flags_refuse_bad_values_naming_them)
 {
     static const char *const bad[][2] = {
         { "--gpus", "0,x" }, { "--gpus", "" },      { "--gpus", "1," },    { "--gpus", "0,,1" },
-        { "--gpus", "-1" },  { "--gpus", "1024" },  { "--gpus", "any" },   { "--workers", "0" },
-        { "--workers", "257" }, { "--workers", "2x" }, { "--device", "-1" }, { "--device", "x" },
+        { "--gpus", "-1" },  { "--gpus", "1024" },  { "--gpus", "any" },   { "--gpus", "0,0" },
+        { "--workers", "0" }, { "--workers", "257" }, { "--workers", "2x" },
+        { "--device", "-1" }, { "--device", "x" },
     };
     char out[4096];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
