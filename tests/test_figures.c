@@ -274,6 +274,53 @@ static void fake_peer_row(struct tkp_cell_row *row, const char *header, const ch
              row->backend);
 }
 
+/* dst := a copy of the results file src with, appended through the results writer, the rows
+ * add() makes from each row of `topkp export src export_args` (header: the export's first
+ * line). 0, or -1 having printed why. */
+typedef int (*row_adder)(struct tkp_results *r, const char *header, const char *line,
+                         struct tkp_error *err);
+static int results_with_added_rows(const char *src, const char *dst, const char *export_args,
+                                   row_adder add)
+{
+    char tsv[600], out[4096], header[8192], line[8192];
+    snprintf(tsv, sizeof tsv, "%s.source.tsv", dst);
+    if (run_cmd(out, sizeof out, "cp %s %s && %s export %s %s > %s", src, dst, topkp_bin(), src,
+                export_args, tsv) != 0) {
+        fprintf(stderr, "  copy/export failed: %s\n", out);
+        return -1;
+    }
+    struct tkp_results *r = NULL;
+    struct tkp_error err = { { 0 } };
+    FILE *f = fopen(tsv, "r");
+    int rc = !f || !fgets(header, sizeof header, f) || tkp_results_open(&r, dst, 1, &err);
+    while (!rc && fgets(line, sizeof line, f))
+        rc = add(r, header, line, &err);
+    if (r)
+        tkp_results_close(r);
+    if (f)
+        fclose(f);
+    if (rc)
+        fprintf(stderr, "  cannot write %s: %s\n", dst, err.msg);
+    return rc ? -1 : 0;
+}
+
+/* The fake peers beside an ok naive_sort row (results_with_added_rows). */
+static int add_fake_peers(struct tkp_results *r, const char *header, const char *line,
+                          struct tkp_error *err)
+{
+    char algo[32], status[16];
+    if (strcmp(get(header, line, "algo", algo, sizeof algo), "naive_sort") ||
+        strcmp(get(header, line, "status", status, sizeof status), "ok"))
+        return 0;
+    int rc = 0;
+    for (int i = 0; i < N_FAKE_PEERS && !rc; i++) {
+        struct tkp_cell_row row;
+        fake_peer_row(&row, header, line, i);
+        rc = tkp_results_append(r, "plain", &row, &row.median_us, 1, err);
+    }
+    return rc;
+}
+
 /* A copy of the tiny results with the fake peers beside every ok naive_sort cell of the plain
  * sweep, appended through the results writer; once per process. Returns its path or NULL. */
 static const char *peer_results(void)
@@ -283,36 +330,8 @@ static const char *peer_results(void)
     const char *res = tiny_results();
     if (state || !res)
         return state == 1 ? path : NULL;
-    state = 2;
-    char tsv[512], out[4096], header[8192], line[8192], algo[32], status[16];
     snprintf(path, sizeof path, "%s/figs-peers.h5", scratch_dir());
-    snprintf(tsv, sizeof tsv, "%s/figs-peers-source.tsv", scratch_dir());
-    if (run_cmd(out, sizeof out, "cp %s %s && %s export %s --sweep plain > %s", res, path,
-                topkp_bin(), res, tsv) != 0) {
-        fprintf(stderr, "  copy/export failed: %s\n", out);
-        return NULL;
-    }
-    struct tkp_results *r = NULL;
-    struct tkp_error err = { { 0 } };
-    FILE *f = fopen(tsv, "r");
-    int rc = !f || !fgets(header, sizeof header, f) || tkp_results_open(&r, path, 1, &err);
-    while (!rc && fgets(line, sizeof line, f)) {
-        if (strcmp(get(header, line, "algo", algo, sizeof algo), "naive_sort") ||
-            strcmp(get(header, line, "status", status, sizeof status), "ok"))
-            continue;
-        for (int i = 0; i < N_FAKE_PEERS && !rc; i++) {
-            struct tkp_cell_row row;
-            fake_peer_row(&row, header, line, i);
-            rc = tkp_results_append(r, "plain", &row, &row.median_us, 1, &err);
-        }
-    }
-    if (r)
-        tkp_results_close(r);
-    if (f)
-        fclose(f);
-    if (rc)
-        fprintf(stderr, "  cannot write %s: %s\n", path, err.msg);
-    state = rc ? 2 : 1;
+    state = results_with_added_rows(res, path, "--sweep plain", add_fake_peers) ? 2 : 1;
     return state == 1 ? path : NULL;
 }
 
@@ -913,8 +932,25 @@ TEST(figures_one_x_value_draws_a_labelled_dot_plot)
     free(svg);
 }
 
-/* A results file of one f32 sweep and, beside each of its ok cells, the same cell at bf16 (as
- * a module that reads bf16 would record it, 0.6 of the time), through the results writer. */
+/* The bf16 twin of an ok row, as a module that reads bf16 would record it (0.6 of the time). */
+static int add_bf16_twin(struct tkp_results *r, const char *header, const char *line,
+                         struct tkp_error *err)
+{
+    char status[16];
+    if (strcmp(get(header, line, "status", status, sizeof status), "ok"))
+        return 0;
+    struct tkp_cell_row row;
+    fake_peer_row(&row, header, line, 0);
+    snprintf(row.algo, sizeof row.algo, "naive_sort");
+    snprintf(row.dtype, sizeof row.dtype, "bf16");
+    snprintf(row.key + strlen(row.key), sizeof row.key - strlen(row.key), "|bf16");
+    row.median_us = row.q1_us = row.q3_us = row.min_us = row.max_us = row.mean_us =
+        0.6 * get_num(header, line, "median_us");
+    return tkp_results_append(r, "dts", &row, &row.median_us, 1, err);
+}
+
+/* A results file of one f32 sweep and, beside each of its ok cells, the same cell at bf16
+ * (add_bf16_twin), through the results writer. */
 static const char *dtype_results(void)
 {
     static char path[512];
@@ -924,35 +960,8 @@ static const char *dtype_results(void)
                                  "}\n");
     if (!res)
         return NULL;
-    char tsv[512], out[4096], header[8192], line[8192], status[16];
     snprintf(path, sizeof path, "%s/dtypes-both.h5", scratch_dir());
-    snprintf(tsv, sizeof tsv, "%s/dtypes-source.tsv", scratch_dir());
-    if (run_cmd(out, sizeof out, "cp %s %s && %s export %s > %s", res, path, topkp_bin(), res,
-                tsv) != 0)
-        return NULL;
-    struct tkp_results *r = NULL;
-    struct tkp_error err = { { 0 } };
-    FILE *f = fopen(tsv, "r");
-    int rc = !f || !fgets(header, sizeof header, f) || tkp_results_open(&r, path, 1, &err);
-    while (!rc && fgets(line, sizeof line, f)) {
-        if (strcmp(get(header, line, "status", status, sizeof status), "ok"))
-            continue;
-        struct tkp_cell_row row;
-        fake_peer_row(&row, header, line, 0);
-        snprintf(row.algo, sizeof row.algo, "naive_sort");
-        snprintf(row.dtype, sizeof row.dtype, "bf16");
-        snprintf(row.key + strlen(row.key), sizeof row.key - strlen(row.key), "|bf16");
-        row.median_us = row.q1_us = row.q3_us = row.min_us = row.max_us = row.mean_us =
-            0.6 * get_num(header, line, "median_us");
-        rc = tkp_results_append(r, "dts", &row, &row.median_us, 1, &err);
-    }
-    if (r)
-        tkp_results_close(r);
-    if (f)
-        fclose(f);
-    if (rc)
-        fprintf(stderr, "  cannot write %s: %s\n", path, err.msg);
-    return rc ? NULL : path;
+    return results_with_added_rows(res, path, "", add_bf16_twin) ? NULL : path;
 }
 
 /* An f32 and a bf16 run of one algorithm are two series (dtype varies inside the panel); a
