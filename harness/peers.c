@@ -17,8 +17,8 @@ static const char *const entry_choices[] = { "joint", "single", NULL };
 
 #define INPUT_OPTION                                                                          \
     { "input", "probs: the kernel alone, on a softmax computed outside the timed region; "   \
-               "softmax: a softmax (FlashInfer's; torch's for SGLang) and the kernel, timed "  \
-               "together",                                                                    \
+               "softmax: a softmax (FlashInfer's; for SGLang torch's, written back into the " \
+               "logits) and the kernel, timed together",                                      \
       TKP_OPT_ENUM, offsetof(struct peer_opts, input), 0, 0, 1, input_choices }
 #define ORDER_OPTION                                                                          \
     { "order", "filter_apply_order: top_k_first (the contract's order) or joint (both "      \
@@ -76,12 +76,14 @@ PEER(fi_topk, "flashinfer.topk", "flashinfer-python",
 PEER(fi_cake, "flashinfer.cake", "flashinfer-python",
      "FlashInfer's cake_sampling.top_k_top_p_sampling_from_probs (k <= 1024), the cake peer",
      TKP_TOPK | TKP_TOPK_TOPP, TKP_OUT_SAMPLE, TKP_GPU, input_options);
-PEER(sglang_sampling, "sglang.sampling", "sgl-kernel",
-     "sgl-kernel's top_k_top_p_sampling_from_probs, what SGLang's sampler calls on CUDA",
+PEER(sglang_via_flashinfer, "sglang.via_flashinfer", "flashinfer-python",
+     "SGLang 0.5.23's sampler call on CUDA: FlashInfer's top_k_top_p_sampling_from_probs, joint "
+     "order; FlashInfer's binary, not an sgl-kernel build (k = 1 and no filter: unsupported, "
+     "SGLang calls no kernel there)",
      ALL_OPS, TKP_OUT_SAMPLE, TKP_GPU, input_options);
 
 const struct tkp_algo *const tkp_peers[] = {
     &torch_sort,    &torch_sample, &torch_topk, &vllm_pytorch, &vllm_triton,
     &fi_sampling,   &fi_sampling_probs, &fi_top_k_mask, &fi_renorm, &fi_topk,
-    &fi_cake,       &sglang_sampling, NULL,
+    &fi_cake,       &sglang_via_flashinfer, NULL,
 };

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """cast_check.py — checks, without a GPU or the peer libraries, that each library peer does
 with a 16-bit cell what its catalog entry says (docs/PEERS.md, "16-bit logits"): stand-in
-modules for vLLM, FlashInfer and sgl-kernel record the element type of the tensor each of
+modules for vLLM and FlashInfer record the element type of the tensor each of
 their functions is handed; a `native` peer must hand its library the 16-bit logits, a
 `float32` peer float32 only. The torch peers call torch itself and are checked by running
 them (tests/test_peers.c). Prints one line per mismatch and `ok N` at the end; exit 1 on any
@@ -9,17 +9,20 @@ mismatch. Used by tests/test_peers.c."""
 import os
 import sys
 import types
+from collections import namedtuple
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-handed = []  # (function, dtype) of every stand-in call
+# Every stand-in call: the function's name, a copy of its first tensor, its other arguments.
+Handed = namedtuple("Handed", "name x args kwargs")
+handed = []
 
 
 def stand_in(name, result):
     def call(x, *args, **kwargs):
-        handed.append((name, x.dtype))
+        handed.append(Handed(name, x.clone(), args, kwargs))
         return result(x)
     return call
 
@@ -50,7 +53,6 @@ def install_stand_ins():
     module("flashinfer.topk", top_k=lambda x: (x[:, :2], torch.zeros(x.shape[0], 2, dtype=torch.int64)))
     cake = module("flashinfer.cake_sampling", top_k_top_p_sampling_from_probs=draws)
     cake.cake_sampling_route = stand_in("flashinfer.cake_sampling.route", lambda x: "pipeline")
-    module("sgl_kernel", top_k_top_p_sampling_from_probs=draws)
 
 
 def main():
@@ -72,7 +74,7 @@ def main():
                 call.reset()
                 call.run()
                 want = dtype if peer.cast == NATIVE else torch.float32
-                wrong = [f"{fn} got {got}" for fn, got in handed if got != want]
+                wrong = [f"{h.name} got {h.x.dtype}" for h in handed if h.x.dtype != want]
                 checked += 1
                 if not handed or wrong:
                     bad += 1

@@ -218,7 +218,7 @@ TEST(figures_script_fails_clearly_without_ok_cells)
 
 /* The peer cells put beside every ok naive_sort cell of the tiny plain sweep: median = factor x
  * naive_sort's. The two flashinfer.cake cells differ only in `input`, so their legends must
- * name input and leave out `order`; sglang.sampling is the fastest but failed, so it is never
+ * name input and leave out `order`; sglang.via_flashinfer is the fastest but failed, so it is never
  * the best peer and never drawn. */
 static const struct {
     const char *algo, *options, *status, *legend;
@@ -229,7 +229,7 @@ static const struct {
       0.2 },
     { "flashinfer.cake", "input=softmax,order=top_k_first", "ok", "flashinfer.cake input=softmax",
       0.3 },
-    { "sglang.sampling", "", "error", NULL, 0.01 },
+    { "sglang.via_flashinfer", "", "error", NULL, 0.01 },
 };
 enum { N_FAKE_PEERS = sizeof fake_peers / sizeof fake_peers[0] };
 #define BEST_PEER "flashinfer.cake input=probs"

@@ -684,3 +684,16 @@ TEST(peers_library_calls_get_the_declared_element_type)
     int rc = run_cmd(out, sizeof out, PYTHON " peers/cast_check.py 2>&1");
     CHECK(rc == 0 && strstr(out, "ok 36"), "peers/cast_check.py (rc %d):\n%s", rc, out);
 }
+
+/* sglang.via_flashinfer makes the call SGLang's sampler makes on CUDA (docs/PEERS.md, "SGLang";
+ * peers/sglang_check.py, with stand-ins for FlashInfer): the joint order, SGLang's top_ks and
+ * top_ps, torch's softmax undone between repetitions, and `unsupported` where SGLang calls no
+ * kernel. */
+TEST(peers_sglang_makes_the_call_sglangs_sampler_makes)
+{
+    if (!torch_ready())
+        return;
+    char out[1 << 14];
+    int rc = run_cmd(out, sizeof out, PYTHON " peers/sglang_check.py 2>&1");
+    CHECK(rc == 0 && strstr(out, "ok 23"), "peers/sglang_check.py (rc %d):\n%s", rc, out);
+}

@@ -5,7 +5,7 @@
 local peers = {}
 for _, p in ipairs({ "torch.sort", "torch.sample", "torch.topk", "vllm.pytorch", "vllm.triton",
                      "flashinfer.sampling", "flashinfer.top_k_mask", "flashinfer.topk",
-                     "sglang.sampling" }) do
+                     "sglang.via_flashinfer" }) do
     peers[#peers + 1] = p
 end
 for _, input in ipairs({ "probs", "softmax" }) do

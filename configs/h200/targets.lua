@@ -19,7 +19,7 @@ local probs_and_softmax = function(name)
 end
 local sort_peers = { "vllm.pytorch", "vllm.triton" }
 local samplers = join({ "flashinfer.sampling" }, probs_and_softmax("flashinfer.sampling_probs"),
-                      { "sglang.sampling" })
+                      { "sglang.via_flashinfer" })
 
 sweep "topk50" {
     algos = join({ "naive_sort", "rtopk", "qrita" }, sort_peers,

@@ -48,7 +48,7 @@ local gpu_peers = {
     "flashinfer.sampling", { "flashinfer.sampling_probs", input = "probs" },
     { "flashinfer.sampling_probs", input = "softmax" }, "flashinfer.top_k_mask", "flashinfer.topk",
     { "flashinfer.cake", input = "probs" }, { "flashinfer.cake", input = "softmax" },
-    "sglang.sampling",
+    "sglang.via_flashinfer",
 }
 local algos = {}
 for _, a in ipairs(modules) do algos[#algos + 1] = a end

@@ -11,7 +11,7 @@ local SMALL = backend == "cpu" -- the CPU-sized grid on the CPU backend, the ful
 -- torch's allocator above the inputs) on the GPU; on the CPU only their cells' presence.
 local peers = SMALL and { "vllm.pytorch", "torch.sort" } or
     { "vllm.pytorch", "vllm.triton", "flashinfer.sampling", { "flashinfer.sampling_probs", input = "probs" },
-      "flashinfer.renorm", { "flashinfer.cake", input = "probs" }, "sglang.sampling" }
+      "flashinfer.renorm", { "flashinfer.cake", input = "probs" }, "sglang.via_flashinfer" }
 local algos = { "naive_sort", "rtopk", "qrita", "cake", "rejection" }
 for _, a in ipairs(peers) do algos[#algos + 1] = a end
 
