@@ -361,7 +361,8 @@ fi
 awk -F'\t' '/^run / { run = $0; sub(/^run /, "", run) }
             $1 ~ /^ablation:/ && run != "" { s = substr($1, 10); if (!(s in r) || run + 0 >= r[s]) { r[s] = run + 0; v[s] = $2 } }
             END { for (s in v) print s "\t" v[s] }' "$base-info.tsv" > "$base-ablation.order"
-awk -v orders="$base-ablation.order" -f "$top/scripts/figures-ablation.awk" "$base.tsv" > "$base-ablation.tsv"
+awk -v orders="$base-ablation.order" -v published="${PUBLISHED:-$top/paper/published.tsv}" \
+    -f "$top/scripts/figures-ablation.awk" "$base.tsv" > "$base-ablation.tsv"
 rm -f "$base-ablation.order"
 if [ "$(wc -l < "$base-ablation.tsv")" -ge 2 ]; then
     names=$(awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "algo") a = i; next } !s[$a]++ { print $a }' "$base-ablation.tsv")
@@ -380,8 +381,13 @@ if [ "$(wc -l < "$base-ablation.tsv")" -ge 2 ]; then
                 printf "%s\"%s  (baseline %s)\"", (i > 1 ? " " : ""), t, b[i] } }')
     gcommon=$(ab "$gwords"' if (n > 1) { t = ""; for (j = 1; j <= m; j++) if (same[j]) t = t (t == "" ? "" : " ") w0[j]
                 printf "every bar: %s", t } }')
+    gbase=$(ab '!s[c["gi"]]++ { printf "%s%s", (n++ ? " " : ""), c["baseline"] }')
     gbars=$(ab '{ b[c["gi"]]++; if (c["gi"] > ng) ng = c["gi"] } END { for (g = 1; g <= ng; g++) printf "%s%d", (g > 1 ? " " : ""), b[g] }')
     glog=$(ab '!s[c["gi"]]++ { printf "%s%d", (n++ ? " " : ""), c["ylog"] }')
+    # 1 for a group with the paper's times (Table 4): its bars are ratios to the baseline, ours
+    # beside the paper's
+    gpaper=$(ab '{ if (c["gi"] > ng) ng = c["gi"]; if (c["paper_rel"] != "NaN" && c["paper_rel"] != "") p[c["gi"]] = 1 }
+        END { for (g = 1; g <= ng; g++) printf "%s%d", (g > 1 ? " " : ""), (g in p) }')
     keylines=$(ab '{ if (!(c["sweep"] in ns)) { ns[c["sweep"]] = 1; sw[++n] = c["sweep"]; com[n] = c["common"] }
                      if (!seen[c["sweep"], c["variant"]]++) { k[n, ++nk[n]] = c["variant"] ":  " c["key"] } }
         END { for (i = 1; i <= n; i++) { pre = n > 1 ? sw[i] " " : ""
@@ -392,7 +398,8 @@ if [ "$(wc -l < "$base-ablation.tsv")" -ge 2 ]; then
     barlabels=$(ab '{ printf "%s\"%s\"", (NR > 2 ? " " : ""), c["variant"] }')
     draw ablation.gp "$base-ablation" "$base-ablation.tsv" "$names" "gtitles=$(gq "$gtitles")" \
         "gbars='$gbars'" "glog='$glog'" "keylines=$(gq "$keylines")" "bargroup='$bargroup'" \
-        "barx='$barx'" "barlabels=$(gq "$barlabels")" "gcommon=$(gq "$gcommon")"
+        "barx='$barx'" "barlabels=$(gq "$barlabels")" "gcommon=$(gq "$gcommon")" "gpaper='$gpaper'" "gbase=$(gq "$gbase")" \
+        "device=$(gq "$(info device_name)")"
     kinds+=(ablation)
 fi
 
