@@ -220,19 +220,27 @@ TEST(figures_script_fails_clearly_without_ok_cells)
  * naive_sort's. The two flashinfer.cake cells differ only in `input`, so their legends must
  * name input and leave out `order`; sglang.sampling is the fastest but failed, so it is never
  * the best peer and never drawn. */
+/* Fake peers, their time a factor of naive_sort's in each cell: `name` as the TSVs name the
+ * line, `legend` as the key titles it (plots/palette.tsv: the paper's kernel by its role), what
+ * it writes (`topkp list`: outputs=set|sample) and takes in (input=probs: after a softmax
+ * outside its timed region). The fastest of any kind takes probabilities in; the fastest
+ * logits-in ones are vllm.triton (a mask) and flashinfer.cake input=softmax (a sampler). */
 static const struct {
-    const char *algo, *options, *status, *legend;
+    const char *algo, *options, *status, *name, *legend, *output, *input;
     double factor;
 } fake_peers[] = {
-    { "vllm.triton", "", "ok", "vllm.triton", 0.5 },
+    { "vllm.triton", "", "ok", "vllm.triton", "Qrita (vLLM Triton, the paper's kernel)", "set",
+      "logits", 0.5 },
+    { "flashinfer.renorm", "input=probs", "ok", "flashinfer.renorm", "flashinfer.renorm", "set",
+      "probs", 0.1 },
     { "flashinfer.cake", "input=probs,order=top_k_first", "ok", "flashinfer.cake input=probs",
-      0.2 },
+      "flashinfer.cake input=probs", "sample", "probs", 0.2 },
     { "flashinfer.cake", "input=softmax,order=top_k_first", "ok", "flashinfer.cake input=softmax",
-      0.3 },
-    { "sglang.sampling", "", "error", NULL, 0.01 },
+      "flashinfer.cake input=softmax", "sample", "softmax", 0.3 },
+    { "sglang.sampling", "", "error", NULL, NULL, "sample", "probs", 0.01 },
 };
 enum { N_FAKE_PEERS = sizeof fake_peers / sizeof fake_peers[0] };
-#define BEST_PEER "flashinfer.cake input=probs"
+#define BEST_PEER "flashinfer.renorm"
 
 /* Named field of a TSV line, by the header. */
 static const char *get(const char *header, const char *line, const char *name, char *out, size_t n)
@@ -482,8 +490,10 @@ TEST(figures_peers_drawn_in_their_own_style_and_against_the_modules)
         read_svg(path, &d);
         CHECK(d.peers > 0 && d.modules > 0, "%s draws %d peer and %d module lines", path, d.peers,
               d.modules);
-        CHECK(!strstr(d.titles, "order=") && !strstr(d.titles, "sglang"),
-              "%s: a legend shows an option that never varies, or a failed peer: %s", path,
+        CHECK(!strstr(d.titles, "order=") && !strstr(d.titles, "sglang") &&
+                  !strstr(d.titles, "|vllm.triton|"),
+              "%s: a legend shows an option that never varies, a failed peer, or the paper's "
+              "kernel by its peer name: %s", path,
               d.titles);
         for (int p = 0; i > 0 && p < N_FAKE_PEERS; p++) {
             const char *name = fake_peers[p].legend;
@@ -497,6 +507,120 @@ TEST(figures_peers_drawn_in_their_own_style_and_against_the_modules)
     read_svg(path, &vs);
     CHECK(vs.modules > 0 && vs.peers == 0, "%s draws %d module and %d peer lines", path,
           vs.modules, vs.peers);
+}
+
+/* The fake peer the TSVs name `name`, or -1. */
+static int fake_peer_named(const char *name)
+{
+    for (int i = 0; i < N_FAKE_PEERS; i++)
+        if (fake_peers[i].name && strcmp(fake_peers[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* Does module `algo` write `output` (README.md's module table: naive_sort a set and draws, qrita
+ * and rtopk a set)? */
+static int module_writes(const char *algo, const char *output)
+{
+    if (strcmp(output, "set") == 0)
+        return 1;
+    return strcmp(output, "sample") == 0 && strcmp(algo, "naive_sort") == 0;
+}
+
+/* Like with like (<stem>-vs-peers-like.tsv): a module's mask only against mask peers, its draws
+ * only against samplers, never against a peer fed probabilities (input=probs), and against the
+ * fastest peer that qualifies; the softmax of a peer timed both ways as its own cost
+ * (<stem>-softmax.tsv); and the vs-peers figure draws those pairs, one series per module and
+ * output. The fastest peer of any kind (a probs-in mask) stays in <stem>-vs-peers.tsv. */
+TEST(figures_vs_peers_pairs_like_with_like)
+{
+    const char *res = peer_results();
+    REQUIRE(res, "could not make the results file with peers");
+    char dir[512], out[8192], path[600];
+    snprintf(dir, sizeof dir, "%s/like", scratch_dir());
+    int rc = run_cmd(out, sizeof out, "FIGURE_FORMATS=svg TOPKP=%s bash scripts/figures.sh %s %s",
+                     topkp_bin(), res, dir);
+    REQUIRE(rc == 0, "figures.sh failed (%d): %s", rc, out);
+    snprintf(path, sizeof path, "%s/figs-peers-vs-peers-like.tsv", dir);
+    FILE *f = fopen(path, "r");
+    REQUIRE(f, "no %s", path);
+    static char header[4096], line[4096];
+    if (!fgets(header, sizeof header, f))
+        header[0] = 0;
+    int rows = 0, per_output[2] = { 0, 0 };
+    while (fgets(line, sizeof line, f)) {
+        char module[64], output[16], cls[64], peer[160];
+        get(header, line, "module", module, sizeof module);
+        get(header, line, "output", output, sizeof output);
+        get(header, line, "peer_class", cls, sizeof cls);
+        get(header, line, "best_like_peer", peer, sizeof peer);
+        int p = fake_peer_named(peer), sample = strcmp(output, "sample") == 0;
+        CHECK(module_writes(module, output), "%s: %s paired by an output it does not write: %s",
+              path, module, output);
+        CHECK(p >= 0, "%s: %s paired with '%s', no peer of the file", path, module, peer);
+        if (p < 0)
+            continue;
+        CHECK(strcmp(fake_peers[p].output, output) == 0,
+              "%s: %s's %s paired with %s, which writes a %s", path, module, output, peer,
+              fake_peers[p].output);
+        CHECK(strcmp(fake_peers[p].input, "probs") != 0,
+              "%s: %s paired with %s, which is fed probabilities: no logits-in comparison", path,
+              module, peer);
+        CHECK(strcmp(peer, sample ? "flashinfer.cake input=softmax" : "vllm.triton") == 0,
+              "%s: %s's %s paired with %s, not the fastest logits-in peer of that output", path,
+              module, output, peer);
+        CHECK(strstr(cls, sample ? "sampler" : "mask") && strstr(cls, "logits in"),
+              "%s: peer_class '%s' for a %s", path, cls, output);
+        double mine = get_num(header, line, "module_us");
+        double theirs = get_num(header, line, "best_like_peer_us");
+        double ratio = get_num(header, line, "ratio");
+        CHECK(mine > 0 && fabs(ratio - theirs / mine) <= 1e-4 * ratio,
+              "%s: %s ratio %g, but %g / %g", path, module, ratio, theirs, mine);
+        per_output[sample]++;
+        rows++;
+    }
+    fclose(f);
+    /* masks: naive_sort and qrita in 2 vocab x 2 batch x 3 modes, rtopk in the 4 top-k cells;
+     * draws: naive_sort's 12 */
+    CHECK(per_output[0] == 2 * 12 + 4 && per_output[1] == 12,
+          "%d mask and %d sampler pairs, want %d and %d", per_output[0], per_output[1],
+          2 * 12 + 4, 12);
+
+    /* the softmax as its own cost: flashinfer.cake's input=softmax (0.3 t) less its input=probs
+     * (0.2 t): a third of the time with the softmax, in each of naive_sort's 12 cells */
+    snprintf(path, sizeof path, "%s/figs-peers-softmax.tsv", dir);
+    f = fopen(path, "r");
+    REQUIRE(f, "no %s", path);
+    if (!fgets(header, sizeof header, f))
+        header[0] = 0;
+    int softmax_rows = 0;
+    while (fgets(line, sizeof line, f)) {
+        char peer[64];
+        get(header, line, "peer", peer, sizeof peer);
+        double share = get_num(header, line, "softmax_share");
+        double cost = get_num(header, line, "softmax_us");
+        double with = get_num(header, line, "with_softmax_us");
+        double probs = get_num(header, line, "probs_us");
+        CHECK(strcmp(peer, "flashinfer.cake") == 0 && fabs(share - 1.0 / 3) < 1e-3 &&
+                  fabs(cost - (with - probs)) <= 1e-4 * with,
+              "%s: %s softmax %g us of %g (share %g), want a third", path, peer, cost, with, share);
+        softmax_rows++;
+    }
+    fclose(f);
+    CHECK(softmax_rows == 12, "%s: %d rows, want 12", path, softmax_rows);
+
+    /* the figure: one series per module and output, no peer of its own */
+    struct drawn vs;
+    snprintf(path, sizeof path, "%s/figs-peers-vs-peers.svg", dir);
+    read_svg(path, &vs);
+    static const char *const want[] = { "naive_sort [mask]", "naive_sort [sampler]",
+                                        "qrita [mask]", "rtopk [mask]" };
+    for (int i = 0; i < 4; i++)
+        CHECK(strokes(&vs, want[i]) >= 2, "%s: no line %s (%s)", path, want[i], vs.titles);
+    CHECK(!strstr(vs.titles, "qrita [sampler]") && !strstr(vs.titles, "rtopk [sampler]") &&
+              vs.peers == 0,
+          "%s: a module drawn against samplers for an output it lacks, or a peer: %s", path,
+          vs.titles);
 }
 
 /* The report (paper/build.sh, GEN_ONLY=1: its LaTeX fragments, no TeX) on a file holding a
