@@ -4,7 +4,8 @@
 # outliers gathered N_t (log axis) and the mean outlier mass S_t (top-p's statistic), each bar
 # labelled with its value; the key in a row below the panels. Reads the hit-rate TSV of
 # scripts/figures.sh (columns x, series, hit_rate, outliers, outlier_mass). Extra variables:
-# cats (x labels in order, "dataset/V=vocab": drawn on two lines), hseries.
+# cats (x labels in order, "dataset/V=vocab": drawn on two lines), hseries, has_st (0: no row
+# has an outlier mass, no top-p: the S_t panel is left out, as gnuplot cannot draw it empty).
 dir = exists("dir") ? dir : "plots"
 load dir."/common.gp"
 ncat = words(cats)
@@ -13,7 +14,9 @@ width = 260 + (90 + 40 * nser) * ncat
 width = width < 900 ? 900 : width
 width = width < char_px * strlen(label) + 60 ? char_px * strlen(label) + 60 : width
 ph = 260.0; gap = 50.0; top = 110.0; xlabh = 60.0; keyh = 50.0
-height = top + 3 * ph + 2 * gap + xlabh + keyh
+if (!exists("has_st")) has_st = 1
+npan = has_st ? 3 : 2
+height = top + npan * ph + (npan - 1) * gap + xlabh + keyh
 left = 90.0 / width; right = 1 - 30.0 / width
 pt(i) = 1 - (top + (i - 1) * (ph + gap)) / height
 set style fill solid 0.6 border -1
@@ -35,8 +38,8 @@ body = 'set multiplot title headline("Sigma-truncation statistics (the paper'."'
     p = 1; eval at; set title "hit rate: rows whose gathered outliers held the answer"; eval xplain; \
     set yrange [0:1.15]; unset logscale y; set ytics 0.2; eval bars("hit_rate", "%.2f"); unset key; \
     p = 2; eval at; set title "N_t: mean outliers gathered (log)"; set yrange [*:*]; set ytics autofreq; set logscale y; set format y "%.0s%c"; \
-    set offsets 0, 0, graph 0.15, 0; eval bars("outliers", "%.0f"); set offsets 0, 0, 0, 0; \
-    p = 3; eval at; set title "S_t: mean probability mass of the outliers (top-p)"; unset logscale y; set yrange [0:1.15]; set ytics 0.2; \
-    set format y "%g"; eval xnames; eval bars("outlier_mass", "%.3f"); \
+    set offsets 0, 0, graph 0.15, 0; if (!has_st) { eval xnames }; eval bars("outliers", "%.0f"); set offsets 0, 0, 0, 0; \
+    if (has_st) { p = 3; eval at; set title "S_t: mean probability mass of the outliers (top-p)"; unset logscale y; set yrange [0:1.15]; set ytics 0.2; \
+    set format y "%g"; eval xnames; eval bars("outlier_mass", "%.3f") }; \
     unset multiplot'
 eval render
