@@ -257,12 +257,16 @@ static double get_num(const char *header, const char *line, const char *name)
 }
 
 /* The row of peer `i` in the cell of the module row `line`, as the peer bridge writes it. */
-static void fake_peer_row(struct tkp_cell_row *row, const char *header, const char *line, int i)
+/* The row of a peer `algo` (options, status) taking `factor` times the module row's time, in
+ * the cell of the module row `line`; workspace: 4096 (i + 1) bytes a row. */
+static void peer_row(struct tkp_cell_row *row, const char *header, const char *line,
+                     const char *algo, const char *options, const char *status, double factor,
+                     int i)
 {
     memset(row, 0, sizeof *row);
-    snprintf(row->algo, sizeof row->algo, "%s", fake_peers[i].algo);
-    snprintf(row->options, sizeof row->options, "%s", fake_peers[i].options);
-    snprintf(row->status, sizeof row->status, "%s", fake_peers[i].status);
+    snprintf(row->algo, sizeof row->algo, "%s", algo);
+    snprintf(row->options, sizeof row->options, "%s", options);
+    snprintf(row->status, sizeof row->status, "%s", status);
     get(header, line, "dataset", row->dataset, sizeof row->dataset);
     get(header, line, "mode", row->mode, sizeof row->mode);
     get(header, line, "backend", row->backend, sizeof row->backend);
@@ -272,7 +276,7 @@ static void fake_peer_row(struct tkp_cell_row *row, const char *header, const ch
     row->p = get_num(header, line, "p");
     row->draws = (int64_t)get_num(header, line, "draws");
     row->seed = (int64_t)get_num(header, line, "seed");
-    double t = fake_peers[i].factor * get_num(header, line, "median_us");
+    double t = factor * get_num(header, line, "median_us");
     row->median_us = row->q1_us = row->q3_us = row->min_us = row->max_us = row->mean_us = t;
     row->workspace_bytes = 4096 * (i + 1) * row->batch;
     row->rows_checked = row->rows_exact = (int64_t)get_num(header, line, "rows_checked");
@@ -280,6 +284,12 @@ static void fake_peer_row(struct tkp_cell_row *row, const char *header, const ch
              row->options, row->dataset, (long long)row->vocab, (long long)row->batch,
              (long long)row->k, row->p, (long long)row->draws, (long long)row->seed,
              row->backend);
+}
+
+static void fake_peer_row(struct tkp_cell_row *row, const char *header, const char *line, int i)
+{
+    peer_row(row, header, line, fake_peers[i].algo, fake_peers[i].options, fake_peers[i].status,
+             fake_peers[i].factor, i);
 }
 
 /* dst := a copy of the results file src with, appended through the results writer, the rows
@@ -509,6 +519,23 @@ TEST(figures_peers_drawn_in_their_own_style_and_against_the_modules)
           vs.modules, vs.peers);
 }
 
+/* The stroke width and colour of the first line titled `name` in an SVG figure (gnuplot opens
+ * a plot's group with its title, then a group stroked at its width, then its path). */
+static int line_stroke(const char *path, const char *name, double *width, char *colour, size_t n)
+{
+    char *text = slurp(path), want[256];
+    snprintf(want, sizeof want, "<title>%s</title>", name);
+    const char *g = text ? strstr(text, want) : NULL;
+    const char *w = g ? strstr(g, "stroke-width=\"") : NULL;
+    const char *c = g ? strstr(g, "<path stroke='") : NULL;
+    if (w)
+        *width = atof(w + 14);
+    if (c)
+        snprintf(colour, n, "%.*s", (int)strcspn(c + 14, "'"), c + 14);
+    free(text);
+    return w && c;
+}
+
 /* The fake peer the TSVs name `name`, or -1. */
 static int fake_peer_named(const char *name)
 {
@@ -621,6 +648,69 @@ TEST(figures_vs_peers_pairs_like_with_like)
               vs.peers == 0,
           "%s: a module drawn against samplers for an output it lacks, or a peer: %s", path,
           vs.titles);
+
+    /* the paper's kernel stands out in the throughput figure (the paper's Figure 2): heavier
+     * than our qrita, which is drawn lighter there than its palette colour (plots/palette.tsv:
+     * qrita #D55E00) and in it elsewhere */
+    double heavy = 0, light = 0, plain = 0;
+    char c_heavy[64] = "", c_light[64] = "", c_plain[64] = "";
+    snprintf(path, sizeof path, "%s/figs-peers-throughput.svg", dir);
+    CHECK(line_stroke(path, fake_peers[0].legend, &heavy, c_heavy, sizeof c_heavy) &&
+              line_stroke(path, "qrita", &light, c_light, sizeof c_light),
+          "%s: no line %s or qrita", path, fake_peers[0].legend);
+    CHECK(heavy >= 2 * light && strcmp(c_light, "rgb(213,  94,   0)") != 0,
+          "%s: the paper's kernel %.2f wide, qrita %.2f in %s: the kernel must stand out", path,
+          heavy, light, c_light);
+    snprintf(path, sizeof path, "%s/figs-peers-memory.svg", dir);
+    CHECK(line_stroke(path, "qrita", &plain, c_plain, sizeof c_plain) &&
+              strcmp(c_plain, "rgb(213,  94,   0)") == 0,
+          "%s: qrita drawn in %s, want its palette colour beside no emphasis", path, c_plain);
+}
+
+/* A peer 1000 times slower than naive_sort in its top-p cells only (results_with_added_rows):
+ * the top-p panels' values lie decades below the others of their row. */
+static int add_slow_topp_peer(struct tkp_results *r, const char *header, const char *line,
+                              struct tkp_error *err)
+{
+    char algo[32], status[16], mode[16];
+    if (strcmp(get(header, line, "algo", algo, sizeof algo), "naive_sort") ||
+        strcmp(get(header, line, "status", status, sizeof status), "ok") ||
+        strcmp(get(header, line, "mode", mode, sizeof mode), "topp"))
+        return 0;
+    struct tkp_cell_row row;
+    peer_row(&row, header, line, "torch.sort", "", "ok", 1000, 0);
+    return tkp_results_append(r, "plain", &row, &row.median_us, 1, err);
+}
+
+/* The y tic labels of each panel of a line figure's SVG: gnuplot writes a panel's y tics
+ * (text-anchor end), then its x tics, y label and x label (`xlab`, whose y places the panel's
+ * row). Fills rows[i] (the x label's y) and ticks[i] ("first..last" tic label); returns the
+ * number of panels. */
+static int panel_yticks(const char *svg, const char *xlab, double *rows, char ticks[][64], int max)
+{
+    int n = 0;
+    char first[32] = "", last[32] = "", want[128];
+    snprintf(want, sizeof want, "<text>%s</text>", xlab);
+    for (const char *g = strstr(svg, "<g transform=\"translate("); g && n < max;
+         g = strstr(g + 1, "<g transform=\"translate(")) {
+        const char *t = strstr(g, "<text>"), *next = strstr(g + 1, "<g transform=");
+        if (!t || (next && t > next))
+            continue;
+        double x, y;
+        sscanf(g + 24, "%lf,%lf", &x, &y);
+        const char *anchor = strstr(g, "text-anchor=\"end\"");
+        if (strncmp(t, want, strlen(want)) == 0) {
+            rows[n] = y;
+            snprintf(ticks[n], 64, "%s..%s", first, last);
+            n++;
+            first[0] = last[0] = 0;
+        } else if (anchor && anchor < t) {
+            snprintf(last, sizeof last, "%.*s", (int)strcspn(t + 6, "<"), t + 6);
+            if (!first[0])
+                snprintf(first, sizeof first, "%s", last);
+        }
+    }
+    return n;
 }
 
 /* The report (paper/build.sh, GEN_ONLY=1: its LaTeX fragments, no TeX) on a file holding a
@@ -1115,4 +1205,37 @@ TEST(figures_dtype_splits_the_series_of_an_algorithm)
     CHECK(series == 1 && !strstr(layout, "bf16"), "f32 cells alone: one series: %s", layout);
     (void)v;
     free(layout);
+}
+
+/* The panels of a row share one y range: with a peer 1000 times slower in the top-p column
+ * only, every panel of a row still reads the same y tics (throughput and time figures). */
+TEST(figures_panels_of_a_row_share_a_y_range)
+{
+    const char *tiny = tiny_results();
+    REQUIRE(tiny, "the tiny run failed");
+    char res[512];
+    snprintf(res, sizeof res, "%s/figs-slow.h5", scratch_dir());
+    REQUIRE(results_with_added_rows(tiny, res, "--sweep plain", add_slow_topp_peer) == 0,
+            "could not add the slow peer");
+    REQUIRE(draw_figures(res, "rows", "", "svg") == 0, "figures.sh failed");
+    static const char *const figs[] = { "figs-slow-throughput.svg", "figs-slow.svg" };
+    for (int f = 0; f < 2; f++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/rows/%s", scratch_dir(), figs[f]);
+        char *svg = slurp(path);
+        REQUIRE(svg, "no %s", path);
+        double rows[32];
+        char ticks[32][64];
+        int n = panel_yticks(svg, "batch (rows)", rows, ticks, 32), pairs = 0;
+        for (int i = 0; i < n; i++)
+            for (int j = i + 1; j < n; j++)
+                if (fabs(rows[i] - rows[j]) < 0.5) {
+                    pairs++;
+                    CHECK(strcmp(ticks[i], ticks[j]) == 0,
+                          "%s: panels %d and %d of one row read y tics %s and %s", path, i + 1,
+                          j + 1, ticks[i], ticks[j]);
+                }
+        CHECK(n >= 4 && pairs >= 2, "%s: %d panels, %d pairs in a row", path, n, pairs);
+        free(svg);
+    }
 }
