@@ -10,7 +10,12 @@ dir = exists("dir") ? dir : "plots"
 load dir."/common.gp"
 ncat = words(cats)
 nser = words(hseries)
-width = 260 + (90 + 40 * nser) * ncat
+# "dataset/V=vocab" on two lines, each group at least as wide as its longer line
+catlabel(s) = strstrt(s, "/V=") > 0 ? s[1:strstrt(s, "/V=") - 1]."\n".s[strstrt(s, "/V=") + 1:] : s
+catwidth(s) = strstrt(s, "/V=") > 0 ? (strstrt(s, "/V=") - 1 > strlen(s) - strstrt(s, "/V=") ? strstrt(s, "/V=") - 1 : strlen(s) - strstrt(s, "/V=")) : strlen(s)
+groupw = 90 + 40 * nser
+do for [i = 1:ncat] { groupw = char_px * catwidth(word(cats, i)) + 24 > groupw ? char_px * catwidth(word(cats, i)) + 24 : groupw }
+width = 260 + groupw * ncat
 width = width < 900 ? 900 : width
 width = width < char_px * strlen(label) + 60 ? char_px * strlen(label) + 60 : width
 ph = 260.0; gap = 50.0; top = 110.0; xlabh = 60.0; keyh = 50.0
@@ -23,8 +28,6 @@ set style fill solid 0.6 border -1
 set boxwidth 0.8 / nser
 set xrange [-0.6:ncat - 0.4]
 set grid noxtics
-# "dataset/V=vocab" as two lines
-catlabel(s) = strstrt(s, "/") > 0 ? s[1:strstrt(s, "/") - 1]."\n".s[strstrt(s, "/") + 1:] : s
 # the groups' names under the bottom panel only
 xnames = 'set xtics () scale 0 noenhanced; do for [i = 1:ncat] { set xtics add (catlabel(word(cats, i)) i - 1) }'
 xplain = 'set xtics () scale 0; do for [i = 1:ncat] { set xtics add ("" i - 1) }' 
