@@ -11,22 +11,26 @@ set encoding utf8
 set grid
 set key noenhanced
 # the lines' styles: scripts/figures.sh looks each series up in plots/palette.tsv
-# (scripts/figures-style.awk) and passes `colours`, `points` and `dashes` (a gnuplot dt each),
-# one word per name of `lines`; line i is drawn in linetype S[i] = 200 + i
+# (scripts/figures-style.awk) and passes `colours`, `points`, `dashes` (a gnuplot dt each),
+# `widths` and `titles` (the key's name of each: T[i], default the name), one word per name of
+# `lines`; line i is drawn in linetype S[i] = 200 + i
 if (!exists("lines")) lines = ""
 if (!exists("colours")) colours = ""
 if (!exists("points")) points = ""
 if (!exists("dashes")) dashes = ""
+if (!exists("widths")) widths = ""
+if (!exists("titles")) titles = ""
 nlines = words(lines)
 array L[nlines > 0 ? nlines : 1]
+array T[nlines > 0 ? nlines : 1]
 array S[nlines > 0 ? nlines : 1]
 longest = 0
 do for [i = 1:nlines] {
-    L[i] = word(lines, i); S[i] = 200 + i
-    eval sprintf("set linetype %d lc rgb '%s' lw 1.5 pt %s ps 0.9 dt %s", S[i], \
-                 words(colours) >= i ? word(colours, i) : "#777777", \
+    L[i] = word(lines, i); S[i] = 200 + i; T[i] = words(titles) >= i ? word(titles, i) : L[i]
+    eval sprintf("set linetype %d lc rgb '%s' lw %s pt %s ps 0.9 dt %s", S[i], \
+                 words(colours) >= i ? word(colours, i) : "#777777", words(widths) >= i ? word(widths, i) : "1.5", \
                  words(points) >= i ? word(points, i) : "7", words(dashes) >= i ? word(dashes, i) : "1")
-    longest = strlen(L[i]) > longest ? strlen(L[i]) : longest
+    longest = strlen(T[i]) > longest ? strlen(T[i]) : longest
 }
 # the width of an average character of the PNG font in pixels (Helvetica 11 at 96 dpi: 7.6
 # measured on a legend line; the PDF's 7 pt at 150 px per inch is the same size)

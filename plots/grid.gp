@@ -49,6 +49,21 @@ gc = wrap ? (np <= 3 ? np : np == 4 ? 2 : 3) : nc
 gr = wrap ? (np + gc - 1) / gc : nr
 prow(r, c) = wrap ? (PI[r] - 1) / gc + 1 : r
 pcol(r, c) = wrap ? (PI[r] - 1) % gc + 1 : c
+# the panels of a row share a y range: the smallest and largest value of their panels
+# (`pranges`: "lo hi" per panel, row by row, "0 0" for none; with `reference`), widened to
+# whole decades of the log axis
+if (!exists("pranges")) pranges = ""
+array RLO[gr]
+array RHI[gr]
+do for [g = 1:gr] { RLO[g] = NaN; RHI[g] = NaN }
+do for [r = 1:nr] { do for [c = 1:nc] { j = 2 * ((r - 1) * nc + c) - 1; \
+    if (words(pranges) >= j + 1 && strstrt(" ".present." ", " ".r."|".c." ") > 0 && real(word(pranges, j)) > 0) { \
+        lo = real(word(pranges, j)) * yscale; hi = real(word(pranges, j + 1)) * yscale; g = prow(r, c); \
+        if (reference == reference) { lo = lo < reference ? lo : reference; hi = hi > reference ? hi : reference }; \
+        RLO[g] = (RLO[g] == RLO[g] && RLO[g] < lo) ? RLO[g] : lo; RHI[g] = (RHI[g] == RHI[g] && RHI[g] > hi) ? RHI[g] : hi } } }
+ylo(g) = 10.0**floor(log10(RLO[g]) + 1e-9)
+yhi(g) = 10.0**ceil(log10(RHI[g]) - 1e-9) > ylo(g) * 1.5 ? 10.0**ceil(log10(RHI[g]) - 1e-9) : ylo(g) * 10
+row_yrange = 'if (RLO[prow(r, c)] == RLO[prow(r, c)]) { set yrange [ylo(prow(r, c)):yhi(prow(r, c))] } else { set yrange [*:*] }'
 ylabw = dots ? char_px * longest + 30 : 90.0
 left = ylabw; right = 30.0; hgap = dots ? 40.0 : 100.0; vgap = 100.0; below = 60.0
 longpanel = 0
@@ -91,16 +106,16 @@ floor_tics = 'set ytics ("0 B" floor); \
     set mytics 10; set yrange [floor / 2.5:10.0**(int(word(ydecades, 2)) + 0.3)]'
 if (floor == floor) ystep = (int(word(ydecades, 2)) - int(word(ydecades, 1)) > 8) ? 2 : 1
 axes_line = 'unset logscale; set xrange [*:*]; set autoscale xfix; set offsets graph 0.04, graph 0.04, 0, 0; eval data_xtics; if (xlog) { set logscale x }; set logscale y; \
-    if (floor == floor) { eval floor_tics } else { set ytics autofreq; set yrange [*:*] }; \
+    if (floor == floor) { eval floor_tics } else { set ytics autofreq; eval row_yrange }; \
     set format y yformat; set format x "% h"; set xlabel xlab noenhanced; set ylabel ylab noenhanced'
 plot_line = 'plot for [i = 1:(errlo ne "" ? nlines : 0)] datafile using "fx":(keep(r, c, i)):(err(errlo)):(err(errhi)) with yerrorbars lt S[i] dt 1 lw 1 pt 0 notitle, \
-    for [i = 1:nlines] datafile using "fx":(keep(r, c, i)) with linespoints lt S[i] title L[i], \
+    for [i = 1:nlines] datafile using "fx":(keep(r, c, i)) with linespoints lt S[i] title T[i], \
     datafile using "fx":(noisy_at(r, c)) @noisy_style notitle, \
     (reference == reference ? reference : NaN) with lines dt 3 lw 1.5 lc "gray40" notitle, \
     (floor == floor ? floor : NaN) with lines dt 3 lw 1.5 lc "gray40" notitle'
 # dot plot: series i at y = i (top down), its value on x, written beside the dot
 axes_dots = 'unset logscale; set logscale x; set yrange [nlines + 0.7:0.3]; set ytics (); set grid xtics ytics; \
-    do for [i = 1:nlines] { set ytics add ((pcol(r, c) == 1 ? L[i] : "") i) }; set ytics scale 0 noenhanced; \
+    do for [i = 1:nlines] { set ytics add ((pcol(r, c) == 1 ? T[i] : "") i) }; set ytics scale 0 noenhanced; \
     set offsets graph 0.05, graph 0.25, 0, 0; set format x yformat; set xlabel ylab noenhanced; unset ylabel; \
     if (floor == floor) { eval floor_xtics } else { set xrange [*:*]; set xtics autofreq }'
 floor_xtics = 'set xtics ("0 B" floor); \
@@ -115,7 +130,7 @@ siprefix(e) = e > 0 ? word("k M G T P E", e > 6 ? 6 : e) : e < 0 ? word("m u n p
 si(v) = sprintf("%.3g %s%s", v / 1000.0**sie(v), siprefix(sie(v)), vunit)
 vlabel(v) = floor == floor ? bytes(v) : vunit ne "-" ? si(v) : gprintf("%.3g", v)
 plot_dots = 'plot for [i = 1:(errlo ne "" ? nlines : 0)] datafile using (keep(r, c, i)):(i):(err(errlo)):(err(errhi)) with xerrorbars lt S[i] dt 1 lw 1 pt 0 notitle, \
-    for [i = 1:nlines] datafile using (keep(r, c, i)):(i) with points lt S[i] ps 1.4 title L[i], \
+    for [i = 1:nlines] datafile using (keep(r, c, i)):(i) with points lt S[i] ps 1.4 title T[i], \
     for [i = 1:nlines] datafile using (keep(r, c, i)):(i):(vlabel(column(ycol) * yscale)) with labels left offset char 1.2, 0 font ",9" notitle, \
     datafile using (noisy_at(r, c)):(0) @noisy_style notitle'
 # the key, drawn entry by entry (pixel positions, column by column): a sample of the line
@@ -130,7 +145,7 @@ key_strip = 'set lmargin at screen 0; set rmargin at screen 1; set bmargin at sc
     do for [i = 1:(dots ? 0 : nlines)] { \
         set arrow 1000 + i from kx(i), ky(i) to kx(i) + 34, ky(i) nohead lt S[i] front; \
         set label 1000 + i "" at kx(i) + 17, ky(i) point lt S[i] front; \
-        set label 2000 + i L[i] at kx(i) + 42, ky(i) left noenhanced front }; \
+        set label 2000 + i T[i] at kx(i) + 42, ky(i) left noenhanced front }; \
     if (noisy_cells > 0) { set label 3000 "" at kx(nkey) + 17, ky(nkey) point pt 6 ps 2.2 lc rgb "#999999"; \
         set label 3001 noisy_title at kx(nkey) + 42, ky(nkey) left noenhanced }; \
     plot NaN notitle; unset arrow; unset label'

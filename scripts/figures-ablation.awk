@@ -8,9 +8,16 @@
 # are several groups, as before), group, variant, sweep, algo, options, median_ms, q1_ms, q3_ms,
 # hit_rate, rel (time / the baseline's), baseline, gi (the group's number), key (the options,
 # and the algo, that differ among the sweep's variants), common (those all its variants share),
-# ylog (1 when the group's times span more than 30x: drawn on a log axis).
+# ylog (1 when the group's times span more than 30x: drawn on a log axis), paper_ms and
+# paper_rel: the paper's time of the run and its ratio to the paper's baseline run (the
+# file `published`, paper/published.tsv: its table4 rows, for the sweep named table4; NaN
+# elsewhere). The cards differ: the figure sets the ratios side by side, not the times.
 BEGIN {
     FS = OFS = "\t"
+    while (published != "" && (getline l < published) > 0) {
+        if (l ~ /^#/) continue
+        split(l, f, "\t"); if (f[1] == "table4" && f[4] == "time_ms") paper["table4", f[2]] = f[5] + 0
+    }
     while ((getline l < orders) > 0) {
         split(l, f, "\t"); n = split(f[2], L, "/"); base[f[1]] = L[1]
         for (i = 2; i <= n; i++) order[f[1], L[i]] = i - 1
@@ -62,7 +69,7 @@ function keys_of(s,   i, j, m, v, name, val, differs, names, nn) {
 }
 END {
     print "x", "label", "group", "variant", "sweep", "algo", "options", "median_ms", "q1_ms", "q3_ms", "hit_rate",
-          "rel", "baseline", "gi", "key", "common", "ylog"
+          "rel", "baseline", "gi", "key", "common", "ylog", "paper_ms", "paper_rel"
     for (s in nv) { keys_of(s); if (!(s in base)) base[s] = firstv[s] }
     for (r = 1; r <= nr; r++) if (V[r] == base[S[r]]) ref[G[r]] = T[r]
     # rows by group, then declared order
@@ -73,8 +80,10 @@ END {
     for (i = 1; i <= nr; i++) {
         r = idx[i]; g = G[r]; s = S[r]
         if (g != prev) { x = 0; prev = g }
+        pm = ((s, V[r]) in paper) ? paper[s, V[r]] : "NaN"
+        pr = pm != "NaN" && paper[s, base[s]] > 0 ? pm / paper[s, base[s]] : "NaN"
         print x++, (ng > 1 ? g ":" V[r] : V[r]), gname[g], V[r], s, algo_of[s, V[r]], opts_of[s, V[r]], T[r], Q1[r], Q3[r], HR[r],
               ((g in ref) && ref[g] > 0 ? T[r] / ref[g] : "NaN"), base[s], g, key_of[s, V[r]], common_of[s],
-              (lo[g] > 0 && hi[g] / lo[g] > 30 ? 1 : 0)
+              (lo[g] > 0 && hi[g] / lo[g] > 30 ? 1 : 0), pm, pr
     }
 }

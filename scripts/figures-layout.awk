@@ -166,7 +166,8 @@ END {
         a = Fx[i]; if (a == X || distinct(a) != 1) continue
         for (r = 1; r <= nr; r++) if (keep[r]) break
         if (a == "sweep") continue
-        fixed = fixed (fixed == "" ? "" : ", ") lab(r, a)
+        # a bare value names itself (a dataset, a mode, V=, B=, k=, p=); else "axis=value"
+        fixed = fixed (fixed == "" ? "" : ", ") (a == "dataset" || a == "mode" || lab(r, a) != val(r, a) ? lab(r, a) : a "=" lab(r, a))
     }
     rows = ""; for (i = 1; i <= nrows; i++) rows = rows (i > 1 ? " " : "") qword(RV[i] == "" ? "-" : RV[i])
     cols = ""; for (i = 1; i <= ncols; i++) cols = cols (i > 1 ? " " : "") qword(CV[i] == "" ? "-" : CV[i])

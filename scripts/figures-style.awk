@@ -6,9 +6,12 @@
 # other axes (BY, layout.txt's "levels" > 1), level j of n is the line's colour lightened
 # towards white (the first level lightest) and dashed in the j-th pattern; in a figure with a
 # panel per algo (FACET=algo) the series are levels only, on a sequential (viridis) scale.
+# A palette row may also give a line width (the paper's kernel is drawn heavier) and the title
+# its key shows (a series' title: that title, then what the series adds to its line's name).
 # Input: plots/palette.tsv, then layout.txt's "series<TAB>skey<TAB>line<TAB>level<TAB>levels"
 # lines. Output: skey<TAB>colour<TAB>point<TAB>dash (a gnuplot dt: 1 solid, 2 dashed, or a
-# pattern "(a,b,...)").
+# pattern "(a,b,...)")<TAB>width<TAB>title<TAB>light (the colour lightened: what the figures
+# that emphasise a line draw the others in).
 BEGIN {
     FS = OFS = "\t"
     for (i = 0; i < 256; i++) ord[sprintf("%c", i)] = i
@@ -32,7 +35,9 @@ function mix(c, t,   i, v, out, target) {
 }
 function algo_of(name,   n) { n = match(name, /[ :]/); return n ? substr(name, 1, n - 1) : name }
 function is_peer(name) { return index(algo_of(name), ".") > 0 }
-FNR == NR { if ($0 !~ /^#/ && NF >= 3) { colour[$1] = $2; point[$1] = $3; dashed[$1] = $4 == "dashed" }; next }
+FNR == NR { if ($0 !~ /^#/ && NF >= 3) { colour[$1] = $2; point[$1] = $3; dashed[$1] = $4 == "dashed"
+                                          if ($5 != "") width[$1] = $5; if ($6 != "") title[$1] = $6 }; next }
+function emit(skey, c, pt, d, w, t) { print skey, c, pt, d, w, t, mix(c, 0.55) }
 # level j of n on a sequential scale (viridis, dark to light), for series that are no line's
 function ramp(j, n,   t, i, f) {
     t = n > 1 ? (j - 1) / (n - 1) * (NV - 1) : 0; i = int(t); f = t - i
@@ -45,7 +50,7 @@ function mixto(a, b, t,   i, u, v, out) {
     return out
 }
 $1 == "series" && $3 == "-" {   # a panel per algo: the series are levels only
-    print $2, ramp($4, $5), FILLED[1 + ($4 - 1) % nfill], 1
+    emit($2, ramp($4, $5), FILLED[1 + ($4 - 1) % nfill], 1, 1.5, $2)
     next
 }
 $1 == "series" {
@@ -55,10 +60,16 @@ $1 == "series" {
         h = hash(name); c = mix(colour[a], (h % 2 ? 0.35 : -0.35)); pt = peer ? OPEN[1 + h % nopen] : FILLED[1 + h % nfill]
         if (pt == point[a]) pt = peer ? OPEN[1 + (h + 1) % nopen] : FILLED[1 + (h + 1) % nfill]
     } else { h = hash(a); c = FALL[1 + h % nfall]; pt = peer ? OPEN[1 + h % nopen] : FILLED[1 + h % nfill] }
-    d = peer ? PDASH[1] : MDASH[1]
+    # dashed as its palette row says (the peers), else by its name
+    dsh = (name in dashed) ? dashed[name] : (a in dashed) ? dashed[a] : peer
+    d = dsh ? PDASH[1] : MDASH[1]
     if (levels > 1) {
         c = mix(c, 0.6 * (1 - (level - 1) / (levels - 1)))
-        d = peer ? PDASH[1 + (level - 1) % npd] : MDASH[1 + (level - 1) % nmd]
+        d = dsh ? PDASH[1 + (level - 1) % npd] : MDASH[1 + (level - 1) % nmd]
     }
-    print skey, c, pt, d
+    w = (name in width) ? width[name] : (a in width) ? width[a] : 1.5
+    t = skey
+    if ((name in title) && index(skey, name) == 1) t = title[name] substr(skey, length(name) + 1)
+    else if ((a in title) && index(skey, a) == 1) t = title[a] substr(skey, length(a) + 1)
+    emit(skey, c, pt, d, w, t)
 }

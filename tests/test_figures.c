@@ -8,8 +8,11 @@
  * puts its k values on x, no series has two points at one x), one palette colour per
  * algorithm in every figure, the memory figure's "0 B" floor, the key outside the panels, a
  * dot plot for one x value, and ablation bars in declaration order against the declared
- * baseline (and the config error of a baseline that names no variant). Needs bash and
- * gnuplot, not TeX. */
+ * baseline (and the config error of a baseline that names no variant). What a reviewer reads:
+ * the vs-peers comparison like with like (mask against mask peers, draws against samplers,
+ * never a peer fed probabilities) with the softmax as its own cost, the paper's kernel
+ * standing out in the throughput figure, the panels of a row on one y range, and Table 4's
+ * bars beside the paper's ratios. Needs bash and gnuplot, not TeX. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,23 +219,30 @@ TEST(figures_script_fails_clearly_without_ok_cells)
     CHECK(strstr(out, "no ok cells"), "the error should say 'no ok cells', got: %s", out);
 }
 
-/* The peer cells put beside every ok naive_sort cell of the tiny plain sweep: median = factor x
- * naive_sort's. The two flashinfer.cake cells differ only in `input`, so their legends must
- * name input and leave out `order`; sglang.via_flashinfer is the fastest but failed, so it is never
- * the best peer and never drawn. */
+/* Fake peers put beside every ok naive_sort cell of the tiny plain sweep, their median a factor
+ * of naive_sort's: `name` as the TSVs name the line, `legend` as the key titles it
+ * (plots/palette.tsv: the paper's kernel by its role), what it writes (`topkp list`:
+ * outputs=set|sample) and takes in (input=probs: after a softmax outside its timed region). The
+ * two flashinfer.cake cells differ only in `input`, so their legends name input and leave out
+ * `order`. The fastest of any kind takes probabilities in; the fastest logits-in ones are
+ * vllm.triton (a mask) and flashinfer.cake input=softmax (a sampler); sglang.via_flashinfer is
+ * faster still but failed, so it is never a best peer and never drawn. */
 static const struct {
-    const char *algo, *options, *status, *legend;
+    const char *algo, *options, *status, *name, *legend, *output, *input;
     double factor;
 } fake_peers[] = {
-    { "vllm.triton", "", "ok", "vllm.triton", 0.5 },
+    { "vllm.triton", "", "ok", "vllm.triton", "Qrita (vLLM Triton, the paper's kernel)", "set",
+      "logits", 0.5 },
+    { "flashinfer.renorm", "input=probs", "ok", "flashinfer.renorm", "flashinfer.renorm", "set",
+      "probs", 0.1 },
     { "flashinfer.cake", "input=probs,order=top_k_first", "ok", "flashinfer.cake input=probs",
-      0.2 },
+      "flashinfer.cake input=probs", "sample", "probs", 0.2 },
     { "flashinfer.cake", "input=softmax,order=top_k_first", "ok", "flashinfer.cake input=softmax",
-      0.3 },
-    { "sglang.via_flashinfer", "", "error", NULL, 0.01 },
+      "flashinfer.cake input=softmax", "sample", "softmax", 0.3 },
+    { "sglang.via_flashinfer", "", "error", NULL, NULL, "sample", "probs", 0.01 },
 };
 enum { N_FAKE_PEERS = sizeof fake_peers / sizeof fake_peers[0] };
-#define BEST_PEER "flashinfer.cake input=probs"
+#define BEST_PEER "flashinfer.renorm"
 
 /* Named field of a TSV line, by the header. */
 static const char *get(const char *header, const char *line, const char *name, char *out, size_t n)
@@ -249,12 +259,16 @@ static double get_num(const char *header, const char *line, const char *name)
 }
 
 /* The row of peer `i` in the cell of the module row `line`, as the peer bridge writes it. */
-static void fake_peer_row(struct tkp_cell_row *row, const char *header, const char *line, int i)
+/* The row of a peer `algo` (options, status) taking `factor` times the module row's time, in
+ * the cell of the module row `line`; workspace: 4096 (i + 1) bytes a row. */
+static void peer_row(struct tkp_cell_row *row, const char *header, const char *line,
+                     const char *algo, const char *options, const char *status, double factor,
+                     int i)
 {
     memset(row, 0, sizeof *row);
-    snprintf(row->algo, sizeof row->algo, "%s", fake_peers[i].algo);
-    snprintf(row->options, sizeof row->options, "%s", fake_peers[i].options);
-    snprintf(row->status, sizeof row->status, "%s", fake_peers[i].status);
+    snprintf(row->algo, sizeof row->algo, "%s", algo);
+    snprintf(row->options, sizeof row->options, "%s", options);
+    snprintf(row->status, sizeof row->status, "%s", status);
     get(header, line, "dataset", row->dataset, sizeof row->dataset);
     get(header, line, "mode", row->mode, sizeof row->mode);
     get(header, line, "backend", row->backend, sizeof row->backend);
@@ -264,7 +278,7 @@ static void fake_peer_row(struct tkp_cell_row *row, const char *header, const ch
     row->p = get_num(header, line, "p");
     row->draws = (int64_t)get_num(header, line, "draws");
     row->seed = (int64_t)get_num(header, line, "seed");
-    double t = fake_peers[i].factor * get_num(header, line, "median_us");
+    double t = factor * get_num(header, line, "median_us");
     row->median_us = row->q1_us = row->q3_us = row->min_us = row->max_us = row->mean_us = t;
     row->workspace_bytes = 4096 * (i + 1) * row->batch;
     row->rows_checked = row->rows_exact = (int64_t)get_num(header, line, "rows_checked");
@@ -272,6 +286,12 @@ static void fake_peer_row(struct tkp_cell_row *row, const char *header, const ch
              row->options, row->dataset, (long long)row->vocab, (long long)row->batch,
              (long long)row->k, row->p, (long long)row->draws, (long long)row->seed,
              row->backend);
+}
+
+static void fake_peer_row(struct tkp_cell_row *row, const char *header, const char *line, int i)
+{
+    peer_row(row, header, line, fake_peers[i].algo, fake_peers[i].options, fake_peers[i].status,
+             fake_peers[i].factor, i);
 }
 
 /* dst := a copy of the results file src with, appended through the results writer, the rows
@@ -482,8 +502,10 @@ TEST(figures_peers_drawn_in_their_own_style_and_against_the_modules)
         read_svg(path, &d);
         CHECK(d.peers > 0 && d.modules > 0, "%s draws %d peer and %d module lines", path, d.peers,
               d.modules);
-        CHECK(!strstr(d.titles, "order=") && !strstr(d.titles, "sglang"),
-              "%s: a legend shows an option that never varies, or a failed peer: %s", path,
+        CHECK(!strstr(d.titles, "order=") && !strstr(d.titles, "sglang") &&
+                  !strstr(d.titles, "|vllm.triton|"),
+              "%s: a legend shows an option that never varies, a failed peer, or the paper's "
+              "kernel by its peer name: %s", path,
               d.titles);
         for (int p = 0; i > 0 && p < N_FAKE_PEERS; p++) {
             const char *name = fake_peers[p].legend;
@@ -497,6 +519,200 @@ TEST(figures_peers_drawn_in_their_own_style_and_against_the_modules)
     read_svg(path, &vs);
     CHECK(vs.modules > 0 && vs.peers == 0, "%s draws %d module and %d peer lines", path,
           vs.modules, vs.peers);
+}
+
+/* The stroke width and colour of the first line titled `name` in an SVG figure (gnuplot opens
+ * a plot's group with its title, then a group stroked at its width, then its path). */
+static int line_stroke(const char *path, const char *name, double *width, char *colour, size_t n)
+{
+    char *text = slurp(path), want[256];
+    snprintf(want, sizeof want, "<title>%s</title>", name);
+    const char *g = text ? strstr(text, want) : NULL;
+    const char *w = g ? strstr(g, "stroke-width=\"") : NULL;
+    const char *c = g ? strstr(g, "<path stroke='") : NULL;
+    if (w)
+        *width = atof(w + 14);
+    if (c)
+        snprintf(colour, n, "%.*s", (int)strcspn(c + 14, "'"), c + 14);
+    free(text);
+    return w && c;
+}
+
+/* The fake peer the TSVs name `name`, or -1. */
+static int fake_peer_named(const char *name)
+{
+    for (int i = 0; i < N_FAKE_PEERS; i++)
+        if (fake_peers[i].name && strcmp(fake_peers[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* Does module `algo` write `output` (README.md's module table: naive_sort a set and draws, qrita
+ * and rtopk a set)? */
+static int module_writes(const char *algo, const char *output)
+{
+    if (strcmp(output, "set") == 0)
+        return 1;
+    return strcmp(output, "sample") == 0 && strcmp(algo, "naive_sort") == 0;
+}
+
+/* Like with like (<stem>-vs-peers-like.tsv): a module's mask only against mask peers, its draws
+ * only against samplers, never against a peer fed probabilities (input=probs), and against the
+ * fastest peer that qualifies; the softmax of a peer timed both ways as its own cost
+ * (<stem>-softmax.tsv); and the vs-peers figure draws those pairs, one series per module and
+ * output. The fastest peer of any kind (a probs-in mask) stays in <stem>-vs-peers.tsv. */
+TEST(figures_vs_peers_pairs_like_with_like)
+{
+    const char *res = peer_results();
+    REQUIRE(res, "could not make the results file with peers");
+    char dir[512], out[8192], path[600];
+    snprintf(dir, sizeof dir, "%s/like", scratch_dir());
+    int rc = run_cmd(out, sizeof out, "FIGURE_FORMATS=svg TOPKP=%s bash scripts/figures.sh %s %s",
+                     topkp_bin(), res, dir);
+    REQUIRE(rc == 0, "figures.sh failed (%d): %s", rc, out);
+    snprintf(path, sizeof path, "%s/figs-peers-vs-peers-like.tsv", dir);
+    FILE *f = fopen(path, "r");
+    REQUIRE(f, "no %s", path);
+    static char header[4096], line[4096];
+    if (!fgets(header, sizeof header, f))
+        header[0] = 0;
+    int rows = 0, per_output[2] = { 0, 0 };
+    while (fgets(line, sizeof line, f)) {
+        char module[64], output[16], cls[64], peer[160];
+        get(header, line, "module", module, sizeof module);
+        get(header, line, "output", output, sizeof output);
+        get(header, line, "peer_class", cls, sizeof cls);
+        get(header, line, "best_like_peer", peer, sizeof peer);
+        int p = fake_peer_named(peer), sample = strcmp(output, "sample") == 0;
+        CHECK(module_writes(module, output), "%s: %s paired by an output it does not write: %s",
+              path, module, output);
+        CHECK(p >= 0, "%s: %s paired with '%s', no peer of the file", path, module, peer);
+        if (p < 0)
+            continue;
+        CHECK(strcmp(fake_peers[p].output, output) == 0,
+              "%s: %s's %s paired with %s, which writes a %s", path, module, output, peer,
+              fake_peers[p].output);
+        CHECK(strcmp(fake_peers[p].input, "probs") != 0,
+              "%s: %s paired with %s, which is fed probabilities: no logits-in comparison", path,
+              module, peer);
+        CHECK(strcmp(peer, sample ? "flashinfer.cake input=softmax" : "vllm.triton") == 0,
+              "%s: %s's %s paired with %s, not the fastest logits-in peer of that output", path,
+              module, output, peer);
+        CHECK(strstr(cls, sample ? "sampler" : "mask") && strstr(cls, "logits in"),
+              "%s: peer_class '%s' for a %s", path, cls, output);
+        double mine = get_num(header, line, "module_us");
+        double theirs = get_num(header, line, "best_like_peer_us");
+        double ratio = get_num(header, line, "ratio");
+        CHECK(mine > 0 && fabs(ratio - theirs / mine) <= 1e-4 * ratio,
+              "%s: %s ratio %g, but %g / %g", path, module, ratio, theirs, mine);
+        per_output[sample]++;
+        rows++;
+    }
+    fclose(f);
+    /* masks: naive_sort and qrita in 2 vocab x 2 batch x 3 modes, rtopk in the 4 top-k cells;
+     * draws: naive_sort's 12 */
+    CHECK(per_output[0] == 2 * 12 + 4 && per_output[1] == 12,
+          "%d mask and %d sampler pairs, want %d and %d", per_output[0], per_output[1],
+          2 * 12 + 4, 12);
+
+    /* the softmax as its own cost: flashinfer.cake's input=softmax (0.3 t) less its input=probs
+     * (0.2 t): a third of the time with the softmax, in each of naive_sort's 12 cells */
+    snprintf(path, sizeof path, "%s/figs-peers-softmax.tsv", dir);
+    f = fopen(path, "r");
+    REQUIRE(f, "no %s", path);
+    if (!fgets(header, sizeof header, f))
+        header[0] = 0;
+    int softmax_rows = 0;
+    while (fgets(line, sizeof line, f)) {
+        char peer[64];
+        get(header, line, "peer", peer, sizeof peer);
+        double share = get_num(header, line, "softmax_share");
+        double cost = get_num(header, line, "softmax_us");
+        double with = get_num(header, line, "with_softmax_us");
+        double probs = get_num(header, line, "probs_us");
+        CHECK(strcmp(peer, "flashinfer.cake") == 0 && fabs(share - 1.0 / 3) < 1e-3 &&
+                  fabs(cost - (with - probs)) <= 1e-4 * with,
+              "%s: %s softmax %g us of %g (share %g), want a third", path, peer, cost, with, share);
+        softmax_rows++;
+    }
+    fclose(f);
+    CHECK(softmax_rows == 12, "%s: %d rows, want 12", path, softmax_rows);
+
+    /* the figure: one series per module and output, no peer of its own */
+    struct drawn vs;
+    snprintf(path, sizeof path, "%s/figs-peers-vs-peers.svg", dir);
+    read_svg(path, &vs);
+    static const char *const want[] = { "naive_sort [mask]", "naive_sort [sampler]",
+                                        "qrita [mask]", "rtopk [mask]" };
+    for (int i = 0; i < 4; i++)
+        CHECK(strokes(&vs, want[i]) >= 2, "%s: no line %s (%s)", path, want[i], vs.titles);
+    CHECK(!strstr(vs.titles, "qrita [sampler]") && !strstr(vs.titles, "rtopk [sampler]") &&
+              vs.peers == 0,
+          "%s: a module drawn against samplers for an output it lacks, or a peer: %s", path,
+          vs.titles);
+
+    /* the paper's kernel stands out in the throughput figure (the paper's Figure 2): heavier
+     * than our qrita, which is drawn lighter there than its palette colour (plots/palette.tsv:
+     * qrita #D55E00) and in it elsewhere */
+    double heavy = 0, light = 0, plain = 0;
+    char c_heavy[64] = "", c_light[64] = "", c_plain[64] = "";
+    snprintf(path, sizeof path, "%s/figs-peers-throughput.svg", dir);
+    CHECK(line_stroke(path, fake_peers[0].legend, &heavy, c_heavy, sizeof c_heavy) &&
+              line_stroke(path, "qrita", &light, c_light, sizeof c_light),
+          "%s: no line %s or qrita", path, fake_peers[0].legend);
+    CHECK(heavy >= 2 * light && strcmp(c_light, "rgb(213,  94,   0)") != 0,
+          "%s: the paper's kernel %.2f wide, qrita %.2f in %s: the kernel must stand out", path,
+          heavy, light, c_light);
+    snprintf(path, sizeof path, "%s/figs-peers-memory.svg", dir);
+    CHECK(line_stroke(path, "qrita", &plain, c_plain, sizeof c_plain) &&
+              strcmp(c_plain, "rgb(213,  94,   0)") == 0,
+          "%s: qrita drawn in %s, want its palette colour beside no emphasis", path, c_plain);
+}
+
+/* A peer 1000 times slower than naive_sort in its top-p cells only (results_with_added_rows):
+ * the top-p panels' values lie decades below the others of their row. */
+static int add_slow_topp_peer(struct tkp_results *r, const char *header, const char *line,
+                              struct tkp_error *err)
+{
+    char algo[32], status[16], mode[16];
+    if (strcmp(get(header, line, "algo", algo, sizeof algo), "naive_sort") ||
+        strcmp(get(header, line, "status", status, sizeof status), "ok") ||
+        strcmp(get(header, line, "mode", mode, sizeof mode), "topp"))
+        return 0;
+    struct tkp_cell_row row;
+    peer_row(&row, header, line, "torch.sort", "", "ok", 1000, 0);
+    return tkp_results_append(r, "plain", &row, &row.median_us, 1, err);
+}
+
+/* The y tic labels of each panel of a line figure's SVG: gnuplot writes a panel's y tics
+ * (text-anchor end), then its x tics, y label and x label (`xlab`, whose y places the panel's
+ * row). Fills rows[i] (the x label's y) and ticks[i] ("first..last" tic label); returns the
+ * number of panels. */
+static int panel_yticks(const char *svg, const char *xlab, double *rows, char ticks[][64], int max)
+{
+    int n = 0;
+    char first[32] = "", last[32] = "", want[128];
+    snprintf(want, sizeof want, "<text>%s</text>", xlab);
+    for (const char *g = strstr(svg, "<g transform=\"translate("); g && n < max;
+         g = strstr(g + 1, "<g transform=\"translate(")) {
+        const char *t = strstr(g, "<text>"), *next = strstr(g + 1, "<g transform=");
+        if (!t || (next && t > next))
+            continue;
+        double x, y;
+        sscanf(g + 24, "%lf,%lf", &x, &y);
+        const char *anchor = strstr(g, "text-anchor=\"end\"");
+        if (strncmp(t, want, strlen(want)) == 0) {
+            rows[n] = y;
+            snprintf(ticks[n], 64, "%s..%s", first, last);
+            n++;
+            first[0] = last[0] = 0;
+        } else if (anchor && anchor < t) {
+            snprintf(last, sizeof last, "%.*s", (int)strcspn(t + 6, "<"), t + 6);
+            if (!first[0])
+                snprintf(first, sizeof first, "%s", last);
+        }
+    }
+    return n;
 }
 
 /* The report (paper/build.sh, GEN_ONLY=1: its LaTeX fragments, no TeX) on a file holding a
@@ -587,15 +803,18 @@ static const char *const k_sweep_config =
 /* Run a config into scratch/<stem>.h5 (once per stem and process); its path or NULL. */
 static const char *run_config(const char *stem, const char *text)
 {
-    static char paths[4][512], stems[4][64];
-    for (int i = 0; i < 4; i++)
+    enum { SLOTS = 8 }; /* the configs this file runs, each once */
+    static char paths[SLOTS][512], stems[SLOTS][64];
+    for (int i = 0; i < SLOTS; i++)
         if (strcmp(stems[i], stem) == 0)
             return paths[i];
     int slot = 0;
-    while (slot < 4 && stems[slot][0])
+    while (slot < SLOTS && stems[slot][0])
         slot++;
-    if (slot == 4)
+    if (slot == SLOTS) {
+        fprintf(stderr, "  run_config: more than %d configs; raise SLOTS\n", SLOTS);
         return NULL;
+    }
     char name[80], out[8192];
     snprintf(name, sizeof name, "%s.lua", stem);
     const char *cfg = write_scratch(name, text);
@@ -991,4 +1210,94 @@ TEST(figures_dtype_splits_the_series_of_an_algorithm)
     CHECK(series == 1 && !strstr(layout, "bf16"), "f32 cells alone: one series: %s", layout);
     (void)v;
     free(layout);
+}
+
+/* The panels of a row share one y range: with a peer 1000 times slower in the top-p column
+ * only, every panel of a row still reads the same y tics (throughput and time figures). */
+TEST(figures_panels_of_a_row_share_a_y_range)
+{
+    const char *tiny = tiny_results();
+    REQUIRE(tiny, "the tiny run failed");
+    char res[512];
+    snprintf(res, sizeof res, "%s/figs-slow.h5", scratch_dir());
+    REQUIRE(results_with_added_rows(tiny, res, "--sweep plain", add_slow_topp_peer) == 0,
+            "could not add the slow peer");
+    REQUIRE(draw_figures(res, "rows", "", "svg") == 0, "figures.sh failed");
+    static const char *const figs[] = { "figs-slow-throughput.svg", "figs-slow.svg" };
+    for (int f = 0; f < 2; f++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/rows/%s", scratch_dir(), figs[f]);
+        char *svg = slurp(path);
+        REQUIRE(svg, "no %s", path);
+        double rows[32];
+        char ticks[32][64];
+        int n = panel_yticks(svg, "batch (rows)", rows, ticks, 32), pairs = 0;
+        for (int i = 0; i < n; i++)
+            for (int j = i + 1; j < n; j++)
+                if (fabs(rows[i] - rows[j]) < 0.5) {
+                    pairs++;
+                    CHECK(strcmp(ticks[i], ticks[j]) == 0,
+                          "%s: panels %d and %d of one row read y tics %s and %s", path, i + 1,
+                          j + 1, ticks[i], ticks[j]);
+                }
+        CHECK(n >= 4 && pairs >= 2, "%s: %d panels, %d pairs in a row", path, n, pairs);
+        free(svg);
+    }
+}
+
+/* Table 4 beside the paper's: the ablation sweep named table4 takes the published times of its
+ * runs (PUBLISHED, default paper/published.tsv: table4 rows, time_ms) as paper_ms, and each
+ * over the published baseline run's as paper_rel; the figure draws those ratios beside ours.
+ * Another sweep's bars have none. */
+TEST(figures_table4_bars_stand_beside_the_papers_ratios)
+{
+    const char *res = run_config("t4-paper",
+        "ablation \"table4\" {\n"
+        "    base = { vocab = 2000, batch = 2, k = 20, p = 0.9,\n"
+        "             timing = { warmup = 0, min_reps = 1, max_reps = 2, max_seconds = 0.01 } },\n"
+        "    variants = { A = \"qrita\", J = { \"qrita\", truncation = \"off\", search = \"sort\" } },\n"
+        "}\n"
+        "ablation \"other\" {\n"
+        "    base = { vocab = 2000, batch = 2, k = 20, p = 0.9,\n"
+        "             timing = { warmup = 0, min_reps = 1, max_reps = 2, max_seconds = 0.01 } },\n"
+        "    variants = { A = \"qrita\", J = { \"qrita\", search = \"binary\" } },\n"
+        "}\n");
+    REQUIRE(res, "the ablation did not run");
+    const char *pub = write_scratch("published.tsv",
+                                    "# a published table\ntable\tkey\tlabel\tmetric\tvalue\n"
+                                    "table4\tA\tfull\ttime_ms\t0.5\n"
+                                    "table4\tJ\tsort\ttime_ms\t4\n"
+                                    "table1\t1000\tx\ttopk_nt\t9\n");
+    char out[8192], path[600];
+    int rc = run_cmd(out, sizeof out,
+                     "PUBLISHED=%s FIGURE_FORMATS=svg TOPKP=%s bash scripts/figures.sh %s %s/t4p",
+                     pub, topkp_bin(), res, scratch_dir());
+    REQUIRE(rc == 0, "figures.sh failed (%d): %s", rc, out);
+    snprintf(path, sizeof path, "%s/t4p/t4-paper-ablation.tsv", scratch_dir());
+    FILE *f = fopen(path, "r");
+    REQUIRE(f, "no %s", path);
+    char header[4096], line[4096], sweep[32], v[16];
+    int rows = 0;
+    if (fgets(header, sizeof header, f))
+        while (fgets(line, sizeof line, f)) {
+            get(header, line, "sweep", sweep, sizeof sweep);
+            get(header, line, "variant", v, sizeof v);
+            double ms = get_num(header, line, "paper_ms"), rel = get_num(header, line, "paper_rel");
+            int t4 = strcmp(sweep, "table4") == 0, a = strcmp(v, "A") == 0;
+            if (t4)
+                CHECK(fabs(ms - (a ? 0.5 : 4)) < 1e-9 && fabs(rel - (a ? 1 : 8)) < 1e-9,
+                      "%s: table4 %s: paper %g ms, %g x A; want %g and %g", path, v, ms, rel,
+                      a ? 0.5 : 4.0, a ? 1.0 : 8.0);
+            else
+                CHECK(isnan(ms) && isnan(rel), "%s: sweep %s %s has the paper's %g ms", path,
+                      sweep, v, ms);
+            rows++;
+        }
+    fclose(f);
+    CHECK(rows == 4, "%s: %d bars, want 4", path, rows);
+    snprintf(path, sizeof path, "%s/t4p/t4-paper-ablation.svg", scratch_dir());
+    char *svg = slurp(path);
+    CHECK(svg && strstr(svg, "<text>the paper (H100)</text>") && strstr(svg, "<text>8.00</text>"),
+          "%s: the paper's bars (J: 8.00 x A) are not drawn", path);
+    free(svg);
 }
