@@ -379,7 +379,7 @@ def evaluate(cells, tests, tests_path, method):
         if absent:
             raise NoData("%s has no result for %s" % (tests_path, ", ".join(absent)))
         v = float(all(tests[t] == "ok" for t in words[1:]))
-        return v, v, v, []
+        return v, v, v, [{"_file": tests_path, "_build": ("", ""), "_device": "", "_backend": ""}]
     return METHODS[words[0]](cells, *words[1:])
 
 
@@ -483,12 +483,13 @@ def judge(claim, method, cells, tests, tests_path):
         value, lo, hi, used = evaluate(cells, tests, tests_path, method)
     except NoData as e:
         return {"direction": "no data", "size": "no data", "missing": str(e)}
-    devices = sorted({c["_device"] for c in used})
+    devices = sorted({c["_device"] for c in used if c["_device"]})
     other = not devices or any(PAPER_CARD not in d for d in devices)
     direction, size = verdicts(claim, value, lo, hi, other)
     backends = sorted({c["_backend"] for c in used})
+    cells_used = [c for c in used if "status" in c]
     return {"ours": value, "lo": lo, "hi": hi, "direction": direction, "size": size,
-            "cells": len(used), "builds": sorted({"%s/%s" % c["_build"] for c in used}),
+            "cells": len(cells_used), "builds": sorted({"%s/%s" % c["_build"] for c in cells_used}),
             "devices": devices, "files": sorted({os.path.basename(c["_file"]) for c in used}),
             "timer": "; ".join(TIMER.get(b, b) for b in backends) if claim["kind"] in TIME_KINDS else "-"}
 
@@ -527,7 +528,8 @@ def row_of(claim, a, b):
     out["build"] = " ".join(src.get("builds", []))
     out["device"] = " ".join(src.get("devices", []))
     out["files"] = " ".join(src.get("files", []))
-    out["missing"] = "; ".join(x for x in ((a or {}).get("missing"), (b or {}).get("missing")) if x)
+    missing = [x for x in ((a or {}).get("missing"), (b or {}).get("missing")) if x]
+    out["missing"] = "; ".join(sorted(set(missing), key=missing.index))
     return out
 
 
@@ -560,9 +562,11 @@ def write_tex(out_dir, rows):
                     "{p{0.17\\textwidth}p{0.25\\textwidth}rp{0.13\\textwidth}llp{0.13\\textwidth}ll}\n")
             f.write("\\toprule claim & statement & published & ours [95\\,\\%%] & direction & size & "
                     "second [95\\,\\%%] & direction & size \\\\ \\midrule\\endhead\n")
+            shown = set()  # a note once per section (a family's rows share theirs)
             for r in mine:
                 missing = " \\emph{(%s)}" % tex(r["missing"]) if r["missing"] else ""
-                note = " \\emph{%s}" % tex(r["note"]) if r["note"] and r["dir"] in ("fitted", "") else ""
+                note = " \\emph{%s.}" % tex(r["note"]) if r["note"] and r["note"] not in shown else ""
+                shown.add(r["note"])
                 f.write("\\texttt{%s} & %s%s%s & %s & %s & %s & %s & %s & %s & %s \\\\\n" % (
                     tex(r["id"]), tex(r["statement"]), missing, note, r["published"] or "--",
                     cell_tex(r, ""), r["direction"], r["size"], cell_tex(r, "2"),
