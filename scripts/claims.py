@@ -536,8 +536,11 @@ def row_of(claim, a, b):
 # ---- LaTeX ----
 
 def tex(s):
-    s = s.replace("\\", "\\textbackslash{}")
-    return re.sub(r"([_%&#$])", r"\\\1", s).replace("~", "\\textasciitilde{}").replace("->", "$\\to$")
+    """LaTeX text of s: specials escaped, breaks allowed after the ';' of a selector."""
+    s = re.sub(r"([_%&#${}])", r"\\\1", s.replace("\\", "\x00"))
+    s = s.replace("\x00", "\\textbackslash{}").replace("~", "\\textasciitilde{}")
+    s = s.replace(";", ";\\allowbreak{}")
+    return s.replace("->", "$\\to$").replace("<", "$<$").replace(">", "$>$")
 
 
 def cell_tex(r, suffix):
@@ -547,6 +550,32 @@ def cell_tex(r, suffix):
     if r["lo" + suffix] and r["lo" + suffix] != v:
         return "%s [%s, %s]" % (v, r["lo" + suffix], r["hi" + suffix])
     return v
+
+
+def tex_id(claim_id):
+    """A claim id that may break after its dots and underscores."""
+    return tex(claim_id).replace(".", ".\\allowbreak{}").replace("\\_", "\\_\\allowbreak{}")
+
+
+def verdicts_tex(r, suffix):
+    d, z = r["direction" + suffix], r["size" + suffix]
+    if not d:
+        return "--"
+    return d if d == z else "%s / %s" % (d, z)
+
+
+def published_tex(r):
+    """The published value and the size verdict's bands (the paper's card / another)."""
+    if not r["published"]:
+        return "--"
+    if not r["band"]:
+        return r["published"]
+    return "%s {\\tiny(%s/%s)}" % (r["published"], r["band"], r["band_other"])
+
+
+# the claims tables' columns (fractions of the text width; with the column gaps they fill it):
+# claim, statement, published, ours, its verdicts, the second column, its verdicts
+WIDTHS = (0.13, 0.23, 0.08, 0.11, 0.11, 0.11, 0.11)
 
 
 def write_tex(out_dir, rows):
@@ -559,18 +588,17 @@ def write_tex(out_dir, rows):
         mine = [r for r in rows if r["section"] == section]
         with open(os.path.join(out_dir, "claims-%s.tex" % section), "w") as f:
             f.write("{\\scriptsize\\setlength{\\tabcolsep}{3pt}\\begin{longtable}"
-                    "{p{0.17\\textwidth}p{0.25\\textwidth}rp{0.13\\textwidth}llp{0.13\\textwidth}ll}\n")
-            f.write("\\toprule claim & statement & published & ours [95\\,\\%%] & direction & size & "
-                    "second [95\\,\\%%] & direction & size \\\\ \\midrule\\endhead\n")
+                    "{%s}\n" % "".join(">{\\raggedright\\arraybackslash}p{%.3f\\textwidth}" % w for w in WIDTHS))
+            f.write("\\toprule claim & statement & published (band) & ours [95\\,\\%] & direction / size & "
+                    "second [95\\,\\%] & direction / size \\\\ \\midrule\\endhead\n")
             shown = set()  # a note once per section (a family's rows share theirs)
             for r in mine:
                 missing = " \\emph{(%s)}" % tex(r["missing"]) if r["missing"] else ""
                 note = " \\emph{%s.}" % tex(r["note"]) if r["note"] and r["note"] not in shown else ""
                 shown.add(r["note"])
-                f.write("\\texttt{%s} & %s%s%s & %s & %s & %s & %s & %s & %s & %s \\\\\n" % (
-                    tex(r["id"]), tex(r["statement"]), missing, note, r["published"] or "--",
-                    cell_tex(r, ""), r["direction"], r["size"], cell_tex(r, "2"),
-                    r["direction2"] or "--", r["size2"] or "--"))
+                f.write("\\texttt{%s} & %s%s%s & %s & %s & %s & %s & %s \\\\\n" % (
+                    tex_id(r["id"]), tex(r["statement"]), missing, note, published_tex(r),
+                    cell_tex(r, ""), verdicts_tex(r, ""), cell_tex(r, "2"), verdicts_tex(r, "2")))
             f.write("\\bottomrule\\end{longtable}}\n")
 
 

@@ -160,6 +160,21 @@ static void claim_field(const char *tsv, const char *id, const char *column, cha
     tsv_field(line, tsv_column(tsv, column), out, n);
 }
 
+/* text without the fragments' \\allowbreak{} marks (in place); text itself. */
+static char *without_breaks(char *text)
+{
+    static const char mark[] = "\\allowbreak{}";
+    char *to = text;
+    for (const char *from = text; from && *from;)
+        if (strncmp(from, mark, sizeof mark - 1) == 0)
+            from += sizeof mark - 1;
+        else
+            *to++ = *from++;
+    if (to)
+        *to = 0;
+    return text;
+}
+
 /* How many claims a declared row stands for: 1, the product of its `name=a,b,...` lists, or
  * the data rows of paper/<per>.tsv. */
 static int expansion(const char *per)
@@ -223,7 +238,7 @@ TEST(report_writes_every_declared_claim)
                 CHECK(direction[0], "claim %s has no direction verdict", got);
                 claim_field(out, got, "section", section, sizeof section);
                 snprintf(path, sizeof path, "paper/out/gen/claims-%s.tex", section);
-                char *tex = slurp(path), texid[512];
+                char *tex = without_breaks(slurp(path)), texid[512];
                 size_t k = 0; /* the id as the fragment writes it (_ escaped) */
                 for (const char *c = got; *c && k + 2 < sizeof texid; c++) {
                     if (*c == '_')
