@@ -108,6 +108,14 @@ def median_interval(values, alpha):
     return (s[l - 1], s[n - l]) if l else None
 
 
+def ratio_interval(num, den, alpha_each=0.025):
+    """t(num) / t(den)'s interval from two sample lists, compare.c's tkp_compare_samples: each
+    median at 1 - alpha_each, [lo_num / hi_den, hi_num / lo_den] (>= 95 % at 0.025 each); None
+    when either has too few samples or den's lower bound is not positive."""
+    a, b = median_interval(num, alpha_each), median_interval(den, alpha_each)
+    return (a[0] / b[1], a[1] / b[0]) if a and b and b[0] > 0 else None
+
+
 def clopper_pearson(x, n, alpha=0.05):
     """The exact (Clopper-Pearson) binomial interval of x successes in n trials, by bisection
     on the binomial tails (log-space terms, so thousands of rows do not overflow)."""
@@ -251,9 +259,9 @@ def _div(a, b):
 
 
 def m_ratio(cells, s1, s2):
-    (a, b), picked = _medians(cells, [s1, s2])
-    iv = _div(a, b)
-    return a[0] / b[0], iv and iv[0], iv and iv[1], picked
+    a, b = cells.one(s1), cells.one(s2)
+    iv = ratio_interval(cells.times(a), cells.times(b))
+    return float(a["median_us"]) / float(b["median_us"]), iv and iv[0], iv and iv[1], [a, b]
 
 
 def m_diff(cells, s1, s2):
@@ -284,12 +292,10 @@ def _pairs(cells, subject, base):
 
 
 def _speedups(cells, subject, base):
+    """Per shared cell: t(base) / t(subject) and its interval (ratio_interval)."""
     out, used = [], []
     for s, b in _pairs(cells, subject, base):
-        a_iv, b_iv = median_interval(cells.times(s), 0.025), median_interval(cells.times(b), 0.025)
-        r = float(b["median_us"]) / float(s["median_us"])
-        iv = (b_iv[0] / a_iv[1], b_iv[1] / a_iv[0]) if a_iv and b_iv and a_iv[0] > 0 else None
-        out.append((r, iv))
+        out.append((float(b["median_us"]) / float(s["median_us"]), ratio_interval(cells.times(b), cells.times(s))))
         used += [s, b]
     return out, used
 
@@ -489,7 +495,8 @@ def judge(claim, method, cells, tests, tests_path):
     backends = sorted({c["_backend"] for c in used})
     cells_used = [c for c in used if "status" in c]
     return {"ours": value, "lo": lo, "hi": hi, "direction": direction, "size": size,
-            "cells": len(cells_used), "builds": sorted({"%s/%s" % c["_build"] for c in cells_used}),
+            "cells": len(cells_used), "noisy": sum(int(c.get("noisy", 0) or 0) for c in cells_used),
+            "builds": sorted({"%s/%s" % c["_build"] for c in cells_used}),
             "devices": devices, "files": sorted({os.path.basename(c["_file"]) for c in used}),
             "timer": "; ".join(TIMER.get(b, b) for b in backends) if claim["kind"] in TIME_KINDS else "-"}
 
@@ -502,7 +509,7 @@ def fmt(x):
 
 COLUMNS = ["id", "section", "source", "kind", "statement", "published", "ref", "dir", "band",
            "band_other", "ours", "lo", "hi", "direction", "size", "ours2", "lo2", "hi2",
-           "direction2", "size2", "cells", "timer", "published_timer", "build", "device",
+           "direction2", "size2", "cells", "noisy", "timer", "published_timer", "build", "device",
            "files", "missing", "note"]
 
 
@@ -523,6 +530,7 @@ def row_of(claim, a, b):
         out["size" + suffix] = r.get("size", "")
     src = a or {}
     out["cells"] = str(src.get("cells", ""))
+    out["noisy"] = str(src.get("noisy", ""))
     out["timer"] = src.get("timer", "")
     out["published_timer"] = published_timer(claim)
     out["build"] = " ".join(src.get("builds", []))

@@ -3,15 +3,18 @@
  * paper/claims.tsv comes out (in claims.tsv and in its section's fragment), a section draws only
  * its own sweep, Table 1 has rows when its sweep exists, the paper's kernel (vllm.triton) is the
  * first column of the claims about Qrita and our qrita the second, and the report refuses a
- * section whose cells come from two commits and a table that comes out with no rows. Needs
+ * section whose cells come from two commits and a table that comes out with no rows; the
+ * claims' ratio interval is `topkp compare`'s on the same samples. Needs
  * bash, gnuplot and /usr/bin/python3 with h5py and numpy; not TeX, not a GPU. */
 #include <fnmatch.h>
+#include <math.h>
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../harness/compare.h"
 #include "../harness/h5util.h"
 #include "../harness/results.h"
 #include "cli_util.h"
@@ -360,4 +363,47 @@ TEST(report_refuses_a_table_with_no_rows)
     int rc = build(out, sizeof out, res);
     CHECK(rc != 0 && strstr(out, "gen/table1.tex") && strstr(out, "no rows"),
           "build.sh must refuse an empty Table 1: rc %d, %s", rc, out);
+}
+
+static int by_value(const void *x, const void *y)
+{
+    const double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* The claims' interval of a ratio of two medians is `topkp compare`'s (harness/compare.c),
+ * written once in scripts/claims.py: the same bounds on the same samples, and none where
+ * compare has none (too few samples). */
+TEST(report_ratio_interval_is_compares)
+{
+    static const size_t sizes[] = { 6, 7, 20, 101 };
+    unsigned seed = 12345;
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        const size_t n = sizes[s];
+        double a[128], b[128];
+        char list_a[4096] = "", list_b[4096] = "", out[1024];
+        size_t la = 0, lb = 0;
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            a[i] = 100.0 + (double)(seed >> 16 & 1023) / 16.0;
+            seed = seed * 1103515245u + 12345u;
+            b[i] = 50.0 + (double)(seed >> 16 & 1023) / 8.0;
+            la += (size_t)snprintf(list_a + la, sizeof list_a - la, "%s%.17g", i ? "," : "", a[i]);
+            lb += (size_t)snprintf(list_b + lb, sizeof list_b - lb, "%s%.17g", i ? "," : "", b[i]);
+        }
+        qsort(a, n, sizeof a[0], by_value);
+        qsort(b, n, sizeof b[0], by_value);
+        double ratio, lo, hi;
+        tkp_compare_samples(a[n / 2], a, n, b[n / 2], b, n, 0.02, &ratio, &lo, &hi);
+        REQUIRE(run_cmd(out, sizeof out, "/usr/bin/python3 -c 'import sys; sys.path.insert(0, \"scripts\"); "
+                        "import claims; iv = claims.ratio_interval([%s], [%s]); "
+                        "print(\"none\" if iv is None else \"%%.17g %%.17g\" %% iv)'", list_b, list_a) == 0,
+                "python: %s", out);
+        double plo = NAN, phi = NAN;
+        if (strncmp(out, "none", 4) != 0)
+            sscanf(out, "%lf %lf", &plo, &phi);
+        CHECK((isnan(lo) && isnan(plo)) ||
+                  (fabs(plo - lo) <= 1e-12 * lo && fabs(phi - hi) <= 1e-12 * hi),
+              "n = %zu: compare.c's interval [%.17g, %.17g], claims.py's %s", n, lo, hi, out);
+    }
 }
