@@ -407,3 +407,44 @@ TEST(report_ratio_interval_is_compares)
               "n = %zu: compare.c's interval [%.17g, %.17g], claims.py's %s", n, lo, hi, out);
     }
 }
+
+/* The verdict rules the report states at its top, on cases at their edges: direction by the
+ * whole interval's side of the reference, size by the published value inside the interval
+ * widened by the band of the card (multiplicative for ratios, additive for rates). */
+TEST(report_verdicts_follow_the_stated_rules)
+{
+    static const struct {
+        const char *dir, *kind;
+        double ref, published, lo, hi;
+        int other_card;
+        const char *direction, *size;
+    } cases[] = {
+        { "<", "time ratio", 1, 0.30, 0.25, 0.35, 0, "holds", "holds" },
+        { "<", "time ratio", 1, 0.30, 0.80, 0.95, 0, "holds", "does not hold" },
+        { "<", "time ratio", 1, 0.30, 0.80, 0.95, 1, "holds", "does not hold" },
+        { "<", "time ratio", 1, 0.30, 0.36, 0.37, 1, "holds", "holds" },   /* 0.37 / 1.25 */
+        { "<", "time ratio", 1, 0.30, 0.36, 0.37, 0, "holds", "does not hold" },
+        { "<", "time ratio", 1, 0.30, 0.90, 1.10, 0, "inconclusive", "does not hold" },
+        { ">", "time ratio", 1, 1.02, 0.90, 0.99, 0, "does not hold", "holds" },
+        { "=", "time ratio", 1, 1.00, 0.70, 0.79, 1, "n/a", "does not hold" },
+        { "=", "time ratio", 1, 1.00, 0.70, 0.81, 1, "n/a", "holds" },
+        { "=", "rate", 0, 1.00, 0.99, 0.999, 0, "n/a", "does not hold" }, /* band 0 */
+        { "=", "rate", 0, 1.00, 0.99, 1.00, 0, "n/a", "holds" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[1024], want[128];
+        const int rate = strcmp(cases[i].kind, "rate") == 0;
+        REQUIRE(run_cmd(out, sizeof out, "/usr/bin/python3 -c 'import sys; sys.path.insert(0, \"scripts\"); "
+                        "import claims; c = {\"dir\": \"%s\", \"kind\": \"%s\", \"ref\": \"%g\", "
+                        "\"_published\": %g, \"band\": \"%s\", \"band_other\": \"%s\"}; "
+                        "print(\" / \".join(claims.verdicts(c, %g, %g, %g, %d)))'",
+                        cases[i].dir, cases[i].kind, cases[i].ref, cases[i].published,
+                        rate ? "0" : "0.1", rate ? "0" : "0.25", (cases[i].lo + cases[i].hi) / 2,
+                        cases[i].lo, cases[i].hi, cases[i].other_card) == 0,
+                "python: %s", out);
+        snprintf(want, sizeof want, "%s / %s\n", cases[i].direction, cases[i].size);
+        CHECK(strcmp(out, want) == 0, "case %zu (%s %g, published %g, [%g, %g], other card %d): %s"
+              "want %s", i, cases[i].dir, cases[i].ref, cases[i].published, cases[i].lo,
+              cases[i].hi, cases[i].other_card, out, want);
+    }
+}
