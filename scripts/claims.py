@@ -2,7 +2,7 @@
 results/<gpu>-<date>/) or a list of results files, and write OUT/claims.tsv and LaTeX fragments
 OUT/claims-<section>.tex (one longtable per section) and OUT/claims-rules.tex (the rules below).
 
-    /usr/bin/python3 scripts/claims.py OUT FOLDER|FILE.h5... [--tests gpu_tests.log]
+    /usr/bin/python3 scripts/claims.py OUT FOLDER|FILE.h5... [gpu_tests.log | --tests LOG]
 
 paper/claims.tsv, one row per claim (a row with `per` stands for one claim per value of
 `name=v1,v2 ...` (a product when several) or per row of paper/<per>.tsv; `{name}` in the id,
@@ -146,6 +146,10 @@ class Cells:
     def __init__(self, paths):
         self.by_sweep, self.samples, self.files = {}, {}, {}
         for path in paths:
+            try:
+                h5py.File(path, "r").close()
+            except OSError as e:
+                sys.exit("claims.py: %s is not a results file: %s" % (path, e))
             with h5py.File(path, "r") as f:
                 root = {k: _text(v) for k, v in f.attrs.items()}
                 runs = {int(n): {k: _text(v) for k, v in g.attrs.items()}
@@ -625,6 +629,8 @@ def inputs(args):
             files += sorted(glob.glob(os.path.join(a, "*.h5")))
             if tests is None and os.path.exists(os.path.join(a, "gpu_tests.log")):
                 tests = os.path.join(a, "gpu_tests.log")
+        elif a.endswith(".log"):
+            tests = a
         else:
             files.append(a)
     for f in files:
