@@ -25,11 +25,12 @@ export BASELINE=${BASELINE:-naive_sort}
 bin=${TOPKP:-$top/build/topkp}
 
 # the results files: a campaign folder's *.h5 (and its gpu_tests.log), or the files named
-files=() tests=()
+files=() tests=() real=
 for a in "$@"; do
     if [ -d "$a" ]; then
         for f in "$a"/*.h5; do [ -e "$f" ] && files+=("$f"); done
         [ -r "$a/gpu_tests.log" ] && tests=(--tests "$a/gpu_tests.log")
+        [ -r "$a/real_logits.tsv" ] && real=$a/real_logits.tsv
     else
         files+=("$a")
     fi
@@ -251,6 +252,23 @@ if [ -n "$s" ]; then
     } > "$gen/table1.tex"
 else
     missing table1 table1
+fi
+
+# The real-model logits' provenance (a campaign folder's real_logits.tsv: model, text, rows),
+# each line of it a row of a table, as it is written.
+if [ -n "$real" ]; then
+    {
+        echo '\begin{table}[H]\centering\small\caption{The real-model logits of the \texttt{table1\_real} and \texttt{fig2\_real} sweeps (\texttt{real\_logits.tsv} of the campaign folder).}'
+        awk -F'\t' '{ n = NF > n ? NF : n; line[NR] = $0 } END { printf "\\begin{tabular}{"; for (i = 1; i <= n; i++) printf "l"
+                    print "}\\toprule"; for (r = 1; r <= NR; r++) { m = split(line[r], f, "\t"); out = ""
+                        for (i = 1; i <= n; i++) { v = i <= m ? f[i] : ""; gsub(/\\/, "\\textbackslash{}", v); gsub(/[_%&#${}]/, "\\\\&", v)
+                                                   out = out (i > 1 ? " & " : "") v }
+                        print out " \\\\" (r == 1 ? " \\midrule" : "") }
+                    print "\\bottomrule\\end{tabular}" }' "$real"
+        echo '\end{table}'
+    } > "$gen/real_logits.tex"
+else
+    echo '\emph{No \texttt{real\_logits.tsv} among the inputs (a campaign folder has one): the real-model logits'"'"' provenance is not shown.}' > "$gen/real_logits.tex"
 fi
 
 # Figure 4: workspace memory, and a table of it at the largest batch.
