@@ -254,16 +254,17 @@ else
     missing table1 table1
 fi
 
-# The real-model logits' provenance (a campaign folder's real_logits.tsv: model, text, rows),
-# each line of it a row of a table, as it is written.
+# The real-model logits' provenance (a campaign folder's real_logits.tsv: name<TAB>value lines
+# of the logits file's path, sha256 and attributes; or a TSV with a header), a row per line.
 if [ -n "$real" ]; then
     {
         echo '\begin{table}[H]\centering\small\caption{The real-model logits of the \texttt{table1\_real} and \texttt{fig2\_real} sweeps (\texttt{real\_logits.tsv} of the campaign folder).}'
         awk -F'\t' '{ n = NF > n ? NF : n; line[NR] = $0 } END { printf "\\begin{tabular}{"; for (i = 1; i <= n; i++) printf "l"
-                    print "}\\toprule"; for (r = 1; r <= NR; r++) { m = split(line[r], f, "\t"); out = ""
+                    print "}\\toprule"; if (n == 2) print "field & value \\\\ \\midrule"  # name<TAB>value lines
+                    for (r = 1; r <= NR; r++) { m = split(line[r], f, "\t"); out = ""
                         for (i = 1; i <= n; i++) { v = i <= m ? f[i] : ""; gsub(/\\/, "\\textbackslash{}", v); gsub(/[_%&#${}]/, "\\\\&", v)
                                                    out = out (i > 1 ? " & " : "") v }
-                        print out " \\\\" (r == 1 ? " \\midrule" : "") }
+                        print out " \\\\" (r == 1 && n != 2 ? " \\midrule" : "") }
                     print "\\bottomrule\\end{tabular}" }' "$real"
         echo '\end{table}'
     } > "$gen/real_logits.tex"

@@ -40,7 +40,8 @@ Bytes, means of counts and test outcomes: exact, no interval. A median needs >= 
 for an interval at 97.5 % (fewer: no interval, verdicts inconclusive).
 
 Every section's cells must come from one build: the (git_commit, binary_id) of each cell's run
-(/runs/<run>, else the file's root attributes); two builds in one section exit 1 naming both.
+(/runs/<run>, else the file's root attributes), and in a campaign folder the (commit,
+binary_sha256) of campaign.tsv's ok chunks; two builds in one section exit 1 naming both.
 A declared claim missing from the output is an error (exit 1)."""
 import ast
 import glob
@@ -180,6 +181,25 @@ class Cells:
                          "commit %s binary %s in %s" % (section, a[0], a[1] or "(none recorded)",
                                                         ", ".join(sorted(fa)), b[0],
                                                         b[1] or "(none recorded)", ", ".join(sorted(fb))))
+
+    @staticmethod
+    def check_campaign(path):
+        """The same for campaign.tsv's chunks (reproduce.sh: file, sweep, commit, binary_sha256,
+        ...): the ok chunks of one section name one commit and one binary sha256."""
+        if not path:
+            return
+        seen = {}
+        for r in read_tsv(path):
+            section = next((s for s, sweeps in SECTIONS.items() if r.get("sweep") in sweeps), None)
+            if section and r.get("status", "").startswith("ok"):
+                seen.setdefault(section, {}).setdefault((r.get("commit"), r.get("binary_sha256")), []).append(
+                    "%s (%s)" % (r.get("file"), r.get("sweep")))
+        for section, builds in seen.items():
+            if len(builds) > 1:
+                (a, fa), (b, fb) = sorted(builds.items())[:2]
+                sys.exit("claims.py: %s: section %s mixes two builds: commit %s binary sha256 %s in %s, "
+                         "and commit %s binary sha256 %s in %s" % (path, section, a[0], a[1], ", ".join(fa),
+                                                                    b[0], b[1], ", ".join(fb)))
 
     def select(self, selector):
         """The cells of `sweep{col=value;col~substring}`; NoData naming what is missing."""
@@ -617,8 +637,9 @@ def write_tex(out_dir, rows):
 # ---- main ----
 
 def inputs(args):
-    """(results files, gpu_tests.log or None) of a campaign folder or a list of files."""
-    tests = None
+    """(results files, gpu_tests.log or None, campaign.tsv or None) of a campaign folder or a
+    list of files."""
+    tests = campaign = None
     if "--tests" in args:
         i = args.index("--tests")
         tests = args[i + 1]
@@ -629,6 +650,8 @@ def inputs(args):
             files += sorted(glob.glob(os.path.join(a, "*.h5")))
             if tests is None and os.path.exists(os.path.join(a, "gpu_tests.log")):
                 tests = os.path.join(a, "gpu_tests.log")
+            if os.path.exists(os.path.join(a, "campaign.tsv")):
+                campaign = os.path.join(a, "campaign.tsv")
         elif a.endswith(".log"):
             tests = a
         else:
@@ -636,7 +659,7 @@ def inputs(args):
     for f in files:
         if not os.access(f, os.R_OK):
             sys.exit("claims.py: cannot read %s" % f)
-    return files, tests
+    return files, tests, campaign
 
 
 def main(argv):
@@ -644,12 +667,13 @@ def main(argv):
         sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
         return 2
     out_dir = argv[1]
-    files, tests_path = inputs(argv[2:])
+    files, tests_path, campaign = inputs(argv[2:])
     published = {(r["table"], r["key"], r["metric"]): float(r["value"])
                  for r in read_tsv(os.path.join(PAPER, "published.tsv"))}
     claims = declared(published)
     cells = Cells(files)
     cells.check_builds()
+    cells.check_campaign(campaign)
     tests = read_tests(tests_path)
     rows = []
     for c in claims:

@@ -346,6 +346,13 @@ TEST(report_refuses_a_section_of_two_commits)
           "build.sh must refuse table4 from two commits naming both: rc %d, %s", rc, out);
     const char *first = strstr(out, "commit ");
     CHECK(first && strstr(first + 1, "commit "), "the error names one commit only: %s", out);
+    /* a campaign folder whose campaign.tsv names two binaries for Table 4's chunks */
+    rc = run_cmd(out, sizeof out, "d=%s/camp && mkdir -p $d && cp %s $d/table4.h5 && "
+                 "printf 'file\\tsweep\\tcommit\\tbinary_sha256\\tstatus\\n"
+                 "table4.h5\\ttable4\\tc1\\taaa1\\tok\\ntable4.h5\\ttable4_peers\\tc1\\tbbb2\\tok\\n' "
+                 "> $d/campaign.tsv && /usr/bin/python3 scripts/claims.py $d/out $d", scratch_dir(), f[1]);
+    CHECK(rc != 0 && strstr(out, "aaa1") && strstr(out, "bbb2") && strstr(out, "table4"),
+          "claims.py must refuse a campaign.tsv of two binaries in one section: rc %d, %s", rc, out);
 }
 
 /* A Table 1 sweep of top-k-and-top-p cells only: Table 1's table (top-k alone and top-p
