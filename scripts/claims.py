@@ -42,7 +42,8 @@ for an interval at 97.5 % (fewer: no interval, verdicts inconclusive).
 Every section's cells must come from one build: the (git_commit, binary_id) of each cell's run
 (/runs/<run>, else the file's root attributes), and in a campaign folder the (commit,
 binary_sha256) of campaign.tsv's ok chunks; two builds in one section exit 1 naming both.
-A declared claim missing from the output is an error (exit 1)."""
+A declared claim missing from the output is an error (exit 1). The intervals are in
+scripts/claims_stats.py, the LaTeX in scripts/claims_tex.py."""
 import ast
 import glob
 import itertools
@@ -57,6 +58,8 @@ import numpy
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import topkp_results  # noqa: E402
+from claims_stats import clopper_pearson, median_interval, ratio_interval  # noqa: E402,F401
+from claims_tex import write_tex  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAPER = os.path.join(os.path.dirname(HERE), "paper")
@@ -89,54 +92,6 @@ TIME_KINDS = ("time", "time ratio")
 
 class NoData(Exception):
     """The cells a claim needs are absent or not ok; the message names them."""
-
-
-# ---- intervals (harness/compare.c) ----
-
-def median_interval(values, alpha):
-    """compare.c's tkp_median_interval: order statistics l and n + 1 - l around the median
-    with P(Bin(n, 1/2) < l) <= alpha / 2; None when n is too small."""
-    s = sorted(values)
-    n, log_pmf, cdf, l = len(s), -len(s) * math.log(2.0), 0.0, 0
-    j = 0
-    while 2 * j < n:
-        cdf += math.exp(log_pmf)
-        if cdf > alpha / 2:
-            break
-        l = j + 1
-        log_pmf += math.log((n - j) / (j + 1))
-        j += 1
-    return (s[l - 1], s[n - l]) if l else None
-
-
-def ratio_interval(num, den, alpha_each=0.025):
-    """t(num) / t(den)'s interval from two sample lists, compare.c's tkp_compare_samples: each
-    median at 1 - alpha_each, [lo_num / hi_den, hi_num / lo_den] (>= 95 % at 0.025 each); None
-    when either has too few samples or den's lower bound is not positive."""
-    a, b = median_interval(num, alpha_each), median_interval(den, alpha_each)
-    return (a[0] / b[1], a[1] / b[0]) if a and b and b[0] > 0 else None
-
-
-def clopper_pearson(x, n, alpha=0.05):
-    """The exact (Clopper-Pearson) binomial interval of x successes in n trials, by bisection
-    on the binomial tails (log-space terms, so thousands of rows do not overflow)."""
-    def cdf(p, upto):  # P(Bin(n, p) <= upto)
-        if p <= 0 or p >= 1:
-            return 1.0 if p <= 0 or upto >= n else 0.0
-        logs = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * math.log(p) +
-                (n - i) * math.log1p(-p) for i in range(upto + 1)]
-        top = max(logs)
-        return min(1.0, math.exp(top) * sum(math.exp(v - top) for v in logs))
-
-    def solve(f, target):  # the p in (0, 1) where the decreasing f crosses target
-        a, b = 0.0, 1.0
-        for _ in range(60):
-            m = (a + b) / 2
-            a, b = (m, b) if f(m) > target else (a, m)
-        return (a + b) / 2
-    lo = 0.0 if x == 0 else solve(lambda p: cdf(p, x - 1), 1 - alpha / 2)  # P(X >= x) = alpha/2
-    hi = 1.0 if x == n else solve(lambda p: cdf(p, x), alpha / 2)
-    return lo, hi
 
 
 # ---- the cells ----
@@ -565,75 +520,6 @@ def row_of(claim, a, b):
     return out
 
 
-# ---- LaTeX ----
-
-def tex(s):
-    """LaTeX text of s: specials escaped, breaks allowed after the ';' of a selector."""
-    s = re.sub(r"([_%&#${}])", r"\\\1", s.replace("\\", "\x00"))
-    s = s.replace("\x00", "\\textbackslash{}").replace("~", "\\textasciitilde{}")
-    s = s.replace(";", ";\\allowbreak{}")
-    return s.replace("->", "$\\to$").replace("<", "$<$").replace(">", "$>$")
-
-
-def cell_tex(r, suffix):
-    v = r["ours" + suffix]
-    if not v:
-        return "--"
-    if r["lo" + suffix] and r["lo" + suffix] != v:
-        return "%s [%s, %s]" % (v, r["lo" + suffix], r["hi" + suffix])
-    return v
-
-
-def tex_id(claim_id):
-    """A claim id that may break after its dots and underscores."""
-    return tex(claim_id).replace(".", ".\\allowbreak{}").replace("\\_", "\\_\\allowbreak{}")
-
-
-def verdicts_tex(r, suffix):
-    d, z = r["direction" + suffix], r["size" + suffix]
-    if not d:
-        return "--"
-    return d if d == z else "%s / %s" % (d, z)
-
-
-def published_tex(r):
-    """The published value and the size verdict's bands (the paper's card / another)."""
-    if not r["published"]:
-        return "--"
-    if not r["band"]:
-        return r["published"]
-    return "%s {\\tiny(%s/%s)}" % (r["published"], r["band"], r["band_other"])
-
-
-# the claims tables' columns (fractions of the text width; with the column gaps they fill it):
-# claim, statement, published, ours, its verdicts, the second column, its verdicts
-WIDTHS = (0.13, 0.23, 0.08, 0.11, 0.11, 0.11, 0.11)
-
-
-def write_tex(out_dir, rows):
-    with open(os.path.join(out_dir, "claims-rules.tex"), "w") as f:
-        f.write("\\begin{description}\n")
-        for name, text in RULES:
-            f.write("\\item[%s] %s\n" % (tex(name), tex(text)))
-        f.write("\\end{description}\n")
-    for section in SECTIONS:
-        mine = [r for r in rows if r["section"] == section]
-        with open(os.path.join(out_dir, "claims-%s.tex" % section), "w") as f:
-            f.write("{\\scriptsize\\setlength{\\tabcolsep}{3pt}\\begin{longtable}"
-                    "{%s}\n" % "".join(">{\\raggedright\\arraybackslash}p{%.3f\\textwidth}" % w for w in WIDTHS))
-            f.write("\\toprule claim & statement & published (band) & ours [95\\,\\%] & direction / size & "
-                    "second [95\\,\\%] & direction / size \\\\ \\midrule\\endhead\n")
-            shown = set()  # a note once per section (a family's rows share theirs)
-            for r in mine:
-                missing = " \\emph{(%s)}" % tex(r["missing"]) if r["missing"] else ""
-                note = " \\emph{%s.}" % tex(r["note"]) if r["note"] and r["note"] not in shown else ""
-                shown.add(r["note"])
-                f.write("\\texttt{%s} & %s%s%s & %s & %s & %s & %s & %s \\\\\n" % (
-                    tex_id(r["id"]), tex(r["statement"]), missing, note, published_tex(r),
-                    cell_tex(r, ""), verdicts_tex(r, ""), cell_tex(r, "2"), verdicts_tex(r, "2")))
-            f.write("\\bottomrule\\end{longtable}}\n")
-
-
 # ---- main ----
 
 def inputs(args):
@@ -693,7 +579,7 @@ def main(argv):
         f.write("\t".join(COLUMNS) + "\n")
         for r in rows:
             f.write("\t".join(str(r[k]).replace("\t", " ") for k in COLUMNS) + "\n")
-    write_tex(out_dir, rows)
+    write_tex(out_dir, rows, SECTIONS, RULES)
     counts = {}
     for r in rows:
         counts[r["direction"]] = counts.get(r["direction"], 0) + 1
