@@ -212,7 +212,7 @@ def cell_key(c):
             c.get("dtype", ""))
 
 
-# ---- the methods: each returns (value, lo, hi, cells) ----
+# ---- the methods: each returns (value, lo, hi, cells[, a detail for the reader]) ----
 
 def _medians(cells, sels):
     """The cells' medians (us) with intervals at 1 - 0.05/m (m = the number of medians)."""
@@ -289,15 +289,22 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
+def _beyond_one(rs):
+    """How the cells' speed-ups fall: faster or slower beyond their interval, of how many."""
+    faster = sum(1 for _, iv in rs if iv and iv[0] > 1)
+    slower = sum(1 for _, iv in rs if iv and iv[1] < 1)
+    return "%d cells: faster in %d, slower in %d (interval beyond 1)" % (len(rs), faster, slower)
+
+
 def m_speedup(cells, subject, base):
     rs, used = _speedups(cells, subject, base)
-    return _stat_of(geomean, rs) + (used,)
+    return _stat_of(geomean, rs) + (used, _beyond_one(rs))
 
 
 def _speedup_stat(stat):
     def method(cells, subject, base):
         rs, used = _speedups(cells, subject, base)
-        return _stat_of(stat, rs) + (used,)
+        return _stat_of(stat, rs) + (used, _beyond_one(rs))
     return method
 
 
@@ -305,8 +312,9 @@ def m_bytes(cells, subject, base):
     pairs = _pairs(cells, subject, base)
     if any(float(b["workspace_bytes"]) <= 0 for _, b in pairs):
         raise NoData("%s records no workspace in a shared cell: no ratio" % base)
-    r = geomean([max(float(s["workspace_bytes"]), 1.0) / float(b["workspace_bytes"]) for s, b in pairs])
-    return r, r, r, [c for p in pairs for c in p]
+    each = [max(float(s["workspace_bytes"]), 1.0) / float(b["workspace_bytes"]) for s, b in pairs]
+    r = geomean(each)
+    return r, r, r, [c for p in pairs for c in p], "%d cells, %.3g to %.3g" % (len(each), min(each), max(each))
 
 
 def m_exact(cells, s):
@@ -315,7 +323,7 @@ def m_exact(cells, s):
         raise NoData("%s: no rows checked" % s)
     x, n = sum(int(c["rows_exact"]) for c in cs), sum(int(c["rows_checked"]) for c in cs)
     lo, hi = clopper_pearson(x, n)
-    return x / n, lo, hi, cs
+    return x / n, lo, hi, cs, "%d of %d rows" % (x, n)
 
 
 def m_hits(cells, s):
@@ -325,7 +333,7 @@ def m_hits(cells, s):
     n = sum(int(c["batch"]) for c in cs)
     x = int(round(sum(float(c["hit_rate"]) * int(c["batch"]) for c in cs)))
     lo, hi = clopper_pearson(x, n)
-    return x / n, lo, hi, cs
+    return x / n, lo, hi, cs, "%d of %d rows" % (x, n)
 
 
 def m_mean(cells, s, column):
@@ -355,7 +363,7 @@ def read_tests(path):
 
 
 def evaluate(cells, tests, tests_path, method):
-    """(value, lo, hi, cells used) of a method line; NoData when its cells are absent."""
+    """(value, lo, hi, cells used[, detail]) of a method line; NoData when its cells are absent."""
     words = method.split()
     if words[0] == "tests":
         if not tests:
@@ -363,8 +371,10 @@ def evaluate(cells, tests, tests_path, method):
         absent = [t for t in words[1:] if t not in tests]
         if absent:
             raise NoData("%s has no result for %s" % (tests_path, ", ".join(absent)))
-        v = float(all(tests[t] == "ok" for t in words[1:]))
-        return v, v, v, [{"_file": tests_path, "_build": ("", ""), "_device": "", "_backend": ""}]
+        bad = [t for t in words[1:] if tests[t] != "ok"]
+        v = float(not bad)
+        detail = "%d tests ok" % len(words[1:]) if not bad else "not ok: " + ", ".join(bad)
+        return v, v, v, [{"_file": tests_path, "_build": ("", ""), "_device": "", "_backend": ""}], detail
     return METHODS[words[0]](cells, *words[1:])
 
 
@@ -465,7 +475,8 @@ def judge(claim, method, cells, tests, tests_path):
     if method == "none":
         return {"direction": "not reproduced", "size": "not reproduced"}
     try:
-        value, lo, hi, used = evaluate(cells, tests, tests_path, method)
+        result = evaluate(cells, tests, tests_path, method)
+        value, lo, hi, used = result[:4]
     except NoData as e:
         return {"direction": "no data", "size": "no data", "missing": str(e)}
     devices = sorted({c["_device"] for c in used if c["_device"]})
@@ -474,6 +485,7 @@ def judge(claim, method, cells, tests, tests_path):
     backends = sorted({c["_backend"] for c in used})
     cells_used = [c for c in used if "status" in c]
     return {"ours": value, "lo": lo, "hi": hi, "direction": direction, "size": size,
+            "detail": result[4] if len(result) > 4 else "",
             "cells": len(cells_used), "noisy": sum(int(c.get("noisy", 0) or 0) for c in cells_used),
             "builds": sorted({"%s/%s" % c["_build"] for c in cells_used}),
             "devices": devices, "files": sorted({os.path.basename(c["_file"]) for c in used}),
@@ -488,7 +500,7 @@ def fmt(x):
 
 COLUMNS = ["id", "section", "source", "kind", "statement", "published", "ref", "dir", "band",
            "band_other", "ours", "lo", "hi", "direction", "size", "ours2", "lo2", "hi2",
-           "direction2", "size2", "cells", "noisy", "timer", "published_timer", "build", "device",
+           "direction2", "size2", "detail", "detail2", "cells", "noisy", "timer", "published_timer", "build", "device",
            "files", "missing", "note"]
 
 
@@ -506,6 +518,7 @@ def row_of(claim, a, b):
         for k in ("ours", "lo", "hi"):
             out[k + suffix] = fmt(r.get(k))
         out["direction" + suffix] = r.get("direction", "")
+        out["detail" + suffix] = r.get("detail", "")
         out["size" + suffix] = r.get("size", "")
     src = a or {}
     out["cells"] = str(src.get("cells", ""))

@@ -15,12 +15,14 @@ def tex(s):
 
 
 def cell_tex(r, suffix):
+    """Ours (or the second column): the value, its interval when it has one, the detail."""
     v = r["ours" + suffix]
     if not v:
         return "--"
     if r["lo" + suffix] and r["lo" + suffix] != v:
-        return "%s [%s, %s]" % (v, r["lo" + suffix], r["hi" + suffix])
-    return v
+        v = "%s [%s, %s]" % (v, r["lo" + suffix], r["hi" + suffix])
+    detail = r.get("detail" + suffix, "")
+    return v + (" {\\tiny %s}" % tex(detail) if detail else "")
 
 
 def tex_id(claim_id):
