@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# build.sh CAMPAIGN_FOLDER | RESULTS.h5... — the report paper/out/report.pdf and the claims table
+# build.sh CAMPAIGN_FOLDER | RESULTS.h5... [gpu_tests.log] — the report paper/out/report.pdf and the claims table
 # paper/out/claims.tsv from a campaign folder (docs: CAMPAIGN, results/<gpu>-<date>/: its .h5
 # files and gpu_tests.log) or a list of results files: scripts/claims.py judges every claim of
 # paper/claims.tsv (its fragments gen/claims-*.tex and the verdict rules the report states at
@@ -31,6 +31,8 @@ for a in "$@"; do
         for f in "$a"/*.h5; do [ -e "$f" ] && files+=("$f"); done
         [ -r "$a/gpu_tests.log" ] && tests=(--tests "$a/gpu_tests.log")
         [ -r "$a/real_logits.tsv" ] && real=$a/real_logits.tsv
+    elif [[ $a == *.log ]]; then
+        tests=(--tests "$a") # the GPU test run's log (topkp-tests gpu_ output)
     else
         files+=("$a")
     fi
