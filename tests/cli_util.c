@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../harness/results.h"
 #include "cli_util.h"
 
 const char *topkp_bin(void)
@@ -218,4 +219,29 @@ int kill_after_progress(const char *log, int lines, const char *fmt, ...)
         return -1;
     }
     return progress_lines(log);
+}
+
+int results_with_added_rows(const char *src, const char *dst, const char *export_args,
+                                   row_adder add)
+{
+    char tsv[600], out[4096], header[8192], line[8192];
+    snprintf(tsv, sizeof tsv, "%s.source.tsv", dst);
+    if (run_cmd(out, sizeof out, "cp %s %s && %s export %s %s > %s", src, dst, topkp_bin(), src,
+                export_args, tsv) != 0) {
+        fprintf(stderr, "  copy/export failed: %s\n", out);
+        return -1;
+    }
+    struct tkp_results *r = NULL;
+    struct tkp_error err = { { 0 } };
+    FILE *f = fopen(tsv, "r");
+    int rc = !f || !fgets(header, sizeof header, f) || tkp_results_open(&r, dst, 1, &err);
+    while (!rc && fgets(line, sizeof line, f))
+        rc = add(r, header, line, &err);
+    if (r)
+        tkp_results_close(r);
+    if (f)
+        fclose(f);
+    if (rc)
+        fprintf(stderr, "  cannot write %s: %s\n", dst, err.msg);
+    return rc ? -1 : 0;
 }

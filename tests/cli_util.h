@@ -1,7 +1,7 @@
 /* cli_util.h — helpers for tests that drive the topkp binary ($TOPKP, default build/topkp):
  * run a shell command capturing its output and exit status, write small files in a scratch
  * folder and run a config into one, export without the timing columns, kill a run with -9
- * part way. */
+ * part way, copy a results file with rows added. */
 #ifndef TKP_CLI_UTIL_H
 #define TKP_CLI_UTIL_H
 
@@ -36,5 +36,15 @@ extern const char *const timing_columns[];
  * when it could not start or ended before it was killed (then it says so on stderr). */
 int kill_after_progress(const char *log, int lines, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* dst := a copy of the results file src with, appended through the results writer, the rows
+ * add() makes from each row of `topkp export src export_args` (header: the export's first
+ * line). 0, or -1 having printed why. */
+struct tkp_results;
+struct tkp_error;
+typedef int (*row_adder)(struct tkp_results *r, const char *header, const char *line,
+                         struct tkp_error *err);
+int results_with_added_rows(const char *src, const char *dst, const char *export_args,
+                            row_adder add);
 
 #endif

@@ -294,36 +294,6 @@ static void fake_peer_row(struct tkp_cell_row *row, const char *header, const ch
              fake_peers[i].factor, i);
 }
 
-/* dst := a copy of the results file src with, appended through the results writer, the rows
- * add() makes from each row of `topkp export src export_args` (header: the export's first
- * line). 0, or -1 having printed why. */
-typedef int (*row_adder)(struct tkp_results *r, const char *header, const char *line,
-                         struct tkp_error *err);
-static int results_with_added_rows(const char *src, const char *dst, const char *export_args,
-                                   row_adder add)
-{
-    char tsv[600], out[4096], header[8192], line[8192];
-    snprintf(tsv, sizeof tsv, "%s.source.tsv", dst);
-    if (run_cmd(out, sizeof out, "cp %s %s && %s export %s %s > %s", src, dst, topkp_bin(), src,
-                export_args, tsv) != 0) {
-        fprintf(stderr, "  copy/export failed: %s\n", out);
-        return -1;
-    }
-    struct tkp_results *r = NULL;
-    struct tkp_error err = { { 0 } };
-    FILE *f = fopen(tsv, "r");
-    int rc = !f || !fgets(header, sizeof header, f) || tkp_results_open(&r, dst, 1, &err);
-    while (!rc && fgets(line, sizeof line, f))
-        rc = add(r, header, line, &err);
-    if (r)
-        tkp_results_close(r);
-    if (f)
-        fclose(f);
-    if (rc)
-        fprintf(stderr, "  cannot write %s: %s\n", dst, err.msg);
-    return rc ? -1 : 0;
-}
-
 /* The fake peers beside an ok naive_sort row (results_with_added_rows). */
 static int add_fake_peers(struct tkp_results *r, const char *header, const char *line,
                           struct tkp_error *err)
@@ -713,82 +683,6 @@ static int panel_yticks(const char *svg, const char *xlab, double *rows, char ti
         }
     }
     return n;
-}
-
-/* The report (paper/build.sh, GEN_ONLY=1: its LaTeX fragments, no TeX) on a file holding a
- * Table 4 and a Table 1 sweep: Figure 2's and Figure 4's sections say their sweep is missing
- * instead of drawing Table 1's cells (throughput against batch, memory) under their headings;
- * Table 1 says its datasets' agreement is calibrated; Table 4 judges each of the paper's claims
- * (a ratio of two runs, published and here, and a verdict). */
-TEST(report_draws_each_section_from_its_own_sweep_and_judges_table4)
-{
-    const char *cfg = write_scratch("t4.lua",
-        "local function q(t, s, d, a) return { \"qrita\", truncation = t, search = s, dedup = d, autotune = a } end\n"
-        "ablation \"table4\" {\n"
-        "  base = { dataset = \"gaussian\", vocab = 3000, batch = 2, k = 50, p = 0.9,\n"
-        "           timing = { warmup = 1, min_reps = 2, max_reps = 2 } },\n"
-        "  variants = { A = q(\"auto\", \"quaternary\", true, true), B = q(\"auto\", \"quaternary\", true, false),\n"
-        "    C = q(\"auto\", \"quaternary\", false, false), E = q(\"off\", \"quaternary\", false, false),\n"
-        "    F = q(\"auto\", \"binary\", false, false), I = q(\"auto\", \"sort\", false, false),\n"
-        "    J = q(\"off\", \"sort\", false, false) } }\n");
-    char h5[512], t1h5[512], out[1 << 14];
-    snprintf(h5, sizeof h5, "%s/t4.h5", scratch_dir());
-    unlink(h5);
-    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", topkp_bin(), cfg, h5) == 0,
-            "run: %s", out);
-    const char *cfg1 = write_scratch("t1.lua",
-        "sweep \"table1\" { algos = \"qrita\", dataset = \"gaussian\", vocab = 3000, batch = { 1, 2 },\n"
-        "  k = { 0, 50 }, p = { 0.9, 1.0 }, timing = { min_reps = 2, max_reps = 2 } }\n");
-    snprintf(t1h5, sizeof t1h5, "%s/t1.h5", scratch_dir());
-    unlink(t1h5);
-    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", topkp_bin(), cfg1, t1h5) == 0,
-            "run: %s", out);
-    REQUIRE(run_cmd(out, sizeof out, "GEN_ONLY=1 TOPKP=%s bash paper/build.sh %s %s", topkp_bin(),
-                    t1h5, h5) == 0, "build.sh: %s", out);
-    static const char *const missing[] = { "fig2", "memory" };
-    for (int i = 0; i < 2; i++) {
-        char path[256];
-        snprintf(path, sizeof path, "paper/out/gen/%s.tex", missing[i]);
-        char *tex = slurp(path);
-        CHECK(tex && strstr(tex, "Not in these results") && !strstr(tex, "includegraphics"),
-              "%s drew cells of another sweep: %s", path, tex ? tex : "(none)");
-        free(tex);
-    }
-    char *t1 = slurp("paper/out/gen/table1.tex");
-    CHECK(t1 && strstr(t1, "includegraphics") && strstr(t1, "Calibrated"),
-          "Table 1 must be drawn and say it is calibrated: %s", t1 ? t1 : "(none)");
-    free(t1);
-    char *t4 = slurp("paper/out/gen/table4.tex");
-    REQUIRE(t4, "no table4.tex");
-    static const char *const claims[] = { "autotune (A / B)", "duplicate handling (B / C)",
-                                          "truncation (C / E)", "binary against quaternary (F / C)",
-                                          "truncated (C / I)", "whole row (E / J)" };
-    for (int i = 0; i < 6; i++) {
-        const char *row = strstr(t4, claims[i]);
-        const char *end = row ? strstr(row, "\\\\") : NULL;
-        CHECK(row && end && (memmem(row, (size_t)(end - row), "holds", 5) ||
-                             memmem(row, (size_t)(end - row), "does not hold", 13)),
-              "Table 4 does not judge the claim %s: %s", claims[i], t4);
-    }
-    CHECK(!strstr(t4, "not a test of this claim"), "a CPU run's sort is a sort: no GPU caveat");
-    free(t4);
-
-    /* with Figure 2's sweep too: its section is drawn and judges the linear-scaling claim */
-    char f2h5[512];
-    const char *cfg2 = write_scratch("f2.lua",
-        "sweep \"fig2\" { algos = \"qrita\", dataset = \"gaussian\", vocab = 1000, batch = { 1, 128 },\n"
-        "  k = 50, p = 1.0, timing = { min_reps = 2, max_reps = 2 } }\n");
-    snprintf(f2h5, sizeof f2h5, "%s/f2.h5", scratch_dir());
-    unlink(f2h5);
-    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu && GEN_ONLY=1 TOPKP=%s bash "
-                    "paper/build.sh %s %s %s", topkp_bin(), cfg2, f2h5, topkp_bin(), t1h5, h5,
-                    f2h5) == 0, "build.sh with fig2: %s", out);
-    char *f2 = slurp("paper/out/gen/fig2.tex");
-    const char *claim = f2 ? strstr(f2, "scales linearly") : NULL;
-    CHECK(claim && strstr(claim, "includegraphics") == NULL &&
-              (strstr(claim, "holds") || strstr(claim, "does not hold")),
-          "Figure 2 must judge the scaling claim: %s", f2 ? f2 : "(none)");
-    free(f2);
 }
 
 /* ---- The figures' layout, palette, memory floor and ablation order (README.md, "Figures") */
