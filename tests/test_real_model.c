@@ -6,7 +6,7 @@
  * sanitizer build (.ci/run runs the suite under SAN=1 and plainly; it exercises Python, not
  * topkp's C, and takes about a minute). And a run whose cells read a missing logits file fails
  * before it starts, naming the file and how to make it; the shipped table1_real and fig2_real
- * name `make real-logits`. */
+ * name `make real-logits`, and read the file the Makefile writes, every row of it checked. */
 #include <hdf5.h>
 #include <math.h>
 #include <stdlib.h>
@@ -15,6 +15,7 @@
 
 #include "../harness/h5util.h"
 #include "../harness/logits_file.h"
+#include "../harness/plan.h"
 #include "cli_util.h"
 #include "test.h"
 
@@ -202,4 +203,71 @@ TEST(real_model_gguf_errors_name_the_file_and_the_install)
           "--gguf-package of a missing package: want exit 2 naming it and the install script, "
           "got %d: %s", rc, out);
     CHECK(access(never, F_OK) != 0, "an output file was written anyway");
+}
+
+/* The Makefile's `NAME := value` (its first such line) into out; 0 when found. */
+static int make_var(const char *name, char *out, size_t n)
+{
+    FILE *f = fopen("Makefile", "r");
+    char line[512];
+    int found = 0;
+    while (f && !found && fgets(line, sizeof line, f)) {
+        size_t len = strlen(name);
+        const char *v = line + len;
+        if (strncmp(line, name, len) != 0 || strspn(v, " ") == 0)
+            continue;
+        v += strspn(v, " ");
+        if (strncmp(v, ":=", 2) == 0) {
+            v += 2 + strspn(v + 2, " ");
+            snprintf(out, n, "%.*s", (int)strcspn(v, " \n"), v);
+            found = 1;
+        }
+    }
+    if (f)
+        fclose(f);
+    return found ? 0 : -1;
+}
+
+/* table1_real reads each of the REAL_ROWS rows of the Makefile's REAL_LOGITS once; fig2_real's
+ * batches stay within them (a larger batch would repeat rows); every row of every cell is
+ * checked against the oracle; on both backends. */
+TEST(real_model_sweeps_read_every_row_make_real_logits_writes)
+{
+    char rows_text[32] = "", file[256] = "";
+    REQUIRE(make_var("REAL_ROWS", rows_text, sizeof rows_text) == 0 &&
+                make_var("REAL_LOGITS", file, sizeof file) == 0 && atoi(rows_text) > 0,
+            "the Makefile has no REAL_ROWS := N and REAL_LOGITS := FILE");
+    const int64_t rows = atoi(rows_text);
+    static const struct {
+        const char *config, *sweep;
+        int all_rows; /* the sweep's batch is the file's rows */
+    } sweeps[] = { { "configs/paper/table1_hitrate.lua", "table1_real", 1 },
+                   { "configs/paper/fig2_real.lua", "fig2_real", 0 } };
+    for (int backend = 0; backend < 2; backend++)
+        for (size_t s = 0; s < sizeof sweeps / sizeof sweeps[0]; s++) {
+            struct tkp_plan plan;
+            struct tkp_error err = { 0 };
+            REQUIRE(tkp_config_load(sweeps[s].config, backend ? TKP_GPU : TKP_CPU, &plan,
+                                    &err) == TKP_OK, "%s", err.msg);
+            size_t n = 0;
+            for (size_t i = 0; i < plan.n; i++) {
+                const struct tkp_cell *c = &plan.cells[i];
+                if (strcmp(c->sweep, sweeps[s].sweep) != 0)
+                    continue;
+                n++;
+                const char *d = c->dataset, *tail = strstr(d, file);
+                CHECK(strncmp(d, "file:", 5) == 0 && tail && strlen(tail) == strlen(file) &&
+                          c->vocab == REAL_VOCAB,
+                      "%s cell %zu reads %s at V=%lld, not %s at V=%d", sweeps[s].sweep, i, d,
+                      (long long)c->vocab, file, REAL_VOCAB);
+                CHECK(sweeps[s].all_rows ? c->batch == rows : c->batch <= rows,
+                      "%s cell %zu: batch %lld, the file has %lld rows", sweeps[s].sweep, i,
+                      (long long)c->batch, (long long)rows);
+                CHECK(c->verify_rows >= c->batch, "%s cell %zu checks %d of its %lld rows",
+                      sweeps[s].sweep, i, c->verify_rows, (long long)c->batch);
+            }
+            CHECK(n > 0, "%s declares no %s cell on the %s backend", sweeps[s].config,
+                  sweeps[s].sweep, backend ? "GPU" : "CPU");
+            tkp_plan_free(&plan);
+        }
 }
