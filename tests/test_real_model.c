@@ -180,6 +180,12 @@ TEST(real_model_missing_logits_file_fails_naming_it_and_its_target)
                  write_scratch("bad-file.lua", "sweep \"f\" { algos = { \"naive_sort\" }, "
                                "dataset = file(\"x.h5\", 3 > 4 and 1 or {}), vocab = { 300 } }\n"));
     CHECK(rc != 0 && strstr(out, "x.h5"), "file(\"x.h5\", {}) accepted: %d: %s", rc, out);
+    /* the ways to make files are kept once per file, for a bounded number of files */
+    rc = run_cmd(out, sizeof out, "%s run %s --dry-run", topkp_bin(),
+                 write_scratch("many-files.lua", "for i = 1, 100000 do file(\"x.h5\", \"m\") end\n"
+                               "for i = 1, 300 do file(\"x\" .. i .. \".h5\", \"m\") end\n"));
+    CHECK(rc != 0 && strstr(out, "x256.h5") && strstr(out, "more than 256 files"),
+          "300 files with a way to make them: want an error at the 257th, got %d: %s", rc, out);
 }
 
 /* --gguf and --gguf-package errors name what is wrong and how to install the model (no model
