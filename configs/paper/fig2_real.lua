@@ -1,13 +1,14 @@
 -- fig2_real.lua — a slice of the Qrita paper's Figure 2 (fig2_throughput.lua) on real-model
 -- logits: SmolLM2-135M-Instruct's next-token logits on a public-domain English text
--- (datasets/real/README.md; V = 49152, REAL_ROWS rows), written by `make real-logits`.
+-- (datasets/real/README.md; V = 49152, REAL_ROWS rows: the Makefile's), written by `make real-logits`.
 -- Throughput against batch size in the three modes top-k 50, top-p 0.9 and top-k 50 then
 -- top-p 0.9, for the five modules and the peers, with every row of every cell checked against
 -- the oracle. Batches stop at the file's rows (a larger batch would repeat rows). Another model
 -- and vocabulary than the paper's: a check of Figure 2's ordering on real logits, not a row of
 -- it. A run whose cells read the file fails before it starts, naming the file and the target,
 -- when the file is missing. On the CPU backend a CPU-sized grid (batches 1 to 16, the peers
--- with a CPU path); on the GPU every batch 1 to 64 and the peers of fig2_throughput.lua.
+-- with a CPU path: 105 cells, 24 s on 2 cores); on the GPU batches 1 to 64 (powers of 2) and
+-- vLLM's two baselines, torch.sort and FlashInfer's kernels as fig2_throughput.lua lists them.
 local SMALL = backend == "cpu"
 local REAL_ROWS = 96
 

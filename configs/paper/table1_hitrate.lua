@@ -53,7 +53,8 @@ sweep "table1_unfitted" {
 }
 
 -- The real-model rows: SmolLM2-135M-Instruct's next-token logits on a public-domain English
--- text (datasets/real/README.md), written by `make real-logits` (V = 49152, REAL_ROWS rows).
+-- text (datasets/real/README.md), written by `make real-logits` (V = 49152, REAL_ROWS rows: the
+-- Makefile's; test_real_model.c checks that they agree).
 -- Another model and vocabulary than the paper's: these rows test the Gaussian truncation on
 -- real logits; they are not judged against Table 1's rows. Every row once, each checked
 -- against the oracle. A run whose cells read the file fails before it starts, naming the file
