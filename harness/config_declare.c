@@ -2,7 +2,7 @@
  * and ablation "name" { base = ..., variants = ..., baseline = ... }, each checked when it is
  * called and expanded into cells at once (config_expand.c), the ablation's baseline and
  * variant order recorded for its figures (README.md, "Figures"); pow2 and range for lists of
- * values; file "x.h5" for a logits file as a dataset. */
+ * values; file "x.h5" (or file("x.h5", "how to make it")) for a logits file as a dataset. */
 #include <lauxlib.h>
 #include <lua.h>
 #include <stdio.h>
@@ -281,15 +281,54 @@ static int lua_range(lua_State *L)
     return 1;
 }
 
+/* Remember how to make the logits file `path` (relative to the config's folder, as its cells
+ * will name it: config_expand.c, cell_dataset), for the run that finds it missing; once per
+ * file (the first way given), for at most MAX_MADE_BY files. */
+#define MAX_MADE_BY 256
+static void record_made_by(lua_State *L, const char *path, const char *made_by)
+{
+    struct load_ctx *ctx = ctx_of(L);
+    struct tkp_plan *plan = ctx->plan;
+    char full[TKP_MAX_DATASET_CHARS + 512];
+    snprintf(full, sizeof full, "%s%s", path[0] == '/' ? "" : ctx->dir, path);
+    for (size_t i = 0; i < plan->n_data_files; i++)
+        if (strcmp(plan->data_files[i].path, full) == 0)
+            return;
+    if (plan->n_data_files >= MAX_MADE_BY)
+        config_error(L, "file \"%s\": more than %d files say how to make them", path,
+                     MAX_MADE_BY);
+    struct tkp_data_file *grown =
+        realloc(plan->data_files, (plan->n_data_files + 1) * sizeof *plan->data_files);
+    char *p = grown ? strdup(full) : NULL, *m = p ? strdup(made_by) : NULL;
+    if (grown)
+        plan->data_files = grown;
+    if (!m) {
+        free(p);
+        config_error(L, "file \"%s\": out of memory", path);
+    }
+    plan->data_files[plan->n_data_files++] = (struct tkp_data_file){ p, m };
+}
+
+/* file "x.h5", or file("x.h5", "make x"): a logits file as a dataset, relative to the config's
+ * folder; the second argument says how to make the file, which a run whose cells read it names
+ * when the file is missing (tkp_plan_check_files). */
 static int lua_file(lua_State *L)
 {
-    size_t len;
+    size_t len, made_len = 0;
     const char *path = luaL_checklstring(L, 1, &len);
+    const int has_how = !lua_isnoneornil(L, 2);
+    const char *made_by = has_how && lua_type(L, 2) == LUA_TSTRING ? lua_tolstring(L, 2, &made_len)
+                                                                    : NULL;
     if (strlen(path) != len)
         config_error(L, "file \"%s...\": the path holds a NUL byte", path);
     if (len > TKP_MAX_DATASET_CHARS - 5)
         config_error(L, "file \"%.60s...\": the path is too long (%zu characters; the limit is %d)",
                      path, len, TKP_MAX_DATASET_CHARS - 5);
+    if (has_how && (!made_by || strlen(made_by) != made_len || made_len == 0 || made_len > 255))
+        config_error(L, "file \"%s\": its second argument (how to make the file) must be a "
+                     "string of 1 to 255 characters without NUL bytes", path);
+    if (made_by)
+        record_made_by(L, path, made_by);
     lua_pushfstring(L, "file:%s", path);
     return 1;
 }

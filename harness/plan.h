@@ -49,6 +49,12 @@ struct tkp_ablation {
     char *variants;    /* owned: the labels joined by '/' (a label holds no '/') */
 };
 
+/* A logits file a config names with how to make it: file("x.h5", "make x") (README.md,
+ * "Configs"); path as the cells name it, under the config's folder. */
+struct tkp_data_file {
+    char *path, *made_by; /* owned */
+};
+
 struct tkp_plan {
     struct tkp_cell *cells;
     size_t n, cap;
@@ -56,6 +62,8 @@ struct tkp_plan {
     size_t n_files;
     struct tkp_ablation *ablations;
     size_t n_ablations;
+    struct tkp_data_file *data_files;
+    size_t n_data_files;
 };
 
 /* Run a Lua config in a sandbox and expand its sweeps; errors name file:line. The config sees
@@ -64,6 +72,10 @@ struct tkp_plan {
 int tkp_config_load(const char *path, enum tkp_backend backend, struct tkp_plan *plan,
                     struct tkp_error *err);
 void tkp_plan_free(struct tkp_plan *plan);
+
+/* Every logits file a cell of the plan reads (file "x.h5") can be read; else an error naming
+ * the config, the sweep, the file and, where the config said, how to make it. */
+int tkp_plan_check_files(const struct tkp_plan *plan, const char *config, struct tkp_error *err);
 /* "topk", "topp", "topk_topp" or "none" for a cell's k and p. */
 const char *tkp_mode_name(int32_t k, float p, int64_t vocab);
 

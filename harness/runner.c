@@ -450,10 +450,11 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     int rc = plan_of(args, &plan, &sp, err);
     if (rc)
         return rc;
-    if (args->dry_run) {
-        tkp_plan_print(&plan, stdout);
+    if (args->dry_run || (rc = tkp_plan_check_files(&plan, args->config, err)) != TKP_OK) {
+        if (!rc)
+            tkp_plan_print(&plan, stdout);
         plans_free(&plan, &sp);
-        return TKP_OK;
+        return rc;
     }
     /* The GPU first: a machine without one must not leave an empty results file behind. */
     struct run_env env = { .backend = args->backend };

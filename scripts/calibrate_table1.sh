@@ -14,7 +14,8 @@ if [ $# -ge 1 ]; then out=$1; keep=1; else out=$(mktemp --suffix=.h5); keep=0; f
 tsv=$(mktemp)
 trap '[ $keep = 1 ] || rm -f "$out"; rm -f "$tsv"' EXIT
 rm -f "$out"
-"$TOPKP" run "$CONFIG" -o "$out" >&2
+# the profiles' sweeps only: table1_real reads the real-model logits (make real-logits)
+"$TOPKP" run "$CONFIG" --sweep table1,table1_unfitted -o "$out" >&2
 "$TOPKP" export "$out" > "$tsv"
 
 awk -F'\t' '

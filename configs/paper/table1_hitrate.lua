@@ -51,3 +51,23 @@ sweep "table1_unfitted" {
     end,
     timing = { warmup = 0, min_reps = 1, max_reps = 1, max_seconds = 0.1 },
 }
+
+-- The real-model rows: SmolLM2-135M-Instruct's next-token logits on a public-domain English
+-- text (datasets/real/README.md), written by `make real-logits` (V = 49152, REAL_ROWS rows: the
+-- Makefile's; test_real_model.c checks that they agree).
+-- Another model and vocabulary than the paper's: these rows test the Gaussian truncation on
+-- real logits; they are not judged against Table 1's rows. Every row once, each checked
+-- against the oracle. A run whose cells read the file fails before it starts, naming the file
+-- and the target, when the file is missing (`--sweep table1,table1_unfitted` runs without it).
+local REAL_ROWS = 96
+sweep "table1_real" {
+    algos = { "qrita" },
+    dataset = file("../../datasets/real/smollm2-135m.h5", "make real-logits"),
+    vocab = { 49152 },
+    batch = { REAL_ROWS },
+    k = { 50, 0 },
+    p = { 1.0, 0.9 },
+    verify = REAL_ROWS,
+    where = function(c) return (c.k == 50) == (c.p >= 1) end, -- as "table1": k=50 alone, p=0.9 alone
+    timing = { warmup = 0, min_reps = 1, max_reps = 1, max_seconds = 0.1 },
+}
