@@ -344,18 +344,6 @@ static int is_peer_name(const char *name)
     return dot && (size_t)(dot - name) < algo;
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    long n = file_size(path);
-    char *text = f && n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (text)
-        text[fread(text, 1, (size_t)n, f)] = 0;
-    if (f)
-        fclose(f);
-    return text;
-}
-
 /* What a figure draws, from gnuplot's SVG: each plot is a group <g id="gnuplot_plot_..."> with
  * its key title, then (when it has points in that panel) a path stroked in its colour, with a
  * stroke-dasharray when dashed. */
@@ -382,7 +370,7 @@ static int strokes(const struct drawn *d, const char *name)
 static void read_svg(const char *path, struct drawn *d)
 {
     memset(d, 0, sizeof *d);
-    char *text = slurp(path);
+    char *text = slurp(path, NULL);
     CHECK(text, "no %s", path);
     static const char group[] = "<g id=\"gnuplot_plot_";
     for (char *g = text ? strstr(text, group) : NULL; g;) {
@@ -533,16 +521,16 @@ TEST(report_draws_each_section_from_its_own_sweep_and_judges_table4)
     for (int i = 0; i < 2; i++) {
         char path[256];
         snprintf(path, sizeof path, "paper/out/gen/%s.tex", missing[i]);
-        char *tex = slurp(path);
+        char *tex = slurp(path, NULL);
         CHECK(tex && strstr(tex, "Not in these results") && !strstr(tex, "includegraphics"),
               "%s drew cells of another sweep: %s", path, tex ? tex : "(none)");
         free(tex);
     }
-    char *t1 = slurp("paper/out/gen/table1.tex");
+    char *t1 = slurp("paper/out/gen/table1.tex", NULL);
     CHECK(t1 && strstr(t1, "includegraphics") && strstr(t1, "Calibrated"),
           "Table 1 must be drawn and say it is calibrated: %s", t1 ? t1 : "(none)");
     free(t1);
-    char *t4 = slurp("paper/out/gen/table4.tex");
+    char *t4 = slurp("paper/out/gen/table4.tex", NULL);
     REQUIRE(t4, "no table4.tex");
     static const char *const claims[] = { "autotune (A / B)", "duplicate handling (B / C)",
                                           "truncation (C / E)", "binary against quaternary (F / C)",
@@ -567,7 +555,7 @@ TEST(report_draws_each_section_from_its_own_sweep_and_judges_table4)
     REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu && GEN_ONLY=1 TOPKP=%s bash "
                     "paper/build.sh %s %s %s", topkp_bin(), cfg2, f2h5, topkp_bin(), t1h5, h5,
                     f2h5) == 0, "build.sh with fig2: %s", out);
-    char *f2 = slurp("paper/out/gen/fig2.tex");
+    char *f2 = slurp("paper/out/gen/fig2.tex", NULL);
     const char *claim = f2 ? strstr(f2, "scales linearly") : NULL;
     CHECK(claim && strstr(claim, "includegraphics") == NULL &&
               (strstr(claim, "holds") || strstr(claim, "does not hold")),
@@ -623,7 +611,7 @@ static int draw_figures(const char *res, const char *dir, const char *args, cons
 /* The value of `name` in a figures layout file (name<TAB>value lines), into out. */
 static int layout_value(const char *path, const char *name, char *out, size_t n)
 {
-    char *text = slurp(path), want[80];
+    char *text = slurp(path, NULL), want[80];
     snprintf(want, sizeof want, "%s\t", name);
     const char *at = NULL;
     for (char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
@@ -718,7 +706,7 @@ TEST(figures_series_are_functions_of_x_on_a_mixed_sweep)
 /* The stroke colour of the first line titled `name` in an SVG figure, into out. */
 static int line_colour(const char *path, const char *name, char *out, size_t n)
 {
-    char *text = slurp(path), want[256];
+    char *text = slurp(path, NULL), want[256];
     snprintf(want, sizeof want, "<title>%s</title>", name);
     const char *g = text ? strstr(text, want) : NULL;
     const char *stroke = g ? strstr(g, "<path stroke='") : NULL;
@@ -770,7 +758,7 @@ TEST(figures_memory_draws_zero_workspace_on_a_labelled_floor)
     REQUIRE(draw_figures(res, "mem", "", "svg") == 0, "figures.sh failed");
     char path[600];
     snprintf(path, sizeof path, "%s/mem/figs-memory.svg", scratch_dir());
-    char *svg = slurp(path);
+    char *svg = slurp(path, NULL);
     REQUIRE(svg, "no %s", path);
     CHECK(strstr(svg, "<text>0 B</text>"), "the memory figure has no \"0 B\" floor tic");
     free(svg);
@@ -779,7 +767,7 @@ TEST(figures_memory_draws_zero_workspace_on_a_labelled_floor)
     read_svg(path, &d);
     CHECK(strokes(&d, "rtopk") >= 1, "rtopk (0 bytes) is not drawn in the memory figure: %s",
           d.titles);
-    char *gp = slurp("plots/grid.gp");
+    char *gp = slurp("plots/grid.gp", NULL);
     CHECK(gp && strstr(gp, "\"0 B\" floor"), "plots/grid.gp lost its \"0 B\" floor tic");
     free(gp);
 }
@@ -794,7 +782,7 @@ TEST(figures_key_is_outside_the_panels_and_inside_the_figure)
     REQUIRE(draw_figures(res, "keys", "", "svg") == 0, "figures.sh failed");
     char path[600];
     snprintf(path, sizeof path, "%s/keys/figs-peers-throughput.svg", scratch_dir());
-    char *svg = slurp(path);
+    char *svg = slurp(path, NULL);
     REQUIRE(svg, "no %s", path);
     double width = 0;
     const char *w = strstr(svg, "width=\"");
@@ -858,7 +846,7 @@ TEST(figures_ablation_bars_in_declaration_order_against_the_declared_baseline)
     int repeats;
     /* three bars make a narrow figure: it is still as wide as its title (7.6 px a character) */
     snprintf(path, sizeof path, "%s/abl-order/abl-order-ablation.svg", scratch_dir());
-    char *svg = slurp(path);
+    char *svg = slurp(path, NULL);
     const char *w = svg ? strstr(svg, "width=\"") : NULL, *t = svg ? strstr(svg, "<text>Ablation") : NULL;
     size_t title = t ? strcspn(t + 6, "<") : 0;
     CHECK(w && t && atof(w + 7) >= 7.6 * (double)title,
@@ -925,7 +913,7 @@ TEST(figures_one_x_value_draws_a_labelled_dot_plot)
     snprintf(path, sizeof path, "%s/one-x/one-x-layout.txt", scratch_dir());
     CHECK(layout_value(path, "nx", v, sizeof v) && strcmp(v, "1") == 0, "nx = %s, want 1", v);
     snprintf(path, sizeof path, "%s/one-x/one-x.svg", scratch_dir());
-    char *svg = slurp(path);
+    char *svg = slurp(path, NULL);
     /* each series is a labelled row: its name as a y tic */
     CHECK(svg && strstr(svg, "<text>naive_sort</text>") && strstr(svg, "<text>qrita</text>"),
           "the dot plot must name each series on its axis");
@@ -973,7 +961,7 @@ TEST(figures_dtype_splits_the_series_of_an_algorithm)
     REQUIRE(draw_figures(res, "dts-both", "", "png") == 0, "figures.sh failed");
     char path[600], v[512];
     snprintf(path, sizeof path, "%s/dts-both/dtypes-both-layout.txt", scratch_dir());
-    char *layout = slurp(path);
+    char *layout = slurp(path, NULL);
     REQUIRE(layout, "no layout file %s", path);
     int series = 0;
     for (const char *l = layout; (l = strstr(l, "\nseries\t")) != NULL; l++)
@@ -983,7 +971,7 @@ TEST(figures_dtype_splits_the_series_of_an_algorithm)
     free(layout);
     REQUIRE(draw_figures(run_config("dtypes", ""), "dts-f32", "", "png") == 0, "figures.sh failed");
     snprintf(path, sizeof path, "%s/dts-f32/dtypes-layout.txt", scratch_dir());
-    layout = slurp(path);
+    layout = slurp(path, NULL);
     REQUIRE(layout, "no layout file %s", path);
     series = 0;
     for (const char *l = layout; (l = strstr(l, "\nseries\t")) != NULL; l++)
