@@ -21,13 +21,13 @@ struct tracked {
     size_t len;
 };
 
-/* Read `git ls-files -z` of the current folder's checkout; 0 when there is none (not a git
- * checkout, or no git), 1 when read. */
+/* Read `git ls-files -z` of the checkout whose root is the current folder; 0 when the tests do
+ * not run at the root of a git checkout (or without git), 1 when read. */
 static int tracked_files(struct tracked *t)
 {
     char out[256];
-    if (run_cmd(out, sizeof out, "git rev-parse --is-inside-work-tree") != 0 ||
-        strncmp(out, "true", 4) != 0)
+    if (run_cmd(out, sizeof out, "git rev-parse --is-inside-work-tree --show-cdup") != 0 ||
+        strcmp(out, "true\n\n") != 0)
         return 0;
     FILE *p = popen("git ls-files -z", "r");
     size_t cap = 1 << 16;
@@ -49,7 +49,7 @@ TEST(tree_tracked_files_stay_under_15_mb)
 {
     struct tracked t;
     if (!tracked_files(&t)) {
-        test_skip("not inside a git checkout");
+        test_skip("not at the root of a git checkout");
         return;
     }
     struct { long long size; const char *name; } top[5] = { { 0, "" } };
@@ -132,7 +132,7 @@ TEST(tree_docs_cite_results_in_the_tree_or_at_a_commit)
 {
     struct tracked t;
     if (!tracked_files(&t)) {
-        test_skip("not inside a git checkout");
+        test_skip("not at the root of a git checkout");
         return;
     }
     char out[64];
