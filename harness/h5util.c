@@ -121,6 +121,18 @@ char *h5_read_text(hid_t loc, const char *name)
     return copy;
 }
 
+hid_t h5_deflated_dcpl(int rank, const hsize_t *chunk, int level)
+{
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    const int deflate = H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0;
+    if (dcpl >= 0 && (H5Pset_chunk(dcpl, rank, chunk) < 0 ||
+                      (deflate && H5Pset_deflate(dcpl, (unsigned)level) < 0))) {
+        H5Pclose(dcpl);
+        return -1;
+    }
+    return dcpl;
+}
+
 int h5_exists(hid_t file, const char *path)
 {
     char partial[512];

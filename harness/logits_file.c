@@ -389,19 +389,19 @@ static int write_array(hid_t f, const char *name, hid_t type, int rank, const hs
                        const void *data)
 {
     hid_t s = H5Screate_simple(rank, dims, NULL);
-    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    hid_t dcpl = H5P_DEFAULT; /* an empty dataset stays contiguous: a chunk has no size 0 */
     if (dims[0] > 0 && (rank == 1 || dims[1] > 0)) {
         hsize_t chunk[2] = { dims[0] < 64 ? dims[0] : 64, rank == 2 ? dims[1] : 1 };
         if (rank == 2 && chunk[0] * chunk[1] > (1u << 20))
             chunk[0] = 1;
-        H5Pset_chunk(dcpl, rank, chunk);
-        H5Pset_deflate(dcpl, 1);
+        dcpl = h5_deflated_dcpl(rank, chunk, H5_DEFLATE_LOGITS);
     }
-    hid_t d = H5Dcreate2(f, name, type, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    hid_t d = dcpl < 0 ? -1 : H5Dcreate2(f, name, type, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     int rc = d < 0 || H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0 ? -1 : 0;
     if (d >= 0)
         H5Dclose(d);
-    H5Pclose(dcpl);
+    if (dcpl >= 0 && dcpl != H5P_DEFAULT)
+        H5Pclose(dcpl);
     H5Sclose(s);
     return rc;
 }

@@ -565,16 +565,18 @@ int tkp_results_config(struct tkp_results *r, const char *name, const char *text
     return rc;
 }
 
-/* Open (creating when missing) an extendible 1-D dataset. */
+/* Open (creating when missing) an extendible 1-D dataset, chunked and deflated. */
 static hid_t open_table(hid_t group, const char *name, hid_t type, hsize_t chunk)
 {
     if (H5Lexists(group, name, H5P_DEFAULT) > 0)
         return H5Dopen2(group, name, H5P_DEFAULT);
     hsize_t zero = 0, unlimited = H5S_UNLIMITED;
-    hid_t s = H5Screate_simple(1, &zero, &unlimited), dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    H5Pset_chunk(dcpl, 1, &chunk);
-    hid_t d = H5Dcreate2(group, name, type, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    H5Pclose(dcpl);
+    hid_t s = H5Screate_simple(1, &zero, &unlimited);
+    hid_t dcpl = h5_deflated_dcpl(1, &chunk, H5_DEFLATE_TABLE);
+    hid_t d = s < 0 || dcpl < 0 ? -1
+                                : H5Dcreate2(group, name, type, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
     H5Sclose(s);
     return d;
 }

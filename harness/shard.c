@@ -233,15 +233,13 @@ static int write_plan(hid_t file, const struct tkp_shard_plan *sp)
         return 0;
     hsize_t n = sp->n, chunk = sp->n < 1024 ? (sp->n ? sp->n : 1) : 1024;
     hid_t t = (hid_t)tkp_plan_entry_type(), space = H5Screate_simple(1, &n, NULL);
-    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    H5Pset_chunk(dcpl, 1, &chunk);
-    if (H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0)
-        H5Pset_deflate(dcpl, 6);
-    hid_t d = H5Dcreate2(file, "/plan", t, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    hid_t dcpl = h5_deflated_dcpl(1, &chunk, H5_DEFLATE_TABLE);
+    hid_t d = dcpl < 0 ? -1 : H5Dcreate2(file, "/plan", t, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     int rc = d < 0 || (n && H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, sp->entries) < 0);
     if (d >= 0)
         H5Dclose(d);
-    H5Pclose(dcpl);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
     H5Sclose(space);
     H5Tclose(t);
     return rc;

@@ -72,6 +72,21 @@ int run_cmd(char *out, size_t n, const char *fmt, ...)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    long len = f && fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    char *buf = len >= 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)len + 1) : NULL;
+    size_t got = buf ? fread(buf, 1, (size_t)len, f) : 0;
+    if (buf)
+        buf[got] = 0;
+    if (n)
+        *n = got;
+    if (f)
+        fclose(f);
+    return buf;
+}
+
 int run_into(const char *cfg, const char *name, const char *args, char *path, size_t len)
 {
     static char out[1 << 16];

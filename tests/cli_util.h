@@ -1,7 +1,7 @@
 /* cli_util.h — helpers for tests that drive the topkp binary ($TOPKP, default build/topkp):
  * run a shell command capturing its output and exit status, write small files in a scratch
- * folder and run a config into one, export without the timing columns, kill a run with -9
- * part way, copy a results file with rows added. */
+ * folder, read a whole file, run a config into one, export without the timing columns, kill a
+ * run with -9 part way, copy a results file with rows added. */
 #ifndef TKP_CLI_UTIL_H
 #define TKP_CLI_UTIL_H
 
@@ -18,6 +18,9 @@ int run_cmd(char *out, size_t n, const char *fmt, ...) __attribute__((format(pri
 int run_into(const char *cfg, const char *name, const char *args, char *path, size_t len);
 /* Write `text` to scratch_dir()/name; returns the full path (static buffer per call slot). */
 const char *write_scratch(const char *name, const char *text);
+/* The whole file at `path`, NUL-terminated and malloc'd (its length into *n unless n is NULL),
+ * or NULL when it cannot be read. */
+char *slurp(const char *path, size_t *n);
 /* Index of column `name` in a TSV header line (the first line of `header`), or -1. */
 int tsv_column(const char *header, const char *name);
 /* Field `col` of a TSV line into out (up to the tab or the end of the line). */

@@ -334,18 +334,6 @@ static int is_peer_name(const char *name)
     return dot && (size_t)(dot - name) < algo;
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    long n = file_size(path);
-    char *text = f && n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (text)
-        text[fread(text, 1, (size_t)n, f)] = 0;
-    if (f)
-        fclose(f);
-    return text;
-}
-
 /* What a figure draws, from gnuplot's SVG: each plot is a group <g id="gnuplot_plot_..."> with
  * its key title, then (when it has points in that panel) a path stroked in its colour, with a
  * stroke-dasharray when dashed. */
@@ -372,7 +360,7 @@ static int strokes(const struct drawn *d, const char *name)
 static void read_svg(const char *path, struct drawn *d)
 {
     memset(d, 0, sizeof *d);
-    char *text = slurp(path);
+    char *text = slurp(path, NULL);
     CHECK(text, "no %s", path);
     static const char group[] = "<g id=\"gnuplot_plot_";
     for (char *g = text ? strstr(text, group) : NULL; g;) {
@@ -495,7 +483,7 @@ TEST(figures_peers_drawn_in_their_own_style_and_against_the_modules)
  * a plot's group with its title, then a group stroked at its width, then its path). */
 static int line_stroke(const char *path, const char *name, double *width, char *colour, size_t n)
 {
-    char *text = slurp(path), want[256];
+    char *text = slurp(path, NULL), want[256];
     snprintf(want, sizeof want, "<title>%s</title>", name);
     const char *g = text ? strstr(text, want) : NULL;
     const char *w = g ? strstr(g, "stroke-width=\"") : NULL;
@@ -736,7 +724,7 @@ static int draw_figures(const char *res, const char *dir, const char *args, cons
 /* The value of `name` in a figures layout file (name<TAB>value lines), into out. */
 static int layout_value(const char *path, const char *name, char *out, size_t n)
 {
-    char *text = slurp(path), want[80];
+    char *text = slurp(path, NULL), want[80];
     snprintf(want, sizeof want, "%s\t", name);
     const char *at = NULL;
     for (char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
@@ -831,7 +819,7 @@ TEST(figures_series_are_functions_of_x_on_a_mixed_sweep)
 /* The stroke colour of the first line titled `name` in an SVG figure, into out. */
 static int line_colour(const char *path, const char *name, char *out, size_t n)
 {
-    char *text = slurp(path), want[256];
+    char *text = slurp(path, NULL), want[256];
     snprintf(want, sizeof want, "<title>%s</title>", name);
     const char *g = text ? strstr(text, want) : NULL;
     const char *stroke = g ? strstr(g, "<path stroke='") : NULL;
@@ -883,7 +871,7 @@ TEST(figures_memory_draws_zero_workspace_on_a_labelled_floor)
     REQUIRE(draw_figures(res, "mem", "", "svg") == 0, "figures.sh failed");
     char path[600];
     snprintf(path, sizeof path, "%s/mem/figs-memory.svg", scratch_dir());
-    char *svg = slurp(path);
+    char *svg = slurp(path, NULL);
     REQUIRE(svg, "no %s", path);
     CHECK(strstr(svg, "<text>0 B</text>"), "the memory figure has no \"0 B\" floor tic");
     free(svg);
@@ -892,7 +880,7 @@ TEST(figures_memory_draws_zero_workspace_on_a_labelled_floor)
     read_svg(path, &d);
     CHECK(strokes(&d, "rtopk") >= 1, "rtopk (0 bytes) is not drawn in the memory figure: %s",
           d.titles);
-    char *gp = slurp("plots/grid.gp");
+    char *gp = slurp("plots/grid.gp", NULL);
     CHECK(gp && strstr(gp, "\"0 B\" floor"), "plots/grid.gp lost its \"0 B\" floor tic");
     free(gp);
 }
@@ -907,7 +895,7 @@ TEST(figures_key_is_outside_the_panels_and_inside_the_figure)
     REQUIRE(draw_figures(res, "keys", "", "svg") == 0, "figures.sh failed");
     char path[600];
     snprintf(path, sizeof path, "%s/keys/figs-peers-throughput.svg", scratch_dir());
-    char *svg = slurp(path);
+    char *svg = slurp(path, NULL);
     REQUIRE(svg, "no %s", path);
     double width = 0;
     const char *w = strstr(svg, "width=\"");
@@ -971,7 +959,7 @@ TEST(figures_ablation_bars_in_declaration_order_against_the_declared_baseline)
     int repeats;
     /* three bars make a narrow figure: it is still as wide as its title (7.6 px a character) */
     snprintf(path, sizeof path, "%s/abl-order/abl-order-ablation.svg", scratch_dir());
-    char *svg = slurp(path);
+    char *svg = slurp(path, NULL);
     const char *w = svg ? strstr(svg, "width=\"") : NULL, *t = svg ? strstr(svg, "<text>Ablation") : NULL;
     size_t title = t ? strcspn(t + 6, "<") : 0;
     CHECK(w && t && atof(w + 7) >= 7.6 * (double)title,
@@ -1038,7 +1026,7 @@ TEST(figures_one_x_value_draws_a_labelled_dot_plot)
     snprintf(path, sizeof path, "%s/one-x/one-x-layout.txt", scratch_dir());
     CHECK(layout_value(path, "nx", v, sizeof v) && strcmp(v, "1") == 0, "nx = %s, want 1", v);
     snprintf(path, sizeof path, "%s/one-x/one-x.svg", scratch_dir());
-    char *svg = slurp(path);
+    char *svg = slurp(path, NULL);
     /* each series is a labelled row: its name as a y tic */
     CHECK(svg && strstr(svg, "<text>naive_sort</text>") && strstr(svg, "<text>qrita</text>"),
           "the dot plot must name each series on its axis");
@@ -1086,7 +1074,7 @@ TEST(figures_dtype_splits_the_series_of_an_algorithm)
     REQUIRE(draw_figures(res, "dts-both", "", "png") == 0, "figures.sh failed");
     char path[600], v[512];
     snprintf(path, sizeof path, "%s/dts-both/dtypes-both-layout.txt", scratch_dir());
-    char *layout = slurp(path);
+    char *layout = slurp(path, NULL);
     REQUIRE(layout, "no layout file %s", path);
     int series = 0;
     for (const char *l = layout; (l = strstr(l, "\nseries\t")) != NULL; l++)
@@ -1096,7 +1084,7 @@ TEST(figures_dtype_splits_the_series_of_an_algorithm)
     free(layout);
     REQUIRE(draw_figures(run_config("dtypes", ""), "dts-f32", "", "png") == 0, "figures.sh failed");
     snprintf(path, sizeof path, "%s/dts-f32/dtypes-layout.txt", scratch_dir());
-    layout = slurp(path);
+    layout = slurp(path, NULL);
     REQUIRE(layout, "no layout file %s", path);
     series = 0;
     for (const char *l = layout; (l = strstr(l, "\nseries\t")) != NULL; l++)
@@ -1121,7 +1109,7 @@ TEST(figures_panels_of_a_row_share_a_y_range)
     for (int f = 0; f < 2; f++) {
         char path[600];
         snprintf(path, sizeof path, "%s/rows/%s", scratch_dir(), figs[f]);
-        char *svg = slurp(path);
+        char *svg = slurp(path, NULL);
         REQUIRE(svg, "no %s", path);
         double rows[32];
         char ticks[32][64];
@@ -1190,7 +1178,7 @@ TEST(figures_table4_bars_stand_beside_the_papers_ratios)
     fclose(f);
     CHECK(rows == 4, "%s: %d bars, want 4", path, rows);
     snprintf(path, sizeof path, "%s/t4p/t4-paper-ablation.svg", scratch_dir());
-    char *svg = slurp(path);
+    char *svg = slurp(path, NULL);
     CHECK(svg && strstr(svg, "<text>the paper (H100)</text>") && strstr(svg, "<text>8.00</text>"),
           "%s: the paper's bars (J: 8.00 x A) are not drawn", path);
     free(svg);

@@ -30,20 +30,6 @@ static const char *quick_config(void)
                          "  timing = { min_reps = 3, max_reps = 3 } }\n");
 }
 
-static char *slurp_file(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)len + 1);
-    *n = fread(buf, 1, (size_t)len, f);
-    fclose(f);
-    return buf;
-}
-
 static int write_file(const char *path, const void *data, size_t n)
 {
     FILE *f = fopen(path, "wb");
@@ -58,7 +44,7 @@ static int write_file(const char *path, const void *data, size_t n)
 static int same_bytes(const char *path, const char *want, size_t n)
 {
     size_t m = 0;
-    char *now = slurp_file(path, &m);
+    char *now = slurp(path, &m);
     int same = now && m == n && memcmp(now, want, n) == 0;
     free(now);
     return same;
@@ -104,7 +90,7 @@ TEST(hostile_files_apply_refuses_to_overwrite)
     REQUIRE(run_cmd(out, sizeof out, "%s gen gaussian --batch 2 --vocab 50 -o %s", bin, in) == 0,
             "gen: %s", out);
     size_t n_in = 0;
-    char *in_bytes = slurp_file(in, &n_in);
+    char *in_bytes = slurp(in, &n_in);
     REQUIRE(in_bytes, "cannot read %s", in);
     CHECK(run_cmd(out, sizeof out, "%s gen gaussian --batch 3 --vocab 50 -o %s", bin, in) != 0 &&
               strstr(out, in) && strstr(out, "--force"),
@@ -280,7 +266,7 @@ TEST(hostile_files_resume_refuses_other_layouts)
                   { fewer, "no column 'algo'" } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t n = 0;
-        char *before = slurp_file(cases[i].path, &n);
+        char *before = slurp(cases[i].path, &n);
         int rc = run_cmd(out, sizeof out, "%s run %s -o %s --resume --backend cpu", bin, cfg,
                          cases[i].path);
         CHECK(rc == 1 && strstr(out, cases[i].path) && strstr(out, cases[i].want),
@@ -302,7 +288,7 @@ TEST(hostile_files_resume_locks_the_file)
     int fd = open(h5, O_RDONLY);
     REQUIRE(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0, "cannot lock %s", h5);
     size_t n = 0;
-    char *before = slurp_file(h5, &n);
+    char *before = slurp(h5, &n);
     int rc = run_cmd(out, sizeof out, "%s run %s -o %s --resume --backend cpu", bin, cfg, h5);
     CHECK(rc == 1 && strstr(out, h5) && strstr(out, "in use by another topkp run"),
           "--resume on a locked file: want 'in use by another topkp run', got %d: %s", rc, out);
@@ -327,7 +313,7 @@ TEST(hostile_files_partial_create)
     REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", bin, cfg, whole) == 0,
             "run: %s", out);
     size_t n = 0;
-    char *bytes = slurp_file(whole, &n);
+    char *bytes = slurp(whole, &n);
     REQUIRE(bytes && n > 96 && write_file(h5, bytes, 96) == 0, "cannot write %s", h5);
     free(bytes);
     CHECK(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", bin, cfg, h5) == 0 &&
@@ -553,7 +539,7 @@ TEST(hostile_files_corrupt_results_do_not_crash)
     REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", bin, quick_config(), h5) == 0,
             "run: %s", out);
     size_t n = 0;
-    char *good = slurp_file(h5, &n);
+    char *good = slurp(h5, &n);
     REQUIRE(good && n > 0, "cannot read %s", h5);
     const unsigned seed = 20261202;
     srand(seed);
@@ -598,7 +584,7 @@ TEST(hostile_files_corrupt_logits_do_not_crash)
              bad);
     const char *cfg = write_scratch("corrupt-logits.lua", cfg_text);
     size_t n = 0;
-    char *good = slurp_file(src, &n);
+    char *good = slurp(src, &n);
     REQUIRE(good && n > 0 && cfg, "cannot read %s or write the config", src);
     const unsigned seed = 20261203;
     srand(seed);

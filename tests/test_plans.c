@@ -14,21 +14,6 @@
 #include "cli_util.h"
 #include "test.h"
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    buf[got] = 0;
-    fclose(f);
-    return buf;
-}
-
 TEST(plans_of_shipped_configs_match_their_goldens)
 {
     DIR *dir = opendir("tests/golden");
@@ -56,7 +41,7 @@ TEST(plans_of_shipped_configs_match_their_goldens)
             continue;
         fclose(probe);
         int rc = run_cmd(out, sizeof out, "%s run %s --dry-run --backend cpu 2>/dev/null", topkp_bin(), config);
-        char *golden = slurp(golden_path);
+        char *golden = slurp(golden_path, NULL);
         CHECK(rc == 0 && golden && strcmp(out, golden) == 0,
               "%s no longer expands to %s (rerun scripts/update-goldens.sh if intended)", config,
               golden_path);

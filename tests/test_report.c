@@ -20,21 +20,6 @@
 #include "cli_util.h"
 #include "test.h"
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *text = malloc((size_t)n + 1);
-    if (text)
-        text[fread(text, 1, (size_t)n, f)] = 0;
-    fclose(f);
-    return text;
-}
-
 /* A tiny config run into scratch/<name>.h5; its path (static per slot) or NULL. */
 static const char *tiny(const char *name, const char *config)
 {
@@ -210,7 +195,7 @@ static int expansion(const char *per)
 TEST(report_writes_every_declared_claim)
 {
     REQUIRE(build_tiny_campaign() == 0, "the tiny campaign's report could not be built");
-    char *out = slurp("paper/out/claims.tsv");
+    char *out = slurp("paper/out/claims.tsv", NULL);
     FILE *decl = fopen("paper/claims.tsv", "r");
     REQUIRE(out && decl, "no paper/out/claims.tsv or paper/claims.tsv");
     char header[4096] = "", line[8192], id[256], per[1024], pattern[256], got[256], section[64];
@@ -241,7 +226,7 @@ TEST(report_writes_every_declared_claim)
                 CHECK(direction[0], "claim %s has no direction verdict", got);
                 claim_field(out, got, "section", section, sizeof section);
                 snprintf(path, sizeof path, "paper/out/gen/claims-%s.tex", section);
-                char *tex = without_breaks(slurp(path)), texid[512];
+                char *tex = without_breaks(slurp(path, NULL)), texid[512];
                 size_t k = 0; /* the id as the fragment writes it (_ escaped) */
                 for (const char *c = got; *c && k + 2 < sizeof texid; c++) {
                     if (*c == '_')
@@ -279,12 +264,12 @@ TEST(report_writes_every_declared_claim)
 TEST(report_table1_has_rows_when_its_sweep_exists)
 {
     REQUIRE(build_tiny_campaign() == 0, "the tiny campaign's report could not be built");
-    char *t1 = slurp("paper/out/gen/table1.tex");
+    char *t1 = slurp("paper/out/gen/table1.tex", NULL);
     const char *row = t1 ? strstr(t1, "gaussian/3000 &") : NULL;
     CHECK(row && strstr(row, "\\\\") && strstr(t1, "Calibrated"),
           "Table 1 has no row for the table1 sweep's gaussian/3000: %s", t1 ? t1 : "(none)");
     free(t1);
-    char *mem = slurp("paper/out/gen/memory.tex");
+    char *mem = slurp("paper/out/gen/memory.tex", NULL);
     CHECK(mem && strstr(mem, "Not in these results") && !strstr(mem, "includegraphics"),
           "memory.tex drew cells of another sweep: %s", mem ? mem : "(none)");
     free(mem);
@@ -295,7 +280,7 @@ TEST(report_table1_has_rows_when_its_sweep_exists)
 TEST(report_judges_the_papers_kernel_first)
 {
     REQUIRE(build_tiny_campaign() == 0, "the tiny campaign's report could not be built");
-    char *out = slurp("paper/out/claims.tsv");
+    char *out = slurp("paper/out/claims.tsv", NULL);
     REQUIRE(out, "no paper/out/claims.tsv");
     char first[64], second[64], missing[512];
     claim_field(out, "f2.scaling.128256.topk", "ours", first, sizeof first);

@@ -460,3 +460,82 @@ TEST(results_file_without_the_dtype_column_reads_as_f32)
           "a bf16 cell went into a file without the dtype column: %s", out);
     CHECK(exported_rows(h5) == rows, "a refused bf16 cell left a row");
 }
+
+/* ---- compression: tables written chunked and deflated (docs/DESIGN.md, "HDF5 layouts") ---- */
+
+/* Does `dataset` of `h5` carry the deflate filter? 1 yes, 0 no, -1 when it cannot be read. */
+static int deflated(const char *h5, const char *dataset)
+{
+    hid_t f = H5Fopen(h5, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = f < 0 ? -1 : H5Dopen2(f, dataset, H5P_DEFAULT);
+    hid_t dcpl = d < 0 ? -1 : H5Dget_create_plist(d);
+    const int n = dcpl < 0 ? -1 : H5Pget_nfilters(dcpl);
+    int found = n < 0 ? -1 : 0;
+    for (int i = 0; i < n; i++) {
+        unsigned flags, config;
+        size_t nvalues = 0;
+        found |= H5Pget_filter2(dcpl, (unsigned)i, &flags, &nvalues, NULL, 0, NULL,
+                                &config) == H5Z_FILTER_DEFLATE;
+    }
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    if (d >= 0)
+        H5Dclose(d);
+    if (f >= 0)
+        H5Fclose(f);
+    return found;
+}
+
+/* A fresh run's cells and samples, a shard's plan and gen's logits: each deflated, through the
+ * one helper that writes them (h5_deflated_dcpl). */
+TEST(results_tables_of_a_fresh_file_are_deflated)
+{
+    h5_quiet();
+    const char *cfg = write_scratch("dfl.lua", "sweep \"dfl\" { algos = \"naive_sort\", vocab = 300,\n"
+                                               "  batch = { 1, 2 }, k = 5, p = 1.0,\n"
+                                               "  timing = { min_reps = 2, max_reps = 2 } }\n");
+    char h5[512], shard[512], logits[512];
+    static char out[1 << 14];
+    REQUIRE(run_into(cfg, "dfl", "", h5, sizeof h5) == 0, "run failed");
+    REQUIRE(run_into(cfg, "dfl-shard", "--shard 0/2", shard, sizeof shard) == 0, "shard run failed");
+    snprintf(logits, sizeof logits, "%s/dfl-logits.h5", scratch_dir());
+    REQUIRE(run_cmd(out, sizeof out, "%s gen gaussian --batch 2 --vocab 100 -o %s --force",
+                    topkp_bin(), logits) == 0, "gen: %s", out);
+    const struct { const char *file, *dataset; } tables[] = {
+        { h5, "/sweeps/dfl/cells" },     { h5, "/sweeps/dfl/samples" },
+        { shard, "/sweeps/dfl/cells" },  { shard, "/plan" },
+        { logits, "/logits" },
+    };
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
+        CHECK(deflated(tables[i].file, tables[i].dataset) == 1, "%s of %s is not deflated (%d)",
+              tables[i].dataset, tables[i].file, deflated(tables[i].file, tables[i].dataset));
+}
+
+/* A committed results file written before the tables were deflated (the fuzz corpus's, never
+ * rewritten) reads as before: export and info print the same as for its deflated copy
+ * (h5repack, HDF5's own tool, as the committed results were rewritten). */
+TEST(results_old_uncompressed_file_reads_as_its_deflated_copy)
+{
+    h5_quiet();
+    const char *old = "tests/fuzz/corpus/results/tiny.h5";
+    char copy[512];
+    static char out[1 << 16], a[1 << 16], b[1 << 16];
+    snprintf(copy, sizeof copy, "%s/tiny-deflated.h5", scratch_dir());
+    if (run_cmd(out, sizeof out, "command -v h5repack") != 0) {
+        test_skip("no h5repack (hdf5-tools, `make deps`)");
+        return;
+    }
+    REQUIRE(deflated(old, "/sweeps/tiny/cells") == 0 && deflated(old, "/sweeps/tiny/samples") == 0,
+            "%s is no longer an uncompressed file (run from the repository root)", old);
+    REQUIRE(run_cmd(out, sizeof out, "rm -f %s && h5repack -f GZIP=6 %s %s", copy, old, copy) == 0,
+            "h5repack: %s", out);
+    REQUIRE(deflated(copy, "/sweeps/tiny/cells") == 1, "h5repack did not deflate %s", copy);
+    static const char *const commands[] = { "export", "export --format json", "info" };
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        CHECK(run_cmd(a, sizeof a, "%s %s %s", topkp_bin(), commands[i], old) == 0 &&
+                  run_cmd(b, sizeof b, "%s %s %s", topkp_bin(), commands[i], copy) == 0 &&
+                  strcmp(a, b) == 0 && strlen(a) > 100,
+              "topkp %s differs between %s and its deflated copy:\n%.400s\n---\n%.400s",
+              commands[i], old, a, b);
+    }
+}
