@@ -10,15 +10,17 @@
 # `missing: <why>` (a GPU-only chunk on the CPU, no real-model logits file, a failed or stopped run).
 #
 #   scripts/reproduce.sh [--out DIR] [--chunk NAME|N]... [--budget SECONDS] [--backend cpu|gpu]
-#                        [--allow-dirty] [--chunks FILE] [--no-paper]
+#                        [--gpus all|G,...] [--allow-dirty] [--chunks FILE] [--no-paper]
 #   scripts/reproduce.sh --list-chunks [--backend cpu|gpu]
 #
-# Without --chunk it runs every chunk not yet `ok` in the folder's campaign.tsv; --budget S stops
-# before a chunk whose estimate (x1.25) would end past S seconds and kills a running chunk at S
-# (the GPU machine's 10-minute calls: scripts/gpu-reproduce.sh). It refuses, naming both, a tree
-# with uncommitted changes to tracked files, a binary built at another commit or from a dirty tree,
-# and a folder whose campaign.tsv names another binary, unless --allow-dirty (the report refuses
-# sections that mix commits or binaries anyway). TOPKP names the binary (default build/topkp; the
+# Without --chunk it runs every chunk not yet `ok` in the folder's campaign.tsv; --budget S skips
+# each chunk whose estimate (x1.25) would end past S seconds and kills a running chunk at S
+# (the GPU machine's 10-minute calls: scripts/gpu-reproduce.sh). --gpus runs each file's chunks
+# as one `topkp run --gpus` over those GPUs (shard files take one plan, so a file is not split;
+# its other chunks are recorded with the first's status). It refuses, naming both, a tree
+# with uncommitted changes to tracked files or a binary built at another commit or from a dirty
+# tree, unless --allow-dirty, and always a folder whose campaign.tsv names another binary (the
+# report refuses sections that mix commits or binaries). TOPKP names the binary (default build/topkp; the
 # GPU tests run topkp-tests beside it).
 #
 # GPU estimate, one H200 (the gpu_s column): from the committed H200 files' cell_seconds
@@ -27,13 +29,13 @@
 # faster than 0.5 ms, else 20; fig4_memory.h5, peers_exactness.h5, table4_ablation.h5,
 # table1_hitrate.h5, cake_topp_launch.h5 and targets.h5 for the cake cells), restricted to the
 # trimmed grids, plus the oracle at 150 ns a judged logit for the rows judged beyond one:
-#   gpu_tests 150 (guess: not timed before)   table1 15   table1_real 10   table4 35
+#   gpu_tests 150 (64 tests took 78 s at 63f4d0b, results/h200/sanitizers-2026-12-02; 115 now)
+#   table1 15   table1_real 10   table4 35
 #   cake_seed 155   exactness 115   exactness_16bit 115   fig4 130   fig2_modules 196
 #   fig2_vllm_torch 253 (174 of them vLLM's Triton compiles)   fig2_rest 140   fig2_real 60 (guess)
 #   = 1374 s, about 23 minutes, plus about 10 s a chunk of start-up (Python imports) and 15 s a
-#   device call (the bundle and the peers kit): about 25 minutes in three calls of about 9 minutes.
-# On the CPU backend (2 busy cores) the whole campaign took WALL (measured at the commit that
-# added this script; docs/CAMPAIGN.md).
+#   device call (the bundle and the peers kit): about 25 minutes in three or four calls of at most 9.
+# On the CPU backend the whole campaign took 7 min 45 s on 2 busy cores at 4b87481 (docs/CAMPAIGN.md).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 2
@@ -44,7 +46,7 @@ REAL_TARGET="make real-logits"                # what writes it
 die() { echo "reproduce.sh: $*" >&2; exit 2; }
 usage() { sed -n '12,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
-out="" budget=0 backend="" allow_dirty=0 list=0 paper=1 chunks_file=scripts/campaign-chunks.tsv
+out="" budget=0 backend="" gpus="" allow_dirty=0 list=0 paper=1 chunks_file=scripts/campaign-chunks.tsv
 wanted=()
 while (($#)); do
     case $1 in
@@ -56,6 +58,7 @@ while (($#)); do
         --allow-dirty) allow_dirty=1 ;;
         --list-chunks) list=1 ;;
         --no-paper) paper=0 ;;
+        --gpus) gpus=${2:?--gpus needs all or a list of devices}; shift ;;
         -h|--help) usage ;;
         *) echo "reproduce.sh: unknown argument $1" >&2; usage ;;
     esac
@@ -81,6 +84,8 @@ if [[ -z $backend ]]; then
         backend=gpu
     fi
 fi
+
+[[ -z $gpus || $backend == gpu ]] || die "--gpus needs the GPU backend (here: $backend)"
 
 if ((list)); then
     printf 'chunk\tfile\tsweeps\talgos\tgpu_s\tneeds\n'
@@ -109,15 +114,15 @@ out=${out:-${RESULTS_ROOT:-results}/$slug-$(date -u +%F)}
 
 # One commit: a clean tree (tracked files) and a binary built from it.
 if ((!allow_dirty)); then
-    [[ $commit != *+dirty* && -n $commit ]] ||
-        die "$TOPKP was built from a dirty tree ($commit): commit, rebuild, or pass --allow-dirty"
     if git rev-parse --git-dir >/dev/null 2>&1; then
-        head=$(git rev-parse --short=12 HEAD)
         [[ -z $(git status --porcelain --untracked-files=no) ]] ||
             die "the tree has uncommitted changes (git status): commit them or pass --allow-dirty"
+        head=$(git rev-parse --short=12 HEAD)
         [[ $commit == "$head" ]] ||
             die "$TOPKP was built at $commit but the tree is at $head: rebuild (make) or pass --allow-dirty"
     fi
+    [[ $commit != *+dirty* && -n $commit ]] ||
+        die "$TOPKP was built from a dirty tree ($commit): commit, rebuild, or pass --allow-dirty"
 fi
 # The chunks to run: --chunk names or numbers (1-based), else all not yet ok.
 todo=()
@@ -137,7 +142,7 @@ tsv=$out/campaign.tsv
 header=$'file\tsweep\tcommit\tbinary_sha256\tdevice\tbackend\tstart\tend\tstatus\tchunk'
 [[ -f $tsv ]] || echo "$header" > "$tsv"
 other=$(awk -F'\t' -v s="$binsha" 'NR > 1 && $4 != s { print $3 " (" $4 ")"; exit }' "$tsv")
-if [[ -n $other ]] && ((!allow_dirty)); then
+if [[ -n $other ]]; then
     die "$tsv holds chunks of another binary, $other; this is $commit ($binsha): use another --out"
 fi
 
@@ -205,19 +210,38 @@ run_chunk() {
         return
     fi
     [[ -f ${configs[$i]} ]] || { record "$i" "missing: no config ${configs[$i]} in this tree" "$start"; return; }
-    only=$(chunk_algos "$i")
+    local sweep=${sweeps[$i]} multi=()
+    if [[ -n $gpus ]]; then # one sharded run per file: its shard files take one plan only
+        local j first=-1
+        for j in "${!names[@]}"; do
+            [[ ${files[$j]} == "${files[$i]}" ]] && ((first < 0)) && first=$j
+        done
+        if ((first != i)); then
+            local st; st=$(awk -F'\t' -v c="${names[$first]}" '$10 == c { print $9 }' "$tsv")
+            record "$i" "${st:-missing: chunk ${names[$first]} not run}; run with chunk ${names[$first]} (--gpus)" "$start"
+            return
+        fi
+        sweep=$(for j in "${!names[@]}"; do
+            [[ ${files[$j]} == "${files[$i]}" && ( ${needs[$j]} != real || -n $real ) ]] && echo "${sweeps[$j]}"
+        done | tr ',' '\n' | awk '!seen[$0]++' | paste -sd,)
+        multi=(--gpus "$gpus")
+    else
+        only=$(chunk_algos "$i")
+    fi
     if [[ ${algos[$i]} != - && -z $only ]]; then
-        record "$i" "ok; no cells of ${algos[$i]} on backend $backend" "$start"; return
+        local what=${algos[$i]}
+        [[ $what == \* ]] && what="the sweep's other modules and peers"
+        record "$i" "ok; no cells of $what on backend $backend" "$start"; return
     fi
     timeout "$cap" "$TOPKP" run "${configs[$i]}" -o "$out/${files[$i]}" --resume --backend "$backend" \
-        --sweep "${sweeps[$i]}" ${only:+--only "$only"} > "$log" 2>&1
+        --sweep "$sweep" ${only:+--only "$only"} "${multi[@]}" > "$log" 2>&1
     rc=$?
     if ((rc == 124)); then
         record "$i" "missing: stopped after $cap s (run again: it resumes)" "$start"
     elif ((rc != 0)); then
         record "$i" "missing: topkp run exit $rc: $(tail -1 "$log" | cut -c1-200 | tr '\t' ' ')" "$start"
     else
-        local note; note=$(unimportable "$out/${files[$i]}" "${sweeps[$i]}" "$only")
+        local note; note=$(unimportable "$out/${files[$i]}" "$sweep" "$only")
         record "$i" "ok${note:+; cannot be imported here: $note}" "$start"
     fi
 }
@@ -231,9 +255,9 @@ for i in "${todo[@]}"; do
     cap=570
     if ((budget)); then
         left=$((budget - (SECONDS - t0)))
-        if ((left < ests[i] * 5 / 4)); then
-            echo "budget: ${names[$i]} (about ${ests[$i]} s) does not fit the $left s left; run again"
-            break
+        if ((left <= 0 || left < ests[i] * 5 / 4)); then
+            echo "budget: ${names[$i]} (about ${ests[$i]} s) does not fit the $left s left: next call"
+            continue
         fi
         ((left < cap)) && cap=$left
     fi
