@@ -33,6 +33,8 @@ echo "setup $((SECONDS - t0)) s"
 RESULTS_ROOT=build/campaign TOPKP=build/gpu/topkp bash scripts/reproduce.sh --backend gpu \
     --budget $((budget - (SECONDS - t0) - 15)) "${args[@]}"
 rc=$?
-folder=$(dirname build/campaign/*/campaign.tsv)
+folders=(build/campaign/*/campaign.tsv)
+[[ -f ${folders[0]} ]] || { echo "no campaign folder under build/campaign" >&2; exit 1; }
+folder=$(dirname "${folders[0]}")
 tar -cf "$out/campaign.tar" -C build/campaign "$(basename "$folder")" && ls -l "$out/campaign.tar"
 exit $rc
