@@ -10,14 +10,15 @@
 # `missing: <why>` (a GPU-only chunk on the CPU, no real-model logits file, a failed or stopped run).
 #
 #   scripts/reproduce.sh [--out DIR] [--chunk NAME|N]... [--budget SECONDS] [--backend cpu|gpu]
-#                        [--gpus all|G,...] [--allow-dirty] [--chunks FILE] [--no-paper]
+#                        [--gpus all|G,... | --workers N] [--allow-dirty] [--chunks FILE] [--no-paper]
 #   scripts/reproduce.sh --list-chunks [--backend cpu|gpu]
 #
 # Without --chunk it runs every chunk not yet `ok` in the folder's campaign.tsv; --budget S skips
 # each chunk whose estimate (x1.25) would end past S seconds and kills a running chunk at S
 # (the GPU machine's 10-minute calls: scripts/gpu-reproduce.sh). --gpus runs each file's chunks
 # as one `topkp run --gpus` over those GPUs (shard files take one plan, so a file is not split;
-# its other chunks are recorded with the first's status). It refuses, naming both, a tree
+# its other chunks are recorded with the first's status); --workers N does the same with N
+# processes on the CPU backend. It refuses, naming both, a tree
 # with uncommitted changes to tracked files or a binary built at another commit or from a dirty
 # tree, unless --allow-dirty, and always a folder whose campaign.tsv names another binary (the
 # report refuses sections that mix commits or binaries). TOPKP names the binary (default build/topkp; the
@@ -40,13 +41,13 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 2
 TOPKP=${TOPKP:-build/topkp}
-REAL_GLOB=${REAL_GLOB:-datasets/real/*.h5}   # the real-model logits file (item "real logits")
+REAL_GLOB=${REAL_GLOB:-datasets/real/*.h5}   # the real-model logits file (scripts/dump_logits.py)
 REAL_TARGET="make real-logits"                # what writes it
 
 die() { echo "reproduce.sh: $*" >&2; exit 2; }
 usage() { sed -n '12,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
-out="" budget=0 backend="" gpus="" allow_dirty=0 list=0 paper=1 chunks_file=scripts/campaign-chunks.tsv
+out="" budget=0 backend="" multi=() allow_dirty=0 list=0 paper=1 chunks_file=scripts/campaign-chunks.tsv
 wanted=()
 while (($#)); do
     case $1 in
@@ -58,7 +59,8 @@ while (($#)); do
         --allow-dirty) allow_dirty=1 ;;
         --list-chunks) list=1 ;;
         --no-paper) paper=0 ;;
-        --gpus) gpus=${2:?--gpus needs all or a list of devices}; shift ;;
+        --gpus) multi=(--gpus "${2:?--gpus needs all or a list of devices}"); shift ;;
+        --workers) multi=(--workers "${2:?--workers needs a number}"); shift ;;
         -h|--help) usage ;;
         *) echo "reproduce.sh: unknown argument $1" >&2; usage ;;
     esac
@@ -85,7 +87,10 @@ if [[ -z $backend ]]; then
     fi
 fi
 
-[[ -z $gpus || $backend == gpu ]] || die "--gpus needs the GPU backend (here: $backend)"
+case ${multi[0]:-}/$backend in
+    --gpus/cpu) die "--gpus needs the GPU backend (here: cpu)" ;;
+    --workers/gpu) die "--workers is for the CPU backend (here: gpu): --gpus" ;;
+esac
 
 if ((list)); then
     printf 'chunk\tfile\tsweeps\talgos\tgpu_s\tneeds\n'
@@ -190,7 +195,7 @@ unimportable() {
 
 # run_chunk I CAP: run chunk I for at most CAP seconds and record it.
 run_chunk() {
-    local i=$1 cap=$2 start rc only log
+    local i=$1 cap=$2 start rc only="" log
     log=$out/logs/${names[$i]}.log
     start=$(now)
     if [[ ${needs[$i]} == gpu && $backend != gpu ]]; then
@@ -210,25 +215,25 @@ run_chunk() {
         return
     fi
     [[ -f ${configs[$i]} ]] || { record "$i" "missing: no config ${configs[$i]} in this tree" "$start"; return; }
-    local sweep=${sweeps[$i]} multi=()
-    if [[ -n $gpus ]]; then # one sharded run per file: its shard files take one plan only
+    local sweep=${sweeps[$i]}
+    if ((${#multi[@]})); then # one sharded run per file: its shard files take one plan only
         local j first=-1
         for j in "${!names[@]}"; do
             [[ ${files[$j]} == "${files[$i]}" ]] && ((first < 0)) && first=$j
         done
         if ((first != i)); then
             local st; st=$(awk -F'\t' -v c="${names[$first]}" '$10 == c { print $9 }' "$tsv")
-            record "$i" "${st:-missing: chunk ${names[$first]} not run}; run with chunk ${names[$first]} (--gpus)" "$start"
+            record "$i" "${st:-missing: chunk ${names[$first]} not run}; run with chunk ${names[$first]} (${multi[0]})" "$start"
             return
         fi
         sweep=$(for j in "${!names[@]}"; do
-            [[ ${files[$j]} == "${files[$i]}" && ( ${needs[$j]} != real || -n $real ) ]] && echo "${sweeps[$j]}"
+            [[ ${files[$j]} == "${files[$i]}" && ( ${needs[$j]} != real || -n $real ) &&
+               ( ${needs[$j]} != gpu || $backend == gpu ) ]] && echo "${sweeps[$j]}"
         done | tr ',' '\n' | awk '!seen[$0]++' | paste -sd,)
-        multi=(--gpus "$gpus")
     else
         only=$(chunk_algos "$i")
     fi
-    if [[ ${algos[$i]} != - && -z $only ]]; then
+    if [[ ${algos[$i]} != - && -z $only && ${#multi[@]} == 0 ]]; then
         local what=${algos[$i]}
         [[ $what == \* ]] && what="the sweep's other modules and peers"
         record "$i" "ok; no cells of $what on backend $backend" "$start"; return

@@ -3,8 +3,9 @@
  * chunks share one file (a list of algorithms and "*" for the rest) and campaign.tsv has a
  * line per chunk with the binary's commit and sha256, GPU-only and real-logits chunks recorded
  * `missing` with why; a chunk stopped by --budget records `missing` and the next call resumes it
- * into the same file without doubling a cell; a folder of another binary and a tree with
- * uncommitted changes are refused, naming what differs. */
+ * into the same file without doubling a cell; with --workers a file's chunks are one sharded
+ * run; a folder of another binary and a tree with uncommitted changes are refused, naming what
+ * differs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,4 +166,22 @@ TEST(reproduce_refuses_another_binary_and_a_dirty_tree)
                  "--out x", scratch_dir(), tiny_chunks(cfg), bin[0] == '/' ? "" : getenv("PWD"),
                  bin[0] == '/' ? "" : "/", bin);
     CHECK(rc == 2 && strstr(out, "uncommitted changes"), "a dirty tree: exit %d, %s", rc, out);
+}
+
+TEST(reproduce_workers_run_a_file_as_one_sharded_run)
+{
+    static char out[1 << 14];
+    REQUIRE(reproduce(out, sizeof out, "workers", "--workers 2") == 0, "%s", out);
+    char status[512];
+    chunk_status("workers", "first", status, sizeof status);
+    CHECK(strcmp(status, "ok") == 0, "chunk first: '%s'\n%s", status, out);
+    chunk_status("workers", "rest", status, sizeof status);
+    CHECK(strcmp(status, "ok; run with chunk first (--workers)") == 0, "chunk rest: '%s'", status);
+    int cells, keys;
+    count_cells("workers", &cells, &keys);
+    CHECK(cells == 24 && keys == 24, "tiny.h5 of 2 workers: %d cells, %d keys; want 24 of each",
+          cells, keys);
+    static char shards[256];
+    run_cmd(shards, sizeof shards, "ls %s/workers/tiny.shard-*.h5 | wc -l", scratch_dir());
+    CHECK(atoi(shards) == 2, "%d shard files beside tiny.h5, want 2", atoi(shards));
 }
