@@ -3,11 +3,11 @@
 # (docs/CAMPAIGN.md, "On a GPU machine"): unpacks the bundle .gpu-carry/gpu.tar.xz into build/gpu
 # (once per machine), installs the peers kit (.peers-kit, scripts/gpu-peers.sh), finds the
 # campaign folder under build/campaign/ (restoring it from .gpu-carry/campaign.tar on a fresh
-# machine), runs the chunks that are not yet ok for at most BUDGET seconds (default 540: the
+# machine), runs the chunks that are not yet ok for at most BUDGET seconds (default 560: the
 # device tool's calls stop at 600), and packs the folder into $OUT/campaign.tar, the one file
 # to bring back (the tool returns at most 8). Call it again until it prints "not ok: none".
 set -uo pipefail
-budget=${1:-540}
+budget=${1:-560}
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 2
 out=${OUT:?gpu-reproduce.sh runs on the GPU machine, where the device tool sets OUT}
