@@ -15,13 +15,13 @@
 
 #define SCRIPT "scripts/reproduce.sh"
 
-/* 24 cells of one call on 4 rows of 65536, each row judged: about 0.1 s a cell, so that a chunk
- * of 16 cells outlasts a 1-second budget. */
+/* 24 cells, each warmed up for 0.1 s whatever the machine's speed: a chunk of 16 cells outlasts
+ * a 1-second budget. */
 static const char *const tiny_config =
     "sweep \"tiny\" {\n"
     "    algos = { \"naive_sort\", \"rtopk\", \"qrita\" }, dataset = \"gaussian\",\n"
-    "    vocab = 65536, batch = { 1, 2, 3, 4 }, k = { 5, 50 }, p = 1.0, verify = 4,\n"
-    "    timing = { warmup = 0, min_reps = 1, max_reps = 1 },\n"
+    "    vocab = 4096, batch = { 1, 2, 3, 4 }, k = { 5, 50 }, p = 1.0, verify = 4,\n"
+    "    timing = { warmup = 1, warmup_seconds = 0.1, min_reps = 1, max_reps = 1 },\n"
     "}\n";
 
 /* The chunk table over scratch config `cfg`: rtopk alone, then the rest of the sweep, a GPU-only
