@@ -158,13 +158,12 @@ TEST(reproduce_refuses_another_binary_and_a_dirty_tree)
     CHECK(rc == 2 && strstr(out, "another binary") && strstr(out, "0123456789ab (feedbeef)"),
           "a folder of another binary: exit %d, %s", rc, out);
     /* a git tree with a modified tracked file, the script inside it */
-    const char *bin = topkp_bin();
-    rc = run_cmd(out, sizeof out, "d=%s/repo && mkdir -p $d/scripts && cp " SCRIPT " $d/scripts/ && "
-                 "cp %s $d/chunks.tsv && cd $d && git init -q && git add . && "
-                 "git -c user.email=t@t -c user.name=t commit -qm x && echo '#' >> chunks.tsv && "
-                 "TOPKP=%s%s%s bash scripts/reproduce.sh --backend cpu --no-paper --chunks chunks.tsv "
-                 "--out x", scratch_dir(), tiny_chunks(cfg), bin[0] == '/' ? "" : getenv("PWD"),
-                 bin[0] == '/' ? "" : "/", bin);
+    rc = run_cmd(out, sizeof out, "bin=$(realpath %s) && d=%s/repo && mkdir -p $d/scripts && "
+                 "cp " SCRIPT " $d/scripts/ && cp %s $d/chunks.tsv && cd $d && git init -q && "
+                 "git add . && git -c user.email=t@t -c user.name=t commit -qm x && "
+                 "echo '#' >> chunks.tsv && TOPKP=$bin bash scripts/reproduce.sh --backend cpu "
+                 "--no-paper --chunks chunks.tsv --out x", topkp_bin(), scratch_dir(),
+                 tiny_chunks(cfg));
     CHECK(rc == 2 && strstr(out, "uncommitted changes"), "a dirty tree: exit %d, %s", rc, out);
 }
 
