@@ -37,7 +37,8 @@
 #   = 1374 s, about 23 minutes, plus about 10 s a chunk of start-up (Python imports) and 15 s a
 #   device call (the bundle and the peers kit): about 25 minutes in three calls of at most 9.5
 #   (--budget 560 packs 480, 501 and 393 s of estimates).
-# On the CPU backend the whole campaign took 7 min 45 s on 2 busy cores at 4b87481 (docs/CAMPAIGN.md).
+# On the CPU backend the whole campaign took 7 min 45 s on 2 busy cores at 4b87481, 6 min 32 s
+# with torch's peers at e82d197 (docs/CAMPAIGN.md).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 2
