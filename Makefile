@@ -12,6 +12,8 @@
 #   make gpu-bundle sm_90a binary + its shared libraries under build/gpu/ (rpath $ORIGIN/lib)
 #   make check-headers  every device header (algos/*/*.cuh) compiles alone (nvcc, no GPU)
 #   make test-gpu   on the GPU machine: GPU tests (bitwise CPU = GPU) and compute-sanitizer
+#   make reproduce [REPRODUCE_ARGS=...]  every sweep of the report, one commit, into
+#                   results/<device>-<date>/, then the report (scripts/reproduce.sh, docs/CAMPAIGN.md)
 #   make figures RESULTS=file.h5 [X=k BY=p FACET=mode]  draw plots/out/*.png and *.pdf from a results file
 #   make SAN=1 test (or make test-san)  the CPU suite under ASan+UBSan, built in build/san
 #   make fuzz FUZZ_SECONDS=60  libFuzzer on the config, logits and results readers (tests/fuzz/)
@@ -76,7 +78,7 @@ LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(CU_OBJS)
 TEST_SRCS := $(wildcard tests/*.c)
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps test-deps real-logits run test test-san fuzz fuzz-run test-gpu gpu-bundle check-headers figures paper clean
+.PHONY: all deps test-deps real-logits run test test-san fuzz fuzz-run test-gpu gpu-bundle check-headers figures paper reproduce clean
 all: $(BUILD)/topkp
 
 # Rebuild everything when the flags change (e.g. CUDA appears or CPU_ONLY is set).
@@ -193,6 +195,11 @@ check-headers:
 # On the GPU machine, after carrying build/gpu there: bitwise CPU = GPU, sanitizers.
 test-gpu:
 	bash scripts/gpu-test.sh build/gpu
+
+# The campaign (scripts/reproduce.sh): the chunks of scripts/campaign-chunks.tsv not yet ok in the
+# folder, then `make paper RESULTS=<folder>` where TeX is present. The GPU tests need the runner.
+reproduce: $(BUILD)/topkp $(if $(NVCC),$(BUILD)/topkp-tests)
+	TOPKP=$(BUILD)/topkp bash scripts/reproduce.sh $(REPRODUCE_ARGS)
 
 clean:
 	rm -rf $(BUILD) build/gpu build/gpu-obj build/san build/fuzz

@@ -145,10 +145,14 @@ class Cells:
             return
         seen = {}
         for r in read_tsv(path):
-            section = next((s for s, sweeps in SECTIONS.items() if r.get("sweep") in sweeps), None)
-            if section and r.get("status", "").startswith("ok"):
-                seen.setdefault(section, {}).setdefault((r.get("commit"), r.get("binary_sha256")), []).append(
-                    "%s (%s)" % (r.get("file"), r.get("sweep")))
+            if not r.get("status", "").startswith("ok"):
+                continue
+            for sweep in (r.get("sweep") or "").split(","):  # a chunk may run several sweeps
+                for section, sweeps in SECTIONS.items():
+                    if sweep in sweeps:
+                        seen.setdefault(section, {}).setdefault(
+                            (r.get("commit"), r.get("binary_sha256")), []).append(
+                            "%s (%s)" % (r.get("file"), sweep))
         for section, builds in seen.items():
             if len(builds) > 1:
                 (a, fa), (b, fb) = sorted(builds.items())[:2]
