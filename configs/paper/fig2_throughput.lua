@@ -18,7 +18,8 @@
 -- bend after it), every row of each cell judged by the oracle (built once a row, mode and
 -- vocabulary in a chunk, harness/judge_memo.c, at 1-1.5 ms a 262k row with top-k and 26 ms with
 -- top-p alone on one core, then each cell's rows checked against it: about 8 s a chunk on the
--- GPU host's 16 cores, 126 s of one core), the timer's GPU defaults (at least 20 samples, noisy cells flagged). The modules' full
+-- GPU host's 16 cores, 126 s of one core), the timer's GPU defaults (at least 20 samples, noisy
+-- cells flagged). The modules' full
 -- grid is 5 vocabularies x 11 batches x 3 modes x 5 algorithms = 825 cells; on a 2-core CPU the
 -- batch-1024 cells alone would take about an hour (estimated from the batch-16 cells, scaled
 -- linearly in the batch; naive_sort sorts a 262208-token row in about 85 ms), so on the CPU
