@@ -5,16 +5,18 @@
 #define TKP_CELL_ROW_H
 
 #include "apply.h"
+#include "judge_memo.h"
 #include "plan.h"
 #include "results.h"
 
 /* Check up to `rows` rows spread over the batch against the oracle: sets rows_checked and
  * rows_exact. With `exact_required`, a differing row is an error (the module breaks the
  * contract); without (an approximate variant, a peer), the first difference goes into the
- * message and the status stays ok. Returns the status code. */
+ * message and the status stays ok. `memo` (may be NULL) holds the oracle's results for b's
+ * rows across cells (judge_memo.h). Returns the status code. */
 int tkp_row_judge(struct tkp_cell_row *row, const struct tkp_batch *b, const uint8_t *kept,
                   const int64_t *samples, int32_t draws, int rows, int exact_required,
-                  struct tkp_error *err);
+                  struct tkp_judge_memo *memo, struct tkp_error *err);
 /* Time statistics of the samples, whether they settled under `timing` (noisy otherwise), bytes
  * read and written, GB/s and the bandwidth fraction. Without samples the times, GB/s and the
  * fraction are NaN; stdev_us is NaN below two samples, bw_fraction without a measured copy

@@ -370,7 +370,7 @@ static int input_ready(struct tkp_peer_session *s, struct tkp_peer_input *in,
 int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
                   const struct tkp_batch *b, struct tkp_peer_input *in, uint8_t *kept,
                   int64_t *drawn, int32_t draws, struct tkp_cell_row *row, double **samples,
-                  int64_t *n_samples, struct tkp_error *err)
+                  int64_t *n_samples, struct tkp_judge_memo *memo, struct tkp_error *err)
 {
     struct tkp_problem pb = tkp_problem_of(b, s->backend, cell->algo->outputs, draws);
     int rc = tkp_capable(cell->algo, &pb, err);
@@ -399,7 +399,7 @@ int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
         return rc;
     row->workspace_bytes = extra;
     row->peak_device_bytes = s->backend == TKP_GPU ? extra + (int64_t)tkp_batch_input_bytes(b) : 0;
-    return tkp_row_judge(row, b, kept, drawn, draws, cell->verify_rows, 0, err);
+    return tkp_row_judge(row, b, kept, drawn, draws, cell->verify_rows, 0, memo, err);
 }
 
 /* The probe's per-peer lines, handed on to the caller's function. */

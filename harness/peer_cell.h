@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "apply.h"
+#include "judge_memo.h"
 #include "peer_worker.h"
 #include "plan.h"
 #include "results.h"
@@ -58,14 +59,15 @@ int tkp_peer_input_write(struct tkp_peer_session *s, const struct tkp_batch *b, 
 void tkp_peer_input_remove(struct tkp_peer_input *in);
 
 /* Run `cell` (its batch b, whose logits are the first rows of `in`) through its peer: fills
- * the row's counters and memory, the samples (malloc'd), kept/drawn for the oracle. The file
+ * the row's counters and memory, the samples (malloc'd), kept/drawn judged by the oracle
+ * (through `memo`, which may be NULL: tkp_row_judge). The file
  * of b's element type is written first when `in` has none yet (b's buffers then hold in->rows
  * rows, as for tkp_peer_input_write); an `in` of fewer rows than b is an error. Returns the
  * status code; the caller records it. */
 int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
                   const struct tkp_batch *b, struct tkp_peer_input *in, uint8_t *kept,
                   int64_t *drawn, int32_t draws, struct tkp_cell_row *row, double **samples,
-                  int64_t *n_samples, struct tkp_error *err);
+                  int64_t *n_samples, struct tkp_judge_memo *memo, struct tkp_error *err);
 
 /* Ask the worker which peers import here: calls fn(name, available, info, cast) for each, cast
  * saying what the peer does with 16-bit logits (docs/PEERS.md, "16-bit logits"). */

@@ -27,6 +27,7 @@
  * type with their exact upcast (so that an f32/bf16 sweep converts once per entry and type).
  * Least recently used entries go first. */
 #define CACHE_ENTRIES 8 /* Figure 2's five vocabularies stay generated across its algorithms */
+#define MEMO_BYTES ((int64_t)256 << 20) /* an entry's oracle prefixes, per element type */
 struct cached_batch {
     char dataset[256];
     uint64_t seed;
@@ -35,6 +36,7 @@ struct cached_batch {
     uint16_t *encoded[TKP_DTYPE_COUNT]; /* [rows, vocab] in a 16-bit type (f32: NULL) ... */
     float *upcast[TKP_DTYPE_COUNT];     /* ... and those encodings upcast, exactly */
     struct tkp_peer_input peer_file; /* the same rows for the peers, written on first use */
+    struct tkp_judge_memo *memo[TKP_DTYPE_COUNT]; /* the oracle on these rows (judge_memo.h) */
     uint64_t used; /* a tick of the last use */
 };
 
@@ -76,6 +78,7 @@ static void cache_entry_free(struct cached_batch *e)
     for (int t = 0; t < TKP_DTYPE_COUNT; t++) {
         free(e->encoded[t]);
         free(e->upcast[t]);
+        tkp_judge_memo_free(e->memo[t]);
     }
     tkp_peer_input_remove(&e->peer_file);
 }
@@ -228,7 +231,8 @@ struct run_env {
 /* A module's cell: open it, stage the batch, time it, fetch and judge its outputs. */
 static int run_module(const struct tkp_cell *cell, struct run_env *env, const struct tkp_batch *b,
                       uint8_t *kept, int64_t *drawn, int32_t draws, struct tkp_cell_row *row,
-                      double **samples, int64_t *n_samples, struct tkp_error *err)
+                      double **samples, int64_t *n_samples, struct tkp_judge_memo *memo,
+                      struct tkp_error *err)
 {
     const struct tkp_algo *a = cell->algo;
     enum tkp_backend backend = env->backend;
@@ -253,7 +257,7 @@ static int run_module(const struct tkp_cell *cell, struct run_env *env, const st
         tkp_instance_stats(&in, &stats);
         tkp_row_stats(row, &stats);
         int exact = !(a->approximate && a->approximate(cell->opts));
-        rc = tkp_row_judge(row, b, kept, drawn, draws, cell->verify_rows, exact, err);
+        rc = tkp_row_judge(row, b, kept, drawn, draws, cell->verify_rows, exact, memo, err);
     }
     tkp_instance_close(&in);
     return rc;
@@ -271,7 +275,7 @@ static int run_peer(const struct tkp_cell *cell, struct run_env *env, struct cac
             return rc;
     }
     return tkp_peer_cell(&env->peers, cell, b, &e->peer_file, kept, drawn, draws, row, samples,
-                         n_samples, err);
+                         n_samples, e->memo[b->dtype], err);
 }
 
 static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, struct run_env *env,
@@ -307,10 +311,13 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
     }
     if (!rc)
         rc = tkp_validate_rows(&b, &err);
+    if (!rc && !e->memo[b.dtype]) /* none (out of memory): every row judged afresh */
+        e->memo[b.dtype] = tkp_judge_memo_new(e->rows, MEMO_BYTES);
     if (!rc && (a->flags & TKP_PEER))
         rc = run_peer(cell, env, e, &b, kept, drawn, draws, row, samples, n_samples, &err);
     else if (!rc)
-        rc = run_module(cell, env, &b, kept, drawn, draws, row, samples, n_samples, &err);
+        rc = run_module(cell, env, &b, kept, drawn, draws, row, samples, n_samples,
+                        e->memo[b.dtype], &err);
     tkp_row_times(row, &b, kept != NULL, draws, *samples, *n_samples, &cell->timing,
                   env->copy_gbps);
     tkp_row_status(row, rc, err.msg);

@@ -29,14 +29,19 @@
 # fig2_throughput.h5, taken at 3 repetitions, scaled to 60 repetitions of (median + 1.5 ms) when
 # faster than 0.5 ms, else 20; fig4_memory.h5, peers_exactness.h5, table4_ablation.h5,
 # table1_hitrate.h5, cake_topp_launch.h5 and targets.h5 for the cake cells), restricted to the
-# trimmed grids, plus the oracle at 150 ns a judged logit for the rows judged beyond one:
+# trimmed grids, plus the oracle at 150 ns a judged logit for the rows judged beyond one at 4
+# rows a cell (16 in table4), on one core. Every row is judged now, by an oracle built once a
+# row, k and p a chunk (1.5 ms a 262k row with top-k, 26 ms with top-p alone, 0.2 ms a check,
+# on one core of the 2-core CPU) on 16 cores: about 8 s for each of Figure 2's chunks, 1.3 for
+# fig4, 1.4 for table1 (twice that at half the cores' speed-up), under the old term (37, 31, 62,
+# 32 s; cake_seed 20, table4 3.5) everywhere but table1 (0.3 s), which grows by 3 s:
 #   gpu_tests 150 (64 tests took 78 s at 63f4d0b, results/h200/sanitizers-2026-12-02; 115 now)
-#   table1 15   table1_real 10   table4 35
+#   table1 18   table1_real 10   table4 35
 #   cake_seed 155   exactness 115   exactness_16bit 115   fig4 130   fig2_modules 196
 #   fig2_vllm_torch 253 (174 of them vLLM's Triton compiles)   fig2_rest 140   fig2_real 60 (guess)
-#   = 1374 s, about 23 minutes, plus about 10 s a chunk of start-up (Python imports) and 15 s a
+#   = 1377 s, about 23 minutes, plus about 10 s a chunk of start-up (Python imports) and 15 s a
 #   device call (the bundle and the peers kit): about 25 minutes in three calls of at most 9.5
-#   (--budget 560 packs 480, 501 and 393 s of estimates).
+#   (--budget 560 packs 483, 501 and 393 s of estimates).
 # On the CPU backend the whole campaign took 7 min 45 s on 2 busy cores at 4b87481, 6 min 32 s
 # with torch's peers at e82d197 (docs/CAMPAIGN.md).
 set -uo pipefail

@@ -1,6 +1,7 @@
 /* test_judge.c — tkp_row_judge (harness/cell_row.c), whose rows are judged in parallel: the
  * counts and the first differing row named in the message are those of judging the rows in
- * order, with every row or a spread sample of them. */
+ * order, with every row or a spread sample of them; through a memo (harness/judge_memo.c) the
+ * verdicts are those without one, for every k and p the rows are judged under. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,7 +51,7 @@ TEST(judge_counts_and_names_the_first_differing_row_in_order)
         struct tkp_cell_row row;
         memset(&row, 0, sizeof row);
         struct tkp_error err = { "" };
-        int rc = tkp_row_judge(&row, &b, kept, NULL, 0, cases[i].rows, 0, &err);
+        int rc = tkp_row_judge(&row, &b, kept, NULL, 0, cases[i].rows, 0, NULL, &err);
         CHECK(rc == 0 && row.rows_checked == cases[i].checked && row.rows_exact == cases[i].exact,
               "rows=%d: rc %d, %lld checked, %lld exact; want %lld and %lld", cases[i].rows, rc,
               (long long)row.rows_checked, (long long)row.rows_exact, cases[i].checked,
@@ -60,8 +61,52 @@ TEST(judge_counts_and_names_the_first_differing_row_in_order)
                              : err.msg[0] == 0,
               "rows=%d: message '%s', want the first differing row %s", cases[i].rows, err.msg,
               cases[i].first ? cases[i].first : "(none)");
-        rc = tkp_row_judge(&row, &b, kept, NULL, 0, cases[i].rows, 1, &err);
+        rc = tkp_row_judge(&row, &b, kept, NULL, 0, cases[i].rows, 1, NULL, &err);
         CHECK((rc != 0) == (cases[i].first != NULL), "rows=%d, exact required: rc %d", cases[i].rows,
               rc);
     }
+}
+
+/* Judge b's rows with `kept` through memo m; returns the rows equal to the oracle. */
+static long long judged_exact(const struct tkp_batch *b, const uint8_t *kept,
+                              struct tkp_judge_memo *m)
+{
+    struct tkp_cell_row row;
+    memset(&row, 0, sizeof row);
+    struct tkp_error err = { "" };
+    tkp_row_judge(&row, b, kept, NULL, 0, ROWS, 0, m, &err);
+    return row.rows_checked == ROWS ? row.rows_exact : -1;
+}
+
+TEST(judge_memo_gives_the_verdicts_of_a_fresh_oracle_for_each_k_and_p)
+{
+    static uint8_t good[ROWS * VOCAB], bad_kept[ROWS * VOCAB];
+    struct tkp_batch b;
+    static const int none[] = { -1 }, bad[] = { 3, 50, -1 };
+    make_batch(&b, good, none);
+    make_batch(&b, bad_kept, bad);
+    struct tkp_judge_memo *m = tkp_judge_memo_new(ROWS, 1 << 20);
+    REQUIRE(m, "out of memory");
+    CHECK(judged_exact(&b, good, m) == ROWS, "first cell: not every row exact");
+    CHECK(tkp_judge_memo_bytes(m) > 0, "the memo holds nothing after a cell");
+    CHECK(judged_exact(&b, good, m) == ROWS, "second cell, from the memo: not every row exact");
+    CHECK(judged_exact(&b, bad_kept, m) == ROWS - 2, "from the memo, a wrong mask passes");
+    int32_t *k = (int32_t *)b.k; /* the same rows under k = 6: the 5-token masks are wrong */
+    for (int r = 0; r < ROWS; r++)
+        k[r] = K + 1;
+    CHECK(judged_exact(&b, good, m) == 0, "k = 6 judged by the memo of k = 5");
+    for (int r = 0; r < ROWS; r++)
+        k[r] = K;
+    float *p = (float *)b.p; /* and under top-p 0.5: one token */
+    for (int r = 0; r < ROWS; r++)
+        p[r] = 0.5f;
+    CHECK(judged_exact(&b, good, m) == 0, "p = 0.5 judged by the memo of p = 1");
+    for (int r = 0; r < ROWS; r++)
+        p[r] = 1.0f;
+    tkp_judge_memo_free(m);
+    m = tkp_judge_memo_new(ROWS, 0); /* full at once: every row judged afresh */
+    REQUIRE(m, "out of memory");
+    CHECK(judged_exact(&b, bad_kept, m) == ROWS - 2 && tkp_judge_memo_bytes(m) == 0,
+          "a memo of 0 bytes: %lld bytes held", (long long)tkp_judge_memo_bytes(m));
+    tkp_judge_memo_free(m);
 }

@@ -488,7 +488,8 @@ static struct peer_run run_peer_cell(struct tkp_peer_session *s, const char *alg
     memset(&r, 0, sizeof r);
     double *samples = NULL;
     int64_t n_samples = 0;
-    r.rc = tkp_peer_cell(s, &cell, b, in, kept, drawn, draws, &r.row, &samples, &n_samples, &r.err);
+    r.rc = tkp_peer_cell(s, &cell, b, in, kept, drawn, draws, &r.row, &samples, &n_samples,
+                         NULL, &r.err);
     free(samples);
     return r;
 }

@@ -94,3 +94,42 @@ TEST(plans_of_the_bf16_configs_on_the_gpu_pair_each_f32_cell)
               "targets_bf16 cell %zu is not an f32 cell followed by its bf16 twin", i);
     tkp_plan_free(&plan);
 }
+
+/* The campaign's sample policy (docs/CAMPAIGN.md, "Chunks and the sample policy"): every cell
+ * of every config of scripts/campaign-chunks.tsv judges every row, on both backends. */
+TEST(plans_of_the_campaign_judge_every_row_of_every_cell)
+{
+    FILE *f = fopen("scripts/campaign-chunks.tsv", "r");
+    REQUIRE(f, "scripts/campaign-chunks.tsv is missing (run from the repository root)");
+    char line[1024], done[16][256];
+    int configs = 0;
+    while (fgets(line, sizeof line, f)) {
+        char chunk[256], file[256], config[256];
+        if (line[0] == '#' || sscanf(line, "%255[^\t]\t%255[^\t]\t%255[^\t]", chunk, file,
+                                     config) != 3 || strcmp(config, "-") == 0)
+            continue;
+        int seen = 0;
+        for (int i = 0; i < configs; i++)
+            seen |= strcmp(done[i], config) == 0;
+        if (seen || configs == 16)
+            continue;
+        snprintf(done[configs++], sizeof done[0], "%s", config);
+        for (int backend = 0; backend < 2; backend++) {
+            struct tkp_plan plan;
+            struct tkp_error err = { "" };
+            REQUIRE(tkp_config_load(config, backend ? TKP_GPU : TKP_CPU, &plan, &err) == TKP_OK,
+                    "%s: %s", config, err.msg);
+            int short_cells = 0;
+            for (size_t i = 0; i < plan.n; i++) {
+                const struct tkp_cell *c = &plan.cells[i];
+                if (c->verify_rows < c->batch && short_cells++ == 0)
+                    CHECK(0, "%s (%s backend): sweep %s %s B=%lld judges %d rows", config,
+                          backend ? "GPU" : "CPU", c->sweep, c->algo->name,
+                          (long long)c->batch, c->verify_rows);
+            }
+            tkp_plan_free(&plan);
+        }
+    }
+    fclose(f);
+    CHECK(configs >= 6, "scripts/campaign-chunks.tsv names %d configs", configs);
+}

@@ -3,11 +3,13 @@
 -- model-like profiles (datasets/model_like.c), each at its own model's vocabulary.
 -- Statistics matter, not time: one timed repetition, 128 rows per cell.
 -- scripts/calibrate_table1.sh runs it and prints the measured table beside the paper's;
--- datasets/CALIBRATION.md documents the profiles. About 15 seconds on two CPU cores.
+-- datasets/CALIBRATION.md documents the profiles. About 26 seconds on two busy CPU cores, every
+-- row judged (15 s when 2 rows a cell were).
 -- The profiles were fitted to Table 1's two settings (k = 50; p = 0.9), so their agreement there
 -- is by construction; sweep "table1_unfitted" holds the statistics nobody fitted: other k and p
--- on the same profiles, and datasets that were never tuned (peers_s1, flat). About 20 more
--- seconds on two CPU cores (15 s and 18 s, measured at 67ea0b5). The statistics are the same on both backends (tested).
+-- on the same profiles, and datasets that were never tuned (peers_s1, flat). About 26 more
+-- seconds on two busy CPU cores (52 s for both, every row judged; 15 s and 18 s at 67ea0b5 with
+-- 2 and 1 rows judged a cell). The statistics are the same on both backends (tested).
 local profiles = {
     model_llama3_8b = 128256,   -- R1-Distill-Llama-8B
     model_qwen3_8b = 151936,    -- Qwen3-8B
@@ -25,7 +27,7 @@ sweep "table1" {
     k = { 50, 0 },
     p = { 1.0, 0.9 },
     seed = 1,
-    verify = 2,
+    verify = 1 << 20, -- every row (top-p alone: the oracle's 13-26 ms a row, once per row)
     -- each profile at its own vocabulary; top-k alone (k=50, p=1) or top-p alone (k=0, p=0.9)
     where = function(c)
         return profiles[c.dataset] == c.vocab and ((c.k == 50) == (c.p >= 1))
@@ -42,7 +44,7 @@ sweep "table1_unfitted" {
     k = { 10, 200, 1000, 0 },
     p = { 1.0, 0.5, 0.95 },
     seed = 2,
-    verify = 1,
+    verify = 1 << 20, -- every row
     -- the profiles at their own vocabulary, the untuned datasets at 128256; top-k alone at
     -- k = 10, 200, 1000 or top-p alone at p = 0.5, 0.95
     where = function(c)

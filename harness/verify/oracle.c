@@ -1,4 +1,7 @@
-/* oracle.c — see oracle.h. Deliberately simple and slow. */
+/* oracle.c — see oracle.h. Deliberately simple: its own radix selection and sort on
+ * order-preserving keys, and long-double masses. Only the prefix of the canonical order a
+ * check can read is ordered: the top-k set (or its first token when p <= 0), or every valid
+ * token when top-k is off (the top-p total sums every weight in canonical order). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,52 +11,129 @@
 
 #define BAND 1e-6L
 
-struct pair {
-    float v;
+/* A valid token: `key` ascending is the canonical order's value part (value descending,
+ * -0.0 == +0.0); ties keep index order, which every pass below preserves (stable). */
+struct entry {
+    uint32_t key;
     int32_t i;
 };
 
-static int by_value_then_index(const void *a, const void *b)
+static uint32_t canonical_key(float v)
 {
-    const struct pair *x = a, *y = b;
-    if (x->v > y->v)
+    uint32_t u;
+    if (v == 0.0f)
+        v = 0.0f;
+    memcpy(&u, &v, sizeof u);
+    u = (u & 0x80000000u) ? ~u : u | 0x80000000u; /* ascending with v */
+    return ~u;
+}
+
+/* Stable LSD radix sort of e[0..n) by key, three passes of 11 bits through tmp. */
+static void sort_entries(struct entry *e, int64_t n, struct entry *tmp)
+{
+    static const int shift[] = { 0, 11, 22 };
+    for (int d = 0; d < 3; d++) {
+        int64_t count[2049] = { 0 };
+        for (int64_t j = 0; j < n; j++)
+            count[((e[j].key >> shift[d]) & 2047u) + 1]++;
+        for (int b = 0; b < 2048; b++)
+            count[b + 1] += count[b];
+        for (int64_t j = 0; j < n; j++)
+            tmp[count[(e[j].key >> shift[d]) & 2047u]++] = e[j];
+        memcpy(e, tmp, sizeof *e * (size_t)n);
+    }
+}
+
+/* The bin of a 16-bit histogram where the m-th smallest key falls; *before counts the keys
+ * in lower bins. */
+static uint32_t bin_of_rank(const int64_t *hist, int64_t m, int64_t *before)
+{
+    uint32_t b = 0;
+    while (*before + hist[b] < m)
+        *before += hist[b++];
+    return b;
+}
+
+/* Move the first m (1 <= m <= n) entries of the canonical order to e[0..m), in index order:
+ * find the m-th smallest key K (two 16-bit histograms), then keep every key below K and the
+ * first (lowest-index) entries equal to K. */
+static int select_first(struct entry *e, int64_t n, int64_t m)
+{
+    int64_t *hist = malloc(sizeof *hist * 65536);
+    if (!hist)
         return -1;
-    if (x->v < y->v)
-        return 1;
-    return x->i < y->i ? -1 : x->i > y->i;
+    memset(hist, 0, sizeof *hist * 65536);
+    for (int64_t j = 0; j < n; j++)
+        hist[e[j].key >> 16]++;
+    int64_t below = 0;
+    uint32_t hi = bin_of_rank(hist, m, &below);
+    memset(hist, 0, sizeof *hist * 65536);
+    for (int64_t j = 0; j < n; j++)
+        if (e[j].key >> 16 == hi)
+            hist[e[j].key & 0xffffu]++;
+    uint32_t threshold = hi << 16 | bin_of_rank(hist, m, &below);
+    free(hist);
+    int64_t ties = m - below, out = 0;
+    for (int64_t j = 0; j < n; j++)
+        if (e[j].key < threshold || (e[j].key == threshold && ties-- > 0))
+            e[out++] = e[j];
+    return 0;
+}
+
+/* How many tokens of the canonical order a check can read: n_max (the whole top-k set when
+ * top-p is on, for its total). */
+static int64_t prefix_needed(int64_t set_size, float p)
+{
+    return (p < 1.0f && !(p > 0.0f) && set_size > 0) ? 1 : set_size;
+}
+
+/* order[0..m) and weight[0..m): the first m valid tokens of the canonical order. */
+static int order_prefix(struct oracle_row *o, const float *x, int64_t m)
+{
+    struct entry *e = malloc(sizeof *e * (size_t)(o->vocab ? o->vocab : 1));
+    struct entry *tmp = malloc(sizeof *tmp * (size_t)(m ? m : 1));
+    int rc = -1;
+    if (!e || !tmp)
+        goto out;
+    int64_t n = 0;
+    for (int64_t i = 0; i < o->vocab; i++)
+        if (!isnan(x[i]) && !(isinf(x[i]) && x[i] < 0))
+            e[n++] = (struct entry){ canonical_key(x[i]), (int32_t)i };
+    if (m < n && m > 0 && select_first(e, n, m))
+        goto out;
+    sort_entries(e, m, tmp);
+    int infs = m > 0 && isinf(x[e[0].i]);
+    for (int64_t j = 0; j < m; j++) {
+        float v = x[e[j].i];
+        o->order[j] = e[j].i;
+        if (infs)
+            o->weight[j] = isinf(v) ? 1.0L : 0.0L;
+        else if (j > 0 && v == x[e[j - 1].i]) /* a tie: the same mass, without expl */
+            o->weight[j] = o->weight[j - 1];
+        else
+            o->weight[j] = expl((long double)v - (long double)x[e[0].i]);
+    }
+    rc = 0;
+out:
+    free(e);
+    free(tmp);
+    return rc;
 }
 
 int oracle_row_init(struct oracle_row *o, const float *x, int64_t vocab, int32_t k, float p)
 {
     memset(o, 0, sizeof *o);
     o->vocab = vocab;
-    struct pair *pairs = malloc(sizeof *pairs * (size_t)(vocab ? vocab : 1));
-    o->order = malloc(sizeof *o->order * (size_t)(vocab ? vocab : 1));
-    o->weight = malloc(sizeof *o->weight * (size_t)(vocab ? vocab : 1));
-    if (!pairs || !o->order || !o->weight) {
-        free(pairs);
+    for (int64_t i = 0; i < vocab; i++)
+        o->valid += !isnan(x[i]) && !(isinf(x[i]) && x[i] < 0);
+    o->set_size = (k > 0 && k < vocab && k < o->valid) ? k : o->valid;
+    int64_t s = o->set_size, m = prefix_needed(s, p);
+    o->order = malloc(sizeof *o->order * (size_t)(m ? m : 1));
+    o->weight = malloc(sizeof *o->weight * (size_t)(m ? m : 1));
+    if (!o->order || !o->weight || order_prefix(o, x, m)) {
         oracle_row_free(o);
         return -1;
     }
-    for (int64_t i = 0; i < vocab; i++)
-        if (!isnan(x[i]) && !(isinf(x[i]) && x[i] < 0))
-            pairs[o->valid++] = (struct pair){ x[i], (int32_t)i };
-    qsort(pairs, (size_t)o->valid, sizeof *pairs, by_value_then_index);
-
-    int64_t infs = 0;
-    for (int64_t j = 0; j < o->valid; j++)
-        infs += isinf(pairs[j].v);
-    for (int64_t j = 0; j < o->valid; j++) {
-        o->order[j] = pairs[j].i;
-        if (infs)
-            o->weight[j] = isinf(pairs[j].v) ? 1.0L : 0.0L;
-        else
-            o->weight[j] = expl((long double)pairs[j].v - (long double)pairs[0].v);
-    }
-    free(pairs);
-
-    o->set_size = (k > 0 && k < vocab && k < o->valid) ? k : o->valid;
-    int64_t s = o->set_size;
     if (!(p < 1.0f) || s == 0) {
         o->n_min = o->n_max = s;
     } else if (!(p > 0.0f)) {

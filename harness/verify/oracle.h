@@ -1,7 +1,8 @@
 /* oracle.h — the independent judge of docs/SEMANTICS.md. It shares no code with the modules:
- * its own sort (qsort on value/index pairs) and long-double masses. For one row it computes
- * the canonical order, the top-k set and the band of kept-prefix lengths the top-p rule
- * accepts, and checks a kept mask or a draw against them. */
+ * its own selection and sort (radix, on order-preserving keys of value then index) and
+ * long-double masses. For one row it computes the canonical order (the prefix a check reads),
+ * the top-k set and the band of kept-prefix lengths the top-p rule accepts, and checks a kept
+ * mask or a draw against them. */
 #ifndef TKP_ORACLE_H
 #define TKP_ORACLE_H
 
@@ -12,8 +13,9 @@ struct oracle_row {
     int64_t vocab, valid;
     int64_t set_size;    /* size of the top-k set (all valid tokens when top-k is off) */
     int64_t n_min, n_max;/* accepted lengths of the kept prefix, inclusive */
-    int32_t *order;      /* [valid] canonical order */
-    long double *weight; /* [valid] unnormalised probability, in canonical order */
+    /* The prefix of the canonical order a check reads: set_size tokens (1 when p <= 0). */
+    int32_t *order;
+    long double *weight; /* unnormalised probability, in canonical order */
 };
 
 /* Judge row x (vocab float32 values) under k and p. A 16-bit row is judged by its exact
