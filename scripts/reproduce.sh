@@ -287,7 +287,13 @@ pending=$(awk -F'\t' 'NR > 1 && $9 !~ /^ok/ { print $10 }' "$tsv" | paste -sd' '
 echo "campaign $out: $(awk 'NR > 1' "$tsv" | wc -l) chunks recorded; not ok: ${pending:-none}"
 if ((paper)) && ((!budget)); then
     if command -v pdflatex >/dev/null; then
-        make paper RESULTS="$out" || echo "reproduce.sh: make paper RESULTS=$out failed" >&2
+        # the report and its claims table travel with the folder they were built from
+        if make paper RESULTS="$out"; then
+            cp paper/out/report.pdf paper/out/claims.tsv "$out/"
+            echo "reproduce.sh: $out/report.pdf and $out/claims.tsv"
+        else
+            echo "reproduce.sh: make paper RESULTS=$out failed" >&2
+        fi
     else
         echo "no TeX here: on a machine with TeX (or network for apt), make paper RESULTS=$out"
     fi
