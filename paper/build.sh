@@ -25,9 +25,10 @@ export BASELINE=${BASELINE:-naive_sort}
 bin=${TOPKP:-$top/build/topkp}
 
 # the results files: a campaign folder's *.h5 (and its gpu_tests.log), or the files named
-files=() tests=() real=
+files=() tests=() real= campaign=
 for a in "$@"; do
     if [ -d "$a" ]; then
+        [ -r "$a/campaign.tsv" ] && campaign=$a/campaign.tsv
         for f in "$a"/*.h5; do [ -e "$f" ] && files+=("$f"); done
         [ -r "$a/gpu_tests.log" ] && tests=(--tests "$a/gpu_tests.log")
         [ -r "$a/real_logits.tsv" ] && real=$a/real_logits.tsv
@@ -114,6 +115,21 @@ tawk() {
     done
     echo '\bottomrule\end{tabular}'
 } > "$gen/provenance.tex"
+
+# The campaign's chunks (a campaign folder's campaign.tsv, docs/CAMPAIGN.md): each with its
+# status, so that the report says which parts ran and which are missing, and why.
+if [ -n "$campaign" ]; then
+    {
+        echo '{\footnotesize\begin{longtable}{lllp{0.5\textwidth}}'
+        echo '\caption{The campaign'"'"'s chunks (\texttt{campaign.tsv}): what ran, and what is missing and why.}\\'
+        echo '\toprule chunk & file & sweeps & status \\ \midrule\endhead'
+        tawk '{ print "\\texttt{" tex($ix["chunk"]) "}", "\\texttt{" tex($ix["file"]) "}", tex($ix["sweep"]),
+                      ($ix["status"] ~ /^ok/ ? "" : "\\textbf{") tex($ix["status"]) ($ix["status"] ~ /^ok/ ? "" : "}") " \\\\" }' "$campaign"
+        echo '\bottomrule\end{longtable}}'
+    } > "$gen/campaign.tex"
+else
+    echo '\emph{The inputs are results files, not a campaign folder: no \texttt{campaign.tsv} says what ran and what is missing.}' > "$gen/campaign.tex"
+fi
 
 # Figure 2: throughput and speed-ups (its claims: gen/claims-fig2.tex).
 s=$(first_with throughput fig2)

@@ -340,6 +340,29 @@ TEST(report_refuses_a_section_of_two_commits)
           "claims.py must refuse a campaign.tsv of two binaries in one section: rc %d, %s", rc, out);
 }
 
+/* A campaign folder (docs/CAMPAIGN.md): the report lists every chunk of its campaign.tsv with
+ * its status, a missing one in bold with its reason, so that a CPU campaign says which parts
+ * wait for a GPU. */
+TEST(report_lists_the_campaigns_missing_chunks)
+{
+    const char *const *f = tiny_campaign();
+    REQUIRE(f, "the tiny campaign could not be made");
+    char out[1 << 14];
+    built = 0;
+    int rc = run_cmd(out, sizeof out, "d=%s/camp-missing && rm -rf $d && mkdir -p $d && "
+                     "cp %s $d/table4.h5 && printf 'file\\tsweep\\tcommit\\tbinary_sha256\\tstatus\\tchunk\\n"
+                     "table4.h5\\ttable4\\tc1\\taaa1\\tok\\ttable4\\n"
+                     "gpu_tests.log\\t-\\tc1\\taaa1\\tmissing: GPU only (backend cpu)\\tgpu_tests\\n' "
+                     "> $d/campaign.tsv && GEN_ONLY=1 TOPKP=%s bash paper/build.sh $d",
+                     scratch_dir(), f[1], topkp_bin());
+    REQUIRE(rc == 0, "build.sh on a campaign folder failed (%d): %s", rc, out);
+    char *tex = slurp("paper/out/gen/campaign.tex", NULL);
+    CHECK(tex && strstr(tex, "\\textbf{missing: GPU only (backend cpu)}") &&
+              strstr(tex, "gpu\\_tests") && strstr(tex, "table4.h5"),
+          "campaign.tex must list each chunk, the missing one in bold: %s", tex ? tex : "(none)");
+    free(tex);
+}
+
 /* A Table 1 sweep of top-k-and-top-p cells only: Table 1's table (top-k alone and top-p
  * alone) would have no rows, and the report refuses it naming the fragment. */
 TEST(report_refuses_a_table_with_no_rows)
