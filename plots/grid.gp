@@ -105,7 +105,10 @@ floor_tics = 'set ytics ("0 B" floor); \
     do for [e = int(word(ydecades, 1)):int(word(ydecades, 2)):ystep] { set ytics add (gprintf("%.0s %cB", 10.0**e) 10.0**e) }; \
     set mytics 10; set yrange [floor / 2.5:10.0**(int(word(ydecades, 2)) + 0.3)]'
 if (floor == floor) ystep = (int(word(ydecades, 2)) - int(word(ydecades, 1)) > 8) ? 2 : 1
-axes_line = 'unset logscale; set xrange [*:*]; set autoscale xfix; set offsets graph 0.04, graph 0.04, 0, 0; eval data_xtics; if (xlog) { set logscale x }; set logscale y; \
+# a panel's axes: the ranges are reset before an axis turns log, since the key strip of the
+# format drawn before (render: PNG, then PDF) leaves [0:width] and [height:0], and a log axis
+# over 0 warns "could not confirm linked axis inverse mapping function"
+axes_line = 'unset logscale; set xrange [*:*]; set yrange [*:*]; set autoscale xfix; set offsets graph 0.04, graph 0.04, 0, 0; eval data_xtics; if (xlog) { set logscale x }; set logscale y; \
     if (floor == floor) { eval floor_tics } else { set ytics autofreq; eval row_yrange }; \
     set format y yformat; set format x "% h"; set xlabel xlab noenhanced; set ylabel ylab noenhanced'
 plot_line = 'plot for [i = 1:(errlo ne "" ? nlines : 0)] datafile using "fx":(keep(r, c, i)):(err(errlo)):(err(errhi)) with yerrorbars lt S[i] dt 1 lw 1 pt 0 notitle, \
@@ -114,7 +117,7 @@ plot_line = 'plot for [i = 1:(errlo ne "" ? nlines : 0)] datafile using "fx":(ke
     (reference == reference ? reference : NaN) with lines dt 3 lw 1.5 lc "gray40" notitle, \
     (floor == floor ? floor : NaN) with lines dt 3 lw 1.5 lc "gray40" notitle'
 # dot plot: series i at y = i (top down), its value on x, written beside the dot
-axes_dots = 'unset logscale; set logscale x; set yrange [nlines + 0.7:0.3]; set ytics (); set grid xtics ytics; \
+axes_dots = 'unset logscale; set xrange [*:*]; set logscale x; set yrange [nlines + 0.7:0.3]; set ytics (); set grid xtics ytics; \
     do for [i = 1:nlines] { set ytics add ((pcol(r, c) == 1 ? T[i] : "") i) }; set ytics scale 0 noenhanced; \
     set offsets graph 0.05, graph 0.25, 0, 0; set format x yformat; set xlabel ylab noenhanced; unset ylabel; \
     if (floor == floor) { eval floor_xtics } else { set xrange [*:*]; set xtics autofreq }'

@@ -429,7 +429,9 @@ if [ -s "$base-hitrate.body" ]; then
             END { for (j = 1; j <= NR; j++) print "series", s[j], a[j], i[j], n[a[j]] }' |
         awk -f "$top/scripts/figures-style.awk" "$top/plots/palette.tsv" -)
     draw hitrate.gp "$base-hitrate" "$base-hitrate.tsv" "$(for s in $hseries; do echo "$s"; done)" \
-        "cats='$cats'" "hseries='$hseries'" "has_st=$(awk -F'\t' '$12 + 0 > 0 { n = 1 } END { print n + 0 }' "$base-hitrate.body")"
+        "cats='$cats'" "hseries='$hseries'" "has_st=$(awk -F'\t' '$12 + 0 > 0 { n = 1 } END { print n + 0 }' "$base-hitrate.body")" \
+        "ntrange='$(awk -F'\t' '$11 + 0 > 0 { if (lo == "" || $11 + 0 < lo + 0) lo = $11; if ($11 + 0 > hi + 0) hi = $11 }
+                                 END { print lo, hi }' "$base-hitrate.body")'"
     kinds+=(hitrate)
 else
     printf 'x\tvocab\tpanel\tseries\talgo\tmode\tdataset\tk\tp\trows\thit_rate\toutliers\toutlier_mass\n' > "$base-hitrate.tsv"
