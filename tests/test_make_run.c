@@ -7,10 +7,13 @@
 #include "cli_util.h"
 #include "test.h"
 
-/* make -n in the repository root, without the make that may have started the suite. */
+/* make -n in the repository root, without the make that may have started the suite nor the
+ * variables it exports to the suite (`make SAN=1 test` exports SAN, which means CPU-only). */
 static int plan(char *out, size_t n, const char *args)
 {
-    return run_cmd(out, n, "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -n run %s", args);
+    return run_cmd(out, n,
+                   "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SAN -u FUZZ -u CPU_ONLY -u BUILD "
+                   "make -n run %s", args);
 }
 
 TEST(make_run_builds_no_cuda_objects_in_parallel_without_a_gpu)
