@@ -30,9 +30,9 @@ static int judge_row(const struct tkp_batch *b, const uint8_t *kept, const int64
 
 /* Check `rows` rows spread over the batch; returns rows equal to the oracle. The oracle orders
  * each row on the CPU (about 1.5 ms a 262k-token row with top-k, 27 ms with top-p alone, whose
- * total takes every token's mass), so the rows are judged in parallel
- * (OpenMP); the counts, and the message of the first row that differs, are those of judging
- * them in order, stopping at a row whose oracle cannot be built. */
+ * total takes every token's mass), so the rows are judged in parallel (OpenMP), each once; the
+ * counts, and the message of the first row that differs, are those of judging them in order,
+ * stopping at a row whose oracle cannot be built. */
 static int64_t verify(const struct tkp_batch *b, const uint8_t *kept, const int64_t *samples,
                       int32_t draws, int rows, struct tkp_judge_memo *memo, int64_t *checked,
                       char *why, size_t why_n)
@@ -47,19 +47,25 @@ static int64_t verify(const struct tkp_batch *b, const uint8_t *kept, const int6
     signed char *ok = malloc((size_t)n);
     if (!ok)
         return 0;
+    int64_t first_bad = n; /* the first differing row's index among the n, and its message */
+    char first_msg[256] = "";
 #pragma omp parallel for schedule(dynamic, 1) if (n > 1)
     for (int64_t i = 0; i < n; i++) {
-        char msg[256];
+        char msg[256] = "";
         ok[i] = (signed char)judge_row(b, kept, samples, draws, i * step, memo, msg,
                                        sizeof msg);
+        if (ok[i] == 0) {
+#pragma omp critical(tkp_verify_first_bad)
+            if (i < first_bad) {
+                first_bad = i;
+                memcpy(first_msg, msg, sizeof msg);
+            }
+        }
     }
     int64_t exact = 0;
     for (int64_t i = 0; i < n && ok[i] >= 0; i++) {
-        if (!ok[i] && !why[0]) {
-            char msg[256] = "";
-            judge_row(b, kept, samples, draws, i * step, memo, msg, sizeof msg);
-            snprintf(why, why_n, "row %lld: %s", (long long)(i * step), msg);
-        }
+        if (i == first_bad)
+            snprintf(why, why_n, "row %lld: %s", (long long)(i * step), first_msg);
         exact += ok[i];
         (*checked)++;
     }

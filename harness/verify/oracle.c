@@ -87,21 +87,18 @@ static int64_t prefix_needed(int64_t set_size, float p)
     return (p < 1.0f && !(p > 0.0f) && set_size > 0) ? 1 : set_size;
 }
 
-/* order[0..m) and weight[0..m): the first m valid tokens of the canonical order. */
-static int order_prefix(struct oracle_row *o, const float *x, int64_t m)
+/* order[0..m) and weight[0..m): the first m of the n valid tokens e[0..n) in canonical order
+ * (e is reordered). */
+static int order_prefix(struct oracle_row *o, const float *x, struct entry *e, int64_t n,
+                        int64_t m)
 {
-    struct entry *e = malloc(sizeof *e * (size_t)(o->vocab ? o->vocab : 1));
     struct entry *tmp = malloc(sizeof *tmp * (size_t)(m ? m : 1));
-    int rc = -1;
-    if (!e || !tmp)
-        goto out;
-    int64_t n = 0;
-    for (int64_t i = 0; i < o->vocab; i++)
-        if (!isnan(x[i]) && !(isinf(x[i]) && x[i] < 0))
-            e[n++] = (struct entry){ canonical_key(x[i]), (int32_t)i };
-    if (m < n && m > 0 && select_first(e, n, m))
-        goto out;
+    if (!tmp || (m < n && m > 0 && select_first(e, n, m))) {
+        free(tmp);
+        return -1;
+    }
     sort_entries(e, m, tmp);
+    free(tmp);
     int infs = m > 0 && isinf(x[e[0].i]);
     for (int64_t j = 0; j < m; j++) {
         float v = x[e[j].i];
@@ -113,24 +110,27 @@ static int order_prefix(struct oracle_row *o, const float *x, int64_t m)
         else
             o->weight[j] = expl((long double)v - (long double)x[e[0].i]);
     }
-    rc = 0;
-out:
-    free(e);
-    free(tmp);
-    return rc;
+    return 0;
 }
 
 int oracle_row_init(struct oracle_row *o, const float *x, int64_t vocab, int32_t k, float p)
 {
     memset(o, 0, sizeof *o);
     o->vocab = vocab;
+    /* the valid tokens (finite and +inf), gathered once: their count sizes the top-k set */
+    struct entry *e = malloc(sizeof *e * (size_t)(vocab ? vocab : 1));
+    if (!e)
+        return -1;
     for (int64_t i = 0; i < vocab; i++)
-        o->valid += !isnan(x[i]) && !(isinf(x[i]) && x[i] < 0);
+        if (!isnan(x[i]) && !(isinf(x[i]) && x[i] < 0))
+            e[o->valid++] = (struct entry){ canonical_key(x[i]), (int32_t)i };
     o->set_size = (k > 0 && k < vocab && k < o->valid) ? k : o->valid;
     int64_t s = o->set_size, m = prefix_needed(s, p);
     o->order = malloc(sizeof *o->order * (size_t)(m ? m : 1));
     o->weight = malloc(sizeof *o->weight * (size_t)(m ? m : 1));
-    if (!o->order || !o->weight || order_prefix(o, x, m)) {
+    int rc = !o->order || !o->weight ? -1 : order_prefix(o, x, e, o->valid, m);
+    free(e);
+    if (rc) {
         oracle_row_free(o);
         return -1;
     }
