@@ -281,16 +281,16 @@ static int lua_range(lua_State *L)
     return 1;
 }
 
-/* Remember how to make the logits file `path` (relative to the config's folder, as its cells
- * will name it: config_expand.c, cell_dataset), for the run that finds it missing; once per
- * file (the first way given), for at most MAX_MADE_BY files. */
+/* Remember how to make the logits file `path` (named as its cells name it: config_file_path),
+ * for the run that finds it missing; once per file (the first way given), for at most
+ * MAX_MADE_BY files. */
 #define MAX_MADE_BY 256
 static void record_made_by(lua_State *L, const char *path, const char *made_by)
 {
     struct load_ctx *ctx = ctx_of(L);
     struct tkp_plan *plan = ctx->plan;
     char full[TKP_MAX_DATASET_CHARS + 512];
-    snprintf(full, sizeof full, "%s%s", path[0] == '/' ? "" : ctx->dir, path);
+    config_file_path(ctx->dir, path, full, sizeof full);
     for (size_t i = 0; i < plan->n_data_files; i++)
         if (strcmp(plan->data_files[i].path, full) == 0)
             return;

@@ -106,10 +106,12 @@ static void cell_dataset(lua_State *L, const char *what, const char *dir, const 
 {
     char *out = (char *)c + a->offset;
     int n;
-    if (strncmp(name, "file:", 5) == 0 && name[5] != '/')
-        n = snprintf(out, a->size, "file:%s%s", dir, name + 5);
-    else
+    if (strncmp(name, "file:", 5) == 0 && a->size > 5) {
+        memcpy(out, "file:", 5);
+        n = 5 + config_file_path(dir, name + 5, out + 5, a->size - 5);
+    } else {
         n = snprintf(out, a->size, "%s", name);
+    }
     if (n < 0 || n > TKP_MAX_DATASET_CHARS || (size_t)n >= a->size)
         config_error(L, "%s: %s '%.60s...' is too long (%d characters; the limit is %d)",
                      what, a->name, out, n, TKP_MAX_DATASET_CHARS);

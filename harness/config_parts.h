@@ -11,6 +11,7 @@
 
 #include <lua.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "axes.h"
 #include "limits.h"
@@ -26,6 +27,13 @@ struct load_ctx {
     int in_where;           /* a `where` function is running */
     int ended;              /* the script has returned: no more declarations */
 };
+
+/* A logits file a config names (file "x.h5") as its cells name it: under the config's folder
+ * `dir` unless absolute. snprintf's count (n or more: cut). */
+static inline int config_file_path(const char *dir, const char *path, char *out, size_t n)
+{
+    return snprintf(out, n, "%s%s", path[0] == '/' ? "" : dir, path);
+}
 
 /* The load context of a function a config calls: its first upvalue (config_register_api). */
 static inline struct load_ctx *ctx_of(lua_State *L)

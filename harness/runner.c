@@ -457,9 +457,12 @@ int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
     int rc = plan_of(args, &plan, &sp, err);
     if (rc)
         return rc;
-    if (args->dry_run || (rc = tkp_plan_check_files(&plan, args->config, err)) != TKP_OK) {
-        if (!rc)
-            tkp_plan_print(&plan, stdout);
+    /* --dry-run prints the plan (no logits file needed); a run first finds every file it reads */
+    if (args->dry_run)
+        tkp_plan_print(&plan, stdout);
+    else
+        rc = tkp_plan_check_files(&plan, args->config, err);
+    if (args->dry_run || rc) {
         plans_free(&plan, &sp);
         return rc;
     }
