@@ -134,11 +134,10 @@ static int read_samples(hid_t group, const char *path, double **out, int64_t *le
     if (!h5_exists(group, path))
         return 0;
     hid_t d = H5Dopen2(group, path, H5P_DEFAULT), t = d < 0 ? -1 : H5Dget_type(d);
-    hid_t s = d < 0 ? -1 : H5Dget_space(d);
-    hssize_t n = s < 0 ? -1 : H5Sget_simple_extent_npoints(s);
-    int rc = d < 0 || t < 0 || n < 0 || H5Sget_simple_extent_ndims(s) != 1 ||
+    hssize_t n = t < 0 ? -1 : h5_rows_checked(d, H5Tget_size(t));
+    int rc = d < 0 || t < 0 ||
                      (H5Tget_class(t) != H5T_FLOAT && H5Tget_class(t) != H5T_INTEGER)
-                 ? -1 : 0;
+                 ? -1 : n < 0 ? -2 : 0;
     if (!rc && n > 0) {
         *out = malloc(sizeof(double) * (size_t)n);
         rc = !*out || H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out) < 0 ? -1
@@ -149,8 +148,6 @@ static int read_samples(hid_t group, const char *path, double **out, int64_t *le
         free(*out);
         *out = NULL;
     }
-    if (s >= 0)
-        H5Sclose(s);
     if (t >= 0)
         H5Tclose(t);
     if (d >= 0)
@@ -175,8 +172,11 @@ static void dump_rows(struct dump_ctx *x, hid_t group, const char *name, hid_t d
     double *samples = NULL;
     int64_t len = 0;
     struct cmp_row *rows = calloc((size_t)(n > 0 ? n : 1), sizeof *rows);
-    if (!rows || read_samples(group, path, &samples, &len))
-        snprintf(x->why, sizeof x->why, "/sweeps/%s/samples cannot be read", name);
+    const int samples_rc = rows ? read_samples(group, path, &samples, &len) : -1;
+    if (samples_rc)
+        snprintf(x->why, sizeof x->why, "/sweeps/%s/samples %s", name,
+                 samples_rc == -2 ? "declares more rows than the file stores (a corrupt file?)"
+                                  : "cannot be read");
     else if (n > 0 && H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0)
         snprintf(x->why, sizeof x->why, "/sweeps/%s/cells cannot be read (a corrupt file?)", name);
     for (hssize_t i = 0; !x->why[0] && i < n; i++) {

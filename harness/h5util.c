@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "h5util.h"
+#include "limits_files.h"
 
 void h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
@@ -150,6 +151,20 @@ int h5_exists(hid_t file, const char *path)
     return 1;
 }
 
+hssize_t h5_rows_checked(hid_t d, size_t elem_size)
+{
+    hid_t s = d < 0 ? -1 : H5Dget_space(d);
+    const hssize_t n = s < 0 ? -1 : H5Sget_simple_extent_npoints(s);
+    const int ndims = s < 0 ? -1 : H5Sget_simple_extent_ndims(s);
+    if (s >= 0)
+        H5Sclose(s);
+    if (n < 0 || ndims != 1 || elem_size == 0)
+        return -1;
+    const double stored = (double)H5Dget_storage_size(d);
+    const double declared = (double)n * (double)elem_size;
+    return declared <= stored * TKP_H5_INFLATE_RATIO + TKP_H5_UNSTORED_BYTES ? n : -1;
+}
+
 int h5_cells_open(hid_t sweeps, const char *name, struct h5_cells *c, char *why, size_t n)
 {
     char path[512];
@@ -161,14 +176,17 @@ int h5_cells_open(hid_t sweeps, const char *name, struct h5_cells *c, char *why,
     c->d = H5Dopen2(sweeps, path, H5P_DEFAULT);
     c->ft = c->d < 0 ? -1 : H5Dget_type(c->d);
     hid_t s = c->d < 0 ? -1 : H5Dget_space(c->d);
-    c->n = s < 0 ? -1 : H5Sget_simple_extent_npoints(s);
     const int ndims = s < 0 ? -1 : H5Sget_simple_extent_ndims(s);
     if (s >= 0)
         H5Sclose(s);
-    if (c->ft < 0 || c->n < 0)
+    const size_t row_size = c->ft < 0 ? 0 : H5Tget_size(c->ft);
+    c->n = ndims == 1 && row_size > 0 ? h5_rows_checked(c->d, row_size) : -1;
+    if (c->ft < 0 || ndims < 0)
         snprintf(why, n, "it cannot be read");
     else if (ndims != 1 || H5Tget_class(c->ft) != H5T_COMPOUND)
         snprintf(why, n, "it is not a 1-D compound table");
+    else if (c->n < 0)
+        snprintf(why, n, "it declares more rows than the file stores (a corrupt file?)");
     else
         return 1;
     h5_cells_close(c);

@@ -31,6 +31,12 @@ enum { H5_DEFLATE_TABLE = 6, H5_DEFLATE_LOGITS = 1 };
 /* Does the link `path` exist (every intermediate group too)? */
 int h5_exists(hid_t file, const char *path);
 
+/* The element count of 1-D dataset d, whose elements are read as `elem_size` bytes each; -1
+ * when its dataspace cannot be read, it is not 1-D, or it declares more bytes than its stored
+ * bytes can inflate to (a corrupt dimension: limits_files.h, TKP_H5_INFLATE_RATIO). Call it
+ * before a dataset's length sizes an allocation. */
+hssize_t h5_rows_checked(hid_t d, size_t elem_size);
+
 /* One sweep's results table, /sweeps/<name>/cells (docs/DESIGN.md, "HDF5 layouts"), opened:
  * the dataset, its file type and its row count. */
 struct h5_cells {

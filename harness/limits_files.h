@@ -21,6 +21,15 @@
 #define TKP_PARTIAL_CREATE_BYTES 4096
 /* Bytes reserved past a results file's end for HDF5's metadata of one append (results.c). */
 #define TKP_RESULTS_METADATA_ROOM (64 * 1024)
+/* How many bytes a stored byte of a results table may stand for when read: zlib's deflate
+ * ceiling (1032:1) with room to spare. A table that declares more rows than its storage can
+ * hold this way is corrupt, and is refused before its rows size an allocation (h5util.c). */
+#define TKP_H5_INFLATE_RATIO 1100
+/* Bytes a table of a results file may declare beyond that, whatever its storage (HDF5 reads
+ * chunks it never wrote as fill values, so a tiny table may have no storage at all). */
+#define TKP_H5_UNSTORED_BYTES (64 * 1024)
+/* Most bytes an attribute of a results file may hold when it is copied (merge). */
+#define TKP_H5_MAX_ATTR_BYTES (1 << 20)
 /* Seconds a reader in a child process (read_guard.h: export, info, compare, --resume's check,
  * logits files) may read a file before it is taken for corrupt. */
 #define TKP_READ_SECONDS 600

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "h5util.h"
+#include "limits_files.h"
 #include "merge.h"
 #include "merge_shards.h"
 #include "provenance.h"
@@ -37,7 +38,10 @@ static herr_t copy_attr(hid_t src, const char *name, const H5A_info_t *info, voi
         return 0;
     hid_t a = H5Aopen(src, name, H5P_DEFAULT), t = H5Aget_type(a), s = H5Aget_space(a);
     const hssize_t n = H5Sget_simple_extent_npoints(s);
-    void *buf = n >= 0 ? calloc((size_t)n + 1, H5Tget_size(t)) : NULL;
+    const size_t size = t < 0 ? 0 : H5Tget_size(t);
+    void *buf = n >= 0 && size > 0 && (double)n * (double)size <= TKP_H5_MAX_ATTR_BYTES
+                    ? calloc((size_t)n + 1, size)
+                    : NULL;
     int rc = !buf || H5Aread(a, t, buf) < 0;
     if (!rc) {
         hid_t b = H5Acreate2(dst, name, t, s, H5P_DEFAULT, H5P_DEFAULT);

@@ -153,9 +153,11 @@ size_t merge_find(const struct merge_set *m, const char *sweep, const char *key)
 static int index_plan(struct merge_set *m, struct tkp_error *err)
 {
     const struct merge_file *f = &m->files[0];
-    hid_t d = H5Dopen2(f->f, "/plan", H5P_DEFAULT), s = d < 0 ? -1 : H5Dget_space(d);
-    const hssize_t n = s < 0 ? -1 : H5Sget_simple_extent_npoints(s);
+    hid_t d = H5Dopen2(f->f, "/plan", H5P_DEFAULT), ft = d < 0 ? -1 : H5Dget_type(d);
+    const hssize_t n = ft < 0 ? -1 : h5_rows_checked(d, H5Tget_size(ft));
     hid_t t = (hid_t)tkp_plan_entry_type();
+    if (ft >= 0)
+        H5Tclose(ft);
     m->n_plan = n > 0 ? (size_t)n : 0;
     m->plan = calloc(m->n_plan + 1, sizeof *m->plan);
     m->by_key = calloc(m->n_plan + 1, sizeof *m->by_key);
@@ -164,8 +166,6 @@ static int index_plan(struct merge_set *m, struct tkp_error *err)
     int rc = n < 0 || !m->plan || !m->by_key || !m->held || !m->sweeps ||
              (n > 0 && H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, m->plan) < 0);
     H5Tclose(t);
-    if (s >= 0)
-        H5Sclose(s);
     if (d >= 0)
         H5Dclose(d);
     if (rc) {

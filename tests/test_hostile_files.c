@@ -566,6 +566,57 @@ TEST(hostile_files_corrupt_results_do_not_crash)
     free(good);
 }
 
+/* Set the extent of dataset `path` in results file h5 to `rows` without writing a chunk: the
+ * file then declares rows it does not store (what one flipped bit of a dataspace does).
+ * 0 or -1. */
+static int declare_unstored_rows(const char *h5, const char *path, hsize_t rows)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t f = H5Fopen(h5, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t d = f < 0 ? -1 : H5Dopen2(f, path, H5P_DEFAULT);
+    int rc = d < 0 || H5Dset_extent(d, &rows) < 0 ? -1 : 0;
+    if (d >= 0)
+        H5Dclose(d);
+    if (f >= 0)
+        H5Fclose(f);
+    return rc;
+}
+
+/* A results table (cells or samples) whose dataspace declares far more rows than its chunks
+ * hold (2^36 and 2^44: a corrupt dimension) is refused by every reader of that table (export
+ * and --resume read the cells, compare both) with an error naming the file and the fault, before its length sizes an allocation; never a crash (under SAN=1 an allocation
+ * that large aborts). */
+TEST(hostile_files_tables_declaring_unstored_rows_are_refused)
+{
+    const char *bin = topkp_bin();
+    char good[512], bad[512];
+    snprintf(good, sizeof good, "%s/unstored-src.h5", scratch_dir());
+    snprintf(bad, sizeof bad, "%s/unstored.h5", scratch_dir());
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu", bin, quick_config(),
+                    good) == 0, "run: %s", out);
+    const char *tables[] = { "sweeps/q/cells", "sweeps/q/samples" };
+    const hsize_t sizes[] = { 1ULL << 36, 1ULL << 44 };
+    for (int t = 0; t < 2; t++)
+        for (int z = 0; z < 2; z++) {
+            REQUIRE(run_cmd(out, sizeof out, "cp %s %s", good, bad) == 0, "cp: %s", out);
+            REQUIRE(declare_unstored_rows(bad, tables[t], sizes[z]) == 0,
+                    "cannot grow %s in %s", tables[t], bad);
+            const char *cmds[] = { "export", "info", "compare", "run --resume" };
+            for (int c = 0; c < 4; c++) {
+                int rc = c == 2 ? run_cmd(out, sizeof out, "%s compare %s %s 2>&1", bin, bad, good)
+                         : c == 3 ? run_cmd(out, sizeof out, "%s run %s -o %s --resume --backend "
+                                            "cpu 2>&1", bin, quick_config(), bad)
+                                  : run_cmd(out, sizeof out, "%s %s %s 2>&1", bin, cmds[c], bad);
+                const int refused = rc != 0 && strstr(out, bad) && strstr(out, "more rows") &&
+                                    !strstr(out, "Sanitizer");
+                const int reads_it = c == 2 || (t == 0 && c != 1); /* info reads no table */
+                CHECK(refused || (!reads_it && rc == 0),
+                      "%s with %llu rows: %s exited %d: %.600s", tables[t],
+                      (unsigned long long)sizes[z], cmds[c], rc, out);
+            }
+        }
+}
+
 /* A corrupt logits file (truncated, or bytes flipped) under `apply --in` and as a config's
  * `file` dataset: the reader reads it first in a child process (harness/logits_file.c), so
  * libhdf5 crashing or hanging on it is an error naming the file; never a crash of topkp. */
