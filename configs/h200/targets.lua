@@ -6,17 +6,8 @@
 -- every module's time has its peers' beside it from one run.
 local timing = { warmup = 3, min_reps = 20, max_reps = 200, max_seconds = 1.0, target_rel = 0.01 }
 
--- Lists joined into one `algos` table.
-local function join(...)
-    local out = {}
-    for _, list in ipairs({ ... }) do
-        for _, a in ipairs(list) do out[#out + 1] = a end
-    end
-    return out
-end
-local probs_and_softmax = function(name)
-    return { { name, input = "probs" }, { name, input = "softmax" } }
-end
+local lists = include "lib/algo_lists.lua"
+local join, probs_and_softmax = lists.join, lists.probs_and_softmax
 local sort_peers = { "vllm.pytorch", "vllm.triton" }
 local samplers = join({ "flashinfer.sampling" }, probs_and_softmax("flashinfer.sampling_probs"),
                       { "sglang.via_flashinfer" })
