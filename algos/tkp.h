@@ -5,7 +5,7 @@
  * init, run, statistics). The harness owns memory, streams, timing and verification: a
  * module says what it supports, how much workspace it needs, and then runs without
  * allocating or synchronising. The exact output every module must produce is
- * docs/SEMANTICS.md; the contract in prose is docs/DESIGN.md, "The module contract". */
+ * docs/SEMANTICS.md; the contract in prose is docs/DESIGN.md, "The module table". */
 #ifndef TKP_H
 #define TKP_H
 
@@ -86,7 +86,7 @@ struct tkp_io {
 
 /* Which statistics of struct tkp_stats a module's stats() reports for its options and problem
  * (tkp_stats.reported): each is a column of the results row; the harness stores NaN in the
- * columns a module does not report (README.md, "Results"). */
+ * columns a module does not report (docs/RESULTS.md, "Results"). */
 enum {
     TKP_STAT_HIT_RATE = 1u,     /* trunc_hits per row */
     TKP_STAT_OUTLIERS = 2u,     /* outliers per row */

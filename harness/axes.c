@@ -1,5 +1,5 @@
 /* axes.c — the table of sweep axes and the generic code that stores, prints and copies them
- * (see axes.h; README.md, "Configs"; docs/DESIGN.md, "/sweeps/<sweep>/cells"). */
+ * (see axes.h; docs/CONFIGS.md, "Configs"; docs/DESIGN.md, "/sweeps/<sweep>/cells"). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

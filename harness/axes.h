@@ -1,10 +1,10 @@
-/* axes.h — the sweep axes as data (README.md, "Configs"; docs/DESIGN.md, "/sweeps/<sweep>/cells"):
- * one row per axis of a cell (dataset, vocab, batch, k, p, draws, seed, dtype), as the modules'
- * options are rows of `struct tkp_option`. The table drives the sweep keys a config may write,
- * their parsing and checks (config_values.c, config_expand.c), the cross product, the cell `where` sees, the --dry-run
- * line, the progress line, the resume key (tkp_results_key) and the axes' columns of a results
- * row. The algorithms are the outermost axis of every sweep but not a row: an entry carries a
- * module and its options (config_values.c). */
+/* axes.h — the sweep axes as data (docs/CONFIGS.md, "Configs"; docs/DESIGN.md,
+ * "/sweeps/<sweep>/cells"): one row per axis of a cell (dataset, vocab, batch, k, p, draws, seed,
+ * dtype), as the modules' options are rows of `struct tkp_option`. The table drives the sweep keys
+ * a config may write, their parsing and checks (config_values.c, config_expand.c), the cross
+ * product, the cell `where` sees, the --dry-run line, the progress line, the resume key
+ * (tkp_results_key) and the axes' columns of a results row. The algorithms are the outermost axis
+ * of every sweep but not a row: an entry carries a module and its options (config_values.c). */
 #ifndef TKP_AXES_H
 #define TKP_AXES_H
 

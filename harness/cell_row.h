@@ -26,7 +26,7 @@ void tkp_row_times(struct tkp_cell_row *row, const struct tkp_batch *b, int set_
                    const struct tkp_timing *timing, double copy_gbps);
 /* The module statistics columns (hit_rate, outliers, outlier_mass, iterations, rounds, sorted)
  * per row from a module's stats; a column the module does not report (tkp_stats.reported), or
- * every column when `s` is NULL or counted no rows, is NaN (README.md, "Results"). */
+ * every column when `s` is NULL or counted no rows, is NaN (docs/RESULTS.md, "Results"). */
 void tkp_row_stats(struct tkp_cell_row *row, const struct tkp_stats *s);
 /* ok / unsupported / oom / error from a return code, and the message. */
 void tkp_row_status(struct tkp_cell_row *row, int rc, const char *message);

@@ -1,7 +1,7 @@
 /* cli_list.c — `topkp list` (docs/DESIGN.md, "The command line"): the modules with their ops,
  * outputs, backends, flags and --set options, the peers (and whether their package imports
  * here, docs/PEERS.md), the datasets, the sweep axes of harness/axes.c and the named limits
- * (README.md, "Configs"). */
+ * (docs/CONFIGS.md, "Configs"). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -142,7 +142,7 @@ static void list_axes(void)
     }
 }
 
-/* The named limits of harness/limits.h and limits_files.h (README.md, "Configs"). */
+/* The named limits of harness/limits.h and limits_files.h (docs/CONFIGS.md, "Configs"). */
 static void list_limits(void)
 {
 #define LIMIT(name) printf("  %-27s %lld\n", #name, (long long)(name))

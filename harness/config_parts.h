@@ -1,4 +1,4 @@
-/* config_parts.h — what the parts of the config loader share, private to them (README.md,
+/* config_parts.h — what the parts of the config loader share, private to them (docs/CONFIGS.md,
  * "Configs"; docs/DESIGN.md, "The floors"): the load context, an algorithm entry, and the
  * functions one part calls in another. The parts:
  *   config.c          the entry point (tkp_config_load): read the file, run it, the plan

@@ -1,4 +1,4 @@
-/* limits.h — the named limits of a run, in one place (README.md, "Configs"): a config that
+/* limits.h — the named limits of a run, in one place (docs/CONFIGS.md, "Configs"): a config that
  * goes past one fails with an error naming the config file, the value and the limit, never
  * a crash or a hang. `topkp list` prints them under "limits:". One #define per limit; those of
  * the file readers and writers are in limits_files.h, included here. */

@@ -1,6 +1,6 @@
 /* limits_files.h — named limits of the file readers and writers (logits files, results
  * files, `apply` and `gen`): every size read from a file or the command line is checked
- * against one of these before it sizes an allocation (README.md, "A five-minute tour" and
+ * against one of these before it sizes an allocation (docs/USAGE.md, "A five-minute tour" and
  * "Results"). */
 #ifndef TKP_LIMITS_FILES_H
 #define TKP_LIMITS_FILES_H

@@ -1,5 +1,5 @@
 /* plan.c — what a planned cell says of itself (plan.h): the name of its filter mode, as the
- * results' `mode` column and the plan lines print it (README.md, "Results"). */
+ * results' `mode` column and the plan lines print it (docs/RESULTS.md, "Results"). */
 #include "../algos/common/prob.h"
 #include "plan.h"
 

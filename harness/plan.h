@@ -40,7 +40,7 @@ struct tkp_config_file {
     char *name, *text;
 };
 
-/* An ablation's figure metadata (README.md, "Figures"): the variant its ratios divide by and
+/* An ablation's figure metadata (docs/FIGURES.md, "Figures"): the variant its ratios divide by and
  * its variants in declaration order (the list form of `variants`; by label for the keyed form,
  * the order its cells run in). */
 struct tkp_ablation {
@@ -49,7 +49,7 @@ struct tkp_ablation {
     char *variants;    /* owned: the labels joined by '/' (a label holds no '/') */
 };
 
-/* A logits file a config names with how to make it: file("x.h5", "make x") (README.md,
+/* A logits file a config names with how to make it: file("x.h5", "make x") (docs/CONFIGS.md,
  * "Configs"); path as the cells name it, under the config's folder. */
 struct tkp_data_file {
     char *path, *made_by; /* owned */

@@ -1,7 +1,7 @@
 /* registry.c — every algorithm module, in one NULL-terminated list, and the helpers of the
  * contract that read a module's table (algos/tkp.h: backends, implementations, version).
- * Adding a module means one folder under algos/ and one line here (docs/DESIGN.md, "Adding a
- * module"). The peers have their own list in peers.c. */
+ * Adding a module means one folder under algos/ and one line here (docs/DESIGN.md, "The module
+ * table"). The peers have their own list in peers.c. */
 #include <string.h>
 
 #include "../algos/tkp.h"

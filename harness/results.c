@@ -20,7 +20,7 @@ struct done_key {
 
 struct tkp_results {
     hid_t file;
-    int lock_fd;  /* holds flock(LOCK_EX) on the file for the whole run (README.md, "Results") */
+    int lock_fd;  /* flock(LOCK_EX) on the file for the whole run (docs/RESULTS.md, "Results") */
     int fresh;    /* created (or a partial create replaced) by this open */
     int failed;   /* a write failed or had no room: nothing more is written */
     int broken;   /* likewise: the file is left unclosed, as last flushed (tkp_results_close) */
@@ -652,7 +652,7 @@ int tkp_results_reserve(struct tkp_results *r, uint64_t bytes, struct tkp_error 
 void tkp_results_fail(struct tkp_results *r) { r->failed = r->broken = 1; }
 
 /* Append the repetition times and flush, then the row and flush: a row reaches the disk only
- * after its samples (README.md, "Results"). Any failed HDF5 call fails the append. */
+ * after its samples (docs/RESULTS.md, "Results"). Any failed HDF5 call fails the append. */
 int tkp_results_append(struct tkp_results *r, const char *sweep, struct tkp_cell_row *row,
                        const double *samples_us, int64_t n, struct tkp_error *err)
 {

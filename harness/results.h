@@ -85,7 +85,7 @@ int64_t tkp_results_handle(struct tkp_results *r);
 /* Was a cell with this key already recorded as ok or unsupported? */
 int tkp_results_done(struct tkp_results *r, const char *sweep, const char *key);
 
-/* What `topkp export --format` prints (README.md, "Results"): */
+/* What `topkp export --format` prints (docs/RESULTS.md, "Results"): */
 enum tkp_export_format {
     TKP_EXPORT_TSV,  /* one header line; tabs and newlines in strings as spaces; %.9g; NaN `nan` */
     TKP_EXPORT_CSV,  /* the same columns, RFC 4180 quoting (a field with , " or a line break is

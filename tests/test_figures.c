@@ -4,7 +4,7 @@
  * clear error for a results file without ok cells. A copy of the file with peer cells (algo
  * names with a '.', as the peer bridge records them) must also draw the vs-peers figure and
  * its TSV, and draw the peers in their own style: the SVG that gnuplot writes names each line
- * and says how it is stroked. Then the layout of README.md's "Figures": X/BY/FACET (a k sweep
+ * and says how it is stroked. Then the layout of docs/FIGURES.md, "Figures": X/BY/FACET (a k sweep
  * puts its k values on x, no series has two points at one x), one palette colour per
  * algorithm in every figure, the memory figure's "0 B" floor, the key outside the panels, a
  * dot plot for one x value, and ablation bars in declaration order against the declared
@@ -675,7 +675,7 @@ static int panel_yticks(const char *svg, const char *xlab, double *rows, char ti
     return n;
 }
 
-/* ---- The figures' layout, palette, memory floor and ablation order (README.md, "Figures") */
+/* ---- The figures' layout, palette, memory floor, ablation order (docs/FIGURES.md, "Figures") */
 
 static const char *const k_sweep_config =
     "sweep \"ks\" {\n"

@@ -3,7 +3,7 @@
  * tests/test_conformance.c), dedup off, autotune off and a short iteration cap; on larger
  * Gaussian batches (B = 1 to 200, V = 128256) the masks and the statistics (hits, fallbacks,
  * outliers, outlier mass, iterations, keys sorted) equal the CPU's, and each Table 4 knob takes
- * its own path on the GPU (README.md, "Table 4 on each backend"). */
+ * its own path on the GPU (algos/qrita/README.md, "Table 4 on each backend"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

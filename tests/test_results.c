@@ -461,7 +461,7 @@ TEST(results_file_without_the_dtype_column_reads_as_f32)
     CHECK(exported_rows(h5) == rows, "a refused bf16 cell left a row");
 }
 
-/* ---- compression: tables written chunked and deflated (docs/DESIGN.md, "HDF5 layouts") ---- */
+/* ---- compression: tables chunked and deflated (docs/DESIGN.md, "The results file") ---- */
 
 /* Does `dataset` of `h5` carry the deflate filter? 1 yes, 0 no, -1 when it cannot be read. */
 static int deflated(const char *h5, const char *dataset)

@@ -1,5 +1,5 @@
 -- targets.lua — the cells whose H200 times have targets (the modules against their peers,
--- README.md "Measured on an H200", results/h200/README.md), on the data shape
+-- docs/GPU-MACHINE.md "Measured on an H200", results/h200/README.md), on the data shape
 -- the peers were measured on (docs/H200-PEERS.md: N(0, sigma) + 20-100 outliers at 4-12 sigma;
 -- sigma 1 for top-k and top-k+top-p, sigma 2 for top-p alone). Median kernel time, L2 flushed.
 -- The peers of each cell (docs/PEERS.md) run in the same sweep, on the same logits, so that

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The two-H200 measurement of Figure 2 (README.md "Sweeps across GPUs and hosts"), ready for
-# the `nvidia-h200-x2` device kind, not yet run (no such machine has been lent). Carry the
-# bundle as .gpu-carry/x2.tar.xz (`tar -cJf .gpu-carry/x2.tar.xz -C build --transform
+# h200x2-fig2.sh — the two-H200 measurement of Figure 2 (docs/CLUSTERS.md, "Sweeps across GPUs and
+# hosts"), ready for the `nvidia-h200-x2` device kind, not yet run (no such machine has been lent).
+# Carry the bundle as .gpu-carry/x2.tar.xz (`tar -cJf .gpu-carry/x2.tar.xz -C build --transform
 # 's|^gpu|gpu-x2|' gpu`) and the peers kit as .gpu-carry/peers-kit.tar.xz, then run it with
-# `bash results/h200x2/run-x2.sh` in one call (the one-GPU Figure 2 took 341 s on 2026-12-01,
+# `bash scripts/h200x2-fig2.sh` in one call (the one-GPU Figure 2 took 341 s on 2026-12-01,
 # results/h200/fig2_throughput.h5). It writes under $OUT:
 #   topo.txt            nvidia-smi topo -m and each GPU's copy bandwidth (root copy_gbps of a
 #                       one-cell run per device)
