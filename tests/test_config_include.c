@@ -66,7 +66,8 @@ TEST(config_include_shares_a_helper_between_configs)
                          "return { batches = function() return { 1, more.two } end }\n");
     put("lib/more/x.lua", "return { two = 2 }\n");
     put("a.lua", "local lists = include \"lib/lists.lua\"\n"
-                 "sweep \"a\" { algos = { \"naive_sort\" }, vocab = 10, batch = lists.batches() }\n");
+                 "sweep \"a\" { algos = { \"naive_sort\" }, vocab = 10,\n"
+                 "  batch = lists.batches() }\n");
     put("b.lua", "local l = include \"lib/lists.lua\"\nlocal again = include \"lib/lists.lua\"\n"
                  "sweep \"b\" { algos = { \"naive_sort\", \"rtopk\" }, vocab = 10,\n"
                  "  batch = again.batches(), k = 2 }\n");
@@ -90,7 +91,8 @@ TEST(config_include_counts_against_the_config_limits)
     put("lim/loop_lib.lua", "local x = 0\nwhile true do x = x + 1 end\n");
     put("lim/loop.lua", "include \"loop_lib.lua\"\n" SWEEP);
     check_refused("lim/loop.lua", "loop_lib.lua:2: ", "the config ran more than");
-    put("lim/mem_lib.lua", "local t = {}\nfor i = 1, 1e9 do t[i] = string.rep(\"x\", 1000) .. i end\n");
+    put("lim/mem_lib.lua",
+        "local t = {}\nfor i = 1, 1e9 do t[i] = string.rep(\"x\", 1000) .. i end\n");
     put("lim/mem.lua", "include \"mem_lib.lua\"\n" SWEEP);
     check_refused("lim/mem.lua", "lim/mem.lua", "MiB of Lua memory");
     put("lim/syntax_lib.lua", "local x = \n\n)\n");
@@ -153,4 +155,28 @@ TEST(config_include_cannot_leave_the_config_folder)
     put("out/in/where.lua", "sweep \"s\" { algos = { \"naive_sort\" }, vocab = 10, batch = 1,\n"
                             "  where = function(c) return include(\"x.lua\") end }\n");
     check_refused("out/in/where.lua", "out/in/where.lua:2:", "not from a where() function");
+}
+
+#define RESUME "%s run %s -o %s --backend cpu --resume"
+
+/* The included texts go into the results file beside the config's, so that --resume refuses a
+ * run whose included file changed (docs/RESULTS.md, "Runs"). */
+TEST(config_include_texts_are_recorded_and_checked_on_resume)
+{
+    put("res/lib/h.lua", "return { batches = { 1, 2 } }\n");
+    const char *cfg = put("res/c.lua", "local h = include \"lib/h.lua\"\n"
+                                       "sweep \"s\" { algos = { \"naive_sort\" }, vocab = 100,\n"
+                                       "  batch = h.batches,\n"
+                                       "  timing = { min_reps = 3, max_reps = 3 } }\n");
+    char h5[600], out[8192];
+    REQUIRE(run_into(cfg, "include_resume", "", h5, sizeof h5) == 0,
+            "the run with an include failed");
+    CHECK(run_cmd(out, sizeof out, "h5ls -r %s", h5) != 0 || strstr(out, "res|lib|h.lua"),
+          "the included file's text is not under /config: %s", out);
+    CHECK(run_cmd(out, sizeof out, RESUME, topkp_bin(), cfg, h5) == 0,
+          "--resume with the same included text was refused: %s", out);
+    put("res/lib/h.lua", "return { batches = { 1, 2 } } -- changed\n");
+    CHECK(run_cmd(out, sizeof out, RESUME, topkp_bin(), cfg, h5) != 0 &&
+              strstr(out, "lib/h.lua changed"),
+          "--resume after the included file changed: %s", out);
 }
