@@ -33,16 +33,14 @@ struct tkp_results {
 #define STR H5_KIND_STR /* the member kinds of h5util.h, short */
 #define I64 H5_KIND_I64
 #define F64 H5_KIND_F64
-#define F(name, kind) { #name, offsetof(struct tkp_cell_row, name), kind, sizeof(((struct tkp_cell_row *)0)->name), 0 }
-/* An axis's column (harness/axes.def) at its place in files written before: its type is the
- * axis's (row_fields). */
-#define AXIS(name) { #name, offsetof(struct tkp_cell_row, name), STR, 0, 1 }
+#define F(name, kind) { #name, offsetof(struct tkp_cell_row, name), kind, sizeof(((struct tkp_cell_row *)0)->name) }
+/* An axis's column at its place in files written before, of the axis's type (row_fields) */
+#define AXIS(name) { #name, offsetof(struct tkp_cell_row, name), STR, 0 }
 static const struct field {
     const char *name;
     size_t offset;
     enum h5_kind kind;
     size_t size;
-    int axis; /* AXIS(): kind and size from the axis's type */
 } cell_fields[] = {
     F(key, STR), F(algo, STR), F(variant, STR), F(options, STR), AXIS(dataset), F(mode, STR),
     F(backend, STR), AXIS(batch), AXIS(vocab), AXIS(k), AXIS(p), AXIS(draws),
@@ -67,7 +65,7 @@ static struct field axis_field(const struct tkp_axis *a)
     const enum h5_kind kind = a->type == TKP_AXIS_DATASET || a->type == TKP_AXIS_ENUM ? STR
                               : a->type == TKP_AXIS_F32                               ? F64
                                                                                       : I64;
-    return (struct field){ a->name, a->column, kind, a->column_size, 1 };
+    return (struct field){ a->name, a->column, kind, a->column_size };
 }
 
 /* The columns of a cells row, in file order: cell_fields (an AXIS() one of its axis's type),
@@ -79,7 +77,7 @@ static size_t row_fields(struct field out[MAX_FIELDS])
 {
     size_t n = 0;
     for (size_t i = 0; i < N_FIELDS; i++) {
-        const struct tkp_axis *a = cell_fields[i].axis ? tkp_axis_named(cell_fields[i].name) : NULL;
+        const struct tkp_axis *a = tkp_axis_named(cell_fields[i].name);
         out[n++] = a ? axis_field(a) : cell_fields[i];
     }
     for (const struct tkp_axis *a = tkp_axes; a->name && n < MAX_FIELDS; a++) {

@@ -219,14 +219,14 @@ TEST(axes_cell_defaults_hold_each_axis_default)
 }
 
 /* A value of axis a off its default and in its range, as Lua (lua) and as the key writes it
- * (text): a dataset other than the default, an enum's last choice, a required number at its
+ * (text): the last dataset or enum choice other than the default, a required number at its
  * least + 7, another number at its default + 1 (F32: half its default, or 0.5). */
 static void off_default(const struct tkp_axis *a, char *lua, char *text, size_t n)
 {
     if (a->type == TKP_AXIS_DATASET || a->type == TKP_AXIS_ENUM) {
-        const char *name = a->type == TKP_AXIS_ENUM ? a->choices[0] : a->def_text;
+        const char *name = "";
         for (int i = 0; a->type == TKP_AXIS_ENUM && a->choices[i]; i++)
-            name = a->choices[i];
+            name = i != (int)a->def ? a->choices[i] : name;
         for (int i = 0; a->type == TKP_AXIS_DATASET && tkp_datasets[i].name; i++)
             if (strcmp(tkp_datasets[i].name, a->def_text) != 0)
                 name = tkp_datasets[i].name;
@@ -238,7 +238,10 @@ static void off_default(const struct tkp_axis *a, char *lua, char *text, size_t 
                : a->type == TKP_AXIS_F32      ? (a->def != 0 ? a->def / 2 : 0.5)
                : a->def + 1 <= a->max         ? a->def + 1 : a->def - 1;
     snprintf(lua, n, "%.17g", v);
-    snprintf(text, n, a->type == TKP_AXIS_F32 ? "%.9g" : "%.0f", a->type == TKP_AXIS_F32 ? (double)(float)v : v);
+    if (a->type == TKP_AXIS_F32)
+        snprintf(text, n, "%.9g", (double)(float)v);
+    else
+        snprintf(text, n, "%.0f", v);
 }
 
 /* A config that sets every axis of harness/axes.def off its default: each value is in the
