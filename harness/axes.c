@@ -1,6 +1,6 @@
 /* axes.c — the table of sweep axes built from harness/axes.def and the generic code that
- * stores, prints and copies them (see axes.h; README.md, "Configs"; docs/DESIGN.md, "Adding
- * an axis"). */
+ * stores, prints and copies them (see axes.h; README.md, "Configs";
+ * docs/DESIGN.md, "Adding an axis"). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

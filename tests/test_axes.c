@@ -1,8 +1,10 @@
-/* test_axes.c — the table of sweep axes (harness/axes.c; README.md, "Configs"): its rows agree
- * with the fields they name, and the text it prints is the plan line, progress line and resume
- * key written before the table (docs/DESIGN.md, the `key` column), byte for byte; the dtype axis
- * (quiet at f32) parses its names and lists, refuses others naming the file and line, and shows
- * in the lines and the key only off f32. */
+/* test_axes.c — the sweep axes (harness/axes.def, axes.c; README.md, "Configs"; docs/DESIGN.md,
+ * "Adding an axis"): the rows agree with the fields they make, and the text they print is the
+ * plan line, progress line and resume key written before the table, byte for byte; every axis
+ * set in a config reaches the cell, its results column, the key and (TKP_AXIS_PEER) the peer
+ * request, and some code reads it; tkp_cell_defaults; the dtype axis (quiet at f32) parses its
+ * names and lists, refuses others naming the file and line, and shows in the lines and the key
+ * only off f32. */
 #include <ctype.h>
 #include <dirent.h>
 #include <stdlib.h>
