@@ -34,15 +34,17 @@ struct tkp_results {
 #define I64 H5_KIND_I64
 #define F64 H5_KIND_F64
 #define F(name, kind) { #name, offsetof(struct tkp_cell_row, name), kind, sizeof(((struct tkp_cell_row *)0)->name) }
+/* An axis's column at its place in files written before, of the axis's type (row_fields) */
+#define AXIS(name) { #name, offsetof(struct tkp_cell_row, name), STR, 0 }
 static const struct field {
     const char *name;
     size_t offset;
     enum h5_kind kind;
     size_t size;
 } cell_fields[] = {
-    F(key, STR), F(algo, STR), F(variant, STR), F(options, STR), F(dataset, STR), F(mode, STR),
-    F(backend, STR), F(batch, I64), F(vocab, I64), F(k, I64), F(p, F64), F(draws, I64),
-    F(seed, I64), F(status, STR), F(message, STR), F(median_us, F64), F(q1_us, F64),
+    F(key, STR), F(algo, STR), F(variant, STR), F(options, STR), AXIS(dataset), F(mode, STR),
+    F(backend, STR), AXIS(batch), AXIS(vocab), AXIS(k), AXIS(p), AXIS(draws),
+    AXIS(seed), F(status, STR), F(message, STR), F(median_us, F64), F(q1_us, F64),
     F(q3_us, F64), F(min_us, F64), F(max_us, F64), F(mean_us, F64), F(stdev_us, F64),
     F(n_samples, I64), F(samples_offset, I64), F(throttled, I64), F(bytes_read, F64),
     F(bytes_written, F64), F(gbps, F64), F(bw_fraction, F64), F(workspace_bytes, I64),
@@ -54,27 +56,36 @@ static const struct field {
     F(sorted, F64),
 };
 #undef F
+#undef AXIS
 #define N_FIELDS (sizeof cell_fields / sizeof cell_fields[0])
 
-/* The columns of a cells row, in file order: cell_fields, then each axis whose column
- * cell_fields does not name (harness/axes.c), so that a new axis's column is appended last
- * (docs/DESIGN.md: columns are only ever appended). Returns how many. */
+/* The column of axis a, of its type (results.h, TKP_COLUMN_<TYPE>). */
+static struct field axis_field(const struct tkp_axis *a)
+{
+    const enum h5_kind kind = a->type == TKP_AXIS_DATASET || a->type == TKP_AXIS_ENUM ? STR
+                              : a->type == TKP_AXIS_F32                               ? F64
+                                                                                      : I64;
+    return (struct field){ a->name, a->column, kind, a->column_size };
+}
+
+/* The columns of a cells row, in file order: cell_fields (an AXIS() one of its axis's type),
+ * then each axis whose column cell_fields does not name (harness/axes.def), so that a new
+ * axis's column is appended last (docs/DESIGN.md: columns are only ever appended). Returns
+ * how many. */
 enum { MAX_FIELDS = N_FIELDS + TKP_MAX_AXES };
 static size_t row_fields(struct field out[MAX_FIELDS])
 {
     size_t n = 0;
-    for (size_t i = 0; i < N_FIELDS; i++)
-        out[n++] = cell_fields[i];
+    for (size_t i = 0; i < N_FIELDS; i++) {
+        const struct tkp_axis *a = tkp_axis_named(cell_fields[i].name);
+        out[n++] = a ? axis_field(a) : cell_fields[i];
+    }
     for (const struct tkp_axis *a = tkp_axes; a->name && n < MAX_FIELDS; a++) {
         int listed = 0;
         for (size_t i = 0; i < N_FIELDS && !listed; i++)
             listed = strcmp(cell_fields[i].name, a->name) == 0;
-        if (listed)
-            continue;
-        const enum h5_kind kind = a->type == TKP_AXIS_DATASET || a->type == TKP_AXIS_ENUM ? STR
-                                  : a->type == TKP_AXIS_F32                               ? F64
-                                                                                          : I64;
-        out[n++] = (struct field){ a->name, a->column, kind, a->column_size };
+        if (!listed)
+            out[n++] = axis_field(a);
     }
     return n;
 }

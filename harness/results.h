@@ -12,11 +12,18 @@
 #include "../algos/tkp.h"
 #include "limits_files.h"
 
+/* The column in struct tkp_cell_row of an axis of each type (axes.h, enum tkp_axis_type):
+ * integers as int64, F32 as the float64 the config wrote, names as strings. */
+#define TKP_COLUMN_DATASET(name) char name[256];
+#define TKP_COLUMN_ENUM(name) char name[16];
+#define TKP_COLUMN_I64(name) int64_t name;
+#define TKP_COLUMN_I32(name) int64_t name;
+#define TKP_COLUMN_U64(name) int64_t name;
+#define TKP_COLUMN_F32(name) double name;
+
 struct tkp_cell_row {
     char key[TKP_RESULT_KEY_BYTES]; /* identifies the cell for --resume (tkp_results_key) */
-    char algo[32], variant[64], options[256], dataset[256], mode[16], backend[8];
-    int64_t batch, vocab, k, draws, seed;
-    double p;
+    char algo[32], variant[64], options[256], mode[16], backend[8];
     char status[16];     /* ok, unsupported, oom, error */
     char message[256];
     double median_us, q1_us, q3_us, min_us, max_us, mean_us, stdev_us;
@@ -29,8 +36,12 @@ struct tkp_cell_row {
     int64_t noisy; /* 1: the timer stopped at its cap before the spread settled (timing.h) */
     int64_t run;   /* the run that wrote the row: /runs/<run> has its commit, binary and config */
     double sorted; /* keys sorted per row (a sort-based boundary search; 0 otherwise) */
-    char dtype[16]; /* the logits' element type: f32, bf16, f16 (a file written before this
-                     * column has none: its cells are f32, axes.h TKP_AXIS_QUIET) */
+    /* one column per axis of harness/axes.def, of its type: dataset, vocab, batch, k, p,
+     * draws, seed, dtype (a file written before the dtype column has none: its cells are f32,
+     * axes.h TKP_AXIS_QUIET). Their place in the file is results.c's. */
+#define TKP_AXIS(name, type, ...) TKP_COLUMN_##type(name)
+#include "axes.def"
+#undef TKP_AXIS
 };
 
 struct tkp_results;

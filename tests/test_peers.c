@@ -13,6 +13,7 @@
 #include <zlib.h>
 
 #include "../algos/tkp.h"
+#include "../harness/axes.h"
 #include "../harness/peer_cell.h"
 #include "../harness/peer_worker.h"
 #include "../harness/timing.h"
@@ -472,15 +473,16 @@ static struct peer_run run_peer_cell(struct tkp_peer_session *s, const char *alg
                                      uint8_t *kept, int64_t *drawn, int32_t draws)
 {
     struct tkp_cell cell;
-    memset(&cell, 0, sizeof cell);
+    tkp_cell_defaults(&cell);
     cell.algo = tkp_algo_find(algo);
     snprintf(cell.dataset, sizeof cell.dataset, "test");
     cell.batch = b->batch;
     cell.vocab = b->vocab;
     cell.k = b->k[0];
-    cell.p = b->p[0];
+    tkp_axis_store(tkp_axis_named("p"), &cell, b->p[0]);
     cell.draws = draws;
     cell.seed = 42;
+    cell.dtype = (int)b->dtype;
     cell.verify_rows = (int)b->batch;
     cell.timing = (struct tkp_timing){ .warmup = 1, .min_reps = 1, .max_reps = 2,
                                        .max_seconds = 5, .timeout = 120 };
