@@ -10,6 +10,13 @@ struct rtopk_opts {
     int max_iter;
 };
 
+/* The statistics both backends count (algos/tkp.h, struct tkp_stat): X(id, name, unit,
+ * meaning), the indices of struct tkp_stats.total. */
+#define RTOPK_STATS(X)                                                                        \
+    X(RTOPK_STAT_ITERATIONS, "iterations", "iterations per row",                              \
+      "the threshold search's counting passes (rows needing no search: 0)")
+enum { RTOPK_STATS(TKP_STAT_ID) };
+
 extern const struct tkp_impl tkp_rtopk_gpu;
 
 #endif
