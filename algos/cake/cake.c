@@ -261,13 +261,13 @@ static int cake_run(void *state, const struct tkp_io *io, void *workspace, void 
     return TKP_OK;
 }
 
-/* The radix select's passes per row, and the rows it finished before its last pass (hit_rate);
- * the GPU keeps its pass counts on the device and reports none (cake_gpu_impl.c). */
+/* Every statistic of CAKE_STATS (cake_impl.h); the GPU keeps its pass counts on the device and
+ * reports none (cake_gpu_impl.c). */
 static void cake_stats(const void *state, struct tkp_stats *out)
 {
     const struct cake_state *s = state;
     *out = s->stats;
-    out->reported = TKP_STAT_BIT(CAKE_STAT_HIT_RATE) | TKP_STAT_BIT(CAKE_STAT_ITERATIONS);
+    out->reported = TKP_STAT_ALL(CAKE_STAT_COUNT);
 }
 
 static const struct tkp_impl cake_cpu = {

@@ -20,7 +20,7 @@ struct cake_opts {
     X(CAKE_STAT_HIT_RATE, "hit_rate", "fraction of rows",                                     \
       "rows whose radix select finished before its last pass")                                \
     X(CAKE_STAT_ITERATIONS, "iterations", "iterations per row", "radix-select passes (1 to 3)")
-enum { CAKE_STATS(TKP_STAT_ID) };
+enum { CAKE_STATS(TKP_STAT_ID) CAKE_STAT_COUNT };
 
 extern const struct tkp_impl tkp_cake_gpu;
 

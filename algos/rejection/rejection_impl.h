@@ -19,11 +19,9 @@ struct rej_opts {
       "draws that reached the round budget and sampled the exact kept set")                  \
     X(REJ_STAT_ITERATIONS, "iterations", "iterations per row",                                \
       "radix-select digit passes and bisection steps")
-enum { REJ_STATS(TKP_STAT_ID) };
+enum { REJ_STATS(TKP_STAT_ID) REJ_STAT_COUNT };
 /* Every statistic applies, on both backends. */
-#define REJ_REPORTED                                                                          \
-    (TKP_STAT_BIT(REJ_STAT_ROUNDS) | TKP_STAT_BIT(REJ_STAT_FALLBACKS) |                       \
-     TKP_STAT_BIT(REJ_STAT_ITERATIONS))
+#define REJ_REPORTED TKP_STAT_ALL(REJ_STAT_COUNT)
 
 extern const struct tkp_impl tkp_rejection_gpu;
 
