@@ -106,10 +106,11 @@ enum { TKP_MAX_STATS = 16 }; /* statistics per module */
 #define TKP_STAT_BIT(i) (1u << (i))
 #define TKP_STAT_ALL(n) ((1u << (n)) - 1u) /* the first n statistics */
 
-/* A module declares its statistics once, as a list of X(id, name, unit, meaning) rows: the
- * enum of their indices is `enum { LIST(TKP_STAT_ID) <M>_STAT_COUNT };`, the table
- * `{ LIST(TKP_STAT_ROW) { NULL } }`, so that a statistic is one row plus the code that counts
- * it (a backend that reports them all says TKP_STAT_ALL(<M>_STAT_COUNT)). */
+/* A module declares its statistics once, as a list of X(id, name, unit, meaning) rows, each
+ * line ending in a backslash (the list closes with a comment line): the enum of their indices
+ * is `enum { LIST(TKP_STAT_ID) <M>_STAT_COUNT };`, the table `{ LIST(TKP_STAT_ROW) { NULL } }`,
+ * so that a statistic is one row plus the code that counts it (a backend that reports them
+ * all says TKP_STAT_ALL(<M>_STAT_COUNT)). */
 #define TKP_STAT_ID(id, name, unit, meaning) id,
 #define TKP_STAT_ROW(id, name, unit, meaning) { name, unit, meaning },
 

@@ -12,10 +12,11 @@ struct rtopk_opts {
 
 /* The statistics both backends count (algos/tkp.h, struct tkp_stat): X(id, name, unit,
  * meaning), the indices of struct tkp_stats.total. */
-#define RTOPK_STATS(X)                                                                        \
-    X(RTOPK_STAT_ITERATIONS, "iterations", "iterations per row",                              \
-      "the threshold search's counting passes (rows needing no search: 0)")
-enum { RTOPK_STATS(TKP_STAT_ID) };
+#define RTOPK_STATS(X)                                                                    \
+    X(RTOPK_STAT_ITERATIONS, "iterations", "iterations per row",                          \
+      "the threshold search's counting passes (rows needing no search: 0)")               \
+    /* one row per statistic, each ending in a backslash */
+enum { RTOPK_STATS(TKP_STAT_ID) RTOPK_STAT_COUNT };
 
 extern const struct tkp_impl tkp_rtopk_gpu;
 
