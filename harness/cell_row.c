@@ -121,7 +121,7 @@ void tkp_row_stats(struct tkp_cell_row *row, const struct tkp_algo *a,
     for (int i = 0; i < TKP_MAX_STAT_COLUMNS; i++)
         row->stats[i] = NAN;
     const struct tkp_stat *table = tkp_algo_statistics(a);
-    for (int i = 0; s && s->rows > 0 && table && table[i].name && i < TKP_MAX_STATS; i++) {
+    for (int i = 0; s && s->rows > 0 && table && i < TKP_MAX_STATS && table[i].name; i++) {
         const int column = tkp_results_stat_column(table[i].name);
         if (column >= 0 && (s->reported & TKP_STAT_BIT(i)))
             row->stats[column] = s->total[i] / (double)s->rows;

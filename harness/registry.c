@@ -82,7 +82,7 @@ int tkp_algo_stat_count(const struct tkp_algo *a)
 int tkp_algo_stat_index(const struct tkp_algo *a, const char *name)
 {
     const struct tkp_stat *s = tkp_algo_statistics(a);
-    for (int i = 0; s && s[i].name && i < TKP_MAX_STATS; i++)
+    for (int i = 0; s && i < TKP_MAX_STATS && s[i].name; i++)
         if (strcmp(s[i].name, name) == 0)
             return i;
     return -1;
