@@ -29,18 +29,24 @@ struct tkp_results {
     size_t n_done, cap_done;
 };
 
-/* The compound type of a cell row, built from one table of fields. */
+/* The compound type of a cell row, built from one table of fields. A statistics column (S)
+ * is named here only where files already have it; its place in tkp_cell_row.stats is its
+ * place in tkp_results_stat_columns. */
 #define STR H5_KIND_STR /* the member kinds of h5util.h, short */
 #define I64 H5_KIND_I64
 #define F64 H5_KIND_F64
-#define F(name, kind) { #name, offsetof(struct tkp_cell_row, name), kind, sizeof(((struct tkp_cell_row *)0)->name) }
+#define F(name, kind)                                                                         \
+    { #name, offsetof(struct tkp_cell_row, name), kind,                                       \
+      sizeof(((struct tkp_cell_row *)0)->name), 0 }
+#define S(name) { #name, 0, F64, sizeof(double), 1 }
 /* An axis's column at its place in files written before, of the axis's type (row_fields) */
-#define AXIS(name) { #name, offsetof(struct tkp_cell_row, name), STR, 0 }
+#define AXIS(name) { #name, offsetof(struct tkp_cell_row, name), STR, 0, 0 }
 static const struct field {
     const char *name;
     size_t offset;
     enum h5_kind kind;
     size_t size;
+    int stat; /* a module statistic's column */
 } cell_fields[] = {
     F(key, STR), F(algo, STR), F(variant, STR), F(options, STR), AXIS(dataset), F(mode, STR),
     F(backend, STR), AXIS(batch), AXIS(vocab), AXIS(k), AXIS(p), AXIS(draws),
@@ -48,14 +54,15 @@ static const struct field {
     F(q3_us, F64), F(min_us, F64), F(max_us, F64), F(mean_us, F64), F(stdev_us, F64),
     F(n_samples, I64), F(samples_offset, I64), F(throttled, I64), F(bytes_read, F64),
     F(bytes_written, F64), F(gbps, F64), F(bw_fraction, F64), F(workspace_bytes, I64),
-    F(peak_device_bytes, I64), F(rows_checked, I64), F(rows_exact, I64), F(hit_rate, F64),
-    F(outliers, F64), F(outlier_mass, F64), F(iterations, F64), F(rounds, F64),
+    F(peak_device_bytes, I64), F(rows_checked, I64), F(rows_exact, I64), S(hit_rate),
+    S(outliers), S(outlier_mass), S(iterations), S(rounds),
     F(cell_seconds, F64),
     F(noisy, I64),
     F(run, I64),
-    F(sorted, F64),
+    S(sorted),
 };
 #undef F
+#undef S
 #undef AXIS
 #define N_FIELDS (sizeof cell_fields / sizeof cell_fields[0])
 
@@ -65,21 +72,61 @@ static struct field axis_field(const struct tkp_axis *a)
     const enum h5_kind kind = a->type == TKP_AXIS_DATASET || a->type == TKP_AXIS_ENUM ? STR
                               : a->type == TKP_AXIS_F32                               ? F64
                                                                                       : I64;
-    return (struct field){ a->name, a->column, kind, a->column_size };
+    return (struct field){ a->name, a->column, kind, a->column_size, 0 };
 }
 
-/* The columns of a cells row, in file order: cell_fields (an AXIS() one of its axis's type),
- * then each axis whose column cell_fields does not name (harness/axes.def), so that a new
- * axis's column is appended last (docs/DESIGN.md: columns are only ever appended). Returns
- * how many. */
-enum { MAX_FIELDS = N_FIELDS + TKP_MAX_AXES };
-static size_t row_fields(struct field out[MAX_FIELDS])
+/* The statistics columns cell_fields names (at most N_FIELDS into names); returns how many. */
+static size_t fixed_stats(const char **names)
 {
     size_t n = 0;
+    for (size_t i = 0; i < N_FIELDS; i++)
+        if (cell_fields[i].stat)
+            names[n++] = cell_fields[i].name;
+    return n;
+}
+
+size_t tkp_results_stat_columns(const char **names, size_t cap)
+{
+    const char *fixed[N_FIELDS];
+    return tkp_stat_union(fixed, fixed_stats(fixed), names, cap);
+}
+
+int tkp_results_stat_column(const char *name)
+{
+    const char *names[TKP_MAX_STAT_COLUMNS];
+    const size_t n = tkp_results_stat_columns(names, TKP_MAX_STAT_COLUMNS);
+    for (size_t i = 0; i < n && i < TKP_MAX_STAT_COLUMNS; i++)
+        if (strcmp(names[i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* The column of statistic `name`, tkp_cell_row.stats[i]. */
+static struct field stat_field(const char *name, size_t i)
+{
+    return (struct field){ name, offsetof(struct tkp_cell_row, stats) + sizeof(double) * i, F64,
+                           sizeof(double), 1 };
+}
+
+/* The columns of a cells row, in file order: cell_fields, then each module statistic it does
+ * not name, then each axis whose column it does not name (harness/axes.def), so that a new
+ * statistic's or axis's column is appended after the fixed ones (docs/DESIGN.md: columns are
+ * only ever appended), the axes last: export prints a quiet axis a file lacks last. Returns how
+ * many. */
+enum { MAX_FIELDS = N_FIELDS + TKP_MAX_AXES + TKP_MAX_STAT_COLUMNS };
+static size_t row_fields(struct field out[MAX_FIELDS])
+{
+    size_t n = 0, s = 0; /* cell_fields' statistics come first in tkp_results_stat_columns */
     for (size_t i = 0; i < N_FIELDS; i++) {
         const struct tkp_axis *a = tkp_axis_named(cell_fields[i].name);
-        out[n++] = a ? axis_field(a) : cell_fields[i];
+        out[n++] = cell_fields[i].stat ? stat_field(cell_fields[i].name, s++)
+                   : a                 ? axis_field(a)
+                                       : cell_fields[i];
     }
+    const char *stats[TKP_MAX_STAT_COLUMNS];
+    const size_t n_stats = tkp_results_stat_columns(stats, TKP_MAX_STAT_COLUMNS);
+    for (; s < n_stats && s < TKP_MAX_STAT_COLUMNS; s++)
+        out[n++] = stat_field(stats[s], s);
     for (const struct tkp_axis *a = tkp_axes; a->name && n < MAX_FIELDS; a++) {
         int listed = 0;
         for (size_t i = 0; i < N_FIELDS && !listed; i++)

@@ -20,6 +20,9 @@
 #define TKP_COLUMN_I32(name) int64_t name;
 #define TKP_COLUMN_U64(name) int64_t name;
 #define TKP_COLUMN_F32(name) double name;
+/* The statistics columns a results row can hold: the union of the modules' statistics tables
+ * (algos/tkp.h, struct tkp_stat; tkp_results_stat_columns). */
+enum { TKP_MAX_STAT_COLUMNS = 32 };
 
 struct tkp_cell_row {
     char key[TKP_RESULT_KEY_BYTES]; /* identifies the cell for --resume (tkp_results_key) */
@@ -31,11 +34,11 @@ struct tkp_cell_row {
     double bytes_read, bytes_written, gbps, bw_fraction;
     int64_t workspace_bytes, peak_device_bytes;
     int64_t rows_checked, rows_exact;
-    double hit_rate, outliers, outlier_mass, iterations, rounds;
+    double stats[TKP_MAX_STAT_COLUMNS]; /* per row, by tkp_results_stat_columns' order; NaN
+                                           where the cell's module does not report it */
     double cell_seconds;
     int64_t noisy; /* 1: the timer stopped at its cap before the spread settled (timing.h) */
     int64_t run;   /* the run that wrote the row: /runs/<run> has its commit, binary and config */
-    double sorted; /* keys sorted per row (a sort-based boundary search; 0 otherwise) */
     /* one column per axis of harness/axes.def, of its type: dataset, vocab, batch, k, p,
      * draws, seed, dtype (a file written before the dtype column has none: its cells are f32,
      * axes.h TKP_AXIS_QUIET). Their place in the file is results.c's. */
@@ -69,8 +72,15 @@ const char *tkp_results_path(const struct tkp_results *r);
  * TKP_RESULT_KEY_BYTES - 1, else a prefix, '#' and a 64-bit FNV-1a hash of all of it. */
 void tkp_results_key(const char *identity, char key[TKP_RESULT_KEY_BYTES]);
 /* The names of a cells row's columns in file order (at most cap into names); returns how many
- * there are: the fixed columns, then any axis of harness/axes.c they do not name. */
+ * there are: the fixed columns, then any module statistic they do not name, then any axis of
+ * harness/axes.c they do not name. */
 size_t tkp_results_columns(const char **names, size_t cap);
+/* The statistics columns in the order of tkp_cell_row.stats (at most cap into names): those
+ * the fixed columns name, then every other statistic of the modules' tables (tkp_algos[]
+ * order, each table's order), each name once. Returns how many there are. */
+size_t tkp_results_stat_columns(const char **names, size_t cap);
+/* The index of statistics column `name` in tkp_cell_row.stats, or -1. */
+int tkp_results_stat_column(const char *name);
 void tkp_results_close(struct tkp_results *r);
 /* Root provenance attribute (string). */
 int tkp_results_attr(struct tkp_results *r, const char *name, const char *value);
