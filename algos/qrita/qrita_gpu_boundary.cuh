@@ -147,7 +147,7 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
     unsigned *gcnt = &sm.gcnt[g];
     qr_row *row = a.rows + r;
     const int64_t V = a.vocab;
-    const void *x = tkp_row_ptr<E>(a.logits, a.stride, r);
+    const void *x = tkp_row_ptr<E>(a.io.logits, a.stride, r);
     const uint32_t max_key = row->max_key;
     const u64 total = row->total;
     const RowPlan plan = row_plan(a, row, k, p);
