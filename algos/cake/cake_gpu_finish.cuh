@@ -4,6 +4,7 @@
 #ifndef TKP_CAKE_GPU_FINISH_CUH
 #define TKP_CAKE_GPU_FINISH_CUH
 
+#include "../common/gpu_block.cuh"
 #include "../common/gpu_warp.cuh"
 #include "../common/philox.h"
 #include "../common/prob.h"
@@ -65,7 +66,7 @@ __device__ void ck_finish(const ck_args &a, int64_t r, float p, const u64 *slab,
     const u64 w0 = j0 < n ? ck_weight_of(slab[j0], top) : 0;
     const u64 w1 = j1 < n ? ck_weight_of(slab[j1], top) : 0;
     u64 total;
-    const u64 before = ck_scan_excl<NTH>(w0 + w1, &total, wsum);
+    const u64 before = tkp_block_excl_scan<NTH / 32>(w0 + w1, wsum, total);
     if (j0 < n)
         incl[j0] = before + w0;
     if (j1 < n)
@@ -218,7 +219,7 @@ static __device__ bool ck_mass_tail(const ck_args &a, int64_t r, float p, u64 *s
         sum += own[j];
     }
     u64 total;
-    const u64 before = ck_scan_excl<CK_THREADS>(sum, &total, sm->wsum);
+    const u64 before = tkp_block_excl_scan<CK_WARPS>(sum, sm->wsum, total);
     const uint64_t target = tkp_topp_target(p, total);
     u64 suffix = total - before - sum; /* the mass of the buckets above this thread's */
     for (int j = 3; j >= 0; j--) {

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "../common/gpu_block.cuh"
 #include "../common/gpu_logits.cuh"
 #include "../common/philox.h"
 #include "../common/prob.h"
@@ -88,7 +89,7 @@ __device__ __forceinline__ void fin_topp_prefix(FinShared &sh, const uint32_t *s
             w[j] = idx < n ? tkp_weight(tkp_key_value(srt[idx]), m) : 0;
         }
         __syncthreads();
-        ScanW(sh.tmp.sw).ExclusiveSum(w, ex, agg);
+        tkp_block_excl_scan_items<FIN_WARPS>(w, ex, sh.tmp.sw, agg);
 #pragma unroll
         for (int j = 0; j < FIN_ITEMS; j++) {
             int64_t idx = base + (int64_t)tid * FIN_ITEMS + j;
@@ -174,7 +175,7 @@ __device__ __forceinline__ void fin_keep_items(FinShared &sh, const float (&v)[F
     if (bd.tie_scan) {
         int agg;
         __syncthreads();
-        ScanI(sh.tmp.si).ExclusiveSum(eq, rank, agg);
+        tkp_block_excl_scan_items<FIN_WARPS>(eq, rank, sh.tmp.si, agg);
 #pragma unroll
         for (int j = 0; j < FIN_ITEMS; j++)
             keep[j] = keep[j] || (eq[j] && tie_carry + rank[j] < bd.ties);
@@ -222,7 +223,7 @@ __device__ __forceinline__ uint64_t fin_draw_tile(FinShared &sh, const float (&v
     for (int j = 0; j < FIN_ITEMS; j++)
         w[j] = keep[j] ? tkp_weight(v[j], m) : 0;
     __syncthreads(); /* the previous tile's draws are done with cum[] */
-    ScanW(sh.tmp.sw).ExclusiveSum(w, ex, agg);
+    tkp_block_excl_scan_items<FIN_WARPS>(w, ex, sh.tmp.sw, agg);
 #pragma unroll
     for (int j = 0; j < FIN_ITEMS; j++)
         sh.cum[tid * FIN_ITEMS + j] = ex[j] + w[j];

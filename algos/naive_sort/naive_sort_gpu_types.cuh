@@ -12,20 +12,19 @@ namespace {
 
 constexpr int KEY_THREADS = 256, KEY_ITEMS = 4;
 constexpr int FIN_THREADS = 512, FIN_ITEMS = 8, FIN_TILE = FIN_THREADS * FIN_ITEMS;
+constexpr int FIN_WARPS = FIN_THREADS / 32;
 /* At most this many keys per sort call: CUB counts items in an int, and two key buffers of
  * 2^28 keys (2 GiB) bound the workspace. */
 constexpr int64_t MAX_CHUNK_KEYS = (int64_t)1 << 28;
 constexpr int64_t MAX_CHUNK_ROWS = 65535; /* gridDim.y of naive_keys */
 
-using ScanW = cub::BlockScan<uint64_t, FIN_THREADS>;
-using ScanI = cub::BlockScan<int, FIN_THREADS>;
 using RedW = cub::BlockReduce<uint64_t, FIN_THREADS>;
 using RedI = cub::BlockReduce<int, FIN_THREADS>;
 
 struct FinShared {
     union {
-        ScanW::TempStorage sw;
-        ScanI::TempStorage si;
+        uint64_t sw[FIN_WARPS]; /* the block scans (algos/common/gpu_block.cuh) */
+        int si[FIN_WARPS];
         RedW::TempStorage rw;
         RedI::TempStorage ri;
     } tmp;
@@ -33,7 +32,6 @@ struct FinShared {
     uint64_t bc_u64;
     int bc_int;
 };
-
 
 } // namespace
 

@@ -50,10 +50,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cub/block/block_scan.cuh>
 #include <cub/device/device_segmented_radix_sort.cuh>
 
 #include "../common/cuda_util.h"
+#include "../common/gpu_block.cuh"
 #include "../common/gpu_launch.cuh"
 #include "../common/gpu_logits.cuh"
 #include "../common/gpu_warp.cuh"
@@ -75,7 +75,6 @@
 #include "qrita_gpu_boundary.cuh"
 #include "qrita_gpu_workspace.cuh"
 
-__constant__ double qr_quantile[QRITA_QUANTILE_BINS - 1] = QRITA_NORMAL_QUANTILES;
 static const double host_quantile[QRITA_QUANTILE_BINS - 1] = QRITA_NORMAL_QUANTILES;
 
 /* Host-side shape of the run (device constants: qrita_gpu_types.cuh; workspace:
@@ -101,68 +100,7 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
     const float p = a.io.p[r];
     const int truncate = a.trunc != QRITA_TRUNC_OFF && (tkp_topk_on(k, V) || tkp_topp_on(p));
     uint32_t thr = UINT32_MAX, gthr = UINT32_MAX;
-    int has = 0;
-    if (truncate) {
-        const int64_t n = a.sample_block < V ? a.sample_block : V;
-        /* lane t adds i = t, t + 256, ... in order (the CPU's lanes); 32 loads in flight. With
-         * n <= 32 x 256 (sample_block 8192, the default) one batch holds every sample, and the
-         * variance pass reuses the registers instead of reading the samples again. */
-        constexpr int PU = 32;
-        const bool one = n <= (int64_t)PU * QRITA_STAT_LANES;
-        float v[PU];
-        double s = 0.0;
-        unsigned c = 0;
-        for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
-            load_samples<E>(v, x, n, base, t);
-#pragma unroll
-            for (int u = 0; u < PU; u++)
-                if (isfinite(v[u])) {
-                    s += (double)v[u];
-                    c++;
-                }
-        }
-        const unsigned count = group_sum<NT>(c, part);
-        const double sum = fold_lanes(s, lane);
-        if (count) {
-            const double mean = sum / (double)count;
-            double s2 = 0.0;
-            for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
-                if (!one)
-                    load_samples<E>(v, x, n, base, t);
-#pragma unroll
-                for (int u = 0; u < PU; u++)
-                    if (isfinite(v[u])) {
-                        double d = (double)v[u] - mean;
-                        s2 += d * d;
-                    }
-            }
-            const double sd = sqrt(fold_lanes(s2, lane) / (double)count);
-            double delta = tkp_topk_on(k, V) ? qrita_delta_topk(k, V, qr_quantile)
-                                             : qrita_delta_topp(p, sd, qr_quantile);
-            if (delta != -INFINITY) {
-                has = 1;
-                thr = qrita_threshold_key(mean, sd, delta, a.margin);
-                /* The tight gather (README, "Workspace"): only where the sample predicts that
-                 * the CPU's buffer would fill more than half of the GPU's; then above the key
-                 * that the sample predicts half of the GPU's buffer above: its m-th largest
-                 * key, found bit by bit (integer counts: order-free) */
-                if (a.tight && tkp_topk_on(k, V)) {
-                    const double per_sample = (double)V / (double)n;
-                    const double half = 0.5 * (double)a.cap_gpu;
-                    if (thr < UINT32_MAX &&
-                        samples_at_least<E>(thr + 1, v, x, n, one, t, part) * per_sample > half) {
-                        const unsigned m = half / per_sample > 1.0 ? (unsigned)(half / per_sample)
-                                                                   : 1u;
-                        uint32_t sel = 0;
-                        for (int bit = 31; bit >= 0; bit--)
-                            if (samples_at_least<E>(sel | (1u << bit), v, x, n, one, t, part) >= m)
-                                sel |= 1u << bit;
-                        gthr = sel > thr + 1 ? sel - 1 : thr;
-                    }
-                }
-            }
-        }
-    }
+    const int has = truncate ? sample_thresholds<E>(a, x, k, p, lane, part, thr, gthr) : 0;
     if (a.mass && t < TKP_MASS_BINS)
         a.hist[r * TKP_MASS_BINS + t] = 0;
     if (t == 0 && r == 0)
@@ -282,34 +220,9 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
         start();
     if (valid == 0)
         return;
-    /* the two 64-bit sums interleaved, as tkp_warp_sum does each: two calls give the same
-     * sums but another order of the shuffles (measured: other SASS) */
-    for (int o = 16; o > 0; o >>= 1) {
-        tot += __shfl_xor_sync(FULL, tot, o);
-        ab += __shfl_xor_sync(FULL, ab, o);
-    }
-    n_above = __reduce_add_sync(FULL, n_above);
     __shared__ u64 sh[2][NT / 32];
     __shared__ unsigned shn[NT / 32];
-    if ((threadIdx.x & 31) == 0) {
-        sh[0][threadIdx.x >> 5] = tot;
-        sh[1][threadIdx.x >> 5] = ab;
-        shn[threadIdx.x >> 5] = n_above;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        for (int i = 1; i < NT / 32; i++) {
-            tot += sh[0][i];
-            ab += sh[1][i];
-            n_above += shn[i];
-        }
-        if (tot)
-            atomicAdd(&row->total, tot);
-        if (ab)
-            atomicAdd(&row->above, ab);
-        if (n_above && topp_alone)
-            atomicAdd(&row->gathered, n_above);
-    }
+    add_row_mass(row, tot, ab, n_above, topp_alone, sh, shn);
     if (window && threadIdx.x >= 32 && threadIdx.x < 64) /* warp 1: the CTA's window */
         publish_window(a, r, row, win_key, win_idx, win_cnt);
     if (threadIdx.x < TKP_MASS_BINS && hs[threadIdx.x])
@@ -356,8 +269,7 @@ __global__ void __launch_bounds__(NT) qr_gather2(qr_args a)
 template <class E>
 __global__ void __launch_bounds__(NT) qr_sort_keys(qr_args a)
 {
-    using Scan = cub::BlockScan<uint32_t, NT>;
-    __shared__ typename Scan::TempStorage scan;
+    __shared__ uint32_t scan[NT / 32];
     __shared__ int base;
     const int64_t r = blockIdx.y;
     const RowPlan pl = row_plan(a, a.rows + r, a.io.k[r], a.io.p[r]);
@@ -373,7 +285,7 @@ __global__ void __launch_bounds__(NT) qr_sort_keys(qr_args a)
         const uint32_t key = i >= last ? 0u : pl.use_pool ? pk[i] : tkp_order_key(qr_elem<E>(x, i));
         const uint32_t take = key > pl.lo_q; /* never an invalid key (0): lo_q >= 0 */
         uint32_t at, total;
-        Scan(scan).ExclusiveSum(take, at, total);
+        at = tkp_block_excl_scan_total<NT / 32>(take, scan, total);
         if (threadIdx.x == 0 && total)
             base = atomicAdd(&a.sort_end[r], (int)total);
         __syncthreads();

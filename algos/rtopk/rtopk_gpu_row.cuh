@@ -8,6 +8,7 @@
 #include <cooperative_groups.h>
 #include <stdint.h>
 
+#include "../common/gpu_block.cuh"
 #include "../common/gpu_logits.cuh"
 #include "rtopk_gpu_types.cuh"
 
@@ -313,7 +314,7 @@ __device__ __forceinline__ void rt_write_ranked(const Chunk &ch, RtCluster &xc, 
         for (int j = 0; j < 4; j++)
             flag[j] = cls[j] == part;
         __syncthreads(); /* the scan storage is free again */
-        ScanI(xc.sh.tmp.si).ExclusiveSum(flag, before, agg);
+        tkp_block_excl_scan_items<RT_THREADS / 32>(flag, before, xc.sh.tmp.si, agg);
         bool keep[4];
 #pragma unroll
         for (int j = 0; j < 4; j++)

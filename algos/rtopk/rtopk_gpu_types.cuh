@@ -102,13 +102,12 @@ struct Xchg {
 
 using RedStat = cub::BlockReduce<Stat, RT_THREADS>;
 using RedCount = cub::BlockReduce<unsigned long long, RT_THREADS>;
-using ScanI = cub::BlockScan<int, RT_THREADS>;
 
 struct RtShared {
     union {
         RedStat::TempStorage rs;
         RedCount::TempStorage rc;
-        ScanI::TempStorage si;
+        int si[RT_THREADS / 32]; /* the block scan of the ranked selection (gpu_block.cuh) */
     } tmp;
     Xchg slot[2]; /* alternate slots: one cluster.sync per exchange suffices */
 };
