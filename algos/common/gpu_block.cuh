@@ -1,9 +1,9 @@
 /* gpu_block.cuh — block-level integer primitives on top of gpu_warp.cuh: N sums at once, a
  * sum with a maximum, and the one block-wide exclusive scan every kernel uses, in thread order
  * (with the block total and one barrier, or with two barriers and free scratch on return,
- * with or without the total), and over N items per thread in blocked order. Exact on
- * integers, so their results do not depend on the order of the additions (docs/SEMANTICS.md, "Determinism, and
- * CPU = GPU bit for bit").
+ * with or without the total), over N items per thread in blocked order, and of 0/1 flags by
+ * ballots. Exact on integers, so their results do not depend on the order of the additions
+ * (docs/SEMANTICS.md, "Determinism, and CPU = GPU bit for bit").
  *
  * Every function is called by every thread of a one-dimensional block of WARPS full warps
  * (blockDim.x == 32 * WARPS, WARPS <= 32), from uniform control flow: each one contains
@@ -116,6 +116,24 @@ __device__ __forceinline__ T tkp_block_excl_scan(T v, T *scratch, T &total)
     const T before = tkp_block_excl_scan_total<WARPS>(v, scratch, total);
     __syncthreads();
     return before;
+}
+
+/* The number of threads before this one (thread order) whose flag is set, and the block's count
+ * in total: the exclusive scan of flag, by a ballot per warp and the scan of the warps' counts.
+ * scratch: WARPS entries in shared memory. Barriers: one, as tkp_block_excl_scan_total
+ * (scratch may be rewritten only after the caller's next block barrier). */
+template <int WARPS>
+__device__ __forceinline__ unsigned tkp_block_excl_count(bool flag, unsigned *scratch,
+                                                         unsigned &total)
+{
+    const unsigned lane = tkp_lane(), warp = threadIdx.x >> 5;
+    const unsigned mk = __ballot_sync(kTkpFullWarp, flag);
+    const unsigned before = (unsigned)__popc(mk & ((1u << lane) - 1u));
+    const unsigned wincl =
+        tkp_block_scan_warp_totals<WARPS>(before + (unsigned)flag, scratch);
+    const unsigned wbefore = __shfl_sync(kTkpFullWarp, wincl, (warp + 31) & 31);
+    total = __shfl_sync(kTkpFullWarp, wincl, 31);
+    return (warp ? wbefore : 0u) + before;
 }
 
 /* The exclusive scan of N items per thread in blocked order (thread t owns items t N .. t N +

@@ -10,6 +10,7 @@
 
 #include <cuda_runtime.h>
 
+#include "../common/gpu_block.cuh"
 #include "../common/prob.h"
 #include "qrita.h"
 #include "qrita_gpu.h"
@@ -105,19 +106,13 @@ __device__ __forceinline__ int cut_in_row(const void *x, int64_t V, uint32_t bke
     for (int64_t base = 0; base < V; base += G) {
         const int64_t i = base + tid;
         const bool eq = i < V && tkp_order_key(qr_elem<E>(x, i)) == bkey;
-        const unsigned mk = __ballot_sync(FULL, eq);
-        unsigned before = __popc(mk & ((1u << lane) - 1u)), tile = __popc(mk);
-        if (G > 32) {
-            const int w = threadIdx.x >> 5;
-            if (lane == 0)
-                sm.wcnt[w] = tile;
-            __syncthreads();
-            tile = 0;
-            for (int j = 0; j < G / 32; j++) {
-                if (j < w)
-                    before += sm.wcnt[j];
-                tile += sm.wcnt[j];
-            }
+        unsigned before, tile;
+        if (G == 32) {
+            const unsigned mk = __ballot_sync(FULL, eq);
+            before = __popc(mk & ((1u << lane) - 1u));
+            tile = __popc(mk);
+        } else { /* the block's scan (algos/common/gpu_block.cuh); sm.wcnt free again after */
+            before = tkp_block_excl_count<G / 32>(eq, sm.wcnt, tile);
             __syncthreads();
         }
         if (running + tile >= keep) {
