@@ -149,7 +149,7 @@ struct tkp_impl {
 
 #define TKP_DTYPE_BIT(t) (1u << (t))
 
-/* The GPU implementation `sym` (defined in algos/<m>/<m>_gpu_impl.c, compiled only where the
+/* The GPU implementation `sym` (a row of algos/common/tkp_gpu_impl.c, compiled only where the
  * kernels are): its address in a CUDA build, NULL (no GPU offered) otherwise. */
 #ifdef TKP_HAVE_CUDA
 #define TKP_GPU_IMPL(sym) (&(sym))

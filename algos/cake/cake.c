@@ -11,7 +11,7 @@
  *  3. inverse-CDF sampling over the kept slab entries, in slab order, driven by Philox.
  * The slab holds 1024 entries, so every row's effective k (k, or V when top-k is off) must
  * be at most 1024. This file holds the module's table and its CPU implementation; the GPU one
- * is cake_gpu_impl.c. */
+ * is its row in algos/common/tkp_gpu_impl.c. */
 #include <stddef.h>
 #include <string.h>
 
@@ -262,7 +262,7 @@ static int cake_run(void *state, const struct tkp_io *io, void *workspace, void 
 }
 
 /* Every statistic of CAKE_STATS (cake_impl.h); the GPU keeps its pass counts on the device and
- * reports none (cake_gpu_impl.c). */
+ * reports none (cake_gpu.h). */
 static void cake_stats(const void *state, struct tkp_stats *out)
 {
     const struct cake_state *s = state;

@@ -1,6 +1,6 @@
 /* cake_impl.h — what the two implementations of cake share: the slab's size, the options
- * struct and the GPU one's table (cake_gpu_impl.c, CUDA builds only), which cake.c names
- * through TKP_GPU_IMPL (algos/tkp.h). */
+ * struct and the GPU one's table (its row in algos/common/tkp_gpu_impl.c, CUDA builds only),
+ * which cake.c names through TKP_GPU_IMPL (algos/tkp.h). */
 #ifndef CAKE_IMPL_H
 #define CAKE_IMPL_H
 

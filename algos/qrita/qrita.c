@@ -13,7 +13,7 @@
  *    renormalised, the boundary of top-p with the fixed-point mass as the measure;
  * 4. mask: keep the keys above the boundary and its first `keep` copies in index order.
  * The kept set is exactly naive_sort's. algos/qrita/README.md maps options to the paper. The GPU
- * implementation is qrita_gpu_impl.c. */
+ * implementation is its row in algos/common/tkp_gpu_impl.c. */
 #include <string.h>
 
 #include "../common/cpu_row.h"

@@ -6,9 +6,10 @@
  * the known-kept bound; the candidate is accepted when it passes the kept-set test,
  * otherwise the candidate set shrinks. The code is written as the sequential form of what
  * one CTA per row does on the GPU (the same passes, the same integer decisions, the same
- * Philox counters), so the CUDA kernel (rejection_gpu.cu, whose glue rejection_gpu_impl.c is
- * the module's GPU implementation) reproduces every draw bit for bit; the rules both share
- * are in rejection_rules.h. This file holds the module's table and its CPU implementation.
+ * Philox counters), so the CUDA kernel (rejection_gpu.cu, whose row in
+ * algos/common/tkp_gpu_impl.c is the module's GPU implementation) reproduces every draw bit for
+ * bit; the rules both share are in rejection_rules.h. This file holds the module's table and
+ * its CPU implementation.
  * The algorithm, the Philox counter layout, the termination and exactness arguments, the GPU
  * design: README.md here. */
 #include <float.h>

@@ -1,7 +1,7 @@
 /* rejection_impl.h — what the two implementations of rejection share: the options struct, the
- * statistics both report, and the GPU one's table (rejection_gpu_impl.c, CUDA builds only),
- * which rejection.c names through TKP_GPU_IMPL (algos/tkp.h). The sampler's decisions both
- * share are rejection_rules.h. */
+ * statistics both report, and the GPU one's table (its row in algos/common/tkp_gpu_impl.c, CUDA
+ * builds only), which rejection.c names through TKP_GPU_IMPL (algos/tkp.h). The sampler's
+ * decisions both share are rejection_rules.h. */
 #ifndef REJECTION_IMPL_H
 #define REJECTION_IMPL_H
 

@@ -12,7 +12,7 @@
  * RTop-k's own pass A keeps x >= t in index order, which drops a larger token that comes
  * after the ties ([1, 1, 2], k = 2); splitting it into A and B makes the default exact.
  * This file holds the module's table and its CPU implementation; the GPU one is
- * rtopk_gpu_impl.c. */
+ * its row in algos/common/tkp_gpu_impl.c. */
 #include <math.h>
 #include <stddef.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* rtopk_impl.h — what the two implementations of rtopk share: the options struct and the GPU
- * one's table (rtopk_gpu_impl.c, CUDA builds only), which rtopk.c names through TKP_GPU_IMPL
- * (algos/tkp.h). */
+ * one's table (its row in algos/common/tkp_gpu_impl.c, CUDA builds only), which rtopk.c names
+ * through TKP_GPU_IMPL (algos/tkp.h). */
 #ifndef RTOPK_IMPL_H
 #define RTOPK_IMPL_H
 
