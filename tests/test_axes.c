@@ -6,8 +6,9 @@
 #include <string.h>
 
 #include "../algos/common/half.h"
-#include "../harness/axes.h"
-#include "../harness/limits.h"
+#include "axes.h"
+#include "limits_config.h"
+#include "results.h"
 #include "cli_util.h"
 #include "test.h"
 

@@ -12,7 +12,7 @@
 #include <hdf5.h>
 
 #include "../algos/common/half.h"
-#include "../harness/logits_file.h"
+#include "logits_file.h"
 #include "cli_util.h"
 #include "test.h"
 

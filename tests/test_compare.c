@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/compare.h"
-#include "../harness/h5util.h"
-#include "../harness/results.h"
+#include "compare.h"
+#include "h5util.h"
+#include "results.h"
 #include "cli_util.h"
 #include "test.h"
 

@@ -8,7 +8,7 @@
 
 #include "../datasets/datasets.h"
 #include "../datasets/model_like.h"
-#include "../harness/apply.h"
+#include "apply.h"
 #include "test.h"
 
 TEST(datasets_names_unique)

@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "../harness/results.h"
+#include "results.h"
 #include "cli_util.h"
 #include "test.h"
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/gpu.h"
+#include "gpu.h"
 #ifdef TKP_HAVE_CUDA
 #include "../algos/rejection/rejection_gpu.h"
 #endif

@@ -14,8 +14,8 @@
 
 #include <hdf5.h>
 
-#include "../harness/gpu.h"
-#include "../harness/runner.h"
+#include "gpu.h"
+#include "runner.h"
 #include "cli_util.h"
 #include "test.h"
 

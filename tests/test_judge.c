@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/cell_row.h"
+#include "cell_row.h"
 #include "test.h"
 
 enum { ROWS = 64, VOCAB = 257, K = 5 };

@@ -13,9 +13,9 @@
 #include <zlib.h>
 
 #include "../algos/tkp.h"
-#include "../harness/peer_cell.h"
-#include "../harness/peer_worker.h"
-#include "../harness/timing.h"
+#include "peer_cell.h"
+#include "peer_worker.h"
+#include "timing.h"
 #include "cli_util.h"
 #include "test.h"
 

@@ -14,9 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../harness/compare.h"
-#include "../harness/h5util.h"
-#include "../harness/results.h"
+#include "compare.h"
+#include "h5util.h"
+#include "results.h"
 #include "cli_util.h"
 #include "test.h"
 

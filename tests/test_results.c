@@ -5,8 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../harness/h5util.h"
-#include "../harness/results.h"
+#include "h5util.h"
+#include "results.h"
 #include "cli_util.h"
 #include "test.h"
 

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../harness/runner.h"
-#include "../harness/shard.h"
+#include "runner.h"
+#include "shard.h"
 #include "cli_util.h"
 #include "test.h"
 

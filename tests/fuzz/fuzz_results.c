@@ -3,7 +3,7 @@
  * results file's bytes (seeds under tests/fuzz/corpus/results/: a tiny `topkp run` from before
  * the tables were deflated, and its `h5repack -f GZIP=6` copy, whose chunks inflate). The text
  * goes to /dev/null. Built by `make fuzz` (README.md, "Robustness checks"). */
-#include "../../harness/results.h"
+#include "results.h"
 #include "fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

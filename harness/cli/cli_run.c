@@ -14,7 +14,7 @@
 #include "apply.h"
 #include "cli.h"
 #include "gpu.h"
-#include "limits.h"
+#include "limits_config.h"
 #include "logits_file.h"
 #include "multi_gpu.h"
 #include "runner.h"

@@ -9,7 +9,7 @@
 #include "../datasets/datasets.h"
 #include "axes.h"
 #include "cli.h"
-#include "limits.h"
+#include "limits_config.h"
 #include "peer_cell.h"
 
 static void flag_names(unsigned bits, const char *const *names, char *buf, size_t n)

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "limits.h"
+#include "limits_config.h"
 #include "lua_deadline.h"
 #include "read_guard.h"
 

@@ -14,7 +14,7 @@
 #include <stdio.h>
 
 #include "axes.h"
-#include "limits.h"
+#include "limits_config.h"
 #include "plan.h"
 
 struct load_ctx {

@@ -1,9 +1,9 @@
-/* limits.h — the named limits of a run, in one place (README.md, "Configs"): a config that
+/* limits_config.h — the named limits of a run, in one place (README.md, "Configs"): a config that
  * goes past one fails with an error naming the config file, the value and the limit, never
  * a crash or a hang. `topkp list` prints them under "limits:". One #define per limit; those of
  * the file readers and writers are in limits_files.h, included here. */
-#ifndef TKP_LIMITS_H
-#define TKP_LIMITS_H
+#ifndef TKP_LIMITS_CONFIG_H
+#define TKP_LIMITS_CONFIG_H
 
 #define TKP_LUA_INSTRUCTION_BUDGET 20000000 /* Lua instructions a config may run, `where` included */
 #define TKP_LUA_MEMORY_MIB 256              /* MiB of memory the config's Lua state may hold */
