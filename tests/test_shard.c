@@ -8,7 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runner.h"
 #include "shard.h"
 #include "cli_util.h"
 #include "test.h"

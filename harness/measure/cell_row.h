@@ -7,7 +7,7 @@
 #include "apply.h"
 #include "judge_memo.h"
 #include "plan.h"
-#include "results.h"
+#include "results_row.h"
 
 /* Check up to `rows` rows spread over the batch against the oracle: sets rows_checked and
  * rows_exact. With `exact_required`, a differing row is an error (the module breaks the

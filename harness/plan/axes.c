@@ -8,6 +8,7 @@
 #include "../algos/common/half.h"
 #include "../algos/common/prob.h"
 #include "axes.h"
+#include "results_row.h"
 
 #define AT(f) .offset = offsetof(struct tkp_cell, f), .size = sizeof(((struct tkp_cell *)0)->f)
 #define COLUMN(f)                                                                               \

@@ -12,7 +12,8 @@
 #include <stdint.h>
 
 #include "plan.h"
-#include "results.h"
+
+struct tkp_cell_row; /* results_row.h */
 
 enum tkp_axis_type {
     TKP_AXIS_DATASET, /* char[] in the cell: a dataset name (`topkp list`) or file:PATH */

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "../algos/tkp.h"
+#include "limits_files.h"
 
 struct tkp_timing {
     int warmup;         /* untimed runs first ... */
@@ -78,5 +79,9 @@ void tkp_plan_free(struct tkp_plan *plan);
 int tkp_plan_check_files(const struct tkp_plan *plan, const char *config, struct tkp_error *err);
 /* "topk", "topp", "topk_topp" or "none" for a cell's k and p. */
 const char *tkp_mode_name(int32_t k, float p, int64_t vocab);
+
+/* The key column of a cell run on `backend` (tkp_results_key of its whole identity). */
+void tkp_cell_key(const struct tkp_cell *c, enum tkp_backend backend,
+                  char key[TKP_RESULT_KEY_BYTES]);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../algos/common/half.h"
 #include "../datasets/datasets.h"
@@ -327,24 +328,6 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
     free(p);
 }
 
-/* The whole identity of a cell (algorithm, variant, options, the axes of axes.c: dataset, V,
- * B, k, p, draws, seed, and dtype unless f32; backend), never cut: results.c turns a long one into a prefix and a
- * hash (tkp_results_key). */
-static void cell_identity(const struct tkp_cell *c, enum tkp_backend backend, char *buf, size_t n)
-{
-    snprintf(buf, n, "%s|%s|%s", c->algo->name, c->variant, c->options);
-    tkp_axes_append(c, TKP_AXES_KEY, buf, n);
-    snprintf(buf + strlen(buf), n - strlen(buf), "|%s", backend == TKP_GPU ? "gpu" : "cpu");
-}
-
-void tkp_cell_key(const struct tkp_cell *c, enum tkp_backend backend,
-                  char key[TKP_RESULT_KEY_BYTES])
-{
-    char identity[sizeof c->variant + sizeof c->options + sizeof c->dataset + 512];
-    cell_identity(c, backend, identity, sizeof identity);
-    tkp_results_key(identity, key);
-}
-
 static void fill_row_identity(const struct tkp_cell *c, enum tkp_backend backend,
                               struct tkp_cell_row *row)
 {
@@ -443,144 +426,188 @@ static int plan_of(const struct tkp_run_args *args, struct tkp_plan *plan,
     return rc;
 }
 
-/* The plan's cells go with the plan, their description with it (plan_of). */
-static void plans_free(struct tkp_plan *plan, struct tkp_shard_plan *sp)
+/* What a run holds from its plan to its end. Each step of tkp_run fills its part; run_close,
+ * the one cleanup path, releases whatever was filled (each release takes an empty part). */
+struct run_state {
+    const struct tkp_run_args *args;
+    struct tkp_plan plan;
+    struct tkp_shard_plan sp; /* the plan before the --shard cut (plan_of) */
+    struct run_env env;
+    long long l2_bytes;
+    struct tkp_results *res;
+    struct tkp_run_identity id; /* the binary's and the config's (run_record.h) */
+    int earlier_run; /* the file holds a run already (--resume) */
+    int begun;       /* the resume checks passed: run_finish records the end */
+    int run_index;   /* /runs/<run_index>; -1 when it could not be written */
+    struct tkp_progress prog;
+};
+
+/* The GPU first: a machine without one must not leave an empty results file behind. */
+static int open_gpu(struct run_state *s, struct tkp_error *err)
 {
-    tkp_plan_free(plan);
-    tkp_shard_plan_free(sp);
+    struct tkp_gpu_props props;
+    int rc = tkp_gpu_props(&props, err);
+    if (!rc)
+        rc = tkp_gpu_timer_open(&s->env.gpu, err);
+    if (rc) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        tkp_error_set(err, "--backend gpu needs a usable GPU (%s); nothing was written to %s",
+                      why, s->args->output);
+        return rc;
+    }
+    s->env.max_clock_mhz = props.max_sm_clock_mhz;
+    s->l2_bytes = props.l2_bytes;
+    return TKP_OK;
+}
+
+/* Open the results file. --resume first reads a file it would continue in a child process as
+ * export does (tkp_results_read_crashes): a corrupt file may crash libhdf5 itself, and this
+ * process is about to open it. Then the file must hold this run's plan and shard. */
+static int open_results(struct run_state *s, struct tkp_error *err)
+{
+    const struct tkp_run_args *args = s->args;
+    struct stat st;
+    struct tkp_error crash;
+    if (args->resume && stat(args->output, &st) == 0 && st.st_size > TKP_PARTIAL_CREATE_BYTES &&
+        tkp_results_read_crashes(args->output, &crash)) {
+        tkp_error_set(err, "%s; not resumed", crash.msg);
+        return TKP_EINVAL;
+    }
+    int rc = tkp_results_open(&s->res, args->output, args->resume, err);
+    if (rc)
+        return rc;
+    tkp_run_identity_of(&s->plan, &s->id);
+    char commit[8];
+    s->earlier_run = tkp_results_attr_get(s->res, "git_commit", commit, sizeof commit) == 0;
+    if (s->earlier_run &&
+        ((rc = tkp_run_check_resume(s->res, args->output, &s->plan, &s->id, args->force, err)) ||
+         (rc = tkp_shard_check_resume(s->res, args->output, &args->shard, &s->sp, err))))
+        return rc;
+    s->begun = 1;
+    return TKP_OK;
+}
+
+/* Before the first cell: the provenance, the config texts and this run's record (/runs). */
+static int record_start(struct run_state *s, struct tkp_error *err)
+{
+    const struct tkp_run_args *args = s->args;
+    uint64_t texts = 0; /* the config texts, twice at most (/config and a forced run's record) */
+    for (size_t i = 0; i < s->plan.n_files; i++)
+        texts += 2 * strlen(s->plan.files[i].text);
+    texts += args->shard.count ? 64 * (uint64_t)s->sp.n : 0; /* /plan, deflated */
+    int rc = tkp_results_reserve(s->res, texts, err);
+    if (rc == TKP_OK && (!args->resume || tkp_results_fresh(s->res)))
+        tkp_provenance_write(s->res, args->backend, args->argc, args->argv, s->env.copy_gbps);
+    for (size_t i = 0; i < s->plan.n_files && rc == TKP_OK; i++)
+        if (tkp_results_config(s->res, s->plan.files[i].name, s->plan.files[i].text) != 0) {
+            tkp_error_set(err, "%s: cannot write the config text of %s (disk full or an I/O "
+                          "error?)", args->output, s->plan.files[i].name);
+            rc = TKP_EINVAL;
+        }
+    if (rc)
+        return rc;
+    s->run_index = tkp_run_record_begin(s->res, &s->plan, &s->id, args->backend, !s->earlier_run,
+                                        s->earlier_run && args->force, args->argc, args->argv);
+    if (s->run_index >= 0 && tkp_shard_record(s->res, s->run_index, !s->earlier_run,
+                                              &args->shard, &s->sp, args->device))
+        s->run_index = -1;
+    if (s->run_index < 0) {
+        tkp_results_fail(s->res);
+        tkp_error_set(err, "%s: cannot write the run record /runs (disk full or an I/O error?)",
+                      args->output);
+        return TKP_EINVAL;
+    }
+    return TKP_OK;
+}
+
+/* The cells, one results row each, with a progress line; --resume skips those done. */
+static int run_cells(struct run_state *s, struct tkp_error *err)
+{
+    int rc = tkp_progress_init(&s->prog, &s->plan, err);
+    if (rc)
+        return rc;
+    if (s->args->resume)
+        skip_done_cells(&s->prog, &s->plan, s->res, s->args->backend);
+    tkp_progress_report(&s->prog);
+    for (size_t i = 0; i < s->plan.n && rc == TKP_OK; i++) {
+        if (tkp_progress_skipped(&s->prog, i))
+            continue;
+        const struct tkp_cell *c = &s->plan.cells[i];
+        struct tkp_cell_row row;
+        fill_row_identity(c, s->args->backend, &row);
+        row.run = s->run_index;
+        double t0 = tkp_now_us(), *samples;
+        int64_t n;
+        run_cell(&s->plan, c, &s->env, &row, &samples, &n);
+        row.cell_seconds = (tkp_now_us() - t0) * 1e-6;
+        rc = tkp_results_append(s->res, c->sweep, &row, samples, n, err);
+        free(samples);
+        if (rc) /* not recorded: the error says why, and no progress line claims the cell */
+            break;
+        tkp_progress_done(&s->prog, i, &row, (tkp_now_us() - t0) * 1e-6, stderr);
+    }
+    return rc;
+}
+
+/* After the last cell (or the first fatal error): the end of the run's record, unless a write
+ * failed (then nothing more goes in), and the summary. Returns the run's status. */
+static int run_finish(struct run_state *s, int rc, struct tkp_error *err)
+{
+    if (s->prog.skipped_n)
+        fprintf(stderr, "resume: %lld %s already done\n", (long long)s->prog.skipped_n,
+                s->prog.skipped_n == 1 ? "cell was" : "cells were");
+    struct tkp_error end_err = { "" };
+    if (!tkp_results_failed(s->res) && tkp_results_reserve(s->res, 0, &end_err) != TKP_OK &&
+        rc == TKP_OK) {
+        *err = end_err;
+        rc = TKP_EINVAL;
+    }
+    if (!tkp_results_failed(s->res)) {
+        char now[64];
+        tkp_utc_now(now, sizeof now);
+        tkp_results_attr(s->res, "end_time", now);
+        tkp_run_record_end(s->res, s->run_index);
+    }
+    tkp_results_close(s->res);
+    s->res = NULL;
+    if (s->prog.plan)
+        tkp_progress_summary(&s->prog, s->args->output, rc == TKP_OK, stderr);
+    return rc;
+}
+
+/* The one cleanup path: whatever the run holds, in reverse order of its taking. */
+static void run_close(struct run_state *s)
+{
+    tkp_results_close(s->res);
+    tkp_progress_free(&s->prog);
+    cache_free(&s->env.cache);
+    tkp_peer_session_close(&s->env.peers);
+    tkp_gpu_timer_close(s->env.gpu);
+    tkp_plan_free(&s->plan);
+    tkp_shard_plan_free(&s->sp);
 }
 
 int tkp_run(const struct tkp_run_args *args, struct tkp_error *err)
 {
-    struct tkp_plan plan;
-    struct tkp_shard_plan sp;
-    int rc = plan_of(args, &plan, &sp, err);
+    struct run_state s = { .args = args, .env = { .backend = args->backend }, .run_index = -1 };
+    int rc = plan_of(args, &s.plan, &s.sp, err);
     if (rc)
         return rc;
     /* --dry-run prints the plan (no logits file needed); a run first finds every file it reads */
     if (args->dry_run)
-        tkp_plan_print(&plan, stdout);
-    else
-        rc = tkp_plan_check_files(&plan, args->config, err);
-    if (args->dry_run || rc) {
-        plans_free(&plan, &sp);
-        return rc;
+        tkp_plan_print(&s.plan, stdout);
+    else if ((rc = tkp_plan_check_files(&s.plan, args->config, err)) == TKP_OK &&
+             (args->backend != TKP_GPU || (rc = open_gpu(&s, err)) == TKP_OK) &&
+             (rc = open_results(&s, err)) == TKP_OK) {
+        tkp_peer_session_init(&s.env.peers, args->backend, s.l2_bytes, s.env.max_clock_mhz, s.res);
+        s.env.copy_gbps = tkp_measure_copy_gbps(args->backend);
+        rc = record_start(&s, err);
+        if (rc == TKP_OK)
+            rc = run_cells(&s, err);
     }
-    /* The GPU first: a machine without one must not leave an empty results file behind. */
-    struct run_env env = { .backend = args->backend };
-    long long l2_bytes = 0;
-    if (args->backend == TKP_GPU) {
-        struct tkp_gpu_props props;
-        rc = tkp_gpu_props(&props, err);
-        if (!rc)
-            rc = tkp_gpu_timer_open(&env.gpu, err);
-        if (rc) {
-            char why[sizeof err->msg];
-            snprintf(why, sizeof why, "%s", err->msg);
-            tkp_error_set(err, "--backend gpu needs a usable GPU (%s); nothing was written to "
-                          "%s", why, args->output);
-            tkp_gpu_timer_close(env.gpu);
-            plans_free(&plan, &sp);
-            return rc;
-        }
-        env.max_clock_mhz = props.max_sm_clock_mhz;
-        l2_bytes = props.l2_bytes;
-    }
-    struct tkp_results *res;
-    rc = tkp_results_open(&res, args->output, args->resume, err);
-    if (rc) {
-        tkp_gpu_timer_close(env.gpu);
-        plans_free(&plan, &sp);
-        return rc;
-    }
-    struct tkp_run_identity id;
-    tkp_run_identity_of(&plan, &id);
-    char commit[8];
-    const int earlier_run = tkp_results_attr_get(res, "git_commit", commit, sizeof commit) == 0;
-    if (earlier_run &&
-        ((rc = tkp_run_check_resume(res, args->output, &plan, &id, args->force, err)) != TKP_OK ||
-         (rc = tkp_shard_check_resume(res, args->output, &args->shard, &sp, err)) != TKP_OK)) {
-        tkp_results_close(res);
-        tkp_gpu_timer_close(env.gpu);
-        plans_free(&plan, &sp);
-        return rc;
-    }
-    tkp_peer_session_init(&env.peers, args->backend, l2_bytes, env.max_clock_mhz, res);
-    env.copy_gbps = tkp_measure_copy_gbps(args->backend);
-    uint64_t texts = 0; /* the config texts, twice at most (/config and a forced run's record) */
-    for (size_t i = 0; i < plan.n_files; i++)
-        texts += 2 * strlen(plan.files[i].text);
-    texts += args->shard.count ? 64 * (uint64_t)sp.n : 0; /* /plan, deflated */
-    rc = tkp_results_reserve(res, texts, err);
-    if (rc == TKP_OK && (!args->resume || tkp_results_fresh(res)))
-        tkp_provenance_write(res, args->backend, args->argc, args->argv, env.copy_gbps);
-    for (size_t i = 0; i < plan.n_files && rc == TKP_OK; i++)
-        if (tkp_results_config(res, plan.files[i].name, plan.files[i].text) != 0) {
-            tkp_error_set(err, "%s: cannot write the config text of %s (disk full or an I/O "
-                          "error?)", args->output, plan.files[i].name);
-            rc = TKP_EINVAL;
-        }
-    int run_index = rc ? -1 : tkp_run_record_begin(res, &plan, &id, args->backend,
-                                                         !earlier_run, earlier_run && args->force,
-                                                         args->argc, args->argv);
-    if (rc == TKP_OK && run_index >= 0 &&
-        tkp_shard_record(res, run_index, !earlier_run, &args->shard, &sp, args->device))
-        run_index = -1;
-    if (rc == TKP_OK && run_index < 0) {
-        tkp_results_fail(res);
-        tkp_error_set(err, "%s: cannot write the run record /runs (disk full or an I/O error?)",
-                      args->output);
-        rc = TKP_EINVAL;
-    }
-
-    struct tkp_progress prog;
-    if (rc == TKP_OK)
-        rc = tkp_progress_init(&prog, &plan, err);
-    else
-        memset(&prog, 0, sizeof prog);
-    const int have_progress = prog.plan != NULL;
-    if (rc == TKP_OK && args->resume)
-        skip_done_cells(&prog, &plan, res, args->backend);
-    if (rc == TKP_OK)
-        tkp_progress_report(&prog);
-    for (size_t i = 0; i < plan.n && rc == TKP_OK; i++) {
-        if (tkp_progress_skipped(&prog, i))
-            continue;
-        const struct tkp_cell *c = &plan.cells[i];
-        struct tkp_cell_row row;
-        fill_row_identity(c, args->backend, &row);
-        row.run = run_index;
-        double t0 = tkp_now_us(), *samples;
-        int64_t n;
-        run_cell(&plan, c, &env, &row, &samples, &n);
-        row.cell_seconds = (tkp_now_us() - t0) * 1e-6;
-        rc = tkp_results_append(res, c->sweep, &row, samples, n, err);
-        free(samples);
-        if (rc) /* not recorded: the error says why, and no progress line claims the cell */
-            break;
-        tkp_progress_done(&prog, i, &row, (tkp_now_us() - t0) * 1e-6, stderr);
-    }
-    if (prog.skipped_n)
-        fprintf(stderr, "resume: %lld %s already done\n", (long long)prog.skipped_n,
-                prog.skipped_n == 1 ? "cell was" : "cells were");
-    struct tkp_error end_err = { "" };
-    if (!tkp_results_failed(res) && tkp_results_reserve(res, 0, &end_err) != TKP_OK && rc == TKP_OK) {
-        *err = end_err;
-        rc = TKP_EINVAL;
-    }
-    if (!tkp_results_failed(res)) { /* after a failed write nothing more goes in */
-        char now[64];
-        tkp_utc_now(now, sizeof now);
-        tkp_results_attr(res, "end_time", now);
-        tkp_run_record_end(res, run_index);
-    }
-    tkp_results_close(res);
-    if (have_progress)
-        tkp_progress_summary(&prog, args->output, rc == TKP_OK, stderr);
-    tkp_progress_free(&prog);
-    cache_free(&env.cache);
-    tkp_peer_session_close(&env.peers);
-    tkp_gpu_timer_close(env.gpu);
-    plans_free(&plan, &sp);
+    if (s.begun)
+        rc = run_finish(&s, rc, err);
+    run_close(&s);
     return rc;
 }

@@ -22,10 +22,6 @@ struct tkp_run_args {
 /* Returns 0 when every cell was recorded (whatever its status), non-zero on a fatal error. */
 int tkp_run(const struct tkp_run_args *args, struct tkp_error *err);
 
-/* The key column of a cell run on `backend` (tkp_results_key of its whole identity). */
-void tkp_cell_key(const struct tkp_cell *c, enum tkp_backend backend,
-                  char key[TKP_RESULT_KEY_BYTES]);
-
 /* Print the plan, one cell a line, without running it. */
 void tkp_plan_print(const struct tkp_plan *plan, FILE *out);
 

@@ -11,27 +11,7 @@
 
 #include "../algos/tkp.h"
 #include "limits_files.h"
-
-struct tkp_cell_row {
-    char key[TKP_RESULT_KEY_BYTES]; /* identifies the cell for --resume (tkp_results_key) */
-    char algo[32], variant[64], options[256], dataset[256], mode[16], backend[8];
-    int64_t batch, vocab, k, draws, seed;
-    double p;
-    char status[16];     /* ok, unsupported, oom, error */
-    char message[256];
-    double median_us, q1_us, q3_us, min_us, max_us, mean_us, stdev_us;
-    int64_t n_samples, samples_offset, throttled;
-    double bytes_read, bytes_written, gbps, bw_fraction;
-    int64_t workspace_bytes, peak_device_bytes;
-    int64_t rows_checked, rows_exact;
-    double hit_rate, outliers, outlier_mass, iterations, rounds;
-    double cell_seconds;
-    int64_t noisy; /* 1: the timer stopped at its cap before the spread settled (timing.h) */
-    int64_t run;   /* the run that wrote the row: /runs/<run> has its commit, binary and config */
-    double sorted; /* keys sorted per row (a sort-based boundary search; 0 otherwise) */
-    char dtype[16]; /* the logits' element type: f32, bf16, f16 (a file written before this
-                     * column has none: its cells are f32, axes.h TKP_AXIS_QUIET) */
-};
+#include "results_row.h"
 
 struct tkp_results;
 
@@ -54,9 +34,6 @@ void tkp_results_fail(struct tkp_results *r);
 int tkp_results_failed(const struct tkp_results *r);
 /* The path the results were opened with. */
 const char *tkp_results_path(const struct tkp_results *r);
-/* The key column of a cell from its whole identity: the identity itself when shorter than
- * TKP_RESULT_KEY_BYTES - 1, else a prefix, '#' and a 64-bit FNV-1a hash of all of it. */
-void tkp_results_key(const char *identity, char key[TKP_RESULT_KEY_BYTES]);
 /* The names of a cells row's columns in file order (at most cap into names); returns how many
  * there are: the fixed columns, then any axis of harness/axes.c they do not name. */
 size_t tkp_results_columns(const char **names, size_t cap);
@@ -104,8 +81,9 @@ int tkp_results_export(const char *path, const char *sweep, FILE *out, struct tk
 /* Print the root attributes as name<TAB>value lines. */
 int tkp_results_info(const char *path, FILE *out, struct tkp_error *err);
 /* Does reading `path` as export does (in a child process) crash or hang the HDF5 library? 1,
- * with err saying how, or 0 (it reads, or fails with an ordinary error). --resume asks before
- * it opens a file in this process. */
+ * with err saying how, or 0 (it reads, or fails with an ordinary error). The callers ask before
+ * they open a file in this process: `run --resume` (runner.c) and `merge` (merge_shards.c);
+ * tkp_results_open itself does not read in a child. */
 int tkp_results_read_crashes(const char *path, struct tkp_error *err);
 
 #endif

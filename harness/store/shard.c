@@ -10,7 +10,6 @@
 
 #include "../algos/common/half.h"
 #include "h5util.h"
-#include "runner.h"
 #include "shard.h"
 
 /* A decimal number of at most 9 digits at *at (no sign, no space); -1 otherwise. */
