@@ -40,7 +40,7 @@ enum { TKP_OUT_SET = 1u, TKP_OUT_SAMPLE = 2u };
 /* backends */
 enum tkp_backend { TKP_CPU = 1u, TKP_GPU = 2u };
 /* flags */
-/* TKP_PEER: a peer library run through the Python bridge (harness/peers.c, docs/PEERS.md);
+/* TKP_PEER: a peer library run through the Python bridge (harness/module/peers.c, docs/PEERS.md);
  * it has no init/run/fini, and the harness reports its exactness instead of failing it. */
 enum { TKP_EXACT = 1u, TKP_DETERMINISTIC = 2u, TKP_NOT_IMPLEMENTED = 4u, TKP_PEER = 8u };
 
@@ -164,7 +164,7 @@ struct tkp_algo {
     unsigned peer_backends;  /* peers: where the peer runs (a module has impls instead) */
 };
 
-/* ---- the contract's helpers (harness/registry.c) ---- */
+/* ---- the contract's helpers (harness/module/registry.c) ---- */
 /* TKP_CPU | TKP_GPU: the backends a module offers in this build (its impls), or a peer's. */
 unsigned tkp_algo_backends(const struct tkp_algo *a);
 /* The implementation of backend b; NULL when there is none. */
@@ -172,9 +172,9 @@ const struct tkp_impl *tkp_algo_impl(const struct tkp_algo *a, enum tkp_backend 
 /* TKP_EINVAL, naming the module and both versions, when a->abi is not TKP_ABI. */
 int tkp_algo_check_abi(const struct tkp_algo *a, struct tkp_error *err);
 
-/* ---- registry (harness/registry.c) ---- */
+/* ---- registry (harness/module/registry.c) ---- */
 extern const struct tkp_algo *const tkp_algos[]; /* NULL-terminated */
-extern const struct tkp_algo *const tkp_peers[]; /* NULL-terminated (harness/peers.c) */
+extern const struct tkp_algo *const tkp_peers[]; /* NULL-terminated (harness/module/peers.c) */
 /* A module or a peer by name; NULL when neither has it. */
 const struct tkp_algo *tkp_algo_find(const char *name);
 

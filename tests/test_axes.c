@@ -1,4 +1,4 @@
-/* test_axes.c — the table of sweep axes (harness/axes.c; README.md, "Configs"): its rows agree
+/* test_axes.c — the table of sweep axes (harness/plan/axes.c; README.md, "Configs"): its rows agree
  * with the fields they name, and the text it prints is the plan line, progress line and resume
  * key written before the table (docs/DESIGN.md, the `key` column), byte for byte; the dtype axis
  * (quiet at f32) parses its names and lists, refuses others naming the file and line, and shows

@@ -130,7 +130,7 @@ TEST(peers_python_catalog_names_the_c_peers)
         *cast++ = 0;
         check_cast_documented(doc, w, cast);
         const struct tkp_algo *a = tkp_algo_find(w);
-        CHECK(a && (a->flags & TKP_PEER), "peers/catalog.py names %s, which harness/peers.c lacks", w);
+        CHECK(a && (a->flags & TKP_PEER), "peers/catalog.py names %s, which harness/module/peers.c lacks", w);
         CHECK(!a || !!(tkp_algo_backends(a) & TKP_CPU) == !!strstr(devices, "cpu"),
               "%s: peers.c and catalog.py disagree on the CPU backend (catalog: %s)", w, devices);
         CHECK(!a || !!(tkp_algo_backends(a) & TKP_GPU) == !!strstr(devices, "cuda"),

@@ -17,7 +17,7 @@ sweep "topk50_topp09_dtype" {
 -- logits: a peer whose API takes float32 (docs/PEERS.md, "16-bit logits") has the cast timed in,
 -- as an engine pays it today; the modules' bf16 time is judged against the best of them.
 -- Lists joined into one `algos` table (as in targets.lua: a config cannot include another,
--- harness/config_sandbox.c).
+-- harness/config/config_sandbox.c).
 local function join(...)
     local out = {}
     for _, list in ipairs({ ... }) do

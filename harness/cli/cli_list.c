@@ -1,6 +1,6 @@
 /* cli_list.c — `topkp list` (docs/DESIGN.md, "The command line"): the modules with their ops,
  * outputs, backends, flags and --set options, the peers (and whether their package imports
- * here, docs/PEERS.md), the datasets, the sweep axes of harness/axes.c and the named limits
+ * here, docs/PEERS.md), the datasets, the sweep axes of harness/plan/axes.c and the named limits
  * (README.md, "Configs"). */
 #include <math.h>
 #include <stdio.h>
@@ -117,7 +117,7 @@ static void list_peers(int probe)
     }
 }
 
-/* The sweep axes of harness/axes.c: the keys of a sweep that make its cross product. */
+/* The sweep axes of harness/plan/axes.c: the keys of a sweep that make its cross product. */
 static void list_axes(void)
 {
     puts("sweep axes:");
@@ -142,7 +142,7 @@ static void list_axes(void)
     }
 }
 
-/* The named limits of harness/limits.h and limits_files.h (README.md, "Configs"). */
+/* The named limits of harness/config/limits_config.h and limits_files.h (README.md, "Configs"). */
 static void list_limits(void)
 {
 #define LIMIT(name) printf("  %-27s %lld\n", #name, (long long)(name))
@@ -173,7 +173,7 @@ const char LIST_USAGE[] =
     "usage: topkp list [--no-probe]\n"
     "\n"
     "Prints the modules (their ops, outputs, backends and --set options), the peer libraries,\n"
-    "the datasets, the sweep axes and the limits of harness/limits.h and harness/limits_files.h.\n"
+    "the datasets, the sweep axes and the limits of harness/config/limits_config.h and harness/common/limits_files.h.\n"
     "\n"
     "  --no-probe   do not start Python to ask which peer packages import here\n";
 

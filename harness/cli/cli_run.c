@@ -450,7 +450,7 @@ const char GEN_USAGE[] =
     "dataset's values rounded to bf16 or f16), and /k, /p only when asked.\n"
     "\n"
     "  --batch B    rows, 1 to 1048576\n"
-    "  --vocab V    columns, 1 to 8388608 (B x V within harness/limits_files.h)\n"
+    "  --vocab V    columns, 1 to 8388608 (B x V within harness/common/limits_files.h)\n"
     "  -o FILE      the output, written as FILE.partial and renamed\n"
     "  --seed S     the dataset's seed (default 1)\n"
     "  --k K        also write /k: K for every row (apply's --k overrides it)\n"
@@ -515,7 +515,7 @@ static int gen_alloc(const struct gen_args *g, struct tkp_batch *b, struct tkp_e
     const size_t bytes = checked_bytes(g->batch, g->vocab, sizeof(float), TKP_MAX_LOGITS_ELEMS);
     if (!bytes) {
         tkp_error_set(err, "--batch %lld x --vocab %lld = %.4g elements is more than %lld "
-                      "(TKP_MAX_LOGITS_ELEMS, harness/limits_files.h)", g->batch, g->vocab,
+                      "(TKP_MAX_LOGITS_ELEMS, harness/common/limits_files.h)", g->batch, g->vocab,
                       (double)g->batch * (double)g->vocab, (long long)TKP_MAX_LOGITS_ELEMS);
         return TKP_EINVAL;
     }

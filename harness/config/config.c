@@ -12,7 +12,7 @@
  * Every declaration is validated when it is called, against the modules' option tables and
  * the table of sweep axes (axes.c: dataset ... seed), so an error names the config's
  * file:line. A hostile config fails the same way, never crashes or hangs: the limits of
- * harness/limits.h (README.md, "Configs") bound its instructions, its memory, its wall-clock
+ * harness/config/limits_config.h (README.md, "Configs") bound its instructions, its memory, its wall-clock
  * time (lua_deadline.c) and every list and name it declares.
  * The parts: this file (the entry point: read the file, run it, the plan), config_sandbox.c
  * (the state and its limits), config_values.c (the value readers), config_expand.c (a sweep

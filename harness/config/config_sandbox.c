@@ -1,5 +1,5 @@
 /* config_sandbox.c — the Lua state a config runs in, and its limits (README.md, "Configs";
- * the limits of harness/limits.h): an allocator that refuses past TKP_LUA_MEMORY_MIB, a count
+ * the limits of harness/config/limits_config.h): an allocator that refuses past TKP_LUA_MEMORY_MIB, a count
  * hook that stops the config past TKP_LUA_INSTRUCTION_BUDGET instructions, and the safe
  * libraries only (base, table, string, math; no load, dofile, loadfile, collectgarbage, and no
  * __gc finalizers). The wall-clock limit is lua_deadline.c's. */

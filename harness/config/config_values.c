@@ -229,7 +229,7 @@ static double timing_number(lua_State *L, int ti, const char *what, const char *
     config_number_list(L, ti, what, key, def, 0, v, 1);
     if (!(v[0] >= lo && v[0] <= hi) || (integer && v[0] != floor(v[0])))
         config_error(L, "%s: timing.%s = %g must be %s in [%g, %g] (the limit of "
-                     "harness/limits.h)", what, key, v[0], integer ? "an integer" : "a number",
+                     "harness/config/limits_config.h)", what, key, v[0], integer ? "an integer" : "a number",
                      lo, hi);
     return v[0];
 }

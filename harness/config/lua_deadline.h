@@ -1,4 +1,4 @@
-/* lua_deadline.h — a config's wall-clock limit (TKP_LUA_SECONDS, harness/limits.h): the loaded
+/* lua_deadline.h — a config's wall-clock limit (TKP_LUA_SECONDS, harness/config/limits_config.h): the loaded
  * chunk is run once in a forked child under alarm() before the caller runs it in-process. */
 #ifndef TKP_LUA_DEADLINE_H
 #define TKP_LUA_DEADLINE_H

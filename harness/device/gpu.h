@@ -1,4 +1,4 @@
-/* gpu.h — the harness's device layer (harness/gpu.cu; harness/gpu_none.c when built without
+/* gpu.h — the harness's device layer (harness/device/gpu.cu; harness/device/gpu_none.c when built without
  * CUDA): memory, one stream, and the timer of docs/DESIGN.md — CUDA events around the launch
  * only, L2 flushed before every cold repetition, SM clock read after each sample, optional
  * CUDA-graph replay, and the device's copy bandwidth. */

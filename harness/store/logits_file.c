@@ -175,7 +175,7 @@ static int check_logits_shape(const char *path, int rank, const hsize_t dims[2],
     if (dims[0] > (hsize_t)TKP_MAX_LOGITS_ROWS || dims[1] > (hsize_t)TKP_MAX_LOGITS_VOCAB ||
         (dims[0] > 0 && dims[1] > (hsize_t)TKP_MAX_LOGITS_ELEMS / dims[0])) {
         tkp_error_set(err, "%s: /logits shape %s is too large (limits: B <= %lld, V <= %lld, "
-                      "B x V <= %lld elements, TKP_MAX_LOGITS_* in harness/limits_files.h)",
+                      "B x V <= %lld elements, TKP_MAX_LOGITS_* in harness/common/limits_files.h)",
                       path, shape, (long long)TKP_MAX_LOGITS_ROWS, (long long)TKP_MAX_LOGITS_VOCAB,
                       (long long)TKP_MAX_LOGITS_ELEMS);
         return TKP_EINVAL;

@@ -18,7 +18,7 @@ void tkp_batch_free(struct tkp_batch *b);
 
 /* enc[i] := x[i] rounded to nearest even in the 16-bit type t, and up[i] := the exact float32
  * value of enc[i] (up may be x itself), for i < n. No threads of its own: a caller may run it
- * on chunks in parallel (never inside read_guard's child: harness/read_guard.h). */
+ * on chunks in parallel (never inside read_guard's child: harness/common/read_guard.h). */
 void tkp_encode_16bit(const float *x, size_t n, enum tkp_dtype t, uint16_t *enc, float *up);
 /* b->logits := the exact upcast of b->logits16 (of b->dtype, 16-bit). */
 void tkp_batch_upcast(struct tkp_batch *b);

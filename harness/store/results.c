@@ -45,7 +45,7 @@ static const struct field {
 #define N_FIELDS (sizeof cell_fields / sizeof cell_fields[0])
 
 /* The columns of a cells row, in file order: cell_fields, then each axis whose column
- * cell_fields does not name (harness/axes.c), so that a new axis's column is appended last
+ * cell_fields does not name (harness/plan/axes.c), so that a new axis's column is appended last
  * (docs/DESIGN.md: columns are only ever appended). Returns how many. */
 enum { MAX_FIELDS = N_FIELDS + TKP_MAX_AXES };
 static size_t row_fields(struct field out[MAX_FIELDS])

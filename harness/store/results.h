@@ -35,7 +35,7 @@ int tkp_results_failed(const struct tkp_results *r);
 /* The path the results were opened with. */
 const char *tkp_results_path(const struct tkp_results *r);
 /* The names of a cells row's columns in file order (at most cap into names); returns how many
- * there are: the fixed columns, then any axis of harness/axes.c they do not name. */
+ * there are: the fixed columns, then any axis of harness/plan/axes.c they do not name. */
 size_t tkp_results_columns(const char **names, size_t cap);
 void tkp_results_close(struct tkp_results *r);
 /* Root provenance attribute (string). */

@@ -1,4 +1,4 @@
-/* fuzz_logits.c — libFuzzer target for the logits reader (harness/logits_file.c,
+/* fuzz_logits.c — libFuzzer target for the logits reader (harness/store/logits_file.c,
  * tkp_logits_read): the input is an HDF5 file's bytes (seeds: `topkp gen` outputs under
  * tests/fuzz/corpus/logits/). Built by `make fuzz` (README.md, "Robustness checks"). */
 #include "logits_file.h"
