@@ -6,12 +6,10 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "axes.h"
-#include "file_error.h"
 #include "h5util.h"
 #include "limits_files.h"
 #include "results.h"
