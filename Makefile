@@ -23,7 +23,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -e -o pipefail -c
 
 # SAN=1: AddressSanitizer + UndefinedBehaviorSanitizer, CPU only, in its own folder (the
-# instrumented objects must not mix with build/'s). README.md, "Robustness checks".
+# instrumented objects must not mix with build/'s). docs/USAGE.md, "Robustness checks".
 ifneq ($(SAN),)
 CPU_ONLY := 1
 BUILD    ?= build/san
@@ -175,7 +175,7 @@ test-san:
 # libFuzzer on the three readers (tests/fuzz/fuzz_*.c), FUZZ_SECONDS each; fails on a crash,
 # a sanitizer report, an input running past 10 s or a process past 2 GiB whose stack is in
 # this repository's code (tests/fuzz/run.sh sorts them). New inputs go to
-# $(BUILD)/corpus/<target>, reproducers to $(BUILD)/findings/ (README.md, "Robustness checks").
+# $(BUILD)/corpus/<target>, reproducers to $(BUILD)/findings/ (docs/USAGE.md, "Robustness checks").
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= config logits results
 fuzz:

@@ -90,7 +90,7 @@ tawk() {
     awk -F'\t' -v OFS=' & ' -v baseline="$BASELINE" '
         function tex(s) { gsub(/\\/, "\\textbackslash{}", s); gsub(/[_%&#$]/, "\\\\&", s); return s }
         # "--" for an empty value and for NaN: "NaN" of figures.sh, "nan" of a column that does
-        # not apply to the cell (README.md, "Results")
+        # not apply to the cell (docs/RESULTS.md, "Results")
         function num(x, f) { return x == "" || tolower(x) ~ /^[-+]?nan$/ ? "--" : sprintf(f, x) }
         function rule(peer) { if (peer == 1 && !ruled) { ruled = 1; return "\\midrule\n" } return "" }
         FNR == NR { if ($1 !~ /^#/ && $1 != "table") { pub[$1, $2, $4] = $5; publabel[$1, $2] = $3 }; next }

@@ -13,7 +13,7 @@ class Unsupported(Exception):
 
 
 class Cell:
-    def __init__(self, torch, logits, k, p, seed, options):
+    def __init__(self, torch, logits, k, p, seed, options, request=None):
         self.torch = torch
         self.logits = logits               # pristine [B, V], float32 or 16-bit; a peer never writes it
         self.sixteen_bit = logits.dtype != torch.float32
@@ -21,6 +21,10 @@ class Cell:
         self.device = logits.device
         self.k, self.p, self.seed = k, p, seed
         self.options = options
+        # every field of the `open` request as text: each sweep axis marked TKP_AXIS_PEER in
+        # harness/plan/axes.def is one (docs/DESIGN.md, "Adding an axis"), so a peer reads a new
+        # axis here by its name (a float axis: float(cell.request[name]))
+        self.request = request or {}
         self.topk_on = 0 < k < self.vocab
         self.topp_on = p < 1.0
         self._probs = None

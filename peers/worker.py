@@ -14,9 +14,12 @@ pointed at stderr before any peer is imported.
 Requests (replies are `ok ...`, `unsupported msg=...`, `oom msg=...` or `error msg=...`):
   probe                          one `peer name=.. available=0|1 info=.. cast=..` line per peer,
                                  then ok
-  open peer= logits= dtype=f32|bf16|f16 rows= batch= vocab= k= p= device=cpu|cuda seed=
-       flush_bytes= options=     -> ok crc=<crc32 of the file's bytes> info=<package version>
+  open peer= logits= rows= device=cpu|cuda flush_bytes= vocab= batch= k= p= seed=
+       dtype=f32|bf16|f16 options=
+                                 -> ok crc=<crc32 of the file's bytes> info=<package version>
                                     cast=<what the peer does with 16-bit logits>
+                                 (fields in any order; vocab= ... dtype= are the sweep axes
+                                 harness/plan/axes.def marks TKP_AXIS_PEER, all in Cell.request)
   rep flush=0|1                  one timed call -> ok us=<microseconds>
   fetch kept=PATH samples=PATH draws=N
                                  an untimed call whose output is written to PATH(s)
@@ -145,7 +148,7 @@ class Session:
         logits, crc = self.load(self.cell_key, rows, vocab)
         options = dict(o.split("=", 1) for o in f.get("options", "").split(",") if "=" in o)
         self.cell = Cell(torch, logits[:batch], int(f["k"]), float(f["p"]), int(f["seed"]),
-                         options)
+                         options, request=f)
         self.peer = peer.name
         self.call = peer.prepare(self.cell)
         nflush = int(f.get("flush_bytes", "0"))

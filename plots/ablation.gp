@@ -1,4 +1,4 @@
-# ablation.gp — the Qrita paper's Table 4 as bars (README.md, "Figures"): a panel per group
+# ablation.gp — the Qrita paper's Table 4 as bars (docs/FIGURES.md, "Figures"): a panel per group
 # (sweep and shape) with its own y axis (log when its times span more than 30x), a bar per
 # variant in declaration order, named by its label, coloured by its algo (plots/palette.tsv),
 # with q1-q3 whiskers and its time over the baseline variant's written above it; below the

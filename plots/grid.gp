@@ -5,7 +5,7 @@
 # series of `lines` (column skey; styles from common.gp). Only the panels of `present`
 # ("row|column" index words) have data for this figure. The key sits outside the panels:
 # along the bottom in as many columns as fit the width, or beside a single column of panels;
-# so no entry is cut and none lies over data (README.md, "Figures"). When the figure has one x
+# so no entry is cut and none lies over data (docs/FIGURES.md, "Figures"). When the figure has one x
 # value (`nx` = 1: a Table-4-like file) each panel is a labelled dot plot instead: a row per
 # series, its value on a log axis, written beside the dot.
 # Set before loading: what, ycol, ylab, present. Optional: yformat (the y tics' format), yscale

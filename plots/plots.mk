@@ -3,7 +3,7 @@
 #                [BASELINE=algo] [FIGURE_FORMATS="png pdf svg"]
 #       every figure kind the file's cells allow, peers beside the modules, into
 #       plots/out/<stem>*.png and .pdf (and any other format listed); X, BY and FACET choose
-#       the line figures' x axis, series and panels (README.md, "Figures"; the axes: sweep,
+#       the line figures' x axis, series and panels (docs/FIGURES.md, "Figures"; the axes: sweep,
 #       dataset, vocab, batch, k, p, mode, algo)
 BASELINE ?= naive_sort
 FIGURE_FORMATS ?= png pdf

@@ -1,7 +1,7 @@
 # figures-ablation.awk — the data of the ablation figure (plots/ablation.gp) from
-# scripts/figures.sh's <stem>.tsv (README.md, "Figures"): a group per sweep and shape (dataset,
-# V, B, k, p) in order of appearance, a bar per variant in declaration order, each with its
-# time relative to the baseline variant of its group. The file `orders` holds
+# scripts/figures.sh's <stem>.tsv (docs/FIGURES.md, "Figures"): a group per sweep and shape
+# (dataset, V, B, k, p) in order of appearance, a bar per variant in declaration order, each with
+# its time relative to the baseline variant of its group. The file `orders` holds
 # "sweep<TAB>baseline/A/B/..." lines (the run record's ablation:<sweep>); for a sweep without
 # one, the first variant of its rows is the baseline and the rows give the order. Output
 # columns: x (the bar's place in its group), label (the variant; "<group>:<variant>" when there

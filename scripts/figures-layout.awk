@@ -1,14 +1,15 @@
 # figures-layout.awk — where each ok cell of scripts/figures.sh's <stem>.tsv goes in the line
-# figures (README.md, "Figures"): its x (the axis X: batch, vocab, k or p), its panel (a row of
-# the FACET axes but mode, a column per mode when mode is a FACET axis) and its series (the
+# figures (docs/FIGURES.md, "Figures"): its x (the axis X: batch, vocab, k or p), its panel (a row
+# of the FACET axes but mode, a column per mode when mode is a FACET axis) and its series (the
 # line, then the BY axes, then every other axis that still varies inside one panel, so that a
 # series is a function of x). Reads the TSV on stdin-like input (header first); writes the rows
 # with the columns fx, frow, fcol, ri, ci, skey, level before the TSV's own, sorted by panel,
 # series and x, to stdout, and the layout to the file `meta` (one "name<TAB>value" a line;
 # "series" lines list every series in drawing order). Variables: axes (the sweep axes of
-# `topkp list`, "name:number" or "name:name" and ":default" when it has one, in harness/plan/axes.c's order), X, BY, FACET (may be empty),
-# meta, sweeps (a file of the sweeps' names in declaration order, one a line; sweeps not in it
-# come after them, in the order of the rows). mawk-compatible: no asort, no gensub.
+# `topkp list`, "name:number" or "name:name" and ":default" when it has one, in harness/plan/axes.c's
+# order), X, BY, FACET (may be empty), meta, sweeps (a file of the sweeps' names in declaration
+# order, one a line; sweeps not in it come after them, in the order of the rows). mawk-compatible:
+# no asort, no gensub.
 BEGIN {
     FS = OFS = "\t"
     # the sweep axes of `topkp list` (harness/plan/axes.c), "name:number" or "name:name" each, in

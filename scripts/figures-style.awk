@@ -1,5 +1,5 @@
 # figures-style.awk — the colour, point type and dash of each series of a figure, from
-# plots/palette.tsv (README.md, "Figures"): a series takes its line's row (an algo, or an algo
+# plots/palette.tsv (docs/FIGURES.md, "Figures"): a series takes its line's row (an algo, or an algo
 # with options), else its algo's row shaded and with a point type chosen by a hash of the line's
 # whole name, else a colour and point type chosen by a hash of the algo's name; so an algorithm
 # looks the same in every figure of every file. When the series of a figure split a line by

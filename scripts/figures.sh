@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # figures.sh RESULTS.h5 [OUTDIR] [X=axis] [BY=axis,...] [FACET=axis,...|none] — draw every
 # figure kind that the results file's cells allow, as PNG and PDF (FIGURE_FORMATS="png pdf svg"
-# adds SVG), labelled with the run's device, backend and git commit (README.md, "Figures"):
+# adds SVG), labelled with the run's device, backend and git commit (docs/FIGURES.md, "Figures"):
 #   <stem>.png             median time (q1-q3 bars) against X, every ok plain cell
 #   <stem>-throughput      rows/s against X                                (paper Figure 2)
 #   <stem>-speedup         speed-up over $BASELINE (default naive_sort)    when it and others ran

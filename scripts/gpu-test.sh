@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # gpu-test.sh [BUNDLE [LOGDIR]] — on the GPU machine: every GPU test (bitwise CPU = GPU on the
 # adversarial suite, samplers, determinism), then compute-sanitizer memcheck, racecheck,
-# initcheck and synccheck on the small adversarial cases of every module (README.md, "GPU";
-# run it after any change to a kernel and commit its logs under results/h200/).
+# initcheck and synccheck on the small adversarial cases of every module (docs/GPU-MACHINE.md, "The
+# GPU"; run it after any change to a kernel and commit its logs under results/h200/).
 # BUNDLE is the folder `make gpu-bundle` wrote (build/gpu). Each (tool, test) pair runs as its
 # own process (SAN_JOBS at a time, default 4), its log in LOGDIR.
 # TOOLS="racecheck initcheck" runs some of the four tools only; STAGES=sanitizers skips the

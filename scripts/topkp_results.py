@@ -1,6 +1,6 @@
 """topkp_results.py — read a `topkp run` results file into pandas (or plain Python), as
 `topkp export` prints it: one row per cell, a first column `sweep`, then every column of
-/sweeps/<sweep>/cells by name (README.md, "Results").
+/sweeps/<sweep>/cells by name (docs/RESULTS.md, "Results").
 
     import sys; sys.path.insert(0, "scripts")
     import topkp_results

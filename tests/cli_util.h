@@ -31,7 +31,7 @@ void tsv_field(const char *line, int col, char *out, size_t n);
 int export_without(const char *h5, const char *const *drop, char *out, size_t n);
 /* export's columns whose values depend on the clock or on which run wrote a row, not on the
  * cell (NULL-terminated, for export_without): what may differ between a merged file and the
- * unsplit run (README.md, "Sweeps across GPUs and hosts"). */
+ * unsplit run (docs/CLUSTERS.md, "Sweeps across GPUs and hosts"). */
 extern const char *const timing_columns[];
 /* Start the shell command in the background, its stderr into `log` and its stdout discarded;
  * once `log` holds `lines` progress lines (lines starting with '['), or after 12 s, kill it

@@ -1,13 +1,20 @@
-/* test_axes.c — the table of sweep axes (harness/plan/axes.c; README.md, "Configs"): its rows agree
- * with the fields they name, and the text it prints is the plan line, progress line and resume
- * key written before the table (docs/DESIGN.md, the `key` column), byte for byte; the dtype axis
- * (quiet at f32) parses its names and lists, refuses others naming the file and line, and shows
- * in the lines and the key only off f32. */
+/* test_axes.c — the sweep axes (harness/plan/axes.def, axes.c; docs/CONFIGS.md, "Configs";
+ * docs/DESIGN.md, "Adding an axis"): the rows agree with the fields they make, and the text
+ * they print is the plan line, progress line and resume key written before the table, byte for
+ * byte; every axis set in a config reaches the cell, its results column, the key and
+ * (TKP_AXIS_PEER) the peer request, and some code reads it; tkp_cell_defaults; the dtype axis
+ * (quiet at f32) parses its names and lists, refuses others naming the file and line, and
+ * shows in the lines and the key only off f32. */
+#include <ctype.h>
+#include <dirent.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../algos/common/half.h"
+#include "../datasets/datasets.h"
 #include "axes.h"
 #include "limits_config.h"
+#include "peer_cell.h"
 #include "results.h"
 #include "cli_util.h"
 #include "test.h"
@@ -44,8 +51,10 @@ TEST(axes_rows_match_their_fields)
 /* The text of a cell's axes is the text that plan, progress and key printed before the table. */
 TEST(axes_text_is_the_plan_progress_and_key_text)
 {
-    struct tkp_cell c = { .vocab = 128256, .batch = 64, .k = -1, .p = 0.95f, .p_declared = 0.95,
-                          .draws = 3, .seed = 9007199254740992ull };
+    struct tkp_cell c;
+    tkp_cell_defaults(&c);
+    c.vocab = 128256, c.batch = 64, c.k = -1, c.draws = 3, c.seed = 9007199254740992ull;
+    tkp_axis_store(tkp_axis_named("p"), &c, 0.95);
     snprintf(c.dataset, sizeof c.dataset, "file:/tmp/x.h5");
     char got[1024], want[1024];
     got[0] = 0;
@@ -79,9 +88,12 @@ TEST(axes_name_the_sweep_keys_and_the_cross_product)
     int rc = tkp_config_load(write_scratch("axes_key.lua", "sweep 's' { vocab = 8, batch = 1, "
                                            "algos = 'naive_sort', layout = 'f16' }\n"),
                              TKP_CPU, &plan, &err);
-    CHECK(rc != TKP_OK && strstr(err.msg, "axes_key.lua:1: sweep 's': unknown key 'layout' "
-                                 "(expected one of algos, dataset, vocab, batch, k, p, draws, "
-                                 "seed, dtype, verify, where, timing)"), "%s", err.msg);
+    char want[512] = "axes_key.lua:1: sweep 's': unknown key 'layout' (expected one of algos";
+    for (const struct tkp_axis *a = tkp_axes; a->name; a++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), ", %s", a->name);
+    strcat(want, ", verify, where, timing)");
+    CHECK(rc != TKP_OK && strstr(err.msg, want) && strstr(want, ", dataset, vocab, batch, k, p, "
+                                 "draws, seed, dtype, "), "%s, not %s", err.msg, want);
     rc = tkp_config_load(write_scratch("axes_big.lua",
                                        "local l = {} for i = 1, 64 do l[i] = i end\n"
                                        "sweep 's' { vocab = l, batch = l, k = l, p = l,\n"
@@ -137,9 +149,9 @@ TEST(axes_dtype_choices_are_the_element_types)
 /* A 16-bit cell's lines and key name its type after the other axes; an f32 cell's do not. */
 TEST(axes_dtype_shows_only_off_its_default)
 {
-    struct tkp_cell c = { .vocab = 8, .batch = 2, .k = 3, .p = 1.0f, .p_declared = 1.0,
-                          .draws = 1, .seed = 1, .dtype = TKP_BF16 };
-    snprintf(c.dataset, sizeof c.dataset, "gaussian");
+    struct tkp_cell c;
+    tkp_cell_defaults(&c); /* gaussian, p = 1, draws = 1, seed = 1 */
+    c.vocab = 8, c.batch = 2, c.k = 3, c.dtype = TKP_BF16;
     const struct { enum tkp_axes_style style; const char *bf16, *f32; } want[] = {
         { TKP_AXES_PLAN, "\tgaussian\tV=8\tB=2\tk=3\tp=1\tdtype=bf16", "\tgaussian\tV=8\tB=2\tk=3\tp=1" },
         { TKP_AXES_PROGRESS, " V=8 B=2 k=3 p=1 dtype=bf16", " V=8 B=2 k=3 p=1" },
@@ -194,4 +206,148 @@ TEST(axes_dtype_parses_names_and_lists_and_refuses_others)
         CHECK(rc != TKP_OK && strstr(err.msg, bad[i].message), "dtype = %s: '%s', want '%s'",
               bad[i].value, err.msg, bad[i].message);
     }
+}
+
+/* tkp_cell_defaults: every axis at its default, a required one at its least value. */
+TEST(axes_cell_defaults_hold_each_axis_default)
+{
+    struct tkp_cell c;
+    memset(&c, 0x5a, sizeof c);
+    tkp_cell_defaults(&c);
+    for (const struct tkp_axis *a = tkp_axes; a->name; a++)
+        if (a->flags & TKP_AXIS_REQUIRED)
+            CHECK(tkp_axis_number(a, &c) == a->min, "required axis %s is %g, not its least %g",
+                  a->name, tkp_axis_number(a, &c), a->min);
+        else
+            CHECK(tkp_axis_is_default(a, &c), "axis %s is not at its default", a->name);
+    CHECK(c.algo == NULL && c.opts == NULL && c.sweep[0] == 0 && c.verify_rows == 0,
+          "a field outside the axes is not zero");
+}
+
+/* A value of axis a off its default and in its range, as Lua (lua) and as the key writes it
+ * (text): the last dataset or enum choice other than the default, a required number at its
+ * least + 7, another number at its default + 1 (F32: half its default, or 0.5). */
+static void off_default(const struct tkp_axis *a, char *lua, char *text, size_t n)
+{
+    if (a->type == TKP_AXIS_DATASET || a->type == TKP_AXIS_ENUM) {
+        const char *name = "";
+        for (int i = 0; a->type == TKP_AXIS_ENUM && a->choices[i]; i++)
+            name = i != (int)a->def ? a->choices[i] : name;
+        for (int i = 0; a->type == TKP_AXIS_DATASET && tkp_datasets[i].name; i++)
+            if (strcmp(tkp_datasets[i].name, a->def_text) != 0)
+                name = tkp_datasets[i].name;
+        snprintf(lua, n, "'%s'", name);
+        snprintf(text, n, "%s", name);
+        return;
+    }
+    double v = (a->flags & TKP_AXIS_REQUIRED) ? a->min + 7
+               : a->type == TKP_AXIS_F32      ? (a->def != 0 ? a->def / 2 : 0.5)
+               : a->def + 1 <= a->max         ? a->def + 1 : a->def - 1;
+    snprintf(lua, n, "%.17g", v);
+    if (a->type == TKP_AXIS_F32)
+        snprintf(text, n, "%.9g", (double)(float)v);
+    else
+        snprintf(text, n, "%.0f", v);
+}
+
+/* A config that sets every axis of harness/plan/axes.def off its default: each value is in the
+ * cell, in its results column, in the key (in the table's order) and, for a TKP_AXIS_PEER
+ * axis, in the peer's open request as name=value. So a new row gets all of these or fails
+ * here (docs/DESIGN.md, "Adding an axis"). */
+TEST(axes_each_set_shows_in_its_column_key_and_peer_request)
+{
+    char cfg[2048] = "sweep 'every' { algos = 'naive_sort', verify = 1,\n"
+                     "  timing = { warmup = 0, min_reps = 1, max_reps = 1 }";
+    char text[TKP_MAX_AXES][64];
+    int n = 0;
+    for (const struct tkp_axis *a = tkp_axes; a->name; a++, n++) {
+        char lua[64];
+        off_default(a, lua, text[n], sizeof text[n]);
+        const size_t used = strlen(cfg);
+        snprintf(cfg + used, sizeof cfg - used, ",\n  %s = %s", a->name, lua);
+    }
+    strcat(cfg, " }\n");
+    const char *path = write_scratch("axes_every.lua", cfg);
+    struct tkp_plan plan;
+    struct tkp_error err = { 0 };
+    REQUIRE(tkp_config_load(path, TKP_CPU, &plan, &err) == TKP_OK && plan.n == 1, "%s\n%s",
+            err.msg, cfg);
+    char key[1024] = "", line[2048];
+    tkp_axes_append(&plan.cells[0], TKP_AXES_KEY, key, sizeof key);
+    tkp_peer_open_line(&plan.cells[0], "x.f32", 8, TKP_CPU, 0, line, sizeof line);
+    const char *at = key;
+    n = 0;
+    for (const struct tkp_axis *a = tkp_axes; a->name; a++, n++) {
+        char value[64], want[80];
+        tkp_axis_text(a, &plan.cells[0], 1, value, sizeof value);
+        CHECK(strcmp(value, text[n]) == 0, "axis %s: the cell holds %s, not the %s set",
+              a->name, value, text[n]);
+        snprintf(want, sizeof want, "|%s", text[n]);
+        const char *found = strstr(at, want);
+        CHECK(found, "axis %s: the key '%s' lacks '%s' after its earlier axes", a->name, key, want);
+        at = found ? found + strlen(want) : at;
+        snprintf(want, sizeof want, "\t%s=%s\t", a->name, text[n]);
+        CHECK(!(a->flags & TKP_AXIS_PEER) || strstr(line, want),
+              "axis %s: the peer request '%s' lacks %s=%s", a->name, line, a->name, text[n]);
+    }
+    tkp_plan_free(&plan);
+    char h5[600], out[1 << 14];
+    REQUIRE(run_into(path, "axes_every", "", h5, sizeof h5) == 0, "the run failed:\n%s", cfg);
+    REQUIRE(run_cmd(out, sizeof out, "%s export %s", topkp_bin(), h5) == 0, "%s", out);
+    const char *row = strchr(out, '\n');
+    REQUIRE(row, "export printed no row:\n%s", out);
+    n = 0;
+    for (const struct tkp_axis *a = tkp_axes; a->name; a++, n++) {
+        char field[300] = "";
+        const int col = tsv_column(out, a->name);
+        if (col >= 0)
+            tsv_field(row + 1, col, field, sizeof field);
+        CHECK(col >= 0 && strcmp(field, text[n]) == 0, "axis %s: its column holds '%s', not %s",
+              a->name, field, text[n]);
+    }
+}
+
+/* Does any file under dir (recursively; C or Python) read the axis: C "->name" or ".name", or
+ * Python request["name"], the whole name? */
+static int source_reads(const char *dir, const char *name)
+{
+    DIR *d = opendir(dir);
+    int found = 0;
+    for (struct dirent *e; d && !found && (e = readdir(d));) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        const char *ext = strrchr(e->d_name, '.');
+        if (e->d_name[0] == '.')
+            continue;
+        if (e->d_type == DT_DIR) {
+            found = source_reads(path, name);
+            continue;
+        }
+        if (!ext || (strcmp(ext, ".c") && strcmp(ext, ".py")) || strcmp(e->d_name, "axes.c") == 0)
+            continue;
+        char *text = slurp(path, NULL);
+        char quoted[80];
+        snprintf(quoted, sizeof quoted, "request[\"%s\"]", name);
+        for (const char *p = text; p && !found && (p = strstr(p, name)); p++) {
+            const char *after = p + strlen(name);
+            found = p > text && (p[-1] == '.' || (p[-1] == '>' && p - text > 1 && p[-2] == '-')) &&
+                    !(isalnum((unsigned char)*after) || *after == '_');
+        }
+        found = found || (text && strstr(text, quoted));
+        free(text);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* A row of harness/plan/axes.def is an axis only with its use: some code where a cell runs (harness/,
+ * or a peer under peers/ for a TKP_AXIS_PEER axis) reads its field. */
+TEST(axes_each_is_read_where_a_cell_runs)
+{
+    for (const struct tkp_axis *a = tkp_axes; a->name; a++)
+        CHECK(source_reads("harness", a->name) || source_reads("peers", a->name),
+              "axis %s (harness/plan/axes.def): nothing under harness/ or peers/ reads it (->%s, "
+              ".%s, request[\"%s\"]): add its use where a cell runs", a->name, a->name, a->name,
+              a->name);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "axes.h"
 #include "logits_file.h"
 #include "progress.h"
 #include "timing.h"
@@ -285,8 +286,8 @@ static void small_plan(struct tkp_plan *plan, struct tkp_cell *cells, const int6
                        size_t n)
 {
     memset(plan, 0, sizeof *plan);
-    memset(cells, 0, sizeof *cells * n);
     for (size_t i = 0; i < n; i++) {
+        tkp_cell_defaults(&cells[i]);
         snprintf(cells[i].sweep, sizeof cells[i].sweep, "t");
         cells[i].algo = tkp_algo_find("naive_sort");
         cells[i].batch = batches[i];

@@ -1,8 +1,8 @@
-/* test_export_formats.c — `topkp export --format tsv|csv|json` and what a results file stores
- * where a column does not apply (README.md, "Results"): NaN in the file, `nan` in TSV and CSV,
- * null in JSON; RFC 4180 quoting of a variant label with a comma and a quote; the JSON parses
- * with Python's json module; scripts/topkp_results.py and the README's pandas recipe select
- * rows by a string column. The Python tests skip when /usr/bin/python3 (or h5py) is absent. */
+/* test_export_formats.c — `topkp export --format tsv|csv|json` and what a results file stores where
+ * a column does not apply (docs/RESULTS.md, "Results"): NaN in the file, `nan` in TSV and CSV, null
+ * in JSON; RFC 4180 quoting of a variant label with a comma and a quote; the JSON parses with
+ * Python's json module; scripts/topkp_results.py and docs/RESULTS.md's pandas recipe select rows by
+ * a string column. The Python tests skip when /usr/bin/python3 (or h5py) is absent. */
 #include <hdf5.h>
 #include <math.h>
 #include <stddef.h>

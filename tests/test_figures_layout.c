@@ -1,5 +1,5 @@
-/* test_figures_layout.c — the layout of README.md's "Figures": X/BY/FACET (a k sweep puts
- * its k values on x, no series has two points at one x), one palette colour per algorithm in
+/* test_figures_layout.c — the layout of docs/FIGURES.md, "Figures": X/BY/FACET (a k sweep
+ * puts its k values on x, no series has two points at one x), one palette colour per algorithm in
  * every figure, the memory figure's "0 B" floor, the key outside the panels, a dot plot for
  * one x value, ablation bars in declaration order against the declared baseline (and the
  * config error of a baseline that names no variant), the dtype axis, the panels of a row on
@@ -62,7 +62,7 @@ static int panel_yticks(const char *svg, const char *xlab, double *rows, char ti
     return n;
 }
 
-/* ---- The figures' layout, palette, memory floor and ablation order (README.md, "Figures") */
+/* ---- The figures' layout, palette, memory floor, ablation order (docs/FIGURES.md, "Figures") */
 
 static const char *const k_sweep_config =
     "sweep \"ks\" {\n"

@@ -1,4 +1,4 @@
-/* test_hostile_config.c — hostile configs (README.md, "Configs": the limits a config runs
+/* test_hostile_config.c — hostile configs (docs/CONFIGS.md, "Configs": the limits a config runs
  * under): each one must fail, never crash or hang, with an error naming the config file and
  * the cause. One test per kind of hostility. */
 #include <stdio.h>

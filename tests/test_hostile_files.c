@@ -1,7 +1,8 @@
-/* test_hostile_files.c — hostile files and disks (README.md, "Results" and "A five-minute
- * tour"): outputs that exist or are the input, logits files whose shapes overflow, a disk
- * that fills mid-run, --resume on files of another layout or in use, keys longer than the key
- * column, partial creates, and corrupt results files under `topkp export` and `topkp info`. */
+/* test_hostile_files.c — hostile files and disks (docs/RESULTS.md, "Hostile files and disks";
+ * docs/USAGE.md, "A five-minute tour"): outputs that exist or are the input, logits files
+ * whose shapes overflow, a disk that fills mid-run, --resume on files of another layout or in
+ * use, keys longer than the key column, partial creates, and corrupt results files under
+ * `topkp export` and `topkp info`. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
-/* test_merge.c — `topkp merge` (README.md, "Sweeps across GPUs and hosts"): a sweep split into
- * 3 shards and merged is the unsplit run cell for cell (export's rows but the timing columns,
+/* test_merge.c — `topkp merge` (docs/CLUSTERS.md, "Sweeps across GPUs and hosts"): a sweep split
+ * into 3 shards and merged is the unsplit run cell for cell (export's rows but the timing columns,
  * in the same order; each row's samples found at its new offset; the rows' runs renumbered onto
  * the shards' records); a shard killed with -9 is reported as missing cells, then resumed and
  * merged; merge refuses another config, another binary, a missing or doubled shard and another

@@ -13,8 +13,10 @@
 #include <zlib.h>
 
 #include "../algos/tkp.h"
+#include "axes.h"
 #include "peer_cell.h"
 #include "peer_worker.h"
+#include "peers.h"
 #include "timing.h"
 #include "cli_util.h"
 #include "test.h"
@@ -130,7 +132,8 @@ TEST(peers_python_catalog_names_the_c_peers)
         *cast++ = 0;
         check_cast_documented(doc, w, cast);
         const struct tkp_algo *a = tkp_algo_find(w);
-        CHECK(a && (a->flags & TKP_PEER), "peers/catalog.py names %s, which harness/module/peers.c lacks", w);
+        CHECK(a && (a->flags & TKP_PEER) && tkp_peer_of(a) && tkp_peer_of(a)->package,
+              "peers/catalog.py names %s, which harness/module/peers.c lacks", w);
         CHECK(!a || !!(tkp_algo_backends(a) & TKP_CPU) == !!strstr(devices, "cpu"),
               "%s: peers.c and catalog.py disagree on the CPU backend (catalog: %s)", w, devices);
         CHECK(!a || !!(tkp_algo_backends(a) & TKP_GPU) == !!strstr(devices, "cuda"),
@@ -144,16 +147,17 @@ TEST(peers_python_catalog_names_the_c_peers)
     REQUIRE(run_cmd(out, sizeof out, "TOPKP_PYTHON=" PYTHON " %s list", topkp_bin()) == 0, "%s", out);
     for (int i = 0; tkp_peers[i]; i++) {
         char line[128];
-        snprintf(line, sizeof line, "  %s ", tkp_peers[i]->name);
+        snprintf(line, sizeof line, "  %s ", tkp_peers[i]->algo.name);
         const char *at = strstr(out, line);
         CHECK(at && strstr(at, "importable here: ") && strstr(at, "package="),
-              "`topkp list` does not show %s with its package and importability", tkp_peers[i]->name);
+              "`topkp list` does not show %s with its package and importability",
+              tkp_peers[i]->algo.name);
         const char *next = at ? strstr(at + 1, "\n  ") : NULL; /* past its own lines */
         while (next && next[3] == ' ')
             next = strstr(next + 1, "\n  ");
         const char *cast = at ? strstr(at, "\n    16-bit logits: ") : NULL;
         CHECK(cast && (!next || cast < next), "`topkp list` does not say what %s does with 16-bit "
-              "logits", tkp_peers[i]->name);
+              "logits", tkp_peers[i]->algo.name);
     }
     CHECK(strstr(out, "importable here: yes (torch "), "torch.sort should import here:\n%s", out);
 }
@@ -472,15 +476,16 @@ static struct peer_run run_peer_cell(struct tkp_peer_session *s, const char *alg
                                      uint8_t *kept, int64_t *drawn, int32_t draws)
 {
     struct tkp_cell cell;
-    memset(&cell, 0, sizeof cell);
+    tkp_cell_defaults(&cell);
     cell.algo = tkp_algo_find(algo);
     snprintf(cell.dataset, sizeof cell.dataset, "test");
     cell.batch = b->batch;
     cell.vocab = b->vocab;
     cell.k = b->k[0];
-    cell.p = b->p[0];
+    tkp_axis_store(tkp_axis_named("p"), &cell, b->p[0]);
     cell.draws = draws;
     cell.seed = 42;
+    cell.dtype = (int)b->dtype;
     cell.verify_rows = (int)b->batch;
     cell.timing = (struct tkp_timing){ .warmup = 1, .min_reps = 1, .max_reps = 2,
                                        .max_seconds = 5, .timeout = 120 };

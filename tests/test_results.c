@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "axes.h"
 #include "h5util.h"
 #include "results.h"
 #include "cli_util.h"
@@ -433,7 +434,14 @@ TEST(results_file_without_the_dtype_column_reads_as_f32)
     unlink(h5);
     REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend cpu && cp %s %s", topkp_bin(), cfg,
                     h5, h5, fresh) == 0, "run: %s", out);
-    REQUIRE(drop_column(h5, "old", "dtype") == 0, "cannot drop the dtype column of %s", h5);
+    /* a binary from before the dtype axis wrote no column of it or of an axis appended later */
+    const char *names[128];
+    const size_t n_columns = tkp_results_columns(names, 128);
+    for (size_t i = 0, from = 0; i < n_columns && i < 128; i++) {
+        from = from || strcmp(names[i], "dtype") == 0;
+        REQUIRE(!from || !tkp_axis_named(names[i]) || drop_column(h5, "old", names[i]) == 0,
+                "cannot drop the %s column of %s", names[i], h5);
+    }
     REQUIRE(run_cmd(out, sizeof out, "%s export %s", topkp_bin(), h5) == 0, "export: %s", out);
     export_column(out, "dtype", v, sizeof v);
     CHECK(strcmp(v, "f32 f32") == 0, "an old file's dtype column exports as '%s', want f32", v);
@@ -461,7 +469,7 @@ TEST(results_file_without_the_dtype_column_reads_as_f32)
     CHECK(exported_rows(h5) == rows, "a refused bf16 cell left a row");
 }
 
-/* ---- compression: tables written chunked and deflated (docs/DESIGN.md, "HDF5 layouts") ---- */
+/* ---- compression: tables chunked and deflated (docs/DESIGN.md, "The results file") ---- */
 
 /* Does `dataset` of `h5` carry the deflate filter? 1 yes, 0 no, -1 when it cannot be read. */
 static int deflated(const char *h5, const char *dataset)

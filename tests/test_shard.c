@@ -1,4 +1,4 @@
-/* test_shard.c — `topkp run --shard I/N` (README.md, "Sweeps across GPUs and hosts"): over
+/* test_shard.c — `topkp run --shard I/N` (docs/CLUSTERS.md, "Sweeps across GPUs and hosts"): over
  * shipped and random plans and N in {1, 2, 3, 7, 50}, every cell falls in exactly one shard,
  * the shards' costs stay within the mean plus the largest cell, the split is the same every
  * time; the CLI's shards of a plan are its cells once each; bad --shard values are refused

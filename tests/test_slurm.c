@@ -1,4 +1,4 @@
-/* test_slurm.c — the Slurm recipe of README.md ("Sweeps on a Slurm cluster") on a real
+/* test_slurm.c — the Slurm recipe of docs/CLUSTERS.md ("Sweeps on a Slurm cluster") on a real
  * one-node cluster: scripts/slurm/local-cluster.sh starts munged, slurmctld and slurmd in the
  * scratch folder, scripts/slurm/submit.sh submits a small CPU sweep as a 3-task job array and
  * its merge job, and the merged file must hold what one process running the whole config

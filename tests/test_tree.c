@@ -1,8 +1,9 @@
 /* test_tree.c — the tracked tree stays small enough to carry to a GPU machine beside the bundle,
- * the peers kit and a logits file (README.md, "Results"), and the docs cite only results files
- * that are in the tree, or name the commit that holds each as COMMIT:results/PATH, the form
- * `git show` reads (results/README.md lists the files moved out of the tree). Both run on the
- * git checkout the tests run in (from its root) and skip outside one. */
+ * the peers kit and a logits file (docs/RESULTS.md, "Results"), and the docs cite only results
+ * files that are in the tree, or name the commit that holds each as COMMIT:results/PATH, the form
+ * `git show` reads (results/README.md lists the files moved out of the tree). Both run on the git
+ * checkout the tests run in (from its root) and skip outside one. */
+#include <ctype.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,5 +168,175 @@ TEST(tree_docs_cite_results_in_the_tree_or_at_a_commit)
         free(text);
     }
     CHECK(docs > 20 && cited > 20, "only %d docs and %d citations read", docs, cited);
+    free(t.names);
+}
+
+/* Does the markdown text hold a section titled `title`? A section starts at a heading line
+ * (`#`...) or at a paragraph's or a list item's bold lead-in (a line opening with `**`, `- **`
+ * or `2. **`, as the module READMEs title their paragraphs); the title matches the start of its
+ * text up to a word boundary ("GPU" is the section "GPU (`qrita_gpu.cu`, sm_90a)"), case and
+ * backticks aside. */
+static int has_section(const char *md, const char *title)
+{
+    for (const char *line = md; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+        const char *h = line;
+        if (*h == '-' || *h == '*' || isdigit((unsigned char)*h)) { /* a list item's marker */
+            const char *m = h + strspn(h, "0123456789");
+            m += (m == h || *m == '.') && m[0] && m[1] == ' ' ? 2 : 0;
+            h = strncmp(m, "**", 2) == 0 ? m : h;
+        }
+        if (*h == '#')
+            h += strspn(h, "#");
+        else if (strncmp(h, "**", 2) == 0)
+            h += 2;
+        else
+            continue;
+        h += strspn(h, " ");
+        const char *t = title;
+        for (; *t && *h && *h != '\n'; h++)
+            if (*h != '`' && tolower((unsigned char)*h) != tolower((unsigned char)*t++))
+                break;
+        h += strspn(h, "`");
+        if (!*t && !isalnum((unsigned char)*h))
+            return 1;
+    }
+    return 0;
+}
+
+/* One doc reference: the cited markdown file and its titles (as quoted_title writes them). */
+struct doc_ref {
+    char file[256];
+    char title[4][160];
+    int n;
+};
+
+/* Skip what may stand between a cited file and its title: ", ", "'s ", a line break inside a
+ * comment (its leader: * # // --), "section ", "(". *paren is set when a '(' opens a list. */
+static const char *skip_to_title(const char *p, int *paren)
+{
+    *paren = 0;
+    if (*p == '`')
+        p++;
+    if (*p == ',')
+        p++;
+    else if (strncmp(p, "'s", 2) == 0)
+        p += 2;
+    const char *start = p;
+    while (p - start < 16 && strchr(" \t\n*#/-", *p) && *p)
+        p++;
+    if (strncmp(p, "section ", 8) == 0)
+        p += 8;
+    if (*p == '(')
+        p++, *paren = 1;
+    return p;
+}
+
+/* The title in quotes at p ("Title", or \"Title\" in a C string), which a comment may break
+ * over two lines: into out, backticks dropped, the line break and the next line's comment
+ * leader (* # // --) as one space. 0 when there is none, else 1 and *end is past its quote. */
+static int quoted_title(const char *p, char *out, size_t cap, const char **end)
+{
+    if (*p == '\\')
+        p++;
+    if (*p != '"')
+        return 0;
+    size_t n = 0;
+    int breaks = 0;
+    for (p++; *p != '"' && *p != '\\'; p++) {
+        if (!*p || n + 2 >= cap || (*p == '\n' && ++breaks > 1))
+            return 0;
+        if (*p == '\n' || *p == ' ') {
+            p += *p == '\n' ? strspn(p + 1, " \t*#/-") : 0;
+            n -= n > 0 && out[n - 1] == ' ';
+            out[n++] = ' ';
+        } else if (*p != '`') {
+            out[n++] = *p;
+        }
+    }
+    if (n == 0 || (*p == '\\' && p[1] != '"'))
+        return 0;
+    out[n] = 0;
+    *end = p + (*p == '\\') + 1;
+    return 1;
+}
+
+/* The doc reference whose ".md" is at `md` in `text`: 1 when it is one (a path to a markdown
+ * file, then a title in quotes), filled into r. */
+static int doc_ref_at(const char *text, const char *md, struct doc_ref *r)
+{
+    static const char path_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                     "0123456789_./-";
+    const char *start = md, *p = md + 3;
+    while (start > text && strchr(path_chars, start[-1]))
+        start--;
+    if (start == md || isalnum((unsigned char)*p) || *p == '"')
+        return 0; /* ".md" alone, a longer extension, or a path in quotes ("x.md", "r") */
+    snprintf(r->file, sizeof r->file, "%.*s", (int)(p - start), start);
+    if (strncmp(p, "](", 2) == 0) { /* a markdown link: the file is its target */
+        const size_t n = strcspn(p + 2, ")\n");
+        snprintf(r->file, sizeof r->file, "%.*s", (int)n, p + 2);
+        p += 2 + n + (p[2 + n] == ')');
+    }
+    int paren;
+    p = skip_to_title(p, &paren);
+    r->n = 0;
+    for (const char *end;
+         r->n < 4 && quoted_title(p, r->title[r->n], sizeof r->title[0], &end);) {
+        r->n++, p = end;
+        if (!paren || *p != ',')
+            break;
+        for (p++; *p == ' ' || *p == '\n'; p++)
+            ;
+    }
+    return r->n > 0;
+}
+
+/* The cited file's text: beside the citing file `name`, else from the root; NULL when neither
+ * is there. */
+static char *cited_text(const char *name, const char *file)
+{
+    char path[600];
+    const char *slash = strrchr(name, '/');
+    snprintf(path, sizeof path, "%.*s%s", slash ? (int)(slash + 1 - name) : 0, name, file);
+    char *text = slurp(path, NULL);
+    return text ? text : slurp(file, NULL);
+}
+
+/* Every doc reference in a tracked text file (the code, the scripts, the configs, the docs:
+ * a markdown file's path, then a section's title in quotes, as the code cites the docs)
+ * names a file that is there and a section that file has. */
+TEST(tree_doc_references_name_sections_that_exist)
+{
+    struct tracked t;
+    if (!tracked_files(&t)) {
+        test_skip("not at the root of a git checkout");
+        return;
+    }
+    static const char *const binary[] = { ".h5", ".png", ".svg", ".pdf", ".xz", ".tgz", ".gz" };
+    int refs = 0;
+    FOR_EACH_TRACKED(&t, name) {
+        const char *dot = strrchr(name, '.');
+        int skip = 0;
+        for (size_t k = 0; dot && k < sizeof binary / sizeof binary[0]; k++)
+            skip |= strcmp(dot, binary[k]) == 0;
+        char *text = skip ? NULL : slurp(name, NULL);
+        for (const char *md = text ? strstr(text, ".md") : NULL; md; md = strstr(md + 1, ".md")) {
+            struct doc_ref r;
+            if (!doc_ref_at(text, md, &r))
+                continue;
+            int line = 1;
+            for (const char *c = text; c < md; c++)
+                line += *c == '\n';
+            char *cited = cited_text(name, r.file);
+            CHECK(cited != NULL, "%s:%d: cites %s, which is not there", name, line, r.file);
+            for (int i = 0; cited && i < r.n; i++, refs++)
+                CHECK(has_section(cited, r.title[i]),
+                      "%s:%d: cites %s, \"%s\": %s has no section of that title (a heading "
+                      "or a paragraph's bold lead-in)", name, line, r.file, r.title[i], r.file);
+            free(cited);
+        }
+        free(text);
+    }
+    CHECK(refs > 100, "only %d doc references read", refs);
     free(t.names);
 }

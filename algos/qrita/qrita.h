@@ -25,7 +25,22 @@ struct qrita_opts {
  * the row (4096 keys for small rows, never more than V); a row whose outliers overflow it falls
  * back to the full row. */
 int64_t qrita_outlier_capacity(int64_t vocab);
-/* The statistics that apply to problem pb with options o (tkp.h, TKP_STAT_*). */
+/* The statistics both backends count (algos/tkp.h, struct tkp_stat): X(id, name, unit,
+ * meaning), the indices of struct tkp_stats.total. */
+#define QRITA_STATS(X)                                                                    \
+    X(QRITA_STAT_HIT_RATE, "hit_rate", "fraction of rows",                                \
+      "rows whose truncation sufficed (the search read the outlier buffer)")              \
+    X(QRITA_STAT_OUTLIERS, "outliers", "candidates per row", "candidates gathered (N_t)") \
+    X(QRITA_STAT_OUTLIER_MASS, "outlier_mass", "probability mass per row",                \
+      "probability mass gathered by a top-p-alone row (S_t)")                             \
+    X(QRITA_STAT_ITERATIONS, "iterations", "iterations per row",                          \
+      "pivot-search iterations")                                                          \
+    X(QRITA_STAT_SORTED, "sorted", "keys per row", "keys sorted by search=sort")          \
+    X(QRITA_STAT_FALLBACKS, "fallbacks", "fallbacks per row",                             \
+      "rows that tried truncation and searched the whole row")                            \
+    /* one row per statistic, each ending in a backslash */
+enum { QRITA_STATS(TKP_STAT_ID) QRITA_STAT_COUNT };
+/* The statistics that apply to problem pb with options o (TKP_STAT_BIT of QRITA_STAT_*). */
 unsigned qrita_reported(const struct tkp_problem *pb, const struct qrita_opts *o);
 
 /* The GPU implementation (qrita_gpu_impl.c, CUDA builds only; algos/tkp.h, TKP_GPU_IMPL). */

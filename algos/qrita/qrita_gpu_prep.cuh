@@ -1,7 +1,7 @@
 /* qrita_gpu_prep.cuh — the pieces of qr_prep (qrita_gpu.cu), the sample statistics of a row: its
  * first values read PU per thread at a time, the CPU's fold of the 256 statistics lanes, and the
- * count of sample keys above a key (the tight gather's search, README.md "Workspace"). Called by
- * the whole block (NT = QRITA_STAT_LANES threads). */
+ * count of sample keys above a key (the tight gather's search, README.md, "Buffer bound and
+ * workspace"). Called by the whole block (NT = QRITA_STAT_LANES threads). */
 #ifndef QRITA_GPU_PREP_CUH
 #define QRITA_GPU_PREP_CUH
 

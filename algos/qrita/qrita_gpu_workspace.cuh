@@ -13,6 +13,7 @@
 #include <cub/device/device_segmented_radix_sort.cuh>
 
 #include "../common/cuda_util.h"
+#include "qrita.h"
 #include "qrita_gpu.h"
 #include "qrita_gpu_types.cuh"
 
@@ -130,13 +131,13 @@ extern "C" int qrita_gpu_stats(const struct qrita_gpu_plan *pl, const void *work
     out->rows = pl->batch;
     for (size_t r = 0; r < n; r++) {
         if (h[r].counted) {
-            out->trunc_hits += h[r].hit;
-            out->fallbacks += !h[r].hit;
-            out->outliers += (double)h[r].outliers;
-            out->outlier_mass += h[r].outlier_mass;
+            out->total[QRITA_STAT_HIT_RATE] += h[r].hit;
+            out->total[QRITA_STAT_FALLBACKS] += !h[r].hit;
+            out->total[QRITA_STAT_OUTLIERS] += (double)h[r].outliers;
+            out->total[QRITA_STAT_OUTLIER_MASS] += h[r].outlier_mass;
         }
-        out->iterations += (double)h[r].iterations;
-        out->sorted += (double)h[r].sorted;
+        out->total[QRITA_STAT_ITERATIONS] += (double)h[r].iterations;
+        out->total[QRITA_STAT_SORTED] += (double)h[r].sorted;
     }
     free(h);
     return TKP_OK;

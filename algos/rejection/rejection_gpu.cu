@@ -43,6 +43,7 @@
 #include "../common/gpu_launch.cuh"
 #include "../common/gpu_logits.cuh"
 #include "rejection_gpu.h"
+#include "rejection_impl.h"
 #include "rejection_gpu_draw.cuh"
 #include "rejection_gpu_row.cuh"
 #include "rejection_gpu_types.cuh"
@@ -279,9 +280,9 @@ extern "C" int rej_gpu_stats(const struct rej_gpu_plan *plan, const void *worksp
         fallbacks += (int64_t)host[i * kStatWords + 1];
         iterations += (double)host[i * kStatWords + 2];
     }
-    out->rounds = rounds;
-    out->fallbacks = fallbacks;
-    out->iterations = iterations;
+    out->total[REJ_STAT_ROUNDS] = rounds;
+    out->total[REJ_STAT_FALLBACKS] = (double)fallbacks;
+    out->total[REJ_STAT_ITERATIONS] = iterations;
     free(host);
     return 0;
 }

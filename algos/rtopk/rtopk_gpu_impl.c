@@ -47,8 +47,8 @@ static void rtopk_gpu_stats(const void *state, struct tkp_stats *out)
     double it = 0;
     if (s->iters && rtopk_gpu_iterations(s->iters, s->pb.batch, s->stream, &it, &err) == TKP_OK) {
         out->rows = s->pb.batch;
-        out->iterations = it;
-        out->reported = TKP_STAT_ITERATIONS;
+        out->total[RTOPK_STAT_ITERATIONS] = it;
+        out->reported = TKP_STAT_BIT(RTOPK_STAT_ITERATIONS);
     }
 }
 

@@ -1,5 +1,5 @@
 -- ablation_two_options.lua — a two-option ablation of qrita (search x truncation) at two batch
--- sizes, for the ablation figure (README.md, "Figures"): the list form of `variants` keeps
+-- sizes, for the ablation figure (docs/FIGURES.md, "Figures"): the list form of `variants` keeps
 -- the order written here, and `baseline` names the variant the ratios divide by.
 --   make figures RESULTS=results/ablation_two_options.h5
 -- About a minute on two CPU cores.

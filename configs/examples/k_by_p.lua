@@ -1,4 +1,4 @@
--- k_by_p.lua — a k x p sweep at one shape, for the figures' X/BY/FACET flags (README.md,
+-- k_by_p.lua — a k x p sweep at one shape, for the figures' X/BY/FACET flags (docs/FIGURES.md,
 -- "Figures"): time against k, a series per p, e.g.
 --   make figures RESULTS=results/k_by_p.h5 X=k BY=p FACET=algo
 -- p = 1.0 turns top-p off (the top-k-only series). About a minute on two CPU cores.

@@ -1,5 +1,5 @@
 -- samplers.lua — the sampler cells of targets.lua (cake, rejection: H200 times with targets,
--- README.md "Measured on an H200"), on the data shapes the peers were measured on
+-- docs/GPU-MACHINE.md "Measured on an H200"), on the data shapes the peers were measured on
 -- (docs/H200-PEERS.md: N(0, sigma) + 20-100 outliers at 4-12 sigma, sigma 1; flat = N(0, 1)).
 -- Median kernel time, L2 flushed. A subset of targets.lua, quick enough to rerun after a
 -- sampler change.

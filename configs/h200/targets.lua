@@ -1,22 +1,13 @@
 -- targets.lua — the cells whose H200 times have targets (the modules against their peers,
--- README.md "Measured on an H200", results/h200/README.md), on the data shape
+-- docs/GPU-MACHINE.md "Measured on an H200", results/h200/README.md), on the data shape
 -- the peers were measured on (docs/H200-PEERS.md: N(0, sigma) + 20-100 outliers at 4-12 sigma;
 -- sigma 1 for top-k and top-k+top-p, sigma 2 for top-p alone). Median kernel time, L2 flushed.
 -- The peers of each cell (docs/PEERS.md) run in the same sweep, on the same logits, so that
 -- every module's time has its peers' beside it from one run.
 local timing = { warmup = 3, min_reps = 20, max_reps = 200, max_seconds = 1.0, target_rel = 0.01 }
 
--- Lists joined into one `algos` table.
-local function join(...)
-    local out = {}
-    for _, list in ipairs({ ... }) do
-        for _, a in ipairs(list) do out[#out + 1] = a end
-    end
-    return out
-end
-local probs_and_softmax = function(name)
-    return { { name, input = "probs" }, { name, input = "softmax" } }
-end
+local lists = include "lib/algo_lists.lua"
+local join, probs_and_softmax = lists.join, lists.probs_and_softmax
 local sort_peers = { "vllm.pytorch", "vllm.triton" }
 local samplers = join({ "flashinfer.sampling" }, probs_and_softmax("flashinfer.sampling_probs"),
                       { "sglang.via_flashinfer" })

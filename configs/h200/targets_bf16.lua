@@ -16,18 +16,9 @@ sweep "topk50_topp09_dtype" {
 -- The peers of the same cells (targets.lua's list), on float32 logits and on the same bf16
 -- logits: a peer whose API takes float32 (docs/PEERS.md, "16-bit logits") has the cast timed in,
 -- as an engine pays it today; the modules' bf16 time is judged against the best of them.
--- Lists joined into one `algos` table (as in targets.lua: a config cannot include another,
--- harness/config/config_sandbox.c).
-local function join(...)
-    local out = {}
-    for _, list in ipairs({ ... }) do
-        for _, a in ipairs(list) do out[#out + 1] = a end
-    end
-    return out
-end
-local probs_and_softmax = function(name)
-    return { { name, input = "probs" }, { name, input = "softmax" } }
-end
+-- The list helpers targets.lua uses too.
+local lists = include "lib/algo_lists.lua"
+local join, probs_and_softmax = lists.join, lists.probs_and_softmax
 sweep "topk50_topp09_dtype_peers" {
     algos = join({ "vllm.pytorch", "vllm.triton", "flashinfer.sampling",
                    { "flashinfer.sampling", order = "joint" }, "flashinfer.renorm" },

@@ -6,7 +6,7 @@
 -- softmax outside the timed region, as the seed's kernel times are) and FlashInfer's default
 -- `top_k_first` route (`flashinfer.sampling_probs`, the seed's baseline for its speed-ups).
 -- The seed's times are CUPTI kernel times (FlashInfer's bench_gpu_time), ours CUDA events
--- around the call with L2 flushed (README.md, "Configs"); its CUDA-graph columns wait for the
+-- around the call with L2 flushed (docs/CONFIGS.md, "Configs"); its CUDA-graph columns wait for the
 -- timer's graph mode. The rows are N(0,1) logits with outliers ("gaussian"): the seed does not
 -- name its inputs beyond their shape.
 --

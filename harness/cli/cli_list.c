@@ -1,7 +1,7 @@
 /* cli_list.c — `topkp list` (docs/DESIGN.md, "The command line"): the modules with their ops,
- * outputs, backends, flags and --set options, the peers (and whether their package imports
- * here, docs/PEERS.md), the datasets, the sweep axes of harness/plan/axes.c and the named limits
- * (README.md, "Configs"). */
+ * outputs, backends, flags, --set options and statistics, the peers (and whether their package
+ * imports here, docs/PEERS.md), the datasets, the sweep axes of harness/plan/axes.c and the named
+ * limits (docs/CONFIGS.md, "Configs"). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "limits_config.h"
 #include "peer_cell.h"
+#include "peers.h"
 
 static void flag_names(unsigned bits, const char *const *names, char *buf, size_t n)
 {
@@ -55,9 +56,17 @@ static void print_algo(const struct tkp_algo *a)
     printf("  %-11s %s\n    ops=%s outputs=%s backends=%s%s%s", a->name, a->summary, o, u, b,
            a->flags & TKP_EXACT ? " exact" : "",
            a->flags & TKP_NOT_IMPLEMENTED ? " (not implemented)" : "");
-    if (a->package)
-        printf(" package=%s", a->package);
+    const struct tkp_peer *peer = tkp_peer_of(a);
+    if (peer)
+        printf(" package=%s", peer->package);
     putchar('\n');
+}
+
+/* The module's statistics table: each is a results column of that name (algos/tkp.h). */
+static void print_statistics(const struct tkp_algo *a)
+{
+    for (const struct tkp_stat *st = tkp_algo_statistics(a); st && st->name; st++)
+        printf("    stat %s (%s)  %s\n", st->name, st->unit, st->meaning);
 }
 
 /* What the peer worker said of each peer, by name. */
@@ -98,7 +107,7 @@ static void list_peers(int probe)
     printf("peers: (through the Python bridge, docs/PEERS.md; interpreter %s, set TOPKP_PYTHON)\n",
            tkp_peer_python());
     for (int i = 0; tkp_peers[i]; i++) {
-        const struct tkp_algo *a = tkp_peers[i];
+        const struct tkp_algo *a = &tkp_peers[i]->algo;
         print_algo(a);
         const struct peer_probe *p = NULL;
         for (int j = 0; j < found.n; j++)
@@ -142,7 +151,7 @@ static void list_axes(void)
     }
 }
 
-/* The named limits of harness/config/limits_config.h and limits_files.h (README.md, "Configs"). */
+/* The named limits of harness/config/limits_config.h and limits_files.h (docs/CONFIGS.md, "Configs"). */
 static void list_limits(void)
 {
 #define LIMIT(name) printf("  %-27s %lld\n", #name, (long long)(name))
@@ -172,8 +181,9 @@ static void list_limits(void)
 const char LIST_USAGE[] =
     "usage: topkp list [--no-probe]\n"
     "\n"
-    "Prints the modules (their ops, outputs, backends and --set options), the peer libraries,\n"
-    "the datasets, the sweep axes and the limits of harness/config/limits_config.h and harness/common/limits_files.h.\n"
+    "Prints the modules (their ops, outputs, backends, --set options and statistics), the peer\n"
+    "libraries, the datasets, the sweep axes and the limits of harness/config/limits_config.h and\n"
+    "harness/common/limits_files.h.\n"
     "\n"
     "  --no-probe   do not start Python to ask which peer packages import here\n";
 
@@ -190,6 +200,7 @@ int cmd_list(int argc, char **argv)
     for (int i = 0; tkp_algos[i]; i++) {
         print_algo(tkp_algos[i]);
         print_options(tkp_algos[i]);
+        print_statistics(tkp_algos[i]);
     }
     list_peers(probe);
     puts("datasets:");

@@ -1,5 +1,5 @@
-/* cli_merge.c — `topkp merge OUT.h5 SHARD.h5... [--force]` (merge.h; README.md, "Sweeps across
- * GPUs and hosts"). */
+/* cli_merge.c — `topkp merge OUT.h5 SHARD.h5... [--force]` (merge.h; docs/CLUSTERS.md, "Sweeps
+ * across GPUs and hosts"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* cli_run.c — the commands that compute and write (docs/DESIGN.md, "The command line"): `run`
  * (a config's sweeps into a results file: runner.c), `apply` (one module on a logits file, a
- * contract: README.md, "A five-minute tour") and `gen` (a logits file from a dataset). `apply`
+ * contract: docs/USAGE.md, "A five-minute tour") and `gen` (a logits file from a dataset). `apply`
  * and `gen` refuse to write over their input or, without --force, an existing output, and
  * write OUT.partial, then rename it over OUT. */
 #include <errno.h>
@@ -21,7 +21,7 @@
 #include "timing.h"
 
 /* May `out` be written? Never when it is the input `in` (the same st_dev/st_ino, whatever the
- * path), and only with --force when it exists (README.md, "A five-minute tour"). */
+ * path), and only with --force when it exists (docs/USAGE.md, "A five-minute tour"). */
 static int output_allowed(const char *cmd, const char *in, const char *out, int force)
 {
     struct stat so, si;
@@ -111,7 +111,7 @@ const char RUN_USAGE[] =
     "                      FILE.shard-I.log), merged into FILE.h5 at the end\n"
     "  --workers N         the same with N processes on the CPU backend\n"
     "\n"
-    "README.md, \"Sweeps across GPUs and hosts\", has the shard files and the merge.\n";
+    "docs/CLUSTERS.md, \"Sweeps across GPUs and hosts\", has the shard files and the merge.\n";
 
 /* --shard I/N, or a usage error naming the value. */
 static struct tkp_shard shard_arg(const char *v)
@@ -137,7 +137,7 @@ static const char *gpus_arg(const char *v)
 }
 
 /* --device D: made current before anything else touches CUDA, on the GPU backend only (the CPU
- * backend has no devices to pick: README.md, "Sweeps across GPUs and hosts"). */
+ * backend has no devices to pick: docs/CLUSTERS.md, "Sweeps across GPUs and hosts"). */
 static int select_device(const struct tkp_run_args *a, int backend_given)
 {
     if (a->device < 0)

@@ -1,5 +1,5 @@
 /* file_error.h — the error of a file that could not be created, naming its folder when the
- * folder is the cause (README.md, "Results": hostile files and disks). */
+ * folder is the cause (docs/RESULTS.md, "Results": hostile files and disks). */
 #ifndef TKP_FILE_ERROR_H
 #define TKP_FILE_ERROR_H
 

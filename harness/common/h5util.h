@@ -21,8 +21,8 @@ enum h5_kind { H5_KIND_STR, H5_KIND_I64, H5_KIND_F64 };
 hid_t h5_member_type(enum h5_kind kind, size_t size);
 /* The creation property list of a chunked dataset of `rank` dimensions (chunk sizes in `chunk`),
  * deflated at `level` (1 fastest ... 9 smallest) when this HDF5 has the filter: the one way
- * the results tables, a shard's plan and `gen`'s logits are written (docs/DESIGN.md, "HDF5
- * layouts"). Any HDF5 reader inflates it on its own. -1 on failure; the caller closes it. */
+ * the results tables, a shard's plan and `gen`'s logits are written (docs/DESIGN.md, "The results
+ * file"). Any HDF5 reader inflates it on its own. -1 on failure; the caller closes it. */
 hid_t h5_deflated_dcpl(int rank, const hsize_t *chunk, int level);
 /* Its levels: the tables (results cells and samples, a shard's plan) are small and repetitive,
  * so the smaller files win (`h5repack -f GZIP=6` of a committed Figure 2 file: 4.25 MB to
@@ -37,7 +37,7 @@ int h5_exists(hid_t file, const char *path);
  * before a dataset's length sizes an allocation. */
 hssize_t h5_rows_checked(hid_t d, size_t elem_size);
 
-/* One sweep's results table, /sweeps/<name>/cells (docs/DESIGN.md, "HDF5 layouts"), opened:
+/* One sweep's results table, /sweeps/<name>/cells (docs/DESIGN.md, "The results file"), opened:
  * the dataset, its file type and its row count. */
 struct h5_cells {
     hid_t d, ft;

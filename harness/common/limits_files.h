@@ -1,6 +1,6 @@
 /* limits_files.h — named limits of the file readers and writers (logits files, results
  * files, `apply` and `gen`): every size read from a file or the command line is checked
- * against one of these before it sizes an allocation (README.md, "A five-minute tour" and
+ * against one of these before it sizes an allocation (docs/USAGE.md, "A five-minute tour" and
  * "Results"). */
 #ifndef TKP_LIMITS_FILES_H
 #define TKP_LIMITS_FILES_H
@@ -12,7 +12,7 @@
 /* Most columns (vocabulary) a logits file may declare. */
 #define TKP_MAX_LOGITS_VOCAB (1LL << 31)
 /* Bytes of the results key column (struct tkp_cell_row.key): longer identities keep a prefix
- * and a 64-bit FNV-1a hash of the whole identity (results.h). */
+ * and a 64-bit FNV-1a hash of the whole identity (results_row.h). */
 #define TKP_RESULT_KEY_BYTES 400
 /* Hex digits of the hash that ends a long key, after a '#'. */
 #define TKP_RESULT_KEY_HASH_HEX 16

@@ -2,7 +2,7 @@
  * itself, so `export`, `info`, `compare`, --resume's check and the logits reader read it in a
  * child limited to TKP_READ_SECONDS of wall-clock time and to CPU time in proportion to the file's
  * size (limits_files.h): a crash or a hang there is an error naming the file, never a crash of
- * topkp (README.md, "Results"). */
+ * topkp (docs/RESULTS.md, "Results"). */
 #ifndef TKP_READ_GUARD_H
 #define TKP_READ_GUARD_H
 

@@ -8,16 +8,17 @@
  *                     baseline = "A" }   (or variants = { {"A", {"qrita", ...}}, ... }: in order)
  *   pow2(a, b) -> {2^a, ..., 2^b}        range(a, b [, step]) -> {a, a+step, ..., <= b}
  *   file "x.h5" -> a dataset name that reads logits from x.h5 (relative to the config)
+ *   include "lib/x.lua" -> runs a Lua file beside the config or below it, returns its values
  *   backend     -> "cpu" or "gpu": the backend of this run, so a config can size itself
  * Every declaration is validated when it is called, against the modules' option tables and
  * the table of sweep axes (axes.c: dataset ... seed), so an error names the config's
  * file:line. A hostile config fails the same way, never crashes or hangs: the limits of
- * harness/config/limits_config.h (README.md, "Configs") bound its instructions, its memory, its wall-clock
+ * harness/config/limits_config.h (docs/CONFIGS.md, "Configs") bound its instructions, its memory, its wall-clock
  * time (lua_deadline.c) and every list and name it declares.
  * The parts: this file (the entry point: read the file, run it, the plan), config_sandbox.c
  * (the state and its limits), config_values.c (the value readers), config_expand.c (a sweep
- * into cells) and config_declare.c (sweep, ablation, pow2, range, file); config_parts.h is
- * what they share. */
+ * into cells), config_declare.c (sweep, ablation, pow2, range, file) and config_include.c
+ * (include); config_parts.h is what they share. */
 #include <errno.h>
 #include <lauxlib.h>
 #include <lua.h>
@@ -29,9 +30,11 @@
 #include "config_parts.h"
 #include "lua_deadline.h"
 
-/* Record a config file's name and text in the plan; 0 when out of memory. */
-static int add_file(struct tkp_plan *plan, const char *name, const char *text)
+int config_add_file(struct tkp_plan *plan, const char *name, const char *text)
 {
+    for (size_t i = 0; i < plan->n_files; i++)
+        if (strcmp(plan->files[i].name, name) == 0)
+            return 1; /* a file included twice is recorded once */
     struct tkp_config_file *files =
         realloc(plan->files, (plan->n_files + 1) * sizeof *plan->files);
     if (!files)
@@ -49,9 +52,7 @@ static int add_file(struct tkp_plan *plan, const char *name, const char *text)
     return 1;
 }
 
-/* The whole file, NUL-terminated; its size in *size. NULL when unreadable or larger than
- * TKP_CONFIG_MAX_BYTES (*size is then past the limit). */
-static char *read_text(const char *path, size_t *size)
+char *config_read_text(const char *path, size_t *size)
 {
     FILE *f = fopen(path, "rb");
     *size = 0;
@@ -101,9 +102,7 @@ static void config_failure(lua_State *L, const char *path, int rc, const struct 
                       luaL_typename(L, -1));
 }
 
-/* Load the text as a chunk named after the file: whole (a NUL byte is refused with its
- * offset rather than ending the config early), and text only (no precompiled chunks). */
-static int load_chunk(lua_State *L, const char *path, const char *text, size_t size,
+int config_load_chunk(lua_State *L, const char *path, const char *text, size_t size,
                       struct tkp_error *err)
 {
     const char *nul = memchr(text, 0, size);
@@ -122,7 +121,7 @@ int tkp_config_load(const char *path, enum tkp_backend backend, struct tkp_plan 
 {
     memset(plan, 0, sizeof *plan);
     size_t size;
-    char *text = read_text(path, &size);
+    char *text = config_read_text(path, &size);
     if (!text) {
         if (size > TKP_CONFIG_MAX_BYTES)
             tkp_error_set(err, "%s: larger than the limit of %d bytes for a config", path,
@@ -131,7 +130,7 @@ int tkp_config_load(const char *path, enum tkp_backend backend, struct tkp_plan 
             tkp_error_set(err, "%s: cannot read", path);
         return TKP_EINVAL;
     }
-    struct load_ctx ctx = { .plan = plan };
+    struct load_ctx ctx = { .plan = plan, .path = path };
     const char *slash = strrchr(path, '/');
     if (strlen(path) >= sizeof ctx.dir - 1) {
         tkp_error_set(err, "%.80s...: the path is too long (%zu characters; the limit is %zu)",
@@ -148,10 +147,11 @@ int tkp_config_load(const char *path, enum tkp_backend backend, struct tkp_plan 
         return TKP_EINVAL;
     }
     config_register_api(L, &ctx);
+    config_register_include(L, &ctx);
     lua_pushstring(L, backend == TKP_GPU ? "gpu" : "cpu");
     lua_setglobal(L, "backend");
     config_count_instructions(L);
-    int rc = load_chunk(L, path, text, size, err);
+    int rc = config_load_chunk(L, path, text, size, err);
     if (rc == LUA_OK) /* first in a child under TKP_LUA_SECONDS (lua_deadline.c) */
         rc = tkp_lua_finishes_in_time(L, path, err) ? -1 : lua_pcall(L, 0, 0, 0);
     else if (lua_gettop(L) == 0)
@@ -166,7 +166,7 @@ int tkp_config_load(const char *path, enum tkp_backend backend, struct tkp_plan 
     } else if (rc == 0 && plan->n == 0) {
         tkp_error_set(err, "%s: declares no cells (no sweep, or every cell filtered out)", path);
         rc = 1;
-    } else if (rc == 0 && !add_file(plan, path, text)) {
+    } else if (rc == 0 && !config_add_file(plan, path, text)) {
         tkp_error_set(err, "%s: out of memory recording the config's text", path);
         rc = 1;
     }

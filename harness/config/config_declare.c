@@ -1,8 +1,9 @@
-/* config_declare.c — the functions a config calls (README.md, "Configs"): sweep "name" { ... }
- * and ablation "name" { base = ..., variants = ..., baseline = ... }, each checked when it is
- * called and expanded into cells at once (config_expand.c), the ablation's baseline and
- * variant order recorded for its figures (README.md, "Figures"); pow2 and range for lists of
- * values; file "x.h5" (or file("x.h5", "how to make it")) for a logits file as a dataset. */
+/* config_declare.c — the functions a config calls (docs/CONFIGS.md, "Configs"): sweep "name"
+ * { ... } and ablation "name" { base = ..., variants = ..., baseline = ... }, each checked when
+ * it is called and expanded into cells at once (config_expand.c), the ablation's baseline and
+ * variant order recorded for its figures (docs/FIGURES.md, "Figures"); pow2 and range for lists
+ * of values; file "x.h5" (or file("x.h5", "how to make it")) for a logits file as a dataset.
+ * include is config_include.c's. */
 #include <lauxlib.h>
 #include <lua.h>
 #include <stdio.h>
@@ -133,7 +134,7 @@ static int listed_variants(lua_State *L, int idx, const char *what, struct algo_
     return (int)len;
 }
 
-/* `baseline = "A"`: the variant an ablation's ratios divide by (README.md, "Figures"), which
+/* `baseline = "A"`: the variant an ablation's ratios divide by (docs/FIGURES.md, "Figures"), which
  * must be one of its variants; the first declared when absent. */
 static void ablation_baseline(lua_State *L, const char *what, const struct algo_entry *algos,
                               int n, char *out, size_t size)

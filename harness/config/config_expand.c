@@ -1,4 +1,4 @@
-/* config_expand.c — one sweep into cells (README.md, "Configs"; docs/DESIGN.md, "The module
+/* config_expand.c — one sweep into cells (docs/CONFIGS.md, "Configs"; docs/DESIGN.md, "The module
  * table": the axes as data): each axis of harness/plan/axes.c read and checked, the cross product
  * of the algorithms and the axes counted against TKP_MAX_CELLS before any cell is made, one
  * odometer over it (the last axis fastest), each cell offered to the sweep's `where`, and the

@@ -1,11 +1,12 @@
-/* config_parts.h — what the parts of the config loader share, private to them (README.md,
+/* config_parts.h — what the parts of the config loader share, private to them (docs/CONFIGS.md,
  * "Configs"; docs/DESIGN.md, "The floors"): the load context, an algorithm entry, and the
  * functions one part calls in another. The parts:
  *   config.c          the entry point (tkp_config_load): read the file, run it, the plan
  *   config_sandbox.c  the Lua state and its limits: allocator, count hook, safe libraries
  *   config_values.c   the value readers: numbers, names, lists, algorithm entries, timing
  *   config_expand.c   one sweep's cross product, filtered by `where`, into the plan's cells
- *   config_declare.c  the functions a config calls: sweep, ablation, pow2, range, file */
+ *   config_declare.c  the functions a config calls: sweep, ablation, pow2, range, file
+ *   config_include.c  include "x.lua": a Lua file beside the config or below it */
 #ifndef TKP_CONFIG_PARTS_H
 #define TKP_CONFIG_PARTS_H
 
@@ -19,7 +20,14 @@
 
 struct load_ctx {
     struct tkp_plan *plan;
+    const char *path;       /* the config file */
     char dir[512];          /* the config's folder, for file "x.h5" */
+    /* The files being included, outermost first (config_include.c): their names from the
+     * config's folder and their real paths, Lua strings on the stack of the include that runs
+     * each. */
+    const char *including[TKP_CONFIG_MAX_INCLUDE_DEPTH];
+    const char *including_real[TKP_CONFIG_MAX_INCLUDE_DEPTH];
+    int depth;              /* includes running, one inside the other */
     long long instructions; /* Lua instructions run so far (counted by budget_hook) */
     size_t lua_bytes;       /* bytes the Lua state holds (counted by capped_alloc) */
     int memory_refused;     /* capped_alloc refused an allocation */
@@ -49,6 +57,21 @@ struct algo_entry {
     void *opts;
     char variant[64];
 };
+
+/* config.c: the whole file, NUL-terminated, its size in *size; NULL when unreadable or
+ * larger than TKP_CONFIG_MAX_BYTES (*size is then past the limit). */
+char *config_read_text(const char *path, size_t *size);
+/* config.c: load the text as a chunk named after the file: whole (a NUL byte is refused with
+ * its offset, in err, rather than ending the config early), and text only (no precompiled
+ * chunks). Lua's status; -1 with err set when refused before Lua saw it. */
+int config_load_chunk(lua_State *L, const char *path, const char *text, size_t size,
+                      struct tkp_error *err);
+/* config.c: record a Lua file's name and text in the plan (once per name); 0 when out of
+ * memory. */
+int config_add_file(struct tkp_plan *plan, const char *name, const char *text);
+
+/* config_include.c: define include in the state, a closure over ctx. */
+void config_register_include(lua_State *L, struct load_ctx *ctx);
 
 /* config_sandbox.c: a Lua state with the capped allocator (its user data is ctx), the panic
  * message and the safe libraries only; NULL when out of memory. */

@@ -1,4 +1,4 @@
-/* config_sandbox.c — the Lua state a config runs in, and its limits (README.md, "Configs";
+/* config_sandbox.c — the Lua state a config runs in, and its limits (docs/CONFIGS.md, "Configs";
  * the limits of harness/config/limits_config.h): an allocator that refuses past TKP_LUA_MEMORY_MIB, a count
  * hook that stops the config past TKP_LUA_INSTRUCTION_BUDGET instructions, and the safe
  * libraries only (base, table, string, math; no load, dofile, loadfile, collectgarbage, and no

@@ -1,4 +1,4 @@
-/* config_values.c — the value readers of the config language (README.md, "Configs"): a
+/* config_values.c — the value readers of the config language (docs/CONFIGS.md, "Configs"): a
  * table's keys against the allowed ones, numbers and lists of numbers, integers in a range,
  * names and lists of names (the text axes), algorithm entries with their options, the
  * `timing` table with the measurement policy's defaults (docs/DESIGN.md, "A run, step by

@@ -1,4 +1,4 @@
-/* lua_deadline.c — the wall-clock limit of a config (TKP_LUA_SECONDS; README.md, "Configs":
+/* lua_deadline.c — the wall-clock limit of a config (TKP_LUA_SECONDS; docs/CONFIGS.md, "Configs":
  * a hostile config fails with an error naming it, never a hang).
  *
  * Why a forked child: the instruction budget (config_sandbox.c's count hook) runs only between Lua

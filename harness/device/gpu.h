@@ -24,8 +24,8 @@ int tkp_gpu_present(void);
 /* The number of CUDA devices (0 without CUDA or a driver). */
 int tkp_gpu_count(void);
 /* Make device `device` current (cudaSetDevice), before anything else touches CUDA: `topkp run
- * --device D` (README.md, "Sweeps across GPUs and hosts"). An index past the devices is an error
- * naming it and the count. */
+ * --device D` (docs/CLUSTERS.md, "Sweeps across GPUs and hosts"). An index past the devices is an
+ * error naming it and the count. */
 int tkp_gpu_select(int device, struct tkp_error *err);
 /* The device tkp_gpu_select made current, or -1. */
 int tkp_gpu_selected(void);

@@ -115,22 +115,17 @@ void tkp_row_times(struct tkp_cell_row *row, const struct tkp_batch *b, int set_
     }
 }
 
-/* stats->what per row when `bit` is reported, else NaN. */
-static double per_row(const struct tkp_stats *s, unsigned bit, double what)
+void tkp_row_stats(struct tkp_cell_row *row, const struct tkp_algo *a,
+                   const struct tkp_stats *s)
 {
-    return s && s->rows > 0 && (s->reported & bit) ? what / (double)s->rows : NAN;
-}
-
-void tkp_row_stats(struct tkp_cell_row *row, const struct tkp_stats *s)
-{
-    const struct tkp_stats none = { 0 };
-    const struct tkp_stats *v = s ? s : &none;
-    row->hit_rate = per_row(s, TKP_STAT_HIT_RATE, (double)v->trunc_hits);
-    row->outliers = per_row(s, TKP_STAT_OUTLIERS, v->outliers);
-    row->outlier_mass = per_row(s, TKP_STAT_OUTLIER_MASS, v->outlier_mass);
-    row->iterations = per_row(s, TKP_STAT_ITERATIONS, v->iterations);
-    row->rounds = per_row(s, TKP_STAT_ROUNDS, v->rounds);
-    row->sorted = per_row(s, TKP_STAT_SORTED, v->sorted);
+    for (int i = 0; i < TKP_MAX_STAT_COLUMNS; i++)
+        row->stats[i] = NAN;
+    const struct tkp_stat *table = tkp_algo_statistics(a);
+    for (int i = 0; s && s->rows > 0 && table && i < TKP_MAX_STATS && table[i].name; i++) {
+        const int column = tkp_results_stat_column(table[i].name);
+        if (column >= 0 && (s->reported & TKP_STAT_BIT(i)))
+            row->stats[column] = s->total[i] / (double)s->rows;
+    }
 }
 
 void tkp_row_status(struct tkp_cell_row *row, int rc, const char *message)

@@ -24,10 +24,11 @@ int tkp_row_judge(struct tkp_cell_row *row, const struct tkp_batch *b, const uin
 void tkp_row_times(struct tkp_cell_row *row, const struct tkp_batch *b, int set_output,
                    int32_t draws, const double *samples, int64_t n,
                    const struct tkp_timing *timing, double copy_gbps);
-/* The module statistics columns (hit_rate, outliers, outlier_mass, iterations, rounds, sorted)
- * per row from a module's stats; a column the module does not report (tkp_stats.reported), or
- * every column when `s` is NULL or counted no rows, is NaN (README.md, "Results"). */
-void tkp_row_stats(struct tkp_cell_row *row, const struct tkp_stats *s);
+/* The statistics columns (tkp_cell_row.stats) per row from module a's stats `s`, one per
+ * statistic of a's table (algos/tkp.h, struct tkp_stat); a column a does not declare or `s`
+ * does not report, or every column when a or s is NULL or counted no rows, is NaN. */
+void tkp_row_stats(struct tkp_cell_row *row, const struct tkp_algo *a,
+                   const struct tkp_stats *s);
 /* ok / unsupported / oom / error from a return code, and the message. */
 void tkp_row_status(struct tkp_cell_row *row, int rc, const char *message);
 

@@ -113,7 +113,7 @@ static int dtype_readable(const struct tkp_algo *a, const struct tkp_problem *pb
 {
     const struct tkp_impl *impl = tkp_algo_impl(a, pb->backend);
     if (pb->dtype == TKP_F32 || (a->flags & TKP_PEER) ||
-        (impl && (impl->dtypes & TKP_DTYPE_BIT(pb->dtype))))
+        (tkp_impl_dtypes(a, impl) & TKP_DTYPE_BIT(pb->dtype)))
         return TKP_OK;
     if (!tkp_dtype_name(pb->dtype)) {
         tkp_error_set(err, "logits element type %d is not one of f32, bf16, f16", (int)pb->dtype);
@@ -227,7 +227,7 @@ int tkp_instance_run(struct tkp_instance *in, const struct tkp_io *io, struct tk
 void tkp_instance_stats(const struct tkp_instance *in, struct tkp_stats *out)
 {
     memset(out, 0, sizeof *out);
-    if (in->impl && in->impl->stats)
+    if (in->impl && in->impl->stats && in->algo->abi >= TKP_ABI_STATISTICS)
         in->impl->stats(in->state, out);
 }
 

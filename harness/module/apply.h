@@ -40,8 +40,8 @@ struct tkp_instance {
 };
 
 /* Can `a` do problem `pb` at all (its contract version, backend, ops and outputs)?
- * TKP_EINVAL for a module of another TKP_ABI, TKP_EUNSUPPORTED otherwise; the message says
- * why. */
+ * TKP_EINVAL for a module of a version this harness does not load (tkp_algo_check_abi),
+ * TKP_EUNSUPPORTED otherwise; the message says why. */
 int tkp_capable(const struct tkp_algo *a, const struct tkp_problem *pb, struct tkp_error *err);
 /* tkp_capable, then the module's supports() and its backend implementation's
  * (TKP_EUNSUPPORTED with the reason), init, allocate. `opts` may be NULL for the defaults; it
@@ -50,7 +50,8 @@ int tkp_instance_open(struct tkp_instance *in, const struct tkp_algo *a, const v
                       const struct tkp_problem *pb, struct tkp_error *err);
 int tkp_instance_run(struct tkp_instance *in, const struct tkp_io *io, struct tkp_error *err);
 /* The statistics of the instance's last run (algos/tkp.h, struct tkp_impl); zero when its
- * implementation has none. */
+ * implementation has none or its module is older than TKP_ABI_STATISTICS (stats() is not
+ * called). */
 void tkp_instance_stats(const struct tkp_instance *in, struct tkp_stats *out);
 void tkp_instance_close(struct tkp_instance *in);
 

@@ -1,10 +1,11 @@
 /* peers.c — the peer libraries a config can name beside the modules (docs/PEERS.md): one
- * `struct tkp_algo` each, flagged TKP_PEER, with the ops, outputs, backends and options that
- * `topkp list` prints and config checks use. Their code is Python (peers/catalog.py names the
- * same peers); `topkp run` calls them through the worker of peer_worker.c. */
+ * `struct tkp_peer` each (peers.h): its module table, flagged TKP_PEER, with the ops, outputs
+ * and options that `topkp list` prints and config checks use, then its package and backends.
+ * Their code is Python (peers/catalog.py names the same peers); `topkp run` calls them through
+ * the worker of peer_worker.c. */
 #include <stddef.h>
 
-#include "../algos/tkp.h"
+#include "peers.h"
 
 /* The options a peer may take; each peer lists only those it reads. */
 struct peer_opts {
@@ -39,10 +40,10 @@ static const struct tkp_option input_order_entry_options[] = { INPUT_OPTION, ORD
 
 #define ALL_OPS (TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP)
 #define PEER(id, label, pkg, about, op, out, where, opt)                                       \
-    static const struct tkp_algo id = {                                                       \
-        .abi = TKP_ABI, .name = label, .summary = about, .ops = op, .outputs = out,           \
-        .peer_backends = where, .flags = TKP_PEER, .options = opt,                            \
-        .opts_size = sizeof(struct peer_opts), .package = pkg,                                \
+    static const struct tkp_peer id = {                                                       \
+        .algo = { .abi = TKP_ABI, .name = label, .summary = about, .ops = op, .outputs = out, \
+                  .flags = TKP_PEER, .options = opt, .opts_size = sizeof(struct peer_opts) }, \
+        .package = pkg, .backends = where,                                                    \
     }
 
 PEER(torch_sort, "torch.sort", "torch",
@@ -82,7 +83,7 @@ PEER(sglang_via_flashinfer, "sglang.via_flashinfer", "flashinfer-python",
      "SGLang calls no kernel there)",
      ALL_OPS, TKP_OUT_SAMPLE, TKP_GPU, input_options);
 
-const struct tkp_algo *const tkp_peers[] = {
+const struct tkp_peer *const tkp_peers[] = {
     &torch_sort,    &torch_sample, &torch_topk, &vllm_pytorch, &vllm_triton,
     &fi_sampling,   &fi_sampling_probs, &fi_top_k_mask, &fi_renorm, &fi_topk,
     &fi_cake,       &sglang_via_flashinfer, NULL,

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "axes.h"
 #include "cell_row.h"
 #include "gpu.h"
 #include "peer_cell.h"
@@ -293,19 +294,32 @@ static void note_package(struct tkp_peer_session *s, const char *peer, const cha
         tkp_results_attr(s->res, "peer_packages", s->packages);
 }
 
+int tkp_peer_open_line(const struct tkp_cell *cell, const char *logits, int64_t rows,
+                       enum tkp_backend backend, long long flush_bytes, char *line, size_t n)
+{
+    int len = snprintf(line, n, "open\tpeer=%s\tlogits=%s\trows=%lld\tdevice=%s\tflush_bytes=%lld",
+                       cell->algo->name, logits, (long long)rows,
+                       backend == TKP_GPU ? "cuda" : "cpu", flush_bytes);
+    if (len < 0 || (size_t)len >= n)
+        return len;
+    tkp_axes_append(cell, TKP_AXES_PEER, line, n);
+    const size_t used = strlen(line);
+    return (int)used + snprintf(line + used, n - used, "\toptions=%s", cell->options);
+}
+
 static int open_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
                      const struct tkp_peer_input *in, enum tkp_dtype dtype, double deadline_us,
                      struct tkp_error *err)
 {
+    if ((int)dtype != cell->dtype) {
+        tkp_error_set(err, "the %s cell's logits are %s, not its dtype %s", cell->algo->name,
+                      tkp_dtype_name(dtype), tkp_dtype_name((enum tkp_dtype)cell->dtype));
+        return TKP_EINVAL;
+    }
     const struct tkp_peer_file *file = &in->typed[dtype];
     char line[2048];
-    int len = snprintf(line, sizeof line,
-                       "open\tpeer=%s\tlogits=%s\tdtype=%s\trows=%lld\tbatch=%lld\tvocab=%lld\t"
-                       "k=%d\tp=%.9g\tdevice=%s\tseed=%llu\tflush_bytes=%lld\toptions=%s",
-                       cell->algo->name, file->path, tkp_dtype_name(dtype), (long long)in->rows,
-                       (long long)cell->batch, (long long)cell->vocab, cell->k, (double)cell->p,
-                       s->backend == TKP_GPU ? "cuda" : "cpu", (unsigned long long)cell->seed,
-                       s->flush_bytes, cell->options);
+    int len = tkp_peer_open_line(cell, file->path, in->rows, s->backend, s->flush_bytes, line,
+                                 sizeof line);
     if (len < 0 || (size_t)len >= sizeof line) {
         tkp_error_set(err, "the peer request for %s is too long (%d bytes)", cell->algo->name, len);
         return TKP_EINVAL;

@@ -69,6 +69,12 @@ int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
                   int64_t *drawn, int32_t draws, struct tkp_cell_row *row, double **samples,
                   int64_t *n_samples, struct tkp_judge_memo *memo, struct tkp_error *err);
 
+/* The `open` request of `cell` (docs/PEERS.md) into line (n bytes): its peer, the logits file
+ * of `rows` rows, the device of `backend`, the L2 flush bytes, then every TKP_AXIS_PEER axis
+ * as name=value (axes.h, TKP_AXES_PEER) and the options. Returns the length it needed (as
+ * snprintf: n or more when cut). */
+int tkp_peer_open_line(const struct tkp_cell *cell, const char *logits, int64_t rows,
+                       enum tkp_backend backend, long long flush_bytes, char *line, size_t n);
 /* Ask the worker which peers import here: calls fn(name, available, info, cast) for each, cast
  * saying what the peer does with 16-bit logits (docs/PEERS.md, "16-bit logits"). */
 int tkp_peer_probe(struct tkp_peer_session *s,

@@ -1,5 +1,6 @@
-/* axes.c — the table of sweep axes and the generic code that stores, prints and copies them
- * (see axes.h; README.md, "Configs"; docs/DESIGN.md, "/sweeps/<sweep>/cells"). */
+/* axes.c — the table of sweep axes built from harness/plan/axes.def and the generic code that
+ * stores, prints and copies them (see axes.h; docs/CONFIGS.md, "Configs";
+ * docs/DESIGN.md, "Adding an axis"). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,47 +14,25 @@
 #define AT(f) .offset = offsetof(struct tkp_cell, f), .size = sizeof(((struct tkp_cell *)0)->f)
 #define COLUMN(f)                                                                               \
     .column = offsetof(struct tkp_cell_row, f), .column_size = sizeof(((struct tkp_cell_row *)0)->f)
-
-/* To add an axis: a field in struct tkp_cell (plan.h), a field appended last in
- * struct tkp_cell_row (results.h; results.c appends its column after the fixed ones, and
- * docs/DESIGN.md lists the columns), a row here, and its use where a cell runs (runner.c). The
- * row's place is its place in the cross product, the lines and the key. Every axis is part of
- * the key, so a new one changes every key (--resume onto a file written before it finds no cell
- * done) and a TKP_AXIS_PLAN one every plan (rerun scripts/update-goldens.sh) -- unless it is
- * TKP_AXIS_QUIET with a default that reproduces the cells from before it, like dtype. */
+/* F32: the value as the config wrote it (plan.h, TKP_CELL_FIELD_F32) */
+#define DECLARED_DATASET(f)
+#define DECLARED_ENUM(f)
+#define DECLARED_I64(f)
+#define DECLARED_I32(f)
+#define DECLARED_U64(f)
+#define DECLARED_F32(f) .declared = offsetof(struct tkp_cell, f##_declared),
 
 /* The logits' element types, by enum tkp_dtype (algos/common/half.h: tkp_dtype_name). */
-static const char *const dtype_choices[] = { "f32", "bf16", "f16", NULL };
+static const char *const tkp_axis_dtype_choices[] = { "f32", "bf16", "f16", NULL };
 _Static_assert(TKP_DTYPE_COUNT == 3 && TKP_F32 == 0 && TKP_BF16 == 1 && TKP_F16 == 2,
-               "dtype_choices follows enum tkp_dtype");
+               "tkp_axis_dtype_choices follows enum tkp_dtype");
 
+/* The rows of harness/plan/axes.def (its comment says how to add one). */
 const struct tkp_axis tkp_axes[] = {
-    { .name = "dataset", .help = "a dataset (above) or file \"x.h5\"", .type = TKP_AXIS_DATASET,
-      AT(dataset), COLUMN(dataset), .def_text = "gaussian",
-      .flags = TKP_AXIS_LIST | TKP_AXIS_WHERE | TKP_AXIS_PLAN },
-    { .name = "vocab", .help = "V, tokens a row", .label = "V", .type = TKP_AXIS_I64, AT(vocab),
-      COLUMN(vocab), .min = 1, .max = (double)TKP_MAX_VOCAB,
-      .flags = TKP_AXIS_LIST | TKP_AXIS_REQUIRED | TKP_AXIS_WHERE | TKP_AXIS_PLAN | TKP_AXIS_PROGRESS },
-    { .name = "batch", .help = "B, rows a call", .label = "B", .type = TKP_AXIS_I64, AT(batch),
-      COLUMN(batch), .min = 1, .max = 1 << 20,
-      .flags = TKP_AXIS_LIST | TKP_AXIS_REQUIRED | TKP_AXIS_WHERE | TKP_AXIS_PLAN | TKP_AXIS_PROGRESS },
-    { .name = "k", .help = "top-k (off when <= 0 or >= V)", .label = "k", .type = TKP_AXIS_I32,
-      AT(k), COLUMN(k), .def = 0, .min = -1, .max = 2147483647.0,
-      .flags = TKP_AXIS_LIST | TKP_AXIS_WHERE | TKP_AXIS_PLAN | TKP_AXIS_PROGRESS },
-    { .name = "p", .help = "top-p (off when >= 1)", .label = "p", .type = TKP_AXIS_F32, AT(p),
-      .declared = offsetof(struct tkp_cell, p_declared), COLUMN(p), .def = 1.0,
-      .min = -INFINITY, .max = INFINITY,
-      .flags = TKP_AXIS_LIST | TKP_AXIS_WHERE | TKP_AXIS_PLAN | TKP_AXIS_PROGRESS },
-    { .name = "draws", .help = "samples a row, for a module that samples", .type = TKP_AXIS_I32,
-      AT(draws), COLUMN(draws), .def = 1, .min = 1, .max = 1 << 20 },
-    { .name = "seed", .help = "the seed of the dataset and the sampler", .type = TKP_AXIS_U64,
-      AT(seed), COLUMN(seed), .def = 1, .min = 0, .max = 9007199254740992.0 },
-    /* Quiet: at f32 it is in no line and no key, so every plan and key from before it stands
-     * (docs/DESIGN.md, "/sweeps/<sweep>/cells"). */
-    { .name = "dtype", .help = "the logits' element type (f32, bf16, f16)", .label = "dtype",
-      .type = TKP_AXIS_ENUM, AT(dtype), COLUMN(dtype), .def = TKP_F32, .choices = dtype_choices,
-      .flags = TKP_AXIS_LIST | TKP_AXIS_WHERE | TKP_AXIS_PLAN | TKP_AXIS_PROGRESS |
-               TKP_AXIS_QUIET },
+#define TKP_AXIS(n, t, ...)                                                                     \
+    { .name = #n, .type = TKP_AXIS_##t, AT(n), COLUMN(n), DECLARED_##t(n) __VA_ARGS__ },
+#include "axes.def"
+#undef TKP_AXIS
     { .name = NULL },
 };
 
@@ -140,20 +119,38 @@ void tkp_axis_text(const struct tkp_axis *a, const struct tkp_cell *c, int preci
     }
 }
 
+void tkp_cell_defaults(struct tkp_cell *c)
+{
+    memset(c, 0, sizeof *c);
+    for (const struct tkp_axis *a = tkp_axes; a->name; a++) {
+        if (a->type == TKP_AXIS_DATASET)
+            snprintf((char *)c + a->offset, a->size, "%s", a->def_text);
+        else
+            tkp_axis_store(a, c, (a->flags & TKP_AXIS_REQUIRED) ? a->min : a->def);
+    }
+}
+
 void tkp_axes_append(const struct tkp_cell *c, enum tkp_axes_style style, char *buf, size_t n)
 {
-    const unsigned want = style == TKP_AXES_PLAN ? TKP_AXIS_PLAN
-                          : style == TKP_AXES_PROGRESS ? TKP_AXIS_PROGRESS : 0;
-    const char sep = style == TKP_AXES_PLAN ? '\t' : style == TKP_AXES_PROGRESS ? ' ' : '|';
+    static const struct { unsigned want; char sep; int precise, quiet; } styles[] = {
+        [TKP_AXES_PLAN] = { TKP_AXIS_PLAN, '\t', 0, 1 },
+        [TKP_AXES_PROGRESS] = { TKP_AXIS_PROGRESS, ' ', 0, 1 },
+        [TKP_AXES_KEY] = { 0, '|', 1, 1 },
+        [TKP_AXES_PEER] = { TKP_AXIS_PEER, '\t', 1, 0 },
+    };
+    const unsigned want = styles[style].want;
     size_t used = strlen(buf);
     for (const struct tkp_axis *a = tkp_axes; a->name && used < n; a++) {
-        if ((want && !(a->flags & want)) || ((a->flags & TKP_AXIS_QUIET) && tkp_axis_is_default(a, c)))
+        if ((want && !(a->flags & want)) ||
+            (styles[style].quiet && (a->flags & TKP_AXIS_QUIET) && tkp_axis_is_default(a, c)))
             continue;
         char value[sizeof c->dataset];
-        tkp_axis_text(a, c, style == TKP_AXES_KEY, value, sizeof value);
-        const int labelled = style != TKP_AXES_KEY && a->label;
-        used += (size_t)snprintf(buf + used, n - used, "%c%s%s%s", sep, labelled ? a->label : "",
-                                 labelled ? "=" : "", value);
+        tkp_axis_text(a, c, styles[style].precise, value, sizeof value);
+        /* plan and progress: the label, if any; the peer request: the name */
+        const char *label = style == TKP_AXES_PEER ? a->name : style == TKP_AXES_KEY ? NULL
+                                                                                     : a->label;
+        used += (size_t)snprintf(buf + used, n - used, "%c%s%s%s", styles[style].sep,
+                                 label ? label : "", label ? "=" : "", value);
     }
 }
 

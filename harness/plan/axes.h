@@ -1,10 +1,12 @@
-/* axes.h — the sweep axes as data (README.md, "Configs"; docs/DESIGN.md, "/sweeps/<sweep>/cells"):
- * one row per axis of a cell (dataset, vocab, batch, k, p, draws, seed, dtype), as the modules'
- * options are rows of `struct tkp_option`. The table drives the sweep keys a config may write,
- * their parsing and checks (config_values.c, config_expand.c), the cross product, the cell `where` sees, the --dry-run
- * line, the progress line, the resume key (tkp_results_key) and the axes' columns of a results
- * row. The algorithms are the outermost axis of every sweep but not a row: an entry carries a
- * module and its options (config_values.c). */
+/* axes.h — the sweep axes as data (docs/CONFIGS.md, "Configs"; docs/DESIGN.md, "Adding an axis"):
+ * one row per axis of a cell in harness/plan/axes.def (dataset, vocab, batch, k, p, draws, seed,
+ * dtype), as the modules' options are rows of `struct tkp_option`. The rows make the cell's
+ * fields (plan.h) and the results columns (results_row.h); the table tkp_axes[] built from them
+ * drives the sweep keys a config may write, their parsing and checks (config_values.c,
+ * config_expand.c), the cross product, the cell `where` sees, the --dry-run line, the progress
+ * line, the resume key (tkp_results_key), the axes' columns of a results row and the peer
+ * request (peer_cell.c). The algorithms are the outermost axis of every sweep but not a row:
+ * an entry carries a module and its options (config_values.c). */
 #ifndef TKP_AXES_H
 #define TKP_AXES_H
 
@@ -34,6 +36,7 @@ enum {
                                   * of the key, so that configs and results files written before
                                   * the axis plan, print and resume as before; a results file
                                   * without its column reads as the default */
+    TKP_AXIS_PEER = 1u << 6,     /* sent to a peer in its `open` request as name=value */
 };
 
 struct tkp_axis {
@@ -80,7 +83,12 @@ enum tkp_axes_style {
     TKP_AXES_PROGRESS, /* " V=.. B=..": the TKP_AXIS_PROGRESS axes */
     TKP_AXES_KEY,      /* "|dataset|V|B|k|p|draws|seed[|dtype]": every axis, p with %.9g
                         * (a TKP_AXIS_QUIET axis only off its default) */
+    TKP_AXES_PEER,     /* "\tvocab=..\tbatch=..": the TKP_AXIS_PEER axes, quiet or not, p
+                        * with %.9g (a peer's `open` request, peer_cell.c) */
 };
+/* A cell with every axis at its default (a required one at its least value) and every other
+ * field zero: what code and tests start a cell from rather than filling one by hand. */
+void tkp_cell_defaults(struct tkp_cell *c);
 /* Append the cell's axes in `style` to the string in buf (of n bytes). */
 void tkp_axes_append(const struct tkp_cell *c, enum tkp_axes_style style, char *buf, size_t n);
 /* Copy the cell's axes into their columns of a results row. */

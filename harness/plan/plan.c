@@ -1,5 +1,5 @@
 /* plan.c — what a planned cell says of itself (plan.h): the name of its filter mode, as the
- * results' `mode` column and the plan lines print it (README.md, "Results"), and its key, the
+ * results' `mode` column and the plan lines print it (docs/RESULTS.md, "Results"), and its key, the
  * column --resume, shards and merges know it by (results_row.h). */
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
-/* plan.h — the cells a config describes: one per algorithm (with its options) x dataset x
- * vocabulary x batch x k x p, after the sweep's `where` filter. */
+/* plan.h — the cells a config describes: one per algorithm (with its options) x the sweep
+ * axes of harness/plan/axes.def, after the sweep's `where` filter. */
 #ifndef TKP_PLAN_H
 #define TKP_PLAN_H
 
@@ -20,19 +20,26 @@ struct tkp_timing {
     double timeout;     /* peers: seconds a cell may take before its worker is killed */
 };
 
+/* The field(s) in struct tkp_cell of an axis of each type (axes.h, enum tkp_axis_type). */
+#define TKP_CELL_FIELD_DATASET(name) char name[256];
+#define TKP_CELL_FIELD_ENUM(name) int name;
+#define TKP_CELL_FIELD_I64(name) int64_t name;
+#define TKP_CELL_FIELD_I32(name) int32_t name;
+#define TKP_CELL_FIELD_U64(name) uint64_t name;
+/* the float32 the modules get, and the value as the config wrote it (the results column) */
+#define TKP_CELL_FIELD_F32(name) float name; double name##_declared;
+
 struct tkp_cell {
     char sweep[64];
     const struct tkp_algo *algo;
     void *opts;               /* owned; algo->opts_size bytes */
     char options[256];        /* the full option string, defaults included */
     char variant[64];         /* the ablation label, or "" */
-    char dataset[256];
-    int64_t batch, vocab;
-    int32_t k, draws;
-    float p;
-    double p_declared; /* p as the config wrote it (p is its float32 rounding) */
-    uint64_t seed;
-    int dtype; /* the logits' element type: an enum tkp_dtype (algos/common/half.h) */
+    /* one field per axis of harness/plan/axes.def, of its type: dataset, vocab, batch, k, p (and
+     * p_declared), draws, seed, dtype (an enum tkp_dtype, algos/common/half.h) */
+#define TKP_AXIS(name, type, ...) TKP_CELL_FIELD_##type(name)
+#include "axes.def"
+#undef TKP_AXIS
     int verify_rows;
     struct tkp_timing timing;
 };
@@ -41,7 +48,7 @@ struct tkp_config_file {
     char *name, *text;
 };
 
-/* An ablation's figure metadata (README.md, "Figures"): the variant its ratios divide by and
+/* An ablation's figure metadata (docs/FIGURES.md, "Figures"): the variant its ratios divide by and
  * its variants in declaration order (the list form of `variants`; by label for the keyed form,
  * the order its cells run in). */
 struct tkp_ablation {
@@ -50,7 +57,7 @@ struct tkp_ablation {
     char *variants;    /* owned: the labels joined by '/' (a label holds no '/') */
 };
 
-/* A logits file a config names with how to make it: file("x.h5", "make x") (README.md,
+/* A logits file a config names with how to make it: file("x.h5", "make x") (docs/CONFIGS.md,
  * "Configs"); path as the cells name it, under the config's folder. */
 struct tkp_data_file {
     char *path, *made_by; /* owned */

@@ -1,4 +1,4 @@
-/* multi_gpu.h — `topkp run CONFIG --gpus all|G,... ` and `--workers N` (README.md, "Sweeps
+/* multi_gpu.h — `topkp run CONFIG --gpus all|G,... ` and `--workers N` (docs/CLUSTERS.md, "Sweeps
  * across GPUs and hosts"): one child `topkp run CONFIG --shard I/N [--device G] -o
  * FILE.shard-I.h5` per GPU (or per CPU worker), the other flags passed through, one progress
  * line for the whole run, and a merge of the shard files into FILE.h5 at the end. A child that

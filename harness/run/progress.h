@@ -1,4 +1,4 @@
-/* progress.h — what `topkp run` tells the user while and after it runs (README.md, "A
+/* progress.h — what `topkp run` tells the user while and after it runs (docs/USAGE.md, "A
  * five-minute tour"): a progress line per cell with the time left, and a summary at the end
  * (cells by status, the slowest cells, the file written). Times use tkp_format_us. */
 #ifndef TKP_PROGRESS_H

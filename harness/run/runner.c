@@ -256,7 +256,7 @@ static int run_module(const struct tkp_cell *cell, struct run_env *env, const st
     if (!rc) {
         struct tkp_stats stats;
         tkp_instance_stats(&in, &stats);
-        tkp_row_stats(row, &stats);
+        tkp_row_stats(row, a, &stats);
         int exact = !(a->approximate && a->approximate(cell->opts));
         rc = tkp_row_judge(row, b, kept, drawn, draws, cell->verify_rows, exact, memo, err);
     }
@@ -339,7 +339,7 @@ static void fill_row_identity(const struct tkp_cell *c, enum tkp_backend backend
     snprintf(row->mode, sizeof row->mode, "%s", tkp_mode_name(c->k, c->p, c->vocab));
     snprintf(row->backend, sizeof row->backend, "%s", backend == TKP_GPU ? "gpu" : "cpu");
     tkp_axes_to_row(c, row);
-    tkp_row_stats(row, NULL); /* NaN until a module reports them (peers never do) */
+    tkp_row_stats(row, NULL, NULL); /* NaN until a module reports them (peers never do) */
 }
 
 void tkp_plan_print(const struct tkp_plan *plan, FILE *out)

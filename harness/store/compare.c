@@ -56,7 +56,7 @@ enum tkp_verdict tkp_compare_samples(double median_a, const double *a, size_t na
 
 /* ---- the child: a results file into records ---- */
 
-/* The columns compare reads (those of results.h's struct tkp_cell_row it needs). */
+/* The columns compare reads (those of results_row.h's struct tkp_cell_row it needs). */
 struct cmp_row {
     char key[TKP_RESULT_KEY_BYTES], algo[32], variant[64], options[256], dataset[256], mode[16],
         backend[8], status[16], dtype[16]; /* dtype: empty in a file written before it */

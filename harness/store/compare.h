@@ -1,7 +1,7 @@
 /* compare.h — `topkp compare A.h5 B.h5`: every cell the two results files share (the same
  * sweep and key: the whole cell identity, tkp_results_key), its median time in B against A's
  * with a distribution-free 95 % confidence interval on the ratio, and a verdict: faster,
- * slower or unchanged (README.md, "Results"). */
+ * slower or unchanged (docs/RESULTS.md, "Results"). */
 #ifndef TKP_COMPARE_H
 #define TKP_COMPARE_H
 

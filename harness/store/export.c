@@ -1,5 +1,5 @@
 /* export.c — `topkp export` and `topkp info`: any results file to text, one row per cell with
- * a first column `sweep` and then every column by name (README.md, "Results"): TSV (the
+ * a first column `sweep` and then every column by name (docs/RESULTS.md, "Results"): TSV (the
  * default, what gnuplot and the figures read), CSV with RFC 4180 quoting, or JSON (an array of
  * objects, numbers as numbers, NaN as null); and its provenance attributes. The reader is
  * generic over the compound members it finds, so older files export too; a quiet axis's column

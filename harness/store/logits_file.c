@@ -319,7 +319,7 @@ static int batch_from_stream(const char *path, FILE *in, struct tkp_batch *b,
 /* A corrupt file can crash, hang or silently overrun a buffer of libhdf5 itself (make fuzz
  * finds all three), so the file is read in a child process only (read_guard.h), which passes
  * the arrays back through an in-memory file: libhdf5 never touches this process's memory on
- * it, and a crash or a hang there is an error naming the file (README.md, "A five-minute
+ * it, and a crash or a hang there is an error naming the file (docs/USAGE.md, "A five-minute
  * tour"). The cost is one copy of the arrays. */
 int tkp_logits_read(const char *path, int32_t k_default, float p_default, struct tkp_batch *b,
                     struct tkp_error *err)

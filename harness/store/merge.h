@@ -1,5 +1,5 @@
-/* merge.h — `topkp merge OUT.h5 SHARD.h5...` (README.md, "Sweeps across GPUs and hosts"): the
- * shard files of one plan (`topkp run --shard I/N`) into one results file that every reader
+/* merge.h — `topkp merge OUT.h5 SHARD.h5...` (docs/CLUSTERS.md, "Sweeps across GPUs and hosts"):
+ * the shard files of one plan (`topkp run --shard I/N`) into one results file that every reader
  * (export, compare, info, figures, the paper, --resume) reads as if one run had made it. The
  * shards must share their config (config_hash), binary (binary_id), N and plan (plan_hash);
  * every cell of the plan must be in exactly one of them (missing and doubled cells are listed:

@@ -1,5 +1,5 @@
 /* merge_shards.c — see merge_shards.h. What each shard file records is in shard.h; a mismatch
- * names the two files and what differs (README.md, "Sweeps across GPUs and hosts"). */
+ * names the two files and what differs (docs/CLUSTERS.md, "Sweeps across GPUs and hosts"). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>

@@ -1,6 +1,7 @@
-/* results.c — see results.h: the cells table's layout, appends, attributes, the config texts
- * and closing. Opening (create, or an existing file checked for --resume) is results_open.c;
- * what the two share is results_parts.h. */
+/* results.c — see results.h: the cells table's HDF5 type (from the row's columns,
+ * plan/results_row.c), appends, attributes, the config texts and closing. Opening (create, or
+ * an existing file checked for --resume) is results_open.c; what the two share is
+ * results_parts.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -15,73 +16,20 @@
 #include "results.h"
 #include "results_parts.h"
 
-/* The compound type of a cell row, built from one table of fields. */
-#define STR H5_KIND_STR /* the member kinds of h5util.h, short */
-#define I64 H5_KIND_I64
-#define F64 H5_KIND_F64
-#define F(name, kind) { #name, offsetof(struct tkp_cell_row, name), kind, sizeof(((struct tkp_cell_row *)0)->name) }
-static const struct field {
-    const char *name;
-    size_t offset;
-    enum h5_kind kind;
-    size_t size;
-} cell_fields[] = {
-    F(key, STR), F(algo, STR), F(variant, STR), F(options, STR), F(dataset, STR), F(mode, STR),
-    F(backend, STR), F(batch, I64), F(vocab, I64), F(k, I64), F(p, F64), F(draws, I64),
-    F(seed, I64), F(status, STR), F(message, STR), F(median_us, F64), F(q1_us, F64),
-    F(q3_us, F64), F(min_us, F64), F(max_us, F64), F(mean_us, F64), F(stdev_us, F64),
-    F(n_samples, I64), F(samples_offset, I64), F(throttled, I64), F(bytes_read, F64),
-    F(bytes_written, F64), F(gbps, F64), F(bw_fraction, F64), F(workspace_bytes, I64),
-    F(peak_device_bytes, I64), F(rows_checked, I64), F(rows_exact, I64), F(hit_rate, F64),
-    F(outliers, F64), F(outlier_mass, F64), F(iterations, F64), F(rounds, F64),
-    F(cell_seconds, F64),
-    F(noisy, I64),
-    F(run, I64),
-    F(sorted, F64),
-};
-#undef F
-#define N_FIELDS (sizeof cell_fields / sizeof cell_fields[0])
-
-/* The columns of a cells row, in file order: cell_fields, then each axis whose column
- * cell_fields does not name (harness/plan/axes.c), so that a new axis's column is appended last
- * (docs/DESIGN.md: columns are only ever appended). Returns how many. */
-enum { MAX_FIELDS = N_FIELDS + TKP_MAX_AXES };
-static size_t row_fields(struct field out[MAX_FIELDS])
+/* The HDF5 kind of a column of the row's layout (results_row.h). */
+static enum h5_kind h5_kind_of(enum tkp_row_kind kind)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < N_FIELDS; i++)
-        out[n++] = cell_fields[i];
-    for (const struct tkp_axis *a = tkp_axes; a->name && n < MAX_FIELDS; a++) {
-        int listed = 0;
-        for (size_t i = 0; i < N_FIELDS && !listed; i++)
-            listed = strcmp(cell_fields[i].name, a->name) == 0;
-        if (listed)
-            continue;
-        const enum h5_kind kind = a->type == TKP_AXIS_DATASET || a->type == TKP_AXIS_ENUM ? STR
-                                  : a->type == TKP_AXIS_F32                               ? F64
-                                                                                          : I64;
-        out[n++] = (struct field){ a->name, a->column, kind, a->column_size };
-    }
-    return n;
-}
-
-size_t tkp_results_columns(const char **names, size_t cap)
-{
-    struct field f[MAX_FIELDS];
-    const size_t n = row_fields(f);
-    for (size_t i = 0; i < n && i < cap; i++)
-        names[i] = f[i].name;
-    return n;
+    return kind == TKP_ROW_STR ? H5_KIND_STR : kind == TKP_ROW_I64 ? H5_KIND_I64 : H5_KIND_F64;
 }
 
 static hid_t cell_type(void)
 {
-    struct field fields[MAX_FIELDS];
-    const size_t n = row_fields(fields);
+    struct tkp_row_field fields[TKP_ROW_MAX_FIELDS];
+    const size_t n = tkp_row_fields(fields);
     hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(struct tkp_cell_row));
     for (size_t i = 0; i < n; i++) {
-        const struct field *f = &fields[i];
-        hid_t mt = h5_member_type(f->kind, f->size);
+        const struct tkp_row_field *f = &fields[i];
+        hid_t mt = h5_member_type(h5_kind_of(f->kind), f->size);
         H5Tinsert(t, f->name, f->offset, mt);
         H5Tclose(mt);
     }
@@ -150,11 +98,11 @@ int results_layout_matches(hid_t ft, char *why, size_t n)
         return 0;
     }
     int members = H5Tget_nmembers(ft);
-    struct field fields[MAX_FIELDS];
-    const size_t n_fields = row_fields(fields);
+    struct tkp_row_field fields[TKP_ROW_MAX_FIELDS];
+    const size_t n_fields = tkp_row_fields(fields);
     int expected = (int)n_fields;
     for (size_t i = 0; i < n_fields; i++) {
-        const struct field *f = &fields[i];
+        const struct tkp_row_field *f = &fields[i];
         int m = H5Tget_member_index(ft, f->name);
         if (m < 0 && quiet_column(f->name)) {
             expected--;
@@ -168,9 +116,9 @@ int results_layout_matches(hid_t ft, char *why, size_t n)
         H5T_class_t c = H5Tget_class(mt);
         size_t size = H5Tget_size(mt);
         H5Tclose(mt);
-        int same = f->kind == STR ? c == H5T_STRING && size == f->size
-                   : f->kind == I64 ? c == H5T_INTEGER && size == 8
-                                    : c == H5T_FLOAT && size == 8;
+        int same = f->kind == TKP_ROW_STR ? c == H5T_STRING && size == f->size
+                   : f->kind == TKP_ROW_I64 ? c == H5T_INTEGER && size == 8
+                                            : c == H5T_FLOAT && size == 8;
         if (!same) {
             snprintf(why, n, "its column '%s' has another type or size", f->name);
             return 0;
@@ -369,7 +317,7 @@ int tkp_results_reserve(struct tkp_results *r, uint64_t bytes, struct tkp_error 
 void tkp_results_fail(struct tkp_results *r) { r->failed = r->broken = 1; }
 
 /* Append the repetition times and flush, then the row and flush: a row reaches the disk only
- * after its samples (README.md, "Results"). Any failed HDF5 call fails the append. */
+ * after its samples (docs/RESULTS.md, "Results"). Any failed HDF5 call fails the append. */
 int tkp_results_append(struct tkp_results *r, const char *sweep, struct tkp_cell_row *row,
                        const double *samples_us, int64_t n, struct tkp_error *err)
 {

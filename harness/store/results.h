@@ -34,9 +34,6 @@ void tkp_results_fail(struct tkp_results *r);
 int tkp_results_failed(const struct tkp_results *r);
 /* The path the results were opened with. */
 const char *tkp_results_path(const struct tkp_results *r);
-/* The names of a cells row's columns in file order (at most cap into names); returns how many
- * there are: the fixed columns, then any axis of harness/plan/axes.c they do not name. */
-size_t tkp_results_columns(const char **names, size_t cap);
 void tkp_results_close(struct tkp_results *r);
 /* Root provenance attribute (string). */
 int tkp_results_attr(struct tkp_results *r, const char *name, const char *value);
@@ -62,7 +59,7 @@ int64_t tkp_results_handle(struct tkp_results *r);
 /* Was a cell with this key already recorded as ok or unsupported? */
 int tkp_results_done(struct tkp_results *r, const char *sweep, const char *key);
 
-/* What `topkp export --format` prints (README.md, "Results"): */
+/* What `topkp export --format` prints (docs/RESULTS.md, "Results"): */
 enum tkp_export_format {
     TKP_EXPORT_TSV,  /* one header line; tabs and newlines in strings as spaces; %.9g; NaN `nan` */
     TKP_EXPORT_CSV,  /* the same columns, RFC 4180 quoting (a field with , " or a line break is

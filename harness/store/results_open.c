@@ -1,7 +1,7 @@
 /* results_open.c — opening a results file for writing (results.h, tkp_results_open): locked
  * with flock, created afresh, or, for --resume, an existing file classified before anything
- * is written into it (this binary's layout, its done keys; README.md, "Results": hostile files
- * and disks). */
+ * is written into it (this binary's layout, its done keys; docs/RESULTS.md, "Results":
+ * hostile files and disks). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>

@@ -14,7 +14,7 @@ struct done_key {
 
 struct tkp_results {
     hid_t file;
-    int lock_fd;  /* holds flock(LOCK_EX) on the file for the whole run (README.md, "Results") */
+    int lock_fd;  /* flock(LOCK_EX) on the file for the whole run (docs/RESULTS.md, "Results") */
     int fresh;    /* created (or a partial create replaced) by this open */
     int failed;   /* a write failed or had no room: nothing more is written */
     int broken;   /* likewise: the file is left unclosed, as last flushed (tkp_results_close) */

@@ -82,7 +82,7 @@ int tkp_run_check_resume(struct tkp_results *r, const char *path, const struct t
 
 /* Each ablation's baseline and variants (plan.h), as the attribute "ablation:<sweep>" =
  * "<baseline>/<first variant>/<second>/..." of the run record, which `topkp info` prints and
- * scripts/figures.sh reads (README.md, "Figures"). At most 32 KiB of them (a run record's
+ * scripts/figures.sh reads (docs/FIGURES.md, "Figures"). At most 32 KiB of them (a run record's
  * attributes share one HDF5 object header); the figures fall back to the row order for the
  * rest. */
 static void write_ablations(hid_t g, const struct tkp_plan *plan)

@@ -1,4 +1,4 @@
-/* shard.h — `topkp run CONFIG --shard I/N` (README.md, "Sweeps across GPUs and hosts"): a
+/* shard.h — `topkp run CONFIG --shard I/N` (docs/CLUSTERS.md, "Sweeps across GPUs and hosts"): a
  * deterministic 1/N of a plan, balanced by expected cost, and what a shard file records so
  * that `topkp merge` (merge.h) can check that the shards of a plan are all there, once each:
  * root attributes `shard` ("I/N"), `shard_index`, `shard_count`, `plan_cells`, `plan_hash`,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # local-cluster.sh start|stop|status — a one-node Slurm cluster on this host for the CI test of
-# the job-array scripts (README.md, "Sweeps on a Slurm cluster"; tests/test_slurm.c): writes a
-# slurm.conf in $TKP_SLURM_DIR (default /tmp/topkp-slurm-UID) for this host with the CPUs and
+# the job-array scripts (docs/CLUSTERS.md, "Sweeps on a Slurm cluster"; tests/test_slurm.c): writes
+# a slurm.conf in $TKP_SLURM_DIR (default /tmp/topkp-slurm-UID) for this host with the CPUs and
 # memory `slurmd -C` reports, no cgroups (proctrack/linuxproc, task/none), a munge key, and
 # starts munged, slurmctld and slurmd from there, every file they write under that folder.
 # Meant for a container without systemd, as root or as any user (SlurmUser and SlurmdUser are

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # submit.sh CONFIG N OUTDIR [topkp run args...] — runs a topkp sweep on a Slurm cluster as N
-# shards (README.md, "Sweeps on a Slurm cluster"): submits scripts/slurm/sweep.sbatch as the
+# shards (docs/CLUSTERS.md, "Sweeps on a Slurm cluster"): submits scripts/slurm/sweep.sbatch as the
 # job array 0..N-1 (task I writes OUTDIR/shard-I.h5, its log OUTDIR/logs/shard-I.log), then
 # scripts/slurm/merge.sbatch, which runs once every task succeeded and writes
 # OUTDIR/merged.h5. Prints `sweep_job=ID` and `merge_job=ID`. Submitting again into the same

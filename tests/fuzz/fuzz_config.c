@@ -1,6 +1,6 @@
 /* fuzz_config.c — libFuzzer target for the Lua config loader (harness/config/config.c,
  * tkp_config_load): the input is a config's text; any outcome but a crash, a sanitizer
- * report or a hang is fine. Built by `make fuzz` (README.md, "Robustness checks"). */
+ * report or a hang is fine. Built by `make fuzz` (docs/USAGE.md, "Robustness checks"). */
 #include "plan.h"
 #include "fuzz_file.h"
 

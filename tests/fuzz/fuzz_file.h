@@ -1,6 +1,6 @@
 /* fuzz_file.h — the readers under fuzz take a path, not a buffer: each target writes the
  * input to one temporary file per process (in $TMPDIR, else /tmp) and hands its path on.
- * Header-only so each target stays one C file (README.md, "Robustness checks"). */
+ * Header-only so each target stays one C file (docs/USAGE.md, "Robustness checks"). */
 #ifndef TKP_FUZZ_FILE_H
 #define TKP_FUZZ_FILE_H
 

@@ -1,6 +1,6 @@
 /* fuzz_logits.c — libFuzzer target for the logits reader (harness/store/logits_file.c,
  * tkp_logits_read): the input is an HDF5 file's bytes (seeds: `topkp gen` outputs under
- * tests/fuzz/corpus/logits/). Built by `make fuzz` (README.md, "Robustness checks"). */
+ * tests/fuzz/corpus/logits/). Built by `make fuzz` (docs/USAGE.md, "Robustness checks"). */
 #include "logits_file.h"
 #include "fuzz_file.h"
 

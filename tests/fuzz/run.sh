@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run.sh BUILD SECONDS TARGET... — `make fuzz`'s driver (README.md, "Robustness checks"). Runs
+# run.sh BUILD SECONDS TARGET... — `make fuzz`'s driver (docs/USAGE.md, "Robustness checks"). Runs
 # BUILD/fuzz_TARGET for SECONDS under libFuzzer's fork mode (it goes on after a finding), with
 # tests/fuzz/corpus/TARGET as seeds and BUILD/corpus/TARGET for the inputs it adds, then
 # replays every reproducer it saved under BUILD/findings/TARGET/ and sorts it by the first
