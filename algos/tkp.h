@@ -47,7 +47,7 @@ enum { TKP_OUT_SET = 1u, TKP_OUT_SAMPLE = 2u };
 enum tkp_backend { TKP_CPU = 1u, TKP_GPU = 2u };
 /* flags */
 /* TKP_PEER: a peer library run through the Python bridge, the struct tkp_algo inside a struct
- * tkp_peer (harness/peers.h, docs/PEERS.md); it has no implementations, and the harness reports
+ * tkp_peer (harness/module/peers.h, docs/PEERS.md); it has no implementations, and the harness reports
  * its exactness instead of failing it. No module sets it. */
 enum { TKP_EXACT = 1u, TKP_DETERMINISTIC = 2u, TKP_NOT_IMPLEMENTED = 4u, TKP_PEER = 8u };
 
@@ -179,7 +179,7 @@ struct tkp_algo {
     const struct tkp_stat *statistics;
 };
 
-/* ---- the contract's helpers (harness/registry.c) ---- */
+/* ---- the contract's helpers (harness/module/registry.c) ---- */
 /* TKP_CPU | TKP_GPU: the backends a module offers in this build (its impls), or a peer's. */
 unsigned tkp_algo_backends(const struct tkp_algo *a);
 /* The implementation of backend b; NULL when there is none. */
@@ -195,13 +195,13 @@ int tkp_algo_stat_count(const struct tkp_algo *a);
 /* The index of statistic `name` in the module's table, or -1. */
 int tkp_algo_stat_index(const struct tkp_algo *a, const char *name);
 
-/* ---- registry (harness/registry.c) ---- */
+/* ---- registry (harness/module/registry.c) ---- */
 extern const struct tkp_algo *const tkp_algos[]; /* NULL-terminated */
 /* The statistics of every module, each name once: the n_first names of `first`, then those
  * of each module's table not yet named, in tkp_algos[] order (at most cap into names).
  * Returns how many there are. */
 size_t tkp_stat_union(const char *const *first, size_t n_first, const char **names, size_t cap);
-/* A module or a peer (harness/peers.h) by name; NULL when neither has it. */
+/* A module or a peer (harness/module/peers.h) by name; NULL when neither has it. */
 const struct tkp_algo *tkp_algo_find(const char *name);
 
 /* ---- options (algos/common/options.c) ---- */

@@ -1,4 +1,4 @@
-/* test_conformance.c — every module of the registry (tkp_algos[], harness/registry.c) held to
+/* test_conformance.c — every module of the registry (tkp_algos[], harness/module/registry.c) held to
  * the contract of docs/SEMANTICS.md with its default options, with no test written for it:
  * a module added to the registry gets these tests at load time. Per module, on each backend
  * it offers in this build (an implementation, algos/tkp.h: struct tkp_impl):
@@ -36,9 +36,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/cell_row.h"
-#include "../harness/gpu.h"
-#include "../harness/peers.h"
+#include "cell_row.h"
+#include "gpu.h"
+#include "peers.h"
 #include "cases.h"
 #include "test.h"
 

@@ -9,7 +9,7 @@
 #include "../algos/qrita/qrita.h"
 #include "../datasets/datasets.h"
 #include "../datasets/model_like.h"
-#include "../harness/apply.h"
+#include "apply.h"
 #include "test.h"
 
 /* A qrita statistic's total in a struct tkp_stats (qrita.h, QRITA_STATS). */

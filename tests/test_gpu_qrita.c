@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "../algos/qrita/qrita.h"
-#include "../harness/gpu.h"
+#include "gpu.h"
 #include "cases.h"
 #include "test.h"
 

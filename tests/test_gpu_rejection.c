@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "../algos/rejection/rejection_impl.h"
-#include "../harness/gpu.h"
+#include "gpu.h"
 #ifdef TKP_HAVE_CUDA
 #include "../algos/rejection/rejection_gpu.h"
 #endif

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../algos/rtopk/rtopk_impl.h"
-#include "../harness/gpu.h"
+#include "gpu.h"
 #include "cases.h"
 #include "test.h"
 

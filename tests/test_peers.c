@@ -13,11 +13,11 @@
 #include <zlib.h>
 
 #include "../algos/tkp.h"
-#include "../harness/axes.h"
-#include "../harness/peer_cell.h"
-#include "../harness/peer_worker.h"
-#include "../harness/peers.h"
-#include "../harness/timing.h"
+#include "axes.h"
+#include "peer_cell.h"
+#include "peer_worker.h"
+#include "peers.h"
+#include "timing.h"
 #include "cli_util.h"
 #include "test.h"
 
@@ -133,7 +133,7 @@ TEST(peers_python_catalog_names_the_c_peers)
         check_cast_documented(doc, w, cast);
         const struct tkp_algo *a = tkp_algo_find(w);
         CHECK(a && (a->flags & TKP_PEER) && tkp_peer_of(a) && tkp_peer_of(a)->package,
-              "peers/catalog.py names %s, which harness/peers.c lacks", w);
+              "peers/catalog.py names %s, which harness/module/peers.c lacks", w);
         CHECK(!a || !!(tkp_algo_backends(a) & TKP_CPU) == !!strstr(devices, "cpu"),
               "%s: peers.c and catalog.py disagree on the CPU backend (catalog: %s)", w, devices);
         CHECK(!a || !!(tkp_algo_backends(a) & TKP_GPU) == !!strstr(devices, "cuda"),
