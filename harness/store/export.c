@@ -460,12 +460,18 @@ static herr_t read_one_text(hid_t group, const char *name, const H5L_info_t *inf
     return 0;
 }
 
-/* What --resume reads before it writes: the cells as export reads them, then every config text
- * under /config (run_record.c compares them with the run's), so that a corrupt text that
- * crashes the library is found here, in the child. */
+static int info_file(const char *path, const void *arg, FILE *out, struct tkp_error *err);
+
+/* What --resume reads before it writes: the cells as export reads them, the root's and every
+ * run record's attributes as info reads them (the parent reads git_commit, binary_id and the
+ * runs' to check the file is this run's), then every config text under /config (run_record.c
+ * compares them with the run's), so that a corrupt one that crashes the library is found here,
+ * in the child. */
 static int resume_reads(const char *path, const void *arg, FILE *out, struct tkp_error *err)
 {
     int rc = export_file(path, arg, out, err);
+    if (info_file(path, NULL, out, err) != TKP_OK)
+        rc = rc ? rc : TKP_EINVAL;
     h5_quiet();
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f >= 0 && h5_exists(f, "/config")) {
