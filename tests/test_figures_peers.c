@@ -120,7 +120,7 @@ static int fake_peer_named(const char *name)
     return -1;
 }
 
-/* Does module `algo` write `output` (README.md's module table: naive_sort a set and draws, qrita
+/* Does module `algo` write `output` (README.md's table of modules: naive_sort a set and draws, qrita
  * and rtopk a set)? */
 static int module_writes(const char *algo, const char *output)
 {

@@ -50,7 +50,7 @@ static void overview(FILE *out)
     for (const struct command *c = commands; c->name; c++)
         fprintf(out, "  %-8s %s\n", c->name, c->summary);
     fputs("\n`topkp help COMMAND` (or `topkp COMMAND --help`) lists a command's flags;\n"
-          "`topkp --version` prints the version. README.md has a five-minute tour.\n", out);
+          "`topkp --version` prints the version. docs/USAGE.md has a five-minute tour.\n", out);
 }
 
 static int is_help(const char *arg)

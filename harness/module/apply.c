@@ -67,7 +67,7 @@ struct bit_name {
     const char *name;
 };
 
-/* README.md: with both, top-k first, then top-p. */
+/* docs/SEMANTICS.md, "Top-k and top-p together: top-k first". */
 static const struct bit_name op_names[] = {
     { TKP_TOPK, "top-k" }, { TKP_TOPP, "top-p" }, { TKP_TOPK_TOPP, "top-k then top-p" }, { 0, NULL },
 };
