@@ -226,7 +226,6 @@ static void cake_row(struct cake_state *s, const struct tkp_io *io, int64_t r,
         n = cake_collect(w->keys, vocab, pv, w->slab);
         cake_bitonic_sort(w->slab, n);
         kept = cake_topp(w->slab, n, io->p[r], w->incl);
-        s->stats.total[CAKE_STAT_KEPT] += (double)kept;
         s->stats.total[CAKE_STAT_ITERATIONS] += pv.passes;
         s->stats.total[CAKE_STAT_HIT_RATE] += pv.passes < CAKE_PASSES;
     }

@@ -21,7 +21,6 @@ struct cake_opts {
       "rows whose radix select finished before its last pass")                            \
     X(CAKE_STAT_ITERATIONS, "iterations", "iterations per row",                           \
       "radix-select passes (1 to 3)")                                                     \
-    X(CAKE_STAT_KEPT, "kept", "tokens per row", "tokens in the kept set")                 \
     /* one row per statistic, each ending in a backslash */
 enum { CAKE_STATS(TKP_STAT_ID) CAKE_STAT_COUNT };
 
