@@ -33,7 +33,6 @@ struct cached_batch {
     char dataset[256];
     uint64_t seed;
     int64_t vocab, rows;
-    float temperature;
     float *logits;
     uint16_t *encoded[TKP_DTYPE_COUNT]; /* [rows, vocab] in a 16-bit type (f32: NULL) ... */
     float *upcast[TKP_DTYPE_COUNT];     /* ... and those encodings upcast, exactly */
@@ -49,12 +48,11 @@ struct batch_cache {
 
 static int same_data(const struct tkp_cell *a, const struct tkp_cell *b)
 {
-    return strcmp(a->dataset, b->dataset) == 0 && a->seed == b->seed && a->vocab == b->vocab &&
-           a->temperature == b->temperature;
+    return strcmp(a->dataset, b->dataset) == 0 && a->seed == b->seed && a->vocab == b->vocab;
 }
 
 /* Fill rows [0, rows) of x from the cell's dataset. */
-static int fill_rows(const struct tkp_cell *cell, int64_t rows, float *x, struct tkp_error *err)
+static int load_rows(const struct tkp_cell *cell, int64_t rows, float *x, struct tkp_error *err)
 {
     if (strncmp(cell->dataset, "file:", 5) != 0)
         return tkp_dataset_generate(cell->dataset, cell->seed, rows, cell->vocab, x, err);
@@ -72,15 +70,6 @@ static int fill_rows(const struct tkp_cell *cell, int64_t rows, float *x, struct
         memcpy(x + r * cell->vocab, file.logits + (r % file.batch) * cell->vocab,
                sizeof(float) * (size_t)cell->vocab);
     tkp_batch_free(&file);
-    return rc;
-}
-
-/* Fill rows [0, rows) of x from the cell's dataset, divided by its temperature. */
-static int load_rows(const struct tkp_cell *cell, int64_t rows, float *x, struct tkp_error *err)
-{
-    int rc = fill_rows(cell, rows, x, err);
-    for (int64_t i = 0; rc == TKP_OK && cell->temperature != 1.0f && i < rows * cell->vocab; i++)
-        x[i] /= cell->temperature;
     return rc;
 }
 
@@ -147,8 +136,7 @@ static struct cached_batch *cache_get(struct batch_cache *c, const struct tkp_pl
     for (int i = 0; i < CACHE_ENTRIES; i++) {
         struct cached_batch *x = &c->entry[i];
         if (x->logits && strcmp(x->dataset, cell->dataset) == 0 && x->seed == cell->seed &&
-            x->vocab == cell->vocab && x->temperature == cell->temperature &&
-            x->rows >= cell->batch)
+            x->vocab == cell->vocab && x->rows >= cell->batch)
             e = x;
         if (x->used < oldest->used)
             oldest = x;
@@ -175,7 +163,6 @@ static struct cached_batch *cache_get(struct batch_cache *c, const struct tkp_pl
         snprintf(e->dataset, sizeof e->dataset, "%s", cell->dataset);
         e->seed = cell->seed;
         e->vocab = cell->vocab;
-        e->temperature = cell->temperature;
         e->rows = rows;
     }
     e->used = ++c->tick;
