@@ -20,9 +20,11 @@ extern "C" {
 
 /* The version of this contract a module was written against (struct tkp_algo.abi). 2: one
  * struct tkp_impl per backend. 3: the logits' element type (struct tkp_problem.dtype) and the
- * 16-bit types a backend reads (struct tkp_impl.dtypes). The harness refuses a module of
- * another version by name. */
-enum { TKP_ABI = 3 };
+ * 16-bit types a backend reads (struct tkp_impl.dtypes). 4: per-row seeds, offsets and min-p
+ * (struct tkp_io.row_seed, row_offset, min_p; the op TKP_MINP): a module of version 3 would
+ * ignore them and draw or keep something else. The harness refuses a module of another
+ * version by name. */
+enum { TKP_ABI = 4 };
 
 /* Return codes of init/run and of the harness helpers. */
 enum tkp_status {
@@ -33,8 +35,10 @@ enum tkp_status {
     TKP_EDEVICE,      /* a CUDA call failed */
 };
 
-/* ops: which filters the module implements. */
-enum { TKP_TOPK = 1u, TKP_TOPP = 2u, TKP_TOPK_TOPP = 4u };
+/* ops: which filters the module implements. TKP_MINP: min-p, with whichever of the others
+ * the module has (docs/SEMANTICS.md, "min-p"); a problem asks for it when a row has
+ * min_p > 0, and a module without the bit is refused by name. */
+enum { TKP_TOPK = 1u, TKP_TOPP = 2u, TKP_TOPK_TOPP = 4u, TKP_MINP = 8u };
 /* outputs: what the module returns. */
 enum { TKP_OUT_SET = 1u, TKP_OUT_SAMPLE = 2u };
 /* backends */
@@ -71,6 +75,7 @@ struct tkp_problem {
                                      top-k off) */
     enum tkp_dtype dtype;         /* the element type of io.logits (TKP_F32 unless the
                                      backend's tkp_impl.dtypes has it) */
+    int32_t row_keyed;            /* 1: the runs carry io.row_seed or io.row_offset */
 };
 
 /* ---- the buffers of one run (host pointers on the CPU, device pointers on the GPU) ---- */
@@ -81,7 +86,13 @@ struct tkp_io {
     const float *p;        /* [batch]; p >= 1: top-p off */
     uint8_t *kept;         /* [batch, vocab] or NULL */
     int64_t *samples;      /* [batch, draws] or NULL */
-    uint64_t seed, offset; /* Philox key and counter offset */
+    uint64_t seed, offset; /* Philox key and counter offset (batch keying) */
+    /* Per-row keying (docs/SEMANTICS.md, "Sampling: two keying modes"): [batch] each, or
+     * NULL; with either one given, row r draws with (row_seed[r] or seed, row_offset[r] or
+     * offset) and not its row index (tkp_row_key, common/philox.h). Read at run time, so a
+     * captured CUDA graph replays with whatever the arrays hold then. */
+    const uint64_t *row_seed, *row_offset;
+    const float *min_p;    /* [batch] or NULL (min-p off everywhere); <= 0: off on that row */
 };
 
 /* Which statistics of struct tkp_stats a module's stats() reports for its options and problem

@@ -17,7 +17,8 @@ static int judge_row(const struct tkp_batch *b, const uint8_t *kept, const int64
 {
     struct oracle_row o;
     int held = tkp_judge_memo_get(memo, r, b->k[r], b->p[r], &o);
-    if (!held && oracle_row_init(&o, b->logits + r * b->vocab, b->vocab, b->k[r], b->p[r]))
+    if (!held && oracle_row_init_minp(&o, b->logits + r * b->vocab, b->vocab, b->k[r], b->p[r],
+                             b->min_p ? b->min_p[r] : 0.0f))
         return -1;
     int ok = oracle_check_row(&o, kept ? kept + r * b->vocab : NULL,
                               samples ? samples + r * draws : NULL, draws, msg, msg_n);

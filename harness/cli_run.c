@@ -521,7 +521,7 @@ static int gen_alloc(const struct gen_args *g, struct tkp_batch *b, struct tkp_e
     }
     *b = (struct tkp_batch){ g->batch, g->vocab, malloc(bytes),
                              g->k_given ? malloc(sizeof(int32_t) * (size_t)g->batch) : NULL,
-                             g->p_given ? malloc(sizeof(float) * (size_t)g->batch) : NULL, TKP_F32, NULL };
+                             g->p_given ? malloc(sizeof(float) * (size_t)g->batch) : NULL, TKP_F32, NULL, NULL, NULL, NULL };
     if (!b->logits || (g->k_given && !b->k) || (g->p_given && !b->p)) {
         tkp_error_set(err, "out of host memory for --batch %lld x --vocab %lld logits (%.3g GB)",
                       g->batch, g->vocab, 1e-9 * (double)bytes);

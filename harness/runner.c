@@ -298,7 +298,7 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
         k[r] = cell->k;
         p[r] = cell->p;
     }
-    struct tkp_batch b = { cell->batch, cell->vocab, e->logits, k, p, TKP_F32, NULL };
+    struct tkp_batch b = { cell->batch, cell->vocab, e->logits, k, p, TKP_F32, NULL, NULL, NULL, NULL };
     const struct tkp_algo *a = cell->algo;
     int32_t draws = (a->outputs & TKP_OUT_SAMPLE) ? cell->draws : 0;
     uint8_t *kept = (a->outputs & TKP_OUT_SET) ? malloc((size_t)(b.batch * b.vocab)) : NULL;

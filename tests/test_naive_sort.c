@@ -38,7 +38,7 @@ TEST(naive_sort_rejects_nan_p_naming_the_row)
 {
     float x[4] = { 1, 2, 3, 4 }, p[2] = { 0.5f, NAN };
     int32_t k[2] = { 0, 0 };
-    struct tkp_batch b = { 2, 2, x, k, p, TKP_F32, NULL };
+    struct tkp_batch b = { 2, 2, x, k, p, TKP_F32, NULL, NULL, NULL, NULL };
     uint8_t kept[4];
     struct tkp_error err = { "" };
     int rc = tkp_apply(tkp_algo_find("naive_sort"), NULL, TKP_CPU, &b, kept, NULL, 0, 0, 0, NULL,

@@ -388,8 +388,8 @@ static void half_case_make(struct half_case *c, enum tkp_dtype t, int64_t rows, 
         c->k[r] = k;
         c->p[r] = p;
     }
-    c->b = (struct tkp_batch){ rows, vocab, c->values, c->k, c->p, t, c->enc };
-    c->up = (struct tkp_batch){ rows, vocab, c->values, c->k, c->p, TKP_F32, NULL };
+    c->b = (struct tkp_batch){ rows, vocab, c->values, c->k, c->p, t, c->enc, NULL, NULL, NULL };
+    c->up = (struct tkp_batch){ rows, vocab, c->values, c->k, c->p, TKP_F32, NULL, NULL, NULL, NULL };
 }
 
 static long file_size(const char *path)

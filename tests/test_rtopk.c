@@ -193,7 +193,7 @@ TEST(rtopk_cpu_hand_made_ties_and_extremes)
         k[r] = rows[r].k;
         p[r] = 1.0f;
     }
-    struct tkp_batch b = { n, 6, logits, k, p, TKP_F32, NULL };
+    struct tkp_batch b = { n, 6, logits, k, p, TKP_F32, NULL, NULL, NULL, NULL };
     struct tkp_error err = { "" };
     int rc = tkp_apply(tkp_algo_find("rtopk"), NULL, TKP_CPU, &b, kept, NULL, 0, 0, 0, NULL,
                        &err);
@@ -242,7 +242,7 @@ TEST(rtopk_cpu_counts_iterations_only_where_it_searches)
     int32_t k[4] = { 2, 2, 3, 2 };
     float p[4] = { 1, 1, 1, 1 };
     uint8_t kept[4 * 4];
-    struct tkp_batch b = { 3, 4, logits, k, p, TKP_F32, NULL };
+    struct tkp_batch b = { 3, 4, logits, k, p, TKP_F32, NULL, NULL, NULL, NULL };
     struct tkp_stats st;
     struct tkp_error err = { "" };
     const struct tkp_algo *a = tkp_algo_find("rtopk");
