@@ -54,6 +54,8 @@ void case_alloc(struct test_case *c, const char *name, uint64_t seed, int64_t ba
     c->b.logits = malloc(sizeof(float) * (size_t)(batch * vocab));
     c->b.dtype = TKP_F32;
     c->b.logits16 = NULL;
+    c->b.seed = c->b.offset = NULL; /* batch keying, min-p off: cases_sampling sets them */
+    c->b.min_p = NULL;
     c->b.k = malloc(sizeof(int32_t) * (size_t)batch);
     c->b.p = malloc(sizeof(float) * (size_t)batch);
     for (int64_t r = 0; r < batch; r++) {
@@ -156,6 +158,12 @@ int cases_build(struct test_case **out)
     return n + cases_sampling(c + n);
 }
 
+int case_oracle_row(struct oracle_row *o, const struct tkp_batch *b, int64_t r)
+{
+    return oracle_row_init_minp(o, b->logits + r * b->vocab, b->vocab, b->k[r], b->p[r],
+                                b->min_p ? b->min_p[r] : 0.0f);
+}
+
 void cases_free(struct test_case *c, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -247,8 +255,7 @@ static int64_t check_case(const struct tkp_algo *a, const void *opts, enum tkp_b
     }
     for (int64_t r = 0; r < b->batch; r++) {
         struct oracle_row o;
-        oracle_row_init_minp(&o, b->logits + r * b->vocab, b->vocab, b->k[r], b->p[r],
-                             b->min_p ? b->min_p[r] : 0.0f);
+        case_oracle_row(&o, b, r);
         char why[256];
         int ok = oracle_check_row(&o, kept ? kept + r * b->vocab : NULL,
                                   samples ? samples + r * draws : NULL, draws, why, sizeof why);

@@ -40,6 +40,10 @@ int apply_kept(const char *algo, const char *const *options, enum tkp_backend ba
 enum { CASES_SAMPLING_MAX = 8 };
 int cases_sampling(struct test_case *c);
 
+/* The oracle's judgement of row r of batch b, with its min_p where the batch has one. */
+struct oracle_row;
+int case_oracle_row(struct oracle_row *o, const struct tkp_batch *b, int64_t r);
+
 /* All adversarial cases; free with cases_free. */
 int cases_build(struct test_case **out);
 /* The adversarial suite in element type t (tests/cases_half.c): for TKP_F32 cases_build; for

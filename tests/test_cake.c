@@ -42,7 +42,7 @@ static struct tkp_stats check_batch(const struct tkp_batch *b, const char *name,
         const uint8_t *row = kept + r * b->vocab;
         struct oracle_row o;
         char why[256];
-        oracle_row_init(&o, b->logits + r * b->vocab, b->vocab, b->k[r], b->p[r]);
+        case_oracle_row(&o, b, r);
         CHECK(oracle_check_kept(&o, row, why, sizeof why), "%s (seed %llu) row %lld k=%d p=%g: %s",
               name, (unsigned long long)seed, (long long)r, b->k[r], (double)b->p[r], why);
         CHECK(memcmp(row, ref + r * b->vocab, (size_t)b->vocab) == 0,

@@ -22,7 +22,7 @@ TEST(naive_sort_cpu_random_rows_match_oracle)
         for (int64_t r = 0; rc == TKP_OK && r < c.b.batch; r++) {
             struct oracle_row o;
             char why[256];
-            oracle_row_init(&o, c.b.logits + r * c.b.vocab, c.b.vocab, c.b.k[r], c.b.p[r]);
+            case_oracle_row(&o, &c.b, r);
             CHECK(oracle_check_kept(&o, kept + r * c.b.vocab, why, sizeof why),
                   "seed %llu row %lld: %s", (unsigned long long)seed, (long long)r, why);
             oracle_row_free(&o);

@@ -61,7 +61,7 @@ static void check_topk_batch(const char *const *options, int strict, const char 
         const uint8_t *row = kept + r * b->vocab;
         struct oracle_row o;
         char why[256];
-        oracle_row_init(&o, x, b->vocab, b->k[r], b->p[r]);
+        case_oracle_row(&o, b, r);
         int64_t n = 0, invalid = 0;
         for (int64_t i = 0; i < b->vocab; i++) {
             n += row[i];
