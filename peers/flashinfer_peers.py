@@ -59,6 +59,27 @@ def prepare_sampling_probs(cell):
                 sample=lambda out: out)
 
 
+def prepare_min_p(cell):
+    """min_p_sampling_from_probs: min-p alone (docs/SEMANTICS.md, "min-p"), min_p as a per-row
+    tensor from the cell's min_p axis; with row_keys=1 each row's seed (the cell's seed + r)
+    and offset 0 as tensors, FlashInfer's per-request form (its Philox stream is its own, so
+    only the kept set and the distribution are judged, never the tokens)."""
+    min_p = float(cell.request.get("min_p", "0"))
+    if not min_p > 0 or cell.topk_on or cell.topp_on:
+        raise Unsupported("min_p_sampling_from_probs does min-p alone (min_p > 0, no top-k or "
+                          "top-p)")
+    torch, probs = cell.torch, probs_input(cell)
+    rows = torch.full((cell.batch,), min(min_p, 1.0), dtype=torch.float32, device=cell.device)
+    keys = {}
+    if cell.request.get("row_keys", "0") == "1":
+        keys = {"seed": cell.seed + torch.arange(cell.batch, dtype=torch.int64, device=cell.device),
+                "offset": torch.zeros(cell.batch, dtype=torch.int64, device=cell.device)}
+    fn, g = fi(SAMPLING).min_p_sampling_from_probs, cell.generator()
+    return Call(lambda: fn(probs(), rows, deterministic=True, generator=None if keys else g,
+                           **keys),
+                sample=lambda out: out)
+
+
 def prepare_top_k_mask(cell):
     if not cell.topk_on or cell.topp_on:
         raise Unsupported("top_k_mask_logits does top-k alone")
@@ -123,6 +144,7 @@ PEERS = [
     Peer("flashinfer.sampling", PKG, [SAMPLING], GPU, prepare_sampling_logits, FLOAT32, FROM_LOGITS),
     Peer("flashinfer.sampling_probs", PKG, [SAMPLING], GPU, prepare_sampling_probs, FLOAT32,
          FROM_PROBS),
+    Peer("flashinfer.min_p", PKG, [SAMPLING], GPU, prepare_min_p, FLOAT32, FROM_PROBS),
     Peer("flashinfer.top_k_mask", PKG, [SAMPLING], GPU, prepare_top_k_mask, NATIVE,
          "top_k_mask_logits reads float16 and bfloat16 logits"),
     Peer("flashinfer.renorm", PKG, [SAMPLING], GPU, prepare_renorm, FLOAT32, FROM_PROBS),

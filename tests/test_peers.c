@@ -685,7 +685,7 @@ TEST(peers_library_calls_get_the_declared_element_type)
         return;
     char out[1 << 14];
     int rc = run_cmd(out, sizeof out, PYTHON " peers/cast_check.py 2>&1");
-    CHECK(rc == 0 && strstr(out, "ok 36"), "peers/cast_check.py (rc %d):\n%s", rc, out);
+    CHECK(rc == 0 && strstr(out, "ok 40"), "peers/cast_check.py (rc %d):\n%s", rc, out);
 }
 
 /* sglang.via_flashinfer makes the call SGLang's sampler makes on CUDA (docs/PEERS.md, "SGLang";
