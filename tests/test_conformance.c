@@ -75,7 +75,7 @@ static void table(const void *arg)
     CHECK(a->name[0] && a->summary && a->summary[0], "%s: empty name or summary", a->name);
     CHECK(tkp_algo_find(a->name) == a, "%s: another module or peer has this name", a->name);
     CHECK(!(a->flags & TKP_PEER) && !a->package, "%s: a peer in the module list", a->name);
-    CHECK(a->ops && !(a->ops & ~(unsigned)(TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP)),
+    CHECK(a->ops && !(a->ops & ~(unsigned)(TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP | TKP_MINP)),
           "%s: ops %#x", a->name, a->ops);
     CHECK(a->outputs && !(a->outputs & ~(unsigned)(TKP_OUT_SET | TKP_OUT_SAMPLE)),
           "%s: outputs %#x", a->name, a->outputs);
