@@ -40,13 +40,20 @@ endif
 BUILD   ?= build
 CC      ?= gcc
 PKGS    := lua5.4 hdf5-serial
+# harness/ is in rooms, one folder each (docs/DESIGN.md, "The floors"): a file includes
+# another by its bare name from any room, and the rooms' includes of ../algos/, ../datasets/
+# and verify/ resolve from harness/ itself. No room header may share a system header's name
+# (GCC's own <limits.h> reaches even an -iquote folder through #include_next).
+# tests/test_shape.c keeps the includes going down the rooms' order.
+HARNESS_ROOMS := cli run peer config store measure plan verify module device common
+HARNESS_INC   := $(addprefix -iquote ,harness $(HARNESS_ROOMS:%=harness/%))
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-format-truncation -Werror=pointer-arith -ffp-contract=off -MMD -MP -I$(BUILD) -fopenmp \
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-format-truncation -Werror=pointer-arith -ffp-contract=off -MMD -MP -I$(BUILD) $(HARNESS_INC) -fopenmp \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(SAN_FLAGS)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhdf5_hl -lz -lm
 
 NVCC    ?= $(shell command -v nvcc 2>/dev/null)
-CU_SRCS := $(wildcard algos/*/*.cu harness/*.cu)
+CU_SRCS := $(wildcard algos/*/*.cu harness/*/*.cu)
 # The GPU implementation of each module (the glue between its table and its kernels,
 # algos/tkp.h: struct tkp_impl, TKP_GPU_IMPL): C files compiled only with the kernels.
 GPU_IMPL_SRCS := $(wildcard algos/*/*_gpu_impl.c)
@@ -65,15 +72,14 @@ CUDA_C_SRCS  := $(GPU_IMPL_SRCS)
 NO_CUDA_SRCS :=
 else
 CUDA_C_SRCS  :=
-NO_CUDA_SRCS := harness/gpu_none.c
+NO_CUDA_SRCS := harness/device/gpu_none.c
 endif
 
-# The command line (main.c: the table of commands; cli_*.c: the commands) links into topkp
-# only; every other harness/*.c goes into libtopkp.a, which the tests link too.
-CLI_SRCS  := harness/main.c $(wildcard harness/cli_*.c)
-LIB_SRCS  := $(filter-out $(GPU_IMPL_SRCS),$(wildcard algos/common/*.c algos/*/*.c datasets/*.c \
-                                         harness/verify/*.c)) \
-             $(filter-out $(CLI_SRCS) harness/gpu_none.c,$(wildcard harness/*.c)) \
+# The command line (harness/cli/: main.c, the table of commands; cli_*.c, the commands) links
+# into topkp only; every other harness/*/*.c goes into libtopkp.a, which the tests link too.
+CLI_SRCS  := $(wildcard harness/cli/*.c)
+LIB_SRCS  := $(filter-out $(GPU_IMPL_SRCS),$(wildcard algos/common/*.c algos/*/*.c datasets/*.c)) \
+             $(filter-out $(CLI_SRCS) harness/device/gpu_none.c,$(wildcard harness/*/*.c)) \
              $(CUDA_C_SRCS) $(NO_CUDA_SRCS)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(CU_OBJS)
 TEST_SRCS := $(wildcard tests/*.c)
@@ -93,7 +99,7 @@ $(BUILD)/%.o: %.c $(BUILD)/flags.txt
 
 $(BUILD)/%.o: %.cu $(BUILD)/flags.txt
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+	$(NVCC) $(NVFLAGS) -Iharness -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
 $(BUILD)/libtopkp.a: $(LIB_OBJS) Makefile
 	rm -f $@ && ar rcs $@ $^
@@ -110,7 +116,7 @@ $(BUILD)/version.h: FORCE
 	@mkdir -p $(BUILD)
 	@c="$${TKP_COMMIT:-$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo +dirty)}"; \
 	echo "#define TKP_GIT_COMMIT \"$$c\"" > $@.tmp; cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
-$(BUILD)/harness/provenance.o $(BUILD)/harness/run_record.o $(BUILD)/harness/main.o: $(BUILD)/version.h
+$(BUILD)/harness/store/provenance.o $(BUILD)/harness/store/run_record.o $(BUILD)/harness/cli/main.o: $(BUILD)/version.h
 FORCE:
 
 deps:

@@ -18,13 +18,21 @@
 extern "C" {
 #endif
 
-/* The version of this contract a module was written against (struct tkp_algo.abi). 2: one
- * struct tkp_impl per backend. 3: the logits' element type (struct tkp_problem.dtype) and the
- * 16-bit types a backend reads (struct tkp_impl.dtypes). 4: per-row seeds, offsets and min-p
- * (struct tkp_io.row_seed, row_offset, min_p; the op TKP_MINP): a module of version 3 would
- * ignore them and draw or keep something else. The harness refuses a module of another
- * version by name. */
-enum { TKP_ABI = 4 };
+/* The version of this contract a module was written against (struct tkp_algo.abi); fields
+ * and methods are only ever appended, each version naming what it added. The harness loads a
+ * module of any version from TKP_ABI_OLDEST to TKP_ABI, reading only what the module's version
+ * has, and refuses an older or a newer one by name (docs/DESIGN.md, "The module table"). */
+enum {
+    TKP_ABI_OLDEST = 2,     /* one struct tkp_impl per backend */
+    TKP_ABI_DTYPES = 3,     /* struct tkp_problem.dtype, struct tkp_impl.dtypes */
+    TKP_ABI_STATISTICS = 4, /* struct tkp_algo.statistics; tkp_impl.stats fills the totals of
+                               that table (struct tkp_stats) */
+    TKP_ABI_SAMPLING = 5,   /* per-row seeds, offsets and min-p: struct tkp_io.row_seed,
+                               row_offset, min_p, struct tkp_problem.row_keyed, the op TKP_MINP
+                               (an older module would ignore them and keep or draw something
+                               else, so it is never given them) */
+    TKP_ABI = 5,            /* this harness's version: the newest it loads */
+};
 
 /* Return codes of init/run and of the harness helpers. */
 enum tkp_status {
@@ -35,17 +43,18 @@ enum tkp_status {
     TKP_EDEVICE,      /* a CUDA call failed */
 };
 
-/* ops: which filters the module implements. TKP_MINP: min-p, with whichever of the others
- * the module has (docs/SEMANTICS.md, "min-p"); a problem asks for it when a row has
- * min_p > 0, and a module without the bit is refused by name. */
+/* ops: which filters the module implements. TKP_MINP (since TKP_ABI_SAMPLING): min-p, with
+ * whichever of the others the module has (docs/SEMANTICS.md, "min-p"); a problem asks for it
+ * when a row has min_p > 0, and a module without the bit is refused by name. */
 enum { TKP_TOPK = 1u, TKP_TOPP = 2u, TKP_TOPK_TOPP = 4u, TKP_MINP = 8u };
 /* outputs: what the module returns. */
 enum { TKP_OUT_SET = 1u, TKP_OUT_SAMPLE = 2u };
 /* backends */
 enum tkp_backend { TKP_CPU = 1u, TKP_GPU = 2u };
 /* flags */
-/* TKP_PEER: a peer library run through the Python bridge (harness/peers.c, docs/PEERS.md);
- * it has no init/run/fini, and the harness reports its exactness instead of failing it. */
+/* TKP_PEER: a peer library run through the Python bridge, the struct tkp_algo inside a struct
+ * tkp_peer (harness/module/peers.h, docs/PEERS.md); it has no implementations, and the harness reports
+ * its exactness instead of failing it. No module sets it. */
 enum { TKP_EXACT = 1u, TKP_DETERMINISTIC = 2u, TKP_NOT_IMPLEMENTED = 4u, TKP_PEER = 8u };
 
 struct tkp_error {
@@ -75,7 +84,8 @@ struct tkp_problem {
                                      top-k off) */
     enum tkp_dtype dtype;         /* the element type of io.logits (TKP_F32 unless the
                                      backend's tkp_impl.dtypes has it) */
-    int32_t row_keyed;            /* 1: the runs carry io.row_seed or io.row_offset */
+    int32_t row_keyed;            /* 1: the runs carry io.row_seed or io.row_offset (since
+                                     TKP_ABI_SAMPLING) */
 };
 
 /* ---- the buffers of one run (host pointers on the CPU, device pointers on the GPU) ---- */
@@ -87,7 +97,9 @@ struct tkp_io {
     uint8_t *kept;         /* [batch, vocab] or NULL */
     int64_t *samples;      /* [batch, draws] or NULL */
     uint64_t seed, offset; /* Philox key and counter offset (batch keying) */
-    /* Per-row keying (docs/SEMANTICS.md, "Sampling: two keying modes"): [batch] each, or
+    /* Since TKP_ABI_SAMPLING: row_seed, row_offset and min_p (the harness refuses an older
+     * module a problem with per-row keys or min-p on, harness/module/apply.c).
+     * Per-row keying (docs/SEMANTICS.md, "Sampling: two keying modes"): [batch] each, or
      * NULL; with either one given, row r draws with (row_seed[r] or seed, row_offset[r] or
      * offset) and not its row index (tkp_row_key, common/philox.h). Read at run time, so a
      * captured CUDA graph replays with whatever the arrays hold then. */
@@ -95,31 +107,36 @@ struct tkp_io {
     const float *min_p;    /* [batch] or NULL (min-p off everywhere); <= 0: off on that row */
 };
 
-/* Which statistics of struct tkp_stats a module's stats() reports for its options and problem
- * (tkp_stats.reported): each is a column of the results row; the harness stores NaN in the
- * columns a module does not report (docs/RESULTS.md, "Results"). */
-enum {
-    TKP_STAT_HIT_RATE = 1u,     /* trunc_hits per row */
-    TKP_STAT_OUTLIERS = 2u,     /* outliers per row */
-    TKP_STAT_OUTLIER_MASS = 4u, /* outlier_mass per row */
-    TKP_STAT_ITERATIONS = 8u,   /* iterations per row */
-    TKP_STAT_ROUNDS = 16u,      /* rounds per row */
-    TKP_STAT_SORTED = 32u,      /* sorted per row */
+/* ---- statistics: a static table each module declares, one results column each ---- */
+/* One statistic of a module. Its value in a results row is the run's total divided by the
+ * rows; a name is one column of every results file, shared by the modules that declare it
+ * (with one unit), NaN in the cells of a module that does not report it (docs/DESIGN.md,
+ * "The results file (output of `run`): a contract"). */
+struct tkp_stat {
+    const char *name;    /* the results column: [a-z0-9_], not one of the fixed columns */
+    const char *unit;    /* of the per-row value, e.g. "rounds per row" */
+    const char *meaning; /* what is counted, for `topkp list` and the reader */
 };
 
-/* Statistics of the last run over the rows it ran (zero where not meaningful; which are
- * meaningful, `reported` says). Every backend means the same by each: totals over the rows
- * of one run, which the results columns divide by `rows`. */
+enum { TKP_MAX_STATS = 16 }; /* statistics per module */
+#define TKP_STAT_BIT(i) (1u << (i))
+#define TKP_STAT_ALL(n) ((1u << (n)) - 1u) /* the first n statistics */
+
+/* A module declares its statistics once, as a list of X(id, name, unit, meaning) rows, each
+ * line ending in a backslash (the list closes with a comment line): the enum of their indices
+ * is `enum { LIST(TKP_STAT_ID) <M>_STAT_COUNT };`, the table `{ LIST(TKP_STAT_ROW) { NULL } }`,
+ * so that a statistic is one row plus the code that counts it (a backend that reports them
+ * all says TKP_STAT_ALL(<M>_STAT_COUNT)). */
+#define TKP_STAT_ID(id, name, unit, meaning) id,
+#define TKP_STAT_ROW(id, name, unit, meaning) { name, unit, meaning },
+
+/* Statistics of the last run over the rows it ran. total[i] is statistic i of the module's
+ * table, summed over the rows (every backend means the same by it); `reported` says which
+ * apply to these options and this problem (TKP_STAT_BIT(i); 0: none). */
 struct tkp_stats {
     int64_t rows;
-    int64_t trunc_hits;     /* rows where a truncation/candidate shortcut sufficed */
-    int64_t fallbacks;      /* rows that fell back to the full row */
-    double outliers;        /* total candidates gathered (Qrita N_t) */
-    double outlier_mass;    /* total probability mass gathered (Qrita S_t) */
-    double iterations;      /* total pivot-search iterations */
-    double rounds;          /* total rejection rounds */
-    double sorted;          /* total keys sorted (a sort-based boundary search) */
-    unsigned reported;      /* TKP_STAT_* of the statistics that apply (0: none) */
+    double total[TKP_MAX_STATS];
+    unsigned reported;
 };
 
 /* One backend's implementation of a module. `state_size` bytes of zeroed state are handed to
@@ -136,18 +153,19 @@ struct tkp_impl {
     int (*run)(void *state, const struct tkp_io *io, void *workspace, void *stream,
                struct tkp_error *err);
     /* The statistics of the LAST run (NULL: none): every run of an instance repeats the same
-     * work, so the harness reads them once after its repetitions and divides by `rows`. */
+     * work, so the harness reads them once after its repetitions and divides by `rows`.
+     * Called for a module of version TKP_ABI_STATISTICS or later only. */
     void (*stats)(const void *state, struct tkp_stats *out);
     void (*fini)(void *state); /* NULL: nothing to free */
     /* The 16-bit element types this backend reads besides float32, as TKP_DTYPE_BIT(...)
-     * bits; 0: float32 only. A 16-bit row must give the kept set and the draws of its float32
-     * upcast, bit for bit (docs/SEMANTICS.md). */
+     * bits; 0: float32 only (and for a module older than TKP_ABI_DTYPES). A 16-bit row must
+     * give the kept set and the draws of its float32 upcast, bit for bit (docs/SEMANTICS.md). */
     unsigned dtypes;
 };
 
 #define TKP_DTYPE_BIT(t) (1u << (t))
 
-/* The GPU implementation `sym` (defined in algos/<m>/<m>_gpu_impl.c, compiled only where the
+/* The GPU implementation `sym` (a row of algos/common/tkp_gpu_impl.c, compiled only where the
  * kernels are): its address in a CUDA build, NULL (no GPU offered) otherwise. */
 #ifdef TKP_HAVE_CUDA
 #define TKP_GPU_IMPL(sym) (&(sym))
@@ -156,7 +174,8 @@ struct tkp_impl {
 #endif
 
 struct tkp_algo {
-    int abi; /* TKP_ABI; first so that the struct can grow */
+    int abi; /* the contract version it was written for (TKP_ABI for a new module); first, so
+                that the struct can grow */
     const char *name, *summary;
     unsigned ops, outputs, flags;
     const struct tkp_option *options; /* terminated by an entry with name == NULL */
@@ -171,22 +190,34 @@ struct tkp_algo {
     const struct tkp_impl *cpu, *gpu;
     int64_t max_set; /* the largest top-k set the module can hold (0: no limit); the test
                         suite clamps k to it */
-    const char *package;     /* peers: the Python package the peer calls (NULL for a module) */
-    unsigned peer_backends;  /* peers: where the peer runs (a module has impls instead) */
+    /* since TKP_ABI_STATISTICS: what stats() counts, indexed as struct tkp_stats.total;
+     * terminated by an entry with name == NULL (NULL: none) */
+    const struct tkp_stat *statistics;
 };
 
-/* ---- the contract's helpers (harness/registry.c) ---- */
+/* ---- the contract's helpers (harness/module/registry.c) ---- */
 /* TKP_CPU | TKP_GPU: the backends a module offers in this build (its impls), or a peer's. */
 unsigned tkp_algo_backends(const struct tkp_algo *a);
 /* The implementation of backend b; NULL when there is none. */
 const struct tkp_impl *tkp_algo_impl(const struct tkp_algo *a, enum tkp_backend b);
-/* TKP_EINVAL, naming the module and both versions, when a->abi is not TKP_ABI. */
+/* TKP_EINVAL, naming the module and both versions, when a->abi is older than TKP_ABI_OLDEST
+ * or newer than TKP_ABI. */
 int tkp_algo_check_abi(const struct tkp_algo *a, struct tkp_error *err);
+/* What the module's version has (older ones: none): the 16-bit types `impl` reads, its
+ * statistics table (NULL: none) and how many rows it has. */
+unsigned tkp_impl_dtypes(const struct tkp_algo *a, const struct tkp_impl *impl);
+const struct tkp_stat *tkp_algo_statistics(const struct tkp_algo *a);
+int tkp_algo_stat_count(const struct tkp_algo *a);
+/* The index of statistic `name` in the module's table, or -1. */
+int tkp_algo_stat_index(const struct tkp_algo *a, const char *name);
 
-/* ---- registry (harness/registry.c) ---- */
+/* ---- registry (harness/module/registry.c) ---- */
 extern const struct tkp_algo *const tkp_algos[]; /* NULL-terminated */
-extern const struct tkp_algo *const tkp_peers[]; /* NULL-terminated (harness/peers.c) */
-/* A module or a peer by name; NULL when neither has it. */
+/* The statistics of every module, each name once: the n_first names of `first`, then those
+ * of each module's table not yet named, in tkp_algos[] order (at most cap into names).
+ * Returns how many there are. */
+size_t tkp_stat_union(const char *const *first, size_t n_first, const char **names, size_t cap);
+/* A module or a peer (harness/module/peers.h) by name; NULL when neither has it. */
 const struct tkp_algo *tkp_algo_find(const char *name);
 
 /* ---- options (algos/common/options.c) ---- */

@@ -1,5 +1,5 @@
 """catalog.py — every peer the bridge knows (docs/PEERS.md): a name the Lua configs use, the
-package it calls, the devices it runs on, and `prepare(cell) -> Call`. harness/peers.c holds
+package it calls, the devices it runs on, and `prepare(cell) -> Call`. harness/module/peers.c holds
 the same names with their ops, outputs and options, for `topkp list` and config checks; the
 test suite checks that the two lists agree."""
 import flashinfer_peers

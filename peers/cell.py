@@ -22,7 +22,7 @@ class Cell:
         self.k, self.p, self.seed = k, p, seed
         self.options = options
         # every field of the `open` request as text: each sweep axis marked TKP_AXIS_PEER in
-        # harness/axes.def is one (docs/DESIGN.md, "Adding an axis"), so a peer reads a new
+        # harness/plan/axes.def is one (docs/DESIGN.md, "Adding an axis"), so a peer reads a new
         # axis here by its name (a float axis: float(cell.request[name]))
         self.request = request or {}
         self.topk_on = 0 < k < self.vocab

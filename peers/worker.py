@@ -19,7 +19,7 @@ Requests (replies are `ok ...`, `unsupported msg=...`, `oom msg=...` or `error m
                                  -> ok crc=<crc32 of the file's bytes> info=<package version>
                                     cast=<what the peer does with 16-bit logits>
                                  (fields in any order; vocab= ... dtype= are the sweep axes
-                                 harness/axes.def marks TKP_AXIS_PEER, all in Cell.request)
+                                 harness/plan/axes.def marks TKP_AXIS_PEER, all in Cell.request)
   rep flush=0|1                  one timed call -> ok us=<microseconds>
   fetch kept=PATH samples=PATH draws=N
                                  an untimed call whose output is written to PATH(s)

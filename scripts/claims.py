@@ -31,7 +31,7 @@ statement, published and methods takes that value):
                none             not reproduced (note says why)
 
 Intervals (95 %). A median time: the distribution-free order-statistic interval of
-harness/compare.c (tkp_median_interval). A combination of m medians (ratio, diff, share): each
+harness/store/compare.c (tkp_median_interval). A combination of m medians (ratio, diff, share): each
 median's interval at 1 - 0.05/m and interval arithmetic, which for a ratio is compare.c's
 tkp_compare_samples: [lo_a / hi_b, hi_a / lo_b] from two 97.5 % intervals, >= 95 %. Over many
 cells (speedup, speedup_*): the same statistic of the cells' lower and of their upper bounds

@@ -1,5 +1,5 @@
 """claims_stats.py — the intervals of scripts/claims.py: a median's distribution-free
-order-statistic interval and a ratio of two medians' interval, both as harness/compare.c computes
+order-statistic interval and a ratio of two medians' interval, both as harness/store/compare.c computes
 them (tkp_median_interval, tkp_compare_samples), and the Clopper-Pearson binomial interval."""
 import math
 

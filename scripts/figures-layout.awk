@@ -6,13 +6,13 @@
 # with the columns fx, frow, fcol, ri, ci, skey, level before the TSV's own, sorted by panel,
 # series and x, to stdout, and the layout to the file `meta` (one "name<TAB>value" a line;
 # "series" lines list every series in drawing order). Variables: axes (the sweep axes of
-# `topkp list`, "name:number" or "name:name" and ":default" when it has one, in harness/axes.c's
+# `topkp list`, "name:number" or "name:name" and ":default" when it has one, in harness/plan/axes.c's
 # order), X, BY, FACET (may be empty), meta, sweeps (a file of the sweeps' names in declaration
 # order, one a line; sweeps not in it come after them, in the order of the rows). mawk-compatible:
 # no asort, no gensub.
 BEGIN {
     FS = OFS = "\t"
-    # the sweep axes of `topkp list` (harness/axes.c), "name:number" or "name:name" each, in
+    # the sweep axes of `topkp list` (harness/plan/axes.c), "name:number" or "name:name" each, in
     # the table's order; the sweep comes first and the mode and the line (algo) last
     nt = split(axes, T, " "); nax = 0; AX[++nax] = "sweep"; tableaxes = ""; reversed = ""
     for (i = 1; i <= nt; i++) {

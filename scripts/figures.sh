@@ -180,7 +180,7 @@ if [ "$(wc -l < "$base-plain.tsv")" -ge 2 ]; then
     # the sweeps in declaration order: the first run record's first_rows ("sweep=row,...")
     awk -F'\t' '/^run / { n++ } n == 1 && $1 == "first_rows" { k = split($2, f, ","); for (i = 1; i <= k; i++) { sub(/=[0-9]*$/, "", f[i]); print f[i] }; exit }' \
         "$base-info.tsv" > "$base-sweeps.txt"
-    # the sweep axes of harness/axes.c, as `topkp list` prints them: "name:number" or "name:name",
+    # the sweep axes of harness/plan/axes.c, as `topkp list` prints them: "name:number" or "name:name",
     # then ":default" when the axis has one (what an empty column of an older export means)
     axes=$("$bin" list --no-probe | awk '/^sweep axes:/ { f = 1; next } /^[a-z]/ { f = 0 }
         f && /^  [a-z]/ { d = match($0, /; default [^ ]+$/) ? ":" substr($0, RSTART + 10) : ""

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/apply.h"
+#include "apply.h"
 #include "batch_invariance.h"
 #include "cases.h"
 #include "test.h"

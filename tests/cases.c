@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "../algos/common/prob.h"
-#include "../harness/gpu.h"
+#include "gpu.h"
 #include "../harness/verify/oracle.h"
 #include "cases.h"
 #include "test.h"

@@ -7,8 +7,8 @@
 
 #include <stdint.h>
 
-#include "../harness/apply.h"
-#include "../harness/gpu.h"
+#include "apply.h"
+#include "gpu.h"
 #include "test.h"
 
 struct test_case {

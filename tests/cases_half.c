@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../algos/common/half.h"
-#include "../harness/logits_file.h"
+#include "logits_file.h"
 #include "cases.h"
 
 /* The fields of a 16-bit format, by its bits. */

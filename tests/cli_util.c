@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../harness/results.h"
+#include "results.h"
 #include "cli_util.h"
 
 const char *topkp_bin(void)

@@ -1,10 +1,10 @@
-/* test_axes.c — the sweep axes (harness/axes.def, axes.c; docs/CONFIGS.md, "Configs"; docs/DESIGN.md,
- * "Adding an axis"): the rows agree with the fields they make, and the text they print is the
- * plan line, progress line and resume key written before the table, byte for byte; every axis
- * set in a config reaches the cell, its results column, the key and (TKP_AXIS_PEER) the peer
- * request, and some code reads it; tkp_cell_defaults; the dtype axis (quiet at f32) parses its
- * names and lists, refuses others naming the file and line, and shows in the lines and the key
- * only off f32. */
+/* test_axes.c — the sweep axes (harness/plan/axes.def, axes.c; docs/CONFIGS.md, "Configs";
+ * docs/DESIGN.md, "Adding an axis"): the rows agree with the fields they make, and the text
+ * they print is the plan line, progress line and resume key written before the table, byte for
+ * byte; every axis set in a config reaches the cell, its results column, the key and
+ * (TKP_AXIS_PEER) the peer request, and some code reads it; tkp_cell_defaults; the dtype axis
+ * (quiet at f32) parses its names and lists, refuses others naming the file and line, and
+ * shows in the lines and the key only off f32. */
 #include <ctype.h>
 #include <dirent.h>
 #include <stdlib.h>
@@ -12,9 +12,10 @@
 
 #include "../algos/common/half.h"
 #include "../datasets/datasets.h"
-#include "../harness/axes.h"
-#include "../harness/limits.h"
-#include "../harness/peer_cell.h"
+#include "axes.h"
+#include "limits_config.h"
+#include "peer_cell.h"
+#include "results.h"
 #include "cli_util.h"
 #include "test.h"
 
@@ -249,7 +250,7 @@ static void off_default(const struct tkp_axis *a, char *lua, char *text, size_t 
         snprintf(text, n, "%.0f", v);
 }
 
-/* A config that sets every axis of harness/axes.def off its default: each value is in the
+/* A config that sets every axis of harness/plan/axes.def off its default: each value is in the
  * cell, in its results column, in the key (in the table's order) and, for a TKP_AXIS_PEER
  * axis, in the peer's open request as name=value. So a new row gets all of these or fails
  * here (docs/DESIGN.md, "Adding an axis"). */
@@ -340,13 +341,13 @@ static int source_reads(const char *dir, const char *name)
     return found;
 }
 
-/* A row of harness/axes.def is an axis only with its use: some code where a cell runs (harness/,
+/* A row of harness/plan/axes.def is an axis only with its use: some code where a cell runs (harness/,
  * or a peer under peers/ for a TKP_AXIS_PEER axis) reads its field. */
 TEST(axes_each_is_read_where_a_cell_runs)
 {
     for (const struct tkp_axis *a = tkp_axes; a->name; a++)
         CHECK(source_reads("harness", a->name) || source_reads("peers", a->name),
-              "axis %s (harness/axes.def): nothing under harness/ or peers/ reads it (->%s, "
+              "axis %s (harness/plan/axes.def): nothing under harness/ or peers/ reads it (->%s, "
               ".%s, request[\"%s\"]): add its use where a cell runs", a->name, a->name, a->name,
               a->name);
 }

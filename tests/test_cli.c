@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/logits_file.h"
+#include "logits_file.h"
 #include "../harness/verify/oracle.h"
 #include "cli_util.h"
 #include "test.h"

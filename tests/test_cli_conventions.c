@@ -8,10 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../harness/axes.h"
-#include "../harness/logits_file.h"
-#include "../harness/progress.h"
-#include "../harness/timing.h"
+#include "axes.h"
+#include "logits_file.h"
+#include "progress.h"
+#include "timing.h"
 #include "../harness/verify/oracle.h"
 #include "cli_util.h"
 #include "test.h"

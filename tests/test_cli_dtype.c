@@ -12,14 +12,14 @@
 #include <hdf5.h>
 
 #include "../algos/common/half.h"
-#include "../harness/logits_file.h"
+#include "logits_file.h"
 #include "cli_util.h"
 #include "test.h"
 
 static char out[1 << 16];
 
 /* A float type of `size` bytes with these fields, little- or big-endian; the caller closes it.
- * Built here independently of harness/logits_file.c. */
+ * Built here independently of harness/store/logits_file.c. */
 static hid_t float_type(size_t size, size_t spos, size_t epos, size_t esize, size_t msize,
                         size_t ebias, int big_endian)
 {

@@ -1,4 +1,4 @@
-/* test_compare.c — `topkp compare A.h5 B.h5` (harness/compare.h): the order-statistic interval
+/* test_compare.c — `topkp compare A.h5 B.h5` (harness/store/compare.h): the order-statistic interval
  * of a median, a file against itself (every cell unchanged, ratio 1), two files written
  * through the results writer with known repetition times (a cell made slower or faster, one
  * within the threshold, one with too few samples, cells only in one file, an untimed cell, a
@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/compare.h"
-#include "../harness/h5util.h"
-#include "../harness/results.h"
+#include "compare.h"
+#include "h5util.h"
+#include "results.h"
 #include "cli_util.h"
 #include "test.h"
 

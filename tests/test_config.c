@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../harness/plan.h"
+#include "plan.h"
 #include "cli_util.h"
 #include "test.h"
 

@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../harness/limits.h"
-#include "../harness/plan.h"
+#include "limits_config.h"
+#include "plan.h"
 #include "cli_util.h"
 #include "test.h"
 

@@ -1,9 +1,9 @@
-/* test_conformance.c — every module of the registry (tkp_algos[], harness/registry.c) held to
+/* test_conformance.c — every module of the registry (tkp_algos[], harness/module/registry.c) held to
  * the contract of docs/SEMANTICS.md with its default options, with no test written for it:
  * a module added to the registry gets these tests at load time. Per module, on each backend
  * it offers in this build (an implementation, algos/tkp.h: struct tkp_impl):
- *   conformance_table_<m>              the table and its implementations are well formed
- *                                      (algos/tkp.h, TKP_ABI)
+ *   conformance_table_<m>              the table, its statistics and its implementations are
+ *                                      well formed (algos/tkp.h, TKP_ABI)
  *   conformance_last_run_stats_cpu_<m> stats() describes the last run, not the sum of runs
  *   conformance_oracle_cpu_<m>         every row of the adversarial suite (tests/cases.c)
  *                                      accepted by the oracle: kept sets and draws
@@ -23,17 +23,23 @@
  *   gpu_conformance_T_sampler_tv_<m>   the same on the GPU
  *   gpu_conformance_T_matches_cpu_<m>  GPU on T = CPU on T (or on the upcast, where the CPU
  *                                      does not read T) bit for bit, and the oracle
- * and, once, conformance_refuses_another_abi: the harness refuses a module of another TKP_ABI,
- * and conformance_refuses_a_dtype_no_impl_reads: a logits type outside an implementation's
- * `dtypes` is refused by name before anything runs.
+ * and, once, conformance_statistics_are_results_columns: the modules' statistics are the
+ * results row's statistics columns, each name once; conformance_older_module_runs_without_
+ * later_methods, conformance_older_module_gets_no_min_p_or_row_keys and
+ * conformance_refuses_a_module_of_an_unknown_version: the version rule (algos/tkp.h, TKP_ABI);
+ * and conformance_refuses_a_dtype_no_impl_reads: a logits type outside
+ * an implementation's `dtypes` is refused by name before anything runs.
  * The gpu_ tests skip without a GPU (scripts/gpu-test.sh runs them, and compute-sanitizer
  * on gpu_conformance_matches_cpu_*). The per-module test files keep what is specific to a
  * module: its option knobs, its kernels' launch paths, its statistics. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/gpu.h"
+#include "cell_row.h"
+#include "gpu.h"
+#include "peers.h"
 #include "cases.h"
 #include "test.h"
 
@@ -68,13 +74,37 @@ static void check_impl(const struct tkp_algo *a, const struct tkp_impl *impl, co
           "missing", a->name, where);
 }
 
+/* The module's statistics table: at most TKP_MAX_STATS rows, each a column name with a unit
+ * and a meaning, no name twice, and a name another module declares has its unit. */
+static void check_statistics(const struct tkp_algo *a)
+{
+    const struct tkp_stat *st = tkp_algo_statistics(a);
+    const int n = tkp_algo_stat_count(a);
+    CHECK(n <= TKP_MAX_STATS, "%s: %d statistics, at most %d", a->name, n, TKP_MAX_STATS);
+    for (int i = 0; i < n && i < TKP_MAX_STATS; i++) {
+        const char *name = st[i].name;
+        CHECK(name[0] && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == strlen(name),
+              "%s statistic '%s': a column name is [a-z0-9_]", a->name, name);
+        CHECK(st[i].unit && st[i].unit[0] && st[i].meaning && st[i].meaning[0],
+              "%s statistic %s: no unit or meaning", a->name, name);
+        CHECK(tkp_algo_stat_index(a, name) == i, "%s: statistic %s declared twice", a->name, name);
+        for (const struct tkp_algo *const *m = tkp_algos; *m; m++) {
+            const int j = tkp_algo_stat_index(*m, name);
+            CHECK(j < 0 || strcmp(tkp_algo_statistics(*m)[j].unit, st[i].unit) == 0,
+                  "statistic %s: unit '%s' in %s, '%s' in %s (one column, one unit)", name,
+                  st[i].unit, a->name, tkp_algo_statistics(*m)[j].unit, (*m)->name);
+        }
+    }
+}
+
 static void table(const void *arg)
 {
     const struct tkp_algo *a = arg;
-    REQUIRE(a->abi == TKP_ABI, "%s: abi %d, want %d", a->name, a->abi, TKP_ABI);
+    struct tkp_error err = { "" };
+    REQUIRE(tkp_algo_check_abi(a, &err) == TKP_OK, "%s", err.msg);
     CHECK(a->name[0] && a->summary && a->summary[0], "%s: empty name or summary", a->name);
     CHECK(tkp_algo_find(a->name) == a, "%s: another module or peer has this name", a->name);
-    CHECK(!(a->flags & TKP_PEER) && !a->package, "%s: a peer in the module list", a->name);
+    CHECK(!(a->flags & TKP_PEER) && !tkp_peer_of(a), "%s: a peer in the module list", a->name);
     CHECK(a->ops && !(a->ops & ~(unsigned)(TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP | TKP_MINP)),
           "%s: ops %#x", a->name, a->ops);
     CHECK(a->outputs && !(a->outputs & ~(unsigned)(TKP_OUT_SET | TKP_OUT_SAMPLE)),
@@ -88,9 +118,9 @@ static void table(const void *arg)
 #else
     CHECK(!a->gpu, "%s: a GPU implementation in a build without CUDA", a->name);
 #endif
-    CHECK(tkp_algo_backends(a) == (TKP_CPU | (a->gpu ? (unsigned)TKP_GPU : 0u)) &&
-          !a->peer_backends, "%s: backends %#x, peer_backends %#x (a module has impls)",
-          a->name, tkp_algo_backends(a), a->peer_backends);
+    CHECK(tkp_algo_backends(a) == (TKP_CPU | (a->gpu ? (unsigned)TKP_GPU : 0u)),
+          "%s: backends %#x (a module's are its impls)", a->name, tkp_algo_backends(a));
+    check_statistics(a);
     CHECK(a->max_set >= 0, "%s: max_set %lld", a->name, (long long)a->max_set);
     for (const struct tkp_option *o = a->options; o && o->name; o++) {
         size_t size = o->type == TKP_OPT_DOUBLE ? sizeof(double) : sizeof(int);
@@ -152,17 +182,28 @@ static void gpu_deterministic(const void *arg)
         check_deterministic(((const struct tkp_algo *)arg)->name, NULL, TKP_GPU);
 }
 
-/* Two of the statistics are the same (field by field: the struct has padding). */
-static int same_stats(const struct tkp_stats *x, const struct tkp_stats *y)
+/* Two of the statistics are the same (field by field: the struct has padding); `differs`
+ * names the first statistic that is not. */
+static int same_stats(const struct tkp_algo *a, const struct tkp_stats *x,
+                      const struct tkp_stats *y, char *differs, size_t n)
 {
-    return x->rows == y->rows && x->trunc_hits == y->trunc_hits &&
-           x->fallbacks == y->fallbacks && x->outliers == y->outliers &&
-           x->outlier_mass == y->outlier_mass && x->iterations == y->iterations &&
-           x->rounds == y->rounds && x->sorted == y->sorted && x->reported == y->reported;
+    snprintf(differs, n, "rows %lld/%lld, reported %#x/%#x", (long long)x->rows,
+             (long long)y->rows, x->reported, y->reported);
+    if (x->rows != y->rows || x->reported != y->reported)
+        return 0;
+    for (int i = 0; i < TKP_MAX_STATS; i++)
+        if (x->total[i] != y->total[i]) {
+            snprintf(differs, n, "%s %.17g/%.17g", i < tkp_algo_stat_count(a)
+                     ? tkp_algo_statistics(a)[i].name : "an undeclared statistic",
+                     x->total[i], y->total[i]);
+            return 0;
+        }
+    return 1;
 }
 
 /* algos/tkp.h: stats() describes the last run. Run one instance once, then twice more: the
- * statistics must not change, and they must count the batch's rows once. */
+ * statistics must not change, they must count the batch's rows once, and report only what the
+ * module's table declares. */
 static void check_last_run_stats(const struct tkp_algo *a, enum tkp_backend backend)
 {
     enum { B = 6, V = 700, DRAWS = 8 };
@@ -187,14 +228,15 @@ static void check_last_run_stats(const struct tkp_algo *a, enum tkp_backend back
         tkp_instance_stats(&in, &thrice);
     }
     CHECK(rc == TKP_OK, "%s: %s", a->name, err.msg);
-    CHECK(rc != TKP_OK || same_stats(&once, &thrice),
-          "%s: the statistics after three runs differ from those after one (rows %lld/%lld, "
-          "hits %lld/%lld, outliers %g/%g, iterations %g/%g, rounds %g/%g, sorted %g/%g)",
-          a->name, (long long)once.rows, (long long)thrice.rows, (long long)once.trunc_hits,
-          (long long)thrice.trunc_hits, once.outliers, thrice.outliers, once.iterations,
-          thrice.iterations, once.rounds, thrice.rounds, once.sorted, thrice.sorted);
+    char differs[160];
+    CHECK(rc != TKP_OK || same_stats(a, &once, &thrice, differs, sizeof differs),
+          "%s: the statistics after three runs differ from those after one (%s)", a->name,
+          differs);
     CHECK(rc != TKP_OK || !once.reported || once.rows == B, "%s: stats count %lld rows of %d",
           a->name, (long long)once.rows, B);
+    const unsigned declared = (unsigned)((1ull << tkp_algo_stat_count(a)) - 1);
+    CHECK(!(once.reported & ~declared), "%s: stats report %#x, its table declares %#x", a->name,
+          once.reported, declared);
     tkp_staged_release(&st);
     tkp_instance_close(&in);
     free(kept);
@@ -217,22 +259,174 @@ static void gpu_last_run_stats(const void *arg)
         check_last_run_stats(arg, TKP_GPU);
 }
 
-/* A module written for another contract version is refused at its first use, by name. */
-TEST(conformance_refuses_another_abi)
+/* The registry's statistics are the results row's statistics columns: each module's names
+ * are columns (once each among all the columns), the statistics columns files already have are
+ * declared by some module, and the union fits tkp_cell_row.stats. A row takes a module's
+ * reported statistics per row and NaN elsewhere. */
+TEST(conformance_statistics_are_results_columns)
+{
+    const char *stats[TKP_MAX_STAT_COLUMNS], *cols[256];
+    const size_t n_stats = tkp_results_stat_columns(stats, TKP_MAX_STAT_COLUMNS);
+    const size_t n_cols = tkp_results_columns(cols, 256);
+    REQUIRE(n_stats <= TKP_MAX_STAT_COLUMNS && n_cols <= 256, "%zu statistics columns (at most "
+            "%d), %zu columns", n_stats, TKP_MAX_STAT_COLUMNS, n_cols);
+    for (size_t i = 0; i < n_cols; i++)
+        for (size_t j = i + 1; j < n_cols; j++)
+            CHECK(strcmp(cols[i], cols[j]) != 0, "column %s twice (a statistic named as a fixed "
+                  "column?)", cols[i]);
+    for (size_t i = 0; i < n_stats; i++) {
+        int declared = 0, listed = 0;
+        for (const struct tkp_algo *const *m = tkp_algos; *m; m++)
+            declared |= tkp_algo_stat_index(*m, stats[i]) >= 0;
+        for (size_t j = 0; j < n_cols; j++)
+            listed |= strcmp(cols[j], stats[i]) == 0;
+        CHECK(declared && listed && tkp_results_stat_column(stats[i]) == (int)i,
+              "statistics column %s: declared by a module %d, a column %d", stats[i], declared,
+              listed);
+    }
+    const struct tkp_algo *q = tkp_algo_find("qrita");
+    struct tkp_stats st = { .rows = 4, .reported = TKP_STAT_BIT(1) };
+    st.total[0] = 3; /* not reported: NaN */
+    st.total[1] = 10;
+    struct tkp_cell_row row;
+    tkp_row_stats(&row, q, &st);
+    const int reported = tkp_results_stat_column(tkp_algo_statistics(q)[1].name);
+    for (int i = 0; i < TKP_MAX_STAT_COLUMNS; i++)
+        CHECK(i == reported ? row.stats[i] == 2.5 : isnan(row.stats[i]),
+              "row statistic %d: %g (%s reported in column %d)", i, row.stats[i],
+              tkp_algo_statistics(q)[1].name, reported);
+}
+
+/* The version rule (algos/tkp.h, TKP_ABI): a copy of rtopk's table as a module of an older
+ * version. Version 3 has no statistics: it runs, its output bit for bit the current rtopk's,
+ * and its stats() is never called (the control, at TKP_ABI, calls it); version 2 has no
+ * `dtypes`: a bf16 batch is refused, though its implementation reads bf16. */
+static int spied_stats;
+static void spy_stats(const void *state, struct tkp_stats *out)
+{
+    (void)state;
+    spied_stats++;
+    out->rows = 1;
+    out->reported = 1;
+}
+
+TEST(conformance_older_module_runs_without_later_methods)
+{
+    const struct tkp_algo *now = tkp_algo_find("rtopk");
+    struct tkp_impl impl = *now->cpu;
+    impl.stats = spy_stats;
+    struct tkp_algo old = *now;
+    old.cpu = &impl;
+    struct test_case c;
+    case_gaussian(&c, 7, 3, 300, 1.0f);
+    for (int i = 0; i < 3; i++)
+        c.b.k[i] = 20;
+    uint8_t kept[3 * 300], want[3 * 300];
+    struct tkp_error err = { "" };
+    REQUIRE(tkp_apply(now, NULL, TKP_CPU, &c.b, want, NULL, 0, 0, 0, NULL, &err) == TKP_OK, "%s",
+            err.msg);
+    struct tkp_stats st;
+    for (int abi = TKP_ABI_STATISTICS - 1; abi <= TKP_ABI; abi++) {
+        old.abi = abi;
+        spied_stats = 0;
+        int rc = tkp_apply(&old, NULL, TKP_CPU, &c.b, kept, NULL, 0, 0, 0, &st, &err);
+        REQUIRE(rc == TKP_OK, "a module of version %d: %s", abi, err.msg);
+        CHECK(memcmp(kept, want, sizeof want) == 0, "version %d: another kept set", abi);
+        const int later = abi >= TKP_ABI_STATISTICS;
+        CHECK(spied_stats == later && !!st.reported == later && !!tkp_algo_statistics(&old) ==
+              later, "version %d: stats() called %d times, reported %#x", abi, spied_stats,
+              st.reported);
+    }
+    uint16_t enc[3 * 300];
+    for (int i = 0; i < 3 * 300; i++)
+        enc[i] = tkp_f32_to_bf16(c.b.logits[i]);
+    c.b.logits16 = enc;
+    c.b.dtype = TKP_BF16;
+    for (int abi = TKP_ABI_DTYPES - 1; abi <= TKP_ABI_DTYPES; abi++) {
+        old.abi = abi;
+        int rc = tkp_apply(&old, NULL, TKP_CPU, &c.b, kept, NULL, 0, 0, 0, NULL, &err);
+        CHECK(abi < TKP_ABI_DTYPES ? rc == TKP_EUNSUPPORTED && strstr(err.msg, "bf16")
+                                   : rc == TKP_OK,
+              "version %d on bf16 logits: status %d (%s)", abi, rc, err.msg);
+    }
+    free(c.b.logits);
+    free(c.b.k);
+    free(c.b.p);
+}
+
+/* The version rule for per-row keys and min-p (algos/tkp.h, TKP_ABI_SAMPLING): a copy of
+ * naive_sort's table (it has min-p and draws) as a module of the version before is refused a
+ * batch with min-p on in a row, and a draw with per-row seeds, by name and with nothing
+ * written; at TKP_ABI_SAMPLING it runs, bit for bit the current naive_sort; without either, the
+ * older one runs. */
+static int older_run(const struct tkp_algo *a, const struct test_case *c, uint8_t *kept,
+                     int64_t *samples, struct tkp_error *err)
+{
+    memset(kept, 0xAB, (size_t)(c->b.batch * c->b.vocab));
+    memset(samples, 0xAB, sizeof(int64_t) * (size_t)(c->b.batch * 2));
+    return tkp_apply(a, NULL, TKP_CPU, &c->b, kept, samples, 2, 7, 0, NULL, err);
+}
+
+TEST(conformance_older_module_gets_no_min_p_or_row_keys)
+{
+    const struct tkp_algo *now = tkp_algo_find("naive_sort");
+    struct tkp_algo old = *now;
+    struct test_case c;
+    case_gaussian(&c, 11, 3, 200, 1.0f);
+    float min_p[3] = { 0.0f, 0.25f, 0.0f };
+    uint64_t seeds[3] = { 5, 0, UINT64_MAX };
+    uint8_t kept[3 * 200], want_kept[3 * 200];
+    int64_t samples[3 * 2], want_samples[3 * 2];
+    struct tkp_error err = { "" };
+    for (int mode = 0; mode < 3; mode++) { /* none, min-p, per-row seeds */
+        c.b.min_p = mode == 1 ? min_p : NULL;
+        c.b.seed = mode == 2 ? seeds : NULL;
+        REQUIRE(older_run(now, &c, want_kept, want_samples, &err) == TKP_OK, "%s", err.msg);
+        for (int abi = TKP_ABI_SAMPLING - 1; abi <= TKP_ABI_SAMPLING; abi++) {
+            old.abi = abi;
+            int rc = older_run(&old, &c, kept, samples, &err);
+            if (abi < TKP_ABI_SAMPLING && mode > 0) {
+                CHECK(rc == TKP_EUNSUPPORTED && strstr(err.msg, "naive_sort") &&
+                      strstr(err.msg, mode == 1 ? "no min-p" : "no per-row seeds"),
+                      "version %d, mode %d: status %d (%s)", abi, mode, rc, err.msg);
+                CHECK(kept[0] == 0xAB && kept[sizeof kept - 1] == 0xAB,
+                      "version %d, mode %d: refused but wrote a kept set", abi, mode);
+                continue;
+            }
+            REQUIRE(rc == TKP_OK, "version %d, mode %d: %s", abi, mode, err.msg);
+            CHECK(memcmp(kept, want_kept, sizeof kept) == 0 &&
+                  memcmp(samples, want_samples, sizeof samples) == 0,
+                  "version %d, mode %d: another kept set or other draws", abi, mode);
+        }
+    }
+    free(c.b.logits);
+    free(c.b.k);
+    free(c.b.p);
+}
+
+/* A module newer than the harness, or older than the oldest it loads, is refused at its first
+ * use with a message naming the module and both versions. */
+TEST(conformance_refuses_a_module_of_an_unknown_version)
 {
     struct tkp_algo old = *tkp_algo_find("naive_sort");
-    old.abi = TKP_ABI - 1;
     struct test_case c;
     case_gaussian(&c, 3, 2, 50, 1.0f);
     uint8_t kept[2 * 50];
-    struct tkp_error err = { "" };
-    int rc = tkp_apply(&old, NULL, TKP_CPU, &c.b, kept, NULL, 0, 0, 0, NULL, &err);
-    char versions[64];
-    snprintf(versions, sizeof versions, "(abi) %d, but this harness implements version %d",
-             TKP_ABI - 1, TKP_ABI);
-    CHECK(rc == TKP_EINVAL, "a module of abi %d ran (status %d)", TKP_ABI - 1, rc);
-    CHECK(strstr(err.msg, "naive_sort") && strstr(err.msg, versions),
-          "the refusal names neither the module nor both versions: %s", err.msg);
+    const int versions[] = { TKP_ABI + 1, TKP_ABI_OLDEST - 1 };
+    for (int i = 0; i < 2; i++) {
+        old.abi = versions[i];
+        struct tkp_error err = { "" };
+        int rc = tkp_apply(&old, NULL, TKP_CPU, &c.b, kept, NULL, 0, 0, 0, NULL, &err);
+        char module[64], harness[64];
+        snprintf(module, sizeof module, "contract version (abi) %d, %s", versions[i],
+                 i == 0 ? "newer than" : "older than");
+        snprintf(harness, sizeof harness, i == 0 ? "this harness's version %d" :
+                 "this harness (version %d)", TKP_ABI);
+        CHECK(rc == TKP_EINVAL, "a module of abi %d ran (status %d)", versions[i], rc);
+        CHECK(strstr(err.msg, "naive_sort") && strstr(err.msg, module) &&
+              strstr(err.msg, harness), "the refusal names neither the module nor both "
+              "versions: %s", err.msg);
+    }
     free(c.b.logits);
     free(c.b.k);
     free(c.b.p);
@@ -256,7 +450,7 @@ TEST(conformance_refuses_a_dtype_no_impl_reads)
             if (!impl || ((*m)->flags & TKP_NOT_IMPLEMENTED) || !((*m)->outputs & TKP_OUT_SET))
                 continue;
             for (enum tkp_dtype t = TKP_BF16; t <= TKP_F16; t++) {
-                if (impl->dtypes & TKP_DTYPE_BIT(t))
+                if (tkp_impl_dtypes(*m, impl) & TKP_DTYPE_BIT(t))
                     continue;
                 c.b.dtype = t;
                 memset(kept, 0xAB, sizeof kept);
@@ -335,7 +529,7 @@ static void add_dtype_tests(const struct tkp_algo *a, enum tkp_backend backend)
         { "matches_cpu", dtype_gpu_matches_cpu, 0, 1 },
     };
     for (enum tkp_dtype t = TKP_BF16; impl && t <= TKP_F16; t++) {
-        if (!(impl->dtypes & TKP_DTYPE_BIT(t)))
+        if (!(tkp_impl_dtypes(a, impl) & TKP_DTYPE_BIT(t)))
             continue;
         for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
             if ((tests[i].sampler_only && !(a->outputs & TKP_OUT_SAMPLE)) ||

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../harness/h5util.h"
-#include "../harness/logits_file.h"
+#include "h5util.h"
+#include "logits_file.h"
 #include "cli_util.h"
 #include "test.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../harness/h5util.h"
+#include "h5util.h"
 #include "cli_util.h"
 #include "test.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../algos/tkp.h"
-#include "../harness/gpu.h"
+#include "gpu.h"
 #include "batch_invariance.h"
 #include "cases.h"
 #include "test.h"

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "../algos/common/prob.h"
-#include "../harness/gpu.h"
+#include "gpu.h"
 #include "cases.h"
 #include "test.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/gpu.h"
+#include "gpu.h"
 #include "cases.h"
 #include "test.h"
 

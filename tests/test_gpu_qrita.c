@@ -8,9 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/gpu.h"
+#include "../algos/qrita/qrita.h"
+#include "gpu.h"
 #include "cases.h"
 #include "test.h"
+
+/* A qrita statistic's total in a struct tkp_stats (qrita.h, QRITA_STATS). */
+#define STAT(s, id) ((s).total[QRITA_STAT_##id])
 
 static void cases_with(const char *a, const char *b, const char *c)
 {
@@ -86,18 +90,19 @@ static void cpu_equals_gpu(const struct tkp_batch *b, const char *const *options
             }
         CHECK(sc.rows == sg.rows, "%s: rows %lld vs %lld", what, (long long)sc.rows,
               (long long)sg.rows);
-        CHECK(sc.trunc_hits == sg.trunc_hits && sc.fallbacks == sg.fallbacks,
+        CHECK(STAT(sc, HIT_RATE) == STAT(sg, HIT_RATE) &&
+                  STAT(sc, FALLBACKS) == STAT(sg, FALLBACKS),
               "%s: hits %lld/%lld, fallbacks %lld/%lld (CPU/GPU)", what,
-              (long long)sc.trunc_hits, (long long)sg.trunc_hits, (long long)sc.fallbacks,
-              (long long)sg.fallbacks);
-        CHECK(sc.outliers == sg.outliers, "%s: outliers %.17g vs %.17g", what, sc.outliers,
-              sg.outliers);
-        CHECK(sc.outlier_mass == sg.outlier_mass, "%s: outlier mass %.17g vs %.17g", what,
-              sc.outlier_mass, sg.outlier_mass);
-        CHECK(sc.iterations == sg.iterations, "%s: iterations %.17g vs %.17g", what,
-              sc.iterations, sg.iterations);
-        CHECK(sc.sorted == sg.sorted, "%s: keys sorted %.17g vs %.17g", what, sc.sorted,
-              sg.sorted);
+              (long long)STAT(sc, HIT_RATE), (long long)STAT(sg, HIT_RATE),
+              (long long)STAT(sc, FALLBACKS), (long long)STAT(sg, FALLBACKS));
+        CHECK(STAT(sc, OUTLIERS) == STAT(sg, OUTLIERS), "%s: outliers %.17g vs %.17g", what,
+              STAT(sc, OUTLIERS), STAT(sg, OUTLIERS));
+        CHECK(STAT(sc, OUTLIER_MASS) == STAT(sg, OUTLIER_MASS), "%s: outlier mass %.17g vs %.17g",
+              what, STAT(sc, OUTLIER_MASS), STAT(sg, OUTLIER_MASS));
+        CHECK(STAT(sc, ITERATIONS) == STAT(sg, ITERATIONS), "%s: iterations %.17g vs %.17g", what,
+              STAT(sc, ITERATIONS), STAT(sg, ITERATIONS));
+        CHECK(STAT(sc, SORTED) == STAT(sg, SORTED), "%s: keys sorted %.17g vs %.17g", what,
+              STAT(sc, SORTED), STAT(sg, SORTED));
     }
     free(cpu);
     free(gpu);
@@ -373,26 +378,30 @@ TEST(gpu_qrita_table4_knobs_take_their_paths)
         gpu_stats_of(&c.b, e_run, &e) && gpu_stats_of(&c.b, f_run, &f) &&
         gpu_stats_of(&c.b, i_run, &i) && gpu_stats_of(&c.b, j_run, &j)) {
         printf("     seed %llu: iterations A %.0f F %.0f E %.0f; keys sorted I %.0f J %.0f\n",
-               (unsigned long long)seed, a.iterations, f.iterations, e.iterations, i.sorted,
-               j.sorted);
-        CHECK(a.trunc_hits == batch && a.sorted == 0 && a.iterations > 0,
-              "A: %lld hits, %.0f sorted, %.0f iterations", (long long)a.trunc_hits, a.sorted,
-              a.iterations);
-        CHECK(d.trunc_hits == 0 && d.fallbacks == batch && d.outliers == a.outliers,
-              "D (force_fallback): %lld hits, %lld fallbacks", (long long)d.trunc_hits,
-              (long long)d.fallbacks);
-        CHECK(e.trunc_hits == 0 && e.fallbacks == 0 && e.outliers == 0 && e.iterations > 0,
+               (unsigned long long)seed, STAT(a, ITERATIONS), STAT(f, ITERATIONS),
+               STAT(e, ITERATIONS), STAT(i, SORTED), STAT(j, SORTED));
+        CHECK(STAT(a, HIT_RATE) == batch && STAT(a, SORTED) == 0 && STAT(a, ITERATIONS) > 0,
+              "A: %lld hits, %.0f sorted, %.0f iterations", (long long)STAT(a, HIT_RATE),
+              STAT(a, SORTED), STAT(a, ITERATIONS));
+        CHECK(STAT(d, HIT_RATE) == 0 && STAT(d, FALLBACKS) == batch &&
+                  STAT(d, OUTLIERS) == STAT(a, OUTLIERS),
+              "D (force_fallback): %lld hits, %lld fallbacks", (long long)STAT(d, HIT_RATE),
+              (long long)STAT(d, FALLBACKS));
+        CHECK(STAT(e, HIT_RATE) == 0 && STAT(e, FALLBACKS) == 0 && STAT(e, OUTLIERS) == 0 &&
+                  STAT(e, ITERATIONS) > 0,
               "E (truncation off): %lld hits, %lld fallbacks, %.0f outliers",
-              (long long)e.trunc_hits, (long long)e.fallbacks, e.outliers);
-        CHECK(f.iterations > a.iterations, "F (binary) %.0f iterations, A (quaternary) %.0f",
-              f.iterations, a.iterations);
+              (long long)STAT(e, HIT_RATE), (long long)STAT(e, FALLBACKS), STAT(e, OUTLIERS));
+        CHECK(STAT(f, ITERATIONS) > STAT(a, ITERATIONS),
+              "F (binary) %.0f iterations, A (quaternary) %.0f", STAT(f, ITERATIONS),
+              STAT(a, ITERATIONS));
         /* I sorts each row's gathered outliers (every row a hit), J every token of every row */
-        CHECK(i.iterations == 0 && i.sorted == a.outliers && i.sorted < (double)(batch * V) / 16,
-              "I (sort): %.0f iterations, %.0f keys sorted, %.0f outliers", i.iterations,
-              i.sorted, a.outliers);
-        CHECK(j.iterations == 0 && j.sorted == (double)(batch * V),
-              "J (sort, truncation off): %.0f iterations, %.0f keys sorted of %lld", j.iterations,
-              j.sorted, (long long)(batch * V));
+        CHECK(STAT(i, ITERATIONS) == 0 && STAT(i, SORTED) == STAT(a, OUTLIERS) &&
+                  STAT(i, SORTED) < (double)(batch * V) / 16,
+              "I (sort): %.0f iterations, %.0f keys sorted, %.0f outliers", STAT(i, ITERATIONS),
+              STAT(i, SORTED), STAT(a, OUTLIERS));
+        CHECK(STAT(j, ITERATIONS) == 0 && STAT(j, SORTED) == (double)(batch * V),
+              "J (sort, truncation off): %.0f iterations, %.0f keys sorted of %lld",
+              STAT(j, ITERATIONS), STAT(j, SORTED), (long long)(batch * V));
     }
     free(c.b.logits);
     free(c.b.k);

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../harness/limits.h"
-#include "../harness/plan.h"
+#include "limits_config.h"
+#include "plan.h"
 #include "cli_util.h"
 #include "test.h"
 

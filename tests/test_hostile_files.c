@@ -15,8 +15,8 @@
 
 #include <hdf5.h>
 
-#include "../harness/gpu.h"
-#include "../harness/runner.h"
+#include "gpu.h"
+#include "runner.h"
 #include "cli_util.h"
 #include "test.h"
 
@@ -619,7 +619,7 @@ TEST(hostile_files_tables_declaring_unstored_rows_are_refused)
 }
 
 /* A corrupt logits file (truncated, or bytes flipped) under `apply --in` and as a config's
- * `file` dataset: the reader reads it first in a child process (harness/logits_file.c), so
+ * `file` dataset: the reader reads it first in a child process (harness/store/logits_file.c), so
  * libhdf5 crashing or hanging on it is an error naming the file; never a crash of topkp. */
 TEST(hostile_files_corrupt_logits_do_not_crash)
 {
@@ -663,7 +663,7 @@ TEST(hostile_files_corrupt_logits_do_not_crash)
 
 /* A results file on which libhdf5 spins the CPU for good (tests/fuzz/findings/README): info,
  * export and compare end well inside the wall-clock guard, by the readers' CPU-time limit
- * (harness/read_guard.c), exiting 0 or 1 naming the file (another HDF5 may read it). */
+ * (harness/common/read_guard.c), exiting 0 or 1 naming the file (another HDF5 may read it). */
 TEST(hostile_files_results_that_spin_libhdf5_end_in_seconds)
 {
     const char *bin = topkp_bin(), *bad = "tests/fuzz/findings/results-spin-libhdf5.h5";

@@ -1,11 +1,11 @@
-/* test_judge.c — tkp_row_judge (harness/cell_row.c), whose rows are judged in parallel: the
+/* test_judge.c — tkp_row_judge (harness/measure/cell_row.c), whose rows are judged in parallel: the
  * counts and the first differing row named in the message are those of judging the rows in
- * order, with every row or a spread sample of them; through a memo (harness/judge_memo.c) the
+ * order, with every row or a spread sample of them; through a memo (harness/verify/judge_memo.c) the
  * verdicts are those without one, for every k and p the rows are judged under. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/cell_row.h"
+#include "cell_row.h"
 #include "test.h"
 
 enum { ROWS = 64, VOCAB = 257, K = 5 };

@@ -11,7 +11,7 @@
 
 #include <hdf5.h>
 
-#include "../harness/logits_file.h"
+#include "logits_file.h"
 #include "cli_util.h"
 #include "test.h"
 

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../harness/gpu.h"
-#include "../harness/h5util.h"
-#include "../harness/results.h"
+#include "gpu.h"
+#include "h5util.h"
+#include "results.h"
 #include "cli_util.h"
 #include "test.h"
 

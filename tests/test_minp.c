@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "../algos/common/prob.h"
-#include "../harness/apply.h"
+#include "apply.h"
 #include "test.h"
 
 enum { MV = 64, MDRAWS = 400 };

@@ -13,10 +13,11 @@
 #include <zlib.h>
 
 #include "../algos/tkp.h"
-#include "../harness/axes.h"
-#include "../harness/peer_cell.h"
-#include "../harness/peer_worker.h"
-#include "../harness/timing.h"
+#include "axes.h"
+#include "peer_cell.h"
+#include "peer_worker.h"
+#include "peers.h"
+#include "timing.h"
 #include "cli_util.h"
 #include "test.h"
 
@@ -131,7 +132,8 @@ TEST(peers_python_catalog_names_the_c_peers)
         *cast++ = 0;
         check_cast_documented(doc, w, cast);
         const struct tkp_algo *a = tkp_algo_find(w);
-        CHECK(a && (a->flags & TKP_PEER), "peers/catalog.py names %s, which harness/peers.c lacks", w);
+        CHECK(a && (a->flags & TKP_PEER) && tkp_peer_of(a) && tkp_peer_of(a)->package,
+              "peers/catalog.py names %s, which harness/module/peers.c lacks", w);
         CHECK(!a || !!(tkp_algo_backends(a) & TKP_CPU) == !!strstr(devices, "cpu"),
               "%s: peers.c and catalog.py disagree on the CPU backend (catalog: %s)", w, devices);
         CHECK(!a || !!(tkp_algo_backends(a) & TKP_GPU) == !!strstr(devices, "cuda"),
@@ -145,16 +147,17 @@ TEST(peers_python_catalog_names_the_c_peers)
     REQUIRE(run_cmd(out, sizeof out, "TOPKP_PYTHON=" PYTHON " %s list", topkp_bin()) == 0, "%s", out);
     for (int i = 0; tkp_peers[i]; i++) {
         char line[128];
-        snprintf(line, sizeof line, "  %s ", tkp_peers[i]->name);
+        snprintf(line, sizeof line, "  %s ", tkp_peers[i]->algo.name);
         const char *at = strstr(out, line);
         CHECK(at && strstr(at, "importable here: ") && strstr(at, "package="),
-              "`topkp list` does not show %s with its package and importability", tkp_peers[i]->name);
+              "`topkp list` does not show %s with its package and importability",
+              tkp_peers[i]->algo.name);
         const char *next = at ? strstr(at + 1, "\n  ") : NULL; /* past its own lines */
         while (next && next[3] == ' ')
             next = strstr(next + 1, "\n  ");
         const char *cast = at ? strstr(at, "\n    16-bit logits: ") : NULL;
         CHECK(cast && (!next || cast < next), "`topkp list` does not say what %s does with 16-bit "
-              "logits", tkp_peers[i]->name);
+              "logits", tkp_peers[i]->algo.name);
     }
     CHECK(strstr(out, "importable here: yes (torch "), "torch.sort should import here:\n%s", out);
 }

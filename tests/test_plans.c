@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../algos/common/half.h"
-#include "../harness/plan.h"
+#include "plan.h"
 #include "cli_util.h"
 #include "test.h"
 

@@ -6,9 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../algos/qrita/qrita.h"
 #include "../algos/qrita/qrita_rules.h"
 #include "cases.h"
 #include "test.h"
+
+/* A qrita statistic's total in a struct tkp_stats (qrita.h, QRITA_STATS). */
+#define STAT(s, id) ((s).total[QRITA_STAT_##id])
 
 static const char *const truncations[] = { "truncation=auto", "truncation=off",
                                            "truncation=force_fallback" };
@@ -269,52 +273,55 @@ TEST(qrita_stats_count_truncation_hits_and_fallbacks)
     const char *quaternary[] = { NULL };
     REQUIRE(apply_kept("qrita", quaternary, TKP_CPU, &c.b, kept, &st) == TKP_OK, "seed %llu", 
             (unsigned long long)seed);
-    double per_row = st.outliers / (double)batch;
+    double per_row = STAT(st, OUTLIERS) / (double)batch;
     printf("     qrita k=50 V=%lld (seed %llu): hits %lld/%lld, N_t %.0f per row, %.2f iterations "
-           "per row\n", (long long)vocab, (unsigned long long)seed, (long long)st.trunc_hits,
-           (long long)st.rows, per_row, st.iterations / (double)batch);
+           "per row\n",
+           (long long)vocab, (unsigned long long)seed, (long long)STAT(st, HIT_RATE),
+           (long long)st.rows, per_row, STAT(st, ITERATIONS) / (double)batch);
     CHECK(st.rows == batch, "rows %lld", (long long)st.rows);
-    CHECK(st.trunc_hits == batch && st.fallbacks == 0, "seed %llu: hits %lld fallbacks %lld",
-          (unsigned long long)seed, (long long)st.trunc_hits, (long long)st.fallbacks);
+    CHECK(STAT(st, HIT_RATE) == batch && STAT(st, FALLBACKS) == 0,
+          "seed %llu: hits %lld fallbacks %lld", (unsigned long long)seed,
+          (long long)STAT(st, HIT_RATE), (long long)STAT(st, FALLBACKS));
     CHECK(per_row >= 50 && per_row <= vocab / 4, "seed %llu: %.1f outliers per row",
           (unsigned long long)seed, per_row);
-    CHECK(st.iterations >= batch && st.iterations <= 16.0 * (double)batch,
-          "seed %llu: %.0f quaternary iterations", (unsigned long long)seed, st.iterations);
-    double quaternary_iterations = st.iterations;
+    CHECK(STAT(st, ITERATIONS) >= batch && STAT(st, ITERATIONS) <= 16.0 * (double)batch,
+          "seed %llu: %.0f quaternary iterations", (unsigned long long)seed, STAT(st, ITERATIONS));
+    double quaternary_iterations = STAT(st, ITERATIONS);
 
     const char *forced[] = { "truncation=force_fallback", NULL };
     apply_kept("qrita", forced, TKP_CPU, &c.b, kept, &st);
-    CHECK(st.trunc_hits == 0 && st.fallbacks == batch,
-          "force_fallback: hits %lld fallbacks %lld", (long long)st.trunc_hits,
-          (long long)st.fallbacks);
-    CHECK(st.outliers / (double)batch == per_row, "force_fallback gathers differently");
+    CHECK(STAT(st, HIT_RATE) == 0 && STAT(st, FALLBACKS) == batch,
+          "force_fallback: hits %lld fallbacks %lld", (long long)STAT(st, HIT_RATE),
+          (long long)STAT(st, FALLBACKS));
+    CHECK(STAT(st, OUTLIERS) / (double)batch == per_row, "force_fallback gathers differently");
 
     const char *off[] = { "truncation=off", NULL };
     apply_kept("qrita", off, TKP_CPU, &c.b, kept, &st);
-    CHECK(st.trunc_hits == 0 && st.fallbacks == 0 && st.outliers == 0,
-          "truncation=off: hits %lld fallbacks %lld outliers %.0f", (long long)st.trunc_hits,
-          (long long)st.fallbacks, st.outliers);
+    CHECK(STAT(st, HIT_RATE) == 0 && STAT(st, FALLBACKS) == 0 && STAT(st, OUTLIERS) == 0,
+          "truncation=off: hits %lld fallbacks %lld outliers %.0f", (long long)STAT(st, HIT_RATE),
+          (long long)STAT(st, FALLBACKS), STAT(st, OUTLIERS));
 
     const char *binary[] = { "search=binary", NULL };
     apply_kept("qrita", binary, TKP_CPU, &c.b, kept, &st);
-    CHECK(st.iterations > quaternary_iterations,
+    CHECK(STAT(st, ITERATIONS) > quaternary_iterations,
           "seed %llu: binary %.0f iterations, quaternary %.0f", (unsigned long long)seed,
-          st.iterations, quaternary_iterations);
+          STAT(st, ITERATIONS), quaternary_iterations);
 
-    CHECK(st.sorted == 0, "binary search sorted %.0f keys", st.sorted);
+    CHECK(STAT(st, SORTED) == 0, "binary search sorted %.0f keys", STAT(st, SORTED));
 
     /* search=sort sorts the candidates above the query's lower end: the outliers on a hit,
      * every valid token of the row without truncation */
     const char *sort[] = { "search=sort", NULL };
     apply_kept("qrita", sort, TKP_CPU, &c.b, kept, &st);
-    CHECK(st.iterations == 0 && st.trunc_hits == batch, "sort: %.0f iterations, %lld hits",
-          st.iterations, (long long)st.trunc_hits);
-    CHECK(st.sorted == per_row * (double)batch, "sort: %.0f keys sorted, %.0f outliers",
-          st.sorted, per_row * (double)batch);
+    CHECK(STAT(st, ITERATIONS) == 0 && STAT(st, HIT_RATE) == batch,
+          "sort: %.0f iterations, %lld hits", STAT(st, ITERATIONS), (long long)STAT(st, HIT_RATE));
+    CHECK(STAT(st, SORTED) == per_row * (double)batch, "sort: %.0f keys sorted, %.0f outliers",
+          STAT(st, SORTED), per_row * (double)batch);
     const char *sort_off[] = { "search=sort", "truncation=off", NULL };
     apply_kept("qrita", sort_off, TKP_CPU, &c.b, kept, &st);
-    CHECK(st.sorted == (double)(batch * vocab), "sort, truncation=off: %.0f keys sorted of %lld",
-          st.sorted, (long long)(batch * vocab));
+    CHECK(STAT(st, SORTED) == (double)(batch * vocab),
+          "sort, truncation=off: %.0f keys sorted of %lld", STAT(st, SORTED),
+          (long long)(batch * vocab));
     free(kept);
     free_case(&c);
 }
@@ -334,16 +341,17 @@ TEST(qrita_stats_top_p_outlier_mass_reaches_p_on_hits)
     REQUIRE(apply_kept("qrita", NULL, TKP_CPU, &c.b, kept, &st) == TKP_OK, "seed %llu",
             (unsigned long long)seed);
     printf("     qrita p=0.9 V=%lld (seed %llu): hits %lld/%lld, S_t %.3f, N_t %.0f per row\n",
-           (long long)vocab, (unsigned long long)seed, (long long)st.trunc_hits,
-           (long long)st.rows, st.outlier_mass / (double)batch, st.outliers / (double)batch);
-    CHECK(st.trunc_hits + st.fallbacks == batch, "hits %lld + fallbacks %lld != %lld",
-          (long long)st.trunc_hits, (long long)st.fallbacks, (long long)batch);
-    CHECK(st.trunc_hits > 0, "seed %llu: no truncation hit on N(0, 3) rows",
+           (long long)vocab, (unsigned long long)seed, (long long)STAT(st, HIT_RATE),
+           (long long)st.rows, STAT(st, OUTLIER_MASS) / (double)batch,
+           STAT(st, OUTLIERS) / (double)batch);
+    CHECK(STAT(st, HIT_RATE) + STAT(st, FALLBACKS) == batch, "hits %lld + fallbacks %lld != %lld",
+          (long long)STAT(st, HIT_RATE), (long long)STAT(st, FALLBACKS), (long long)batch);
+    CHECK(STAT(st, HIT_RATE) > 0, "seed %llu: no truncation hit on N(0, 3) rows",
           (unsigned long long)seed);
-    CHECK(st.outlier_mass >= 0.9 * (double)st.trunc_hits - 1e-6 &&
-              st.outlier_mass <= (double)batch,
+    CHECK(STAT(st, OUTLIER_MASS) >= 0.9 * (double)STAT(st, HIT_RATE) - 1e-6 &&
+              STAT(st, OUTLIER_MASS) <= (double)batch,
           "seed %llu: outlier mass %.4f over %lld hits", (unsigned long long)seed,
-          st.outlier_mass, (long long)st.trunc_hits);
+          STAT(st, OUTLIER_MASS), (long long)STAT(st, HIT_RATE));
     free(kept);
     free_case(&c);
 }
@@ -366,10 +374,12 @@ TEST(qrita_outlier_buffer_overflow_falls_back_and_stays_exact)
     uint8_t *kept = malloc((size_t)(batch * vocab));
     REQUIRE(apply_kept("qrita", NULL, TKP_CPU, &c.b, kept, &st) == TKP_OK, "seed %llu",
             (unsigned long long)seed);
-    CHECK(st.fallbacks == batch && st.trunc_hits == 0, "seed %llu: hits %lld fallbacks %lld",
-          (unsigned long long)seed, (long long)st.trunc_hits, (long long)st.fallbacks);
-    CHECK(st.outliers / (double)batch > (double)(vocab / 4), "seed %llu: %.0f outliers per row",
-          (unsigned long long)seed, st.outliers / (double)batch);
+    CHECK(STAT(st, FALLBACKS) == batch && STAT(st, HIT_RATE) == 0,
+          "seed %llu: hits %lld fallbacks %lld", (unsigned long long)seed,
+          (long long)STAT(st, HIT_RATE), (long long)STAT(st, FALLBACKS));
+    CHECK(STAT(st, OUTLIERS) / (double)batch > (double)(vocab / 4),
+          "seed %llu: %.0f outliers per row", (unsigned long long)seed,
+          STAT(st, OUTLIERS) / (double)batch);
     struct comparison cmp = compare_with_naive(NULL, &c.b);
     CHECK(cmp.equal == cmp.rows, "seed %llu: row %lld differs from naive_sort",
           (unsigned long long)seed, (long long)cmp.first_diff);
@@ -397,9 +407,9 @@ TEST(tkp_mass_floor_narrows_top_p_alone_and_stays_exact)
     REQUIRE(apply_kept("qrita", NULL, TKP_CPU, &c.b, kept, &st) == TKP_OK, "auto");
     REQUIRE(apply_kept("qrita", force, TKP_CPU, &c.b, kept, &ff) == TKP_OK, "force_fallback");
     printf("     qrita p=0.9 sigma 2 + outliers: %.2f iterations per row (force_fallback %.2f)\n",
-           st.iterations / (double)batch, ff.iterations / (double)batch);
-    CHECK(st.iterations < ff.iterations, "mass floor: %.0f iterations, full row %.0f",
-          st.iterations, ff.iterations);
+           STAT(st, ITERATIONS) / (double)batch, STAT(ff, ITERATIONS) / (double)batch);
+    CHECK(STAT(st, ITERATIONS) < STAT(ff, ITERATIONS), "mass floor: %.0f iterations, full row %.0f",
+          STAT(st, ITERATIONS), STAT(ff, ITERATIONS));
     struct comparison cmp = compare_with_naive(NULL, &c.b);
     CHECK(cmp.equal == cmp.rows, "row %lld differs from naive_sort", (long long)cmp.first_diff);
     free(kept);

@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../harness/h5util.h"
-#include "../harness/logits_file.h"
-#include "../harness/plan.h"
+#include "h5util.h"
+#include "logits_file.h"
+#include "plan.h"
 #include "cli_util.h"
 #include "test.h"
 

@@ -14,9 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../harness/compare.h"
-#include "../harness/h5util.h"
-#include "../harness/results.h"
+#include "compare.h"
+#include "h5util.h"
+#include "results.h"
 #include "cli_util.h"
 #include "test.h"
 
@@ -384,7 +384,7 @@ static int by_value(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* The claims' interval of a ratio of two medians is `topkp compare`'s (harness/compare.c),
+/* The claims' interval of a ratio of two medians is `topkp compare`'s (harness/store/compare.c),
  * written once in scripts/claims.py: the same bounds on the same samples, and none where
  * compare has none (too few samples). */
 TEST(report_ratio_interval_is_compares)

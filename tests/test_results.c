@@ -5,9 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../harness/axes.h"
-#include "../harness/h5util.h"
-#include "../harness/results.h"
+#include "axes.h"
+#include "h5util.h"
+#include "results.h"
 #include "cli_util.h"
 #include "test.h"
 

@@ -8,8 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../harness/runner.h"
-#include "../harness/shard.h"
+#include "shard.h"
 #include "cli_util.h"
 #include "test.h"
 

@@ -11,7 +11,7 @@
  *  3. inverse-CDF sampling over the kept slab entries, in slab order, driven by Philox.
  * The slab holds 1024 entries, so every row's effective k (k, or V when top-k is off) must
  * be at most 1024. This file holds the module's table and its CPU implementation; the GPU one
- * is cake_gpu_impl.c. */
+ * is its row in algos/common/tkp_gpu_impl.c. */
 #include <stddef.h>
 #include <string.h>
 
@@ -228,8 +228,8 @@ static void cake_row(struct cake_state *s, const struct tkp_io *io, int64_t r,
         n = cake_collect(w->keys, vocab, pv, w->slab);
         cake_bitonic_sort(w->slab, n);
         kept = cake_topp(w->slab, n, io->p[r], w->incl);
-        s->stats.iterations += pv.passes;
-        s->stats.trunc_hits += pv.passes < CAKE_PASSES;
+        s->stats.total[CAKE_STAT_ITERATIONS] += pv.passes;
+        s->stats.total[CAKE_STAT_HIT_RATE] += pv.passes < CAKE_PASSES;
     }
     if (kept_mask) {
         memset(kept_mask, 0, (size_t)vocab);
@@ -262,13 +262,13 @@ static int cake_run(void *state, const struct tkp_io *io, void *workspace, void 
     return TKP_OK;
 }
 
-/* The radix select's passes per row, and the rows it finished before its last pass (hit_rate);
- * the GPU keeps its pass counts on the device and reports none (cake_gpu_impl.c). */
+/* Every statistic of CAKE_STATS (cake_impl.h); the GPU keeps its pass counts on the device and
+ * reports none (cake_gpu.h). */
 static void cake_stats(const void *state, struct tkp_stats *out)
 {
     const struct cake_state *s = state;
     *out = s->stats;
-    out->reported = TKP_STAT_HIT_RATE | TKP_STAT_ITERATIONS;
+    out->reported = TKP_STAT_ALL(CAKE_STAT_COUNT);
 }
 
 static const struct tkp_impl cake_cpu = {
@@ -278,6 +278,8 @@ static const struct tkp_impl cake_cpu = {
     .stats = cake_stats,
     .dtypes = TKP_DTYPE_BIT(TKP_BF16) | TKP_DTYPE_BIT(TKP_F16), /* cpu_row.h: tkp_cpu_row_f32 */
 };
+
+static const struct tkp_stat cake_statistics[] = { CAKE_STATS(TKP_STAT_ROW) { NULL } };
 
 const struct tkp_algo tkp_algo_cake = {
     .abi = TKP_ABI,
@@ -292,4 +294,5 @@ const struct tkp_algo tkp_algo_cake = {
     .cpu = &cake_cpu,
     .gpu = TKP_GPU_IMPL(tkp_cake_gpu),
     .max_set = CAKE_SLAB,
+    .statistics = cake_statistics,
 };

@@ -45,6 +45,7 @@
 #include "../common/gpu_launch.cuh"
 #include "../common/gpu_logits.cuh"
 #include "cake_gpu.h"
+#include "cake_impl.h"
 #include "cake_gpu_finish.cuh"
 #include "cake_gpu_gather.cuh"
 #include "cake_gpu_pass1.cuh"
@@ -62,8 +63,8 @@ template <class E> __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(
     const int64_t r = (int64_t)(blockIdx.x / C);
     const uint32_t V = (uint32_t)a.vocab;
     const uint32_t lo = min(V, rank * a.slice), hi = min(V, lo + a.slice);
-    const void *__restrict__ row = tkp_row_ptr<E>(a.logits, a.stride, r);
-    const int32_t kin = a.k[r];
+    const void *__restrict__ row = tkp_row_ptr<E>(a.io.logits, a.stride, r);
+    const int32_t kin = a.io.k[r];
     uint32_t keff = tkp_topk_on(kin, a.vocab) ? (uint32_t)kin : V;
     if (keff > CK_SLAB) /* refused by supports(); clamped so that nothing overflows */
         keff = CK_SLAB;
@@ -75,7 +76,8 @@ template <class E> __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(
      * are exact from the pivot bucket up) and on bucket 0 (the invalid keys), and every key
      * whose top digit is >= T in the candidate list; the slice's kept mask zeroed on the way. */
     const uint32_t low_digit =
-        ck_pass1<E>(row, lo, hi, keff, sm->hist[0], sm, a.kept ? a.kept + r * (int64_t)V : nullptr);
+        ck_pass1<E>(row, lo, hi, keff, sm->hist[0], sm,
+                    a.io.kept ? a.io.kept + r * (int64_t)V : nullptr);
 
     /* 3. The first digit on the cluster-wide counts: k, P and G, the same in every CTA. */
     const ck_first f = ck_first_digit(cluster, sm, low_digit, C, V, keff);
@@ -121,7 +123,7 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_topp_kernel(const ck_args 
     for (uint32_t i = t; i < max(size, 128u); i += CK_THREADS)
         slab[i] = i < mn.x ? src[i] : 0; /* 0: below every composite */
     ck_sort_desc(slab, size);
-    ck_finish<CK_THREADS>(a, r, a.p[r], slab, mn.y, incl, wsum, &cnt);
+    ck_finish<CK_THREADS>(a, r, a.io.p[r], slab, mn.y, incl, wsum, &cnt);
 }
 
 /* ---- host side ---- */
@@ -146,27 +148,11 @@ static int ck_cluster_index(int c)
     return c == 1 ? 0 : c == 2 ? 1 : c == 4 ? 2 : c == 8 ? 3 : 4;
 }
 
-extern "C" int cake_gpu_plan(int64_t batch, int64_t vocab, enum tkp_dtype dtype,
-                             int topp_launch, struct cake_gpu_plan *plan, struct tkp_error *err)
+/* Measured capacity: co-resident clusters of each size of `kernel` on this device
+ * (plan->max_clusters), after raising its shared-memory limit; an error when none fits. */
+static int ck_measure_clusters(ck_kernel_t kernel, struct cake_gpu_plan *plan,
+                               struct tkp_error *err)
 {
-    memset(plan, 0, sizeof *plan);
-    const ck_kernel_t kernel = ck_kernel_for(dtype);
-    if (!kernel) {
-        tkp_error_set(err, "cake (gpu): logits element type %d is not f32, bf16 or f16",
-                      (int)dtype);
-        return TKP_EINVAL;
-    }
-    plan->dtype = dtype;
-    int dev = 0;
-    TKP_CUDA_TRY(cudaGetDevice(&dev), err);
-    TKP_CUDA_TRY(cudaDeviceGetAttribute(&plan->sm_count, cudaDevAttrMultiProcessorCount, dev),
-                 err);
-    int major = 0;
-    TKP_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), err);
-    if (major < 9) {
-        tkp_error_set(err, "cake: the GPU version needs thread-block clusters (sm_90 or newer)");
-        return TKP_EUNSUPPORTED;
-    }
     plan->smem_bytes = ck_smem_bytes();
     TKP_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)plan->smem_bytes),
@@ -176,7 +162,6 @@ extern "C" int cake_gpu_plan(int64_t batch, int64_t vocab, enum tkp_dtype dtype,
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
         cudaSuccess)
         (void)cudaGetLastError();
-    /* Measured capacity: co-resident clusters of each size on this device. */
     for (int c = 1; c <= CK_MAXC; c <<= 1) {
         int n = tkp_active_clusters(kernel, c, CK_THREADS, plan->smem_bytes);
         if (c == 1 && n < 1) { /* no cluster query: count plain co-resident CTAs */
@@ -194,30 +179,66 @@ extern "C" int cake_gpu_plan(int64_t batch, int64_t vocab, enum tkp_dtype dtype,
                            "on this device", plan->smem_bytes);
         return TKP_EUNSUPPORTED;
     }
-    /* Cost model (measured on the H200, README "Cluster choice"). A size c is allowed when
-     * the whole batch runs in one wave of c-CTA clusters, every CTA gets at least CK_MIN_SLICE
-     * tokens, and, for c >= 4, the batch takes at most half the SMs (bigger clusters filling
-     * the device lost to smaller ones at every measured shape). Among the allowed sizes (1
-     * always is): the smallest whose slice fits one step of pass 1 (CK_STEP tokens, read once
-     * into registers: more CTAs only add cluster barriers and DSMEM sums), else the largest
-     * (the slice streams; more CTAs share the row). */
+    return TKP_OK;
+}
+
+/* Cost model (measured on the H200, README "Cluster choice"). A size c is allowed when the
+ * whole batch runs in one wave of c-CTA clusters, every CTA gets at least CK_MIN_SLICE tokens,
+ * and, for c >= 4, the batch takes at most half the SMs (bigger clusters filling the device
+ * lost to smaller ones at every measured shape). Among the allowed sizes (1 always is): the
+ * smallest whose slice fits one step of pass 1 (CK_STEP tokens, read once into registers: more
+ * CTAs only add cluster barriers and DSMEM sums), else the largest (the slice streams; more
+ * CTAs share the row). */
+static int ck_choose_cluster(const struct cake_gpu_plan *plan, int64_t batch, int64_t vocab)
+{
     int allowed[5] = { 1, 0, 0, 0, 0 };
     for (int c = 2; c <= CK_MAXC; c <<= 1)
         allowed[ck_cluster_index(c)] =
             plan->max_clusters[ck_cluster_index(c)] >= batch &&
             vocab >= (int64_t)c * (c > 8 ? CK_MIN_SLICE16 : CK_MIN_SLICE) &&
             tkp_cluster_leaves_half(c, batch, plan->sm_count);
-    plan->cluster = 0;
-    for (int c = 1; c <= CK_MAXC && !plan->cluster; c <<= 1)
+    for (int c = 1; c <= CK_MAXC; c <<= 1)
         if (allowed[ck_cluster_index(c)] && ck_slice_of(vocab, c) <= CK_STEP)
-            plan->cluster = c;
-    for (int c = CK_MAXC; c >= 1 && !plan->cluster; c >>= 1)
+            return c;
+    for (int c = CK_MAXC; c >= 1; c >>= 1)
         if (allowed[ck_cluster_index(c)])
-            plan->cluster = c;
+            return c;
+    return 1;
+}
+
+/* cake_gpu.h: the plan of one problem with options of struct cake_opts. */
+extern "C" int cake_gpu_plan(const struct tkp_problem *pb, const void *opts, void *plan_out,
+                             size_t *workspace_bytes, struct tkp_error *err)
+{
+    struct cake_gpu_plan *plan = (struct cake_gpu_plan *)plan_out;
+    memset(plan, 0, sizeof *plan);
+    plan->pb = *pb;
+    const int64_t batch = pb->batch, vocab = pb->vocab;
+    const int topp_launch = opts ? ((const struct cake_opts *)opts)->topp_launch : 0;
+    const ck_kernel_t kernel = ck_kernel_for(pb->dtype);
+    if (!kernel) {
+        tkp_error_set(err, "cake (gpu): logits element type %d is not f32, bf16 or f16",
+                      (int)pb->dtype);
+        return TKP_EINVAL;
+    }
+    int dev = 0;
+    TKP_CUDA_TRY(cudaGetDevice(&dev), err);
+    TKP_CUDA_TRY(cudaDeviceGetAttribute(&plan->sm_count, cudaDevAttrMultiProcessorCount, dev),
+                 err);
+    int major = 0;
+    TKP_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), err);
+    if (major < 9) {
+        tkp_error_set(err, "cake: the GPU version needs thread-block clusters (sm_90 or newer)");
+        return TKP_EUNSUPPORTED;
+    }
+    int rc = ck_measure_clusters(kernel, plan, err);
+    if (rc != TKP_OK)
+        return rc;
+    plan->cluster = ck_choose_cluster(plan, batch, vocab);
     /* TKP_CAKE_CLUSTER=1|2|4|8|16 forces a size (experiments, tests) when the device holds
      * at least one such cluster; another value is refused. */
     int forced = 0;
-    const int rc = tkp_env_cluster("TKP_CAKE_CLUSTER", &forced, err);
+    rc = tkp_env_cluster("TKP_CAKE_CLUSTER", &forced, err);
     if (rc != TKP_OK)
         return rc;
     if (forced && plan->max_clusters[ck_cluster_index(forced)] >= 1)
@@ -228,6 +249,7 @@ extern "C" int cake_gpu_plan(int64_t batch, int64_t vocab, enum tkp_dtype dtype,
     plan->chained = topp_launch == CAKE_TOPP_CHAINED;
     plan->workspace_bytes =
         plan->chained ? (size_t)batch * (CK_GATHER * sizeof(u64) + sizeof(uint2)) : 0;
+    *workspace_bytes = plan->workspace_bytes; /* 0 unless chained */
     if (plan->chained) {
         /* the sort's shared memory is static; this only checks that the kernel loads */
         cudaFuncAttributes fa;
@@ -236,29 +258,25 @@ extern "C" int cake_gpu_plan(int64_t batch, int64_t vocab, enum tkp_dtype dtype,
     return TKP_OK;
 }
 
-extern "C" int cake_gpu_run(const struct cake_gpu_plan *plan, int64_t batch, int64_t vocab,
-                            int64_t stride, int32_t draws, const struct tkp_io *io,
-                            void *workspace, void *stream, struct tkp_error *err)
+/* cake_gpu.h: one run, enqueued on `stream`. */
+extern "C" int cake_gpu_run(const void *plan_in, const struct tkp_io *io, void *workspace,
+                            void *stream, struct tkp_error *err)
 {
+    const struct cake_gpu_plan *plan = (const struct cake_gpu_plan *)plan_in;
+    const int64_t batch = plan->pb.batch;
     if (batch == 0)
         return TKP_OK;
     ck_args a;
-    const ck_kernel_t kernel = ck_kernel_for(plan->dtype);
+    const ck_kernel_t kernel = ck_kernel_for(plan->pb.dtype);
     if (!kernel) {
         tkp_error_set(err, "cake (gpu): logits element type %d is not f32, bf16 or f16",
-                      (int)plan->dtype);
+                      (int)plan->pb.dtype);
         return TKP_EINVAL;
     }
-    a.logits = io->logits;
-    a.k = io->k;
-    a.p = io->p;
-    a.kept = io->kept;
-    a.samples = io->samples;
-    a.seed = io->seed;
-    a.offset = io->offset;
-    a.vocab = vocab;
-    a.stride = stride;
-    a.draws = io->samples ? draws : 0;
+    a.io = *io;
+    a.vocab = plan->pb.vocab;
+    a.stride = plan->pb.stride;
+    a.draws = io->samples ? plan->pb.draws : 0;
     a.slice = plan->slice;
     a.chained = plan->chained;
     a.ws_slab = plan->chained ? (u64 *)workspace : nullptr;

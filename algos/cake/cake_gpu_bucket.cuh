@@ -1,6 +1,6 @@
 /* cake_gpu_bucket.cuh — cake's cluster-wide decisions on a histogram: the sum of the CTAs'
  * histograms through distributed shared memory (ck_reduce), the bucket walk of the radix select
- * (ck_find_bucket) and the block-wide exclusive scan (ck_scan_excl). */
+ * (ck_find_bucket). The block-wide exclusive scan is algos/common/gpu_block.cuh's. */
 #ifndef TKP_CAKE_GPU_BUCKET_CUH
 #define TKP_CAKE_GPU_BUCKET_CUH
 
@@ -70,26 +70,6 @@ static __device__ void ck_find_bucket(const uint32_t *h, uint32_t nb, uint32_t t
         above += hb;
     }
     __syncthreads();
-}
-
-/* Exclusive prefix sum of one value per thread over a CTA of NTH threads (wsum: NTH / 32
- * words of shared scratch); *total gets the sum. */
-template <int NTH>
-__device__ __forceinline__ u64 ck_scan_excl(u64 v, u64 *total, u64 *wsum)
-{
-    const uint32_t t = threadIdx.x, lane = tkp_lane(), warp = t >> 5;
-    const u64 x = tkp_warp_incl_scan(v); /* inclusive: the warp's exclusive scan is x - v */
-    if (lane == 31)
-        wsum[warp] = x;
-    __syncthreads();
-    u64 before = 0, all = 0;
-    for (uint32_t w = 0; w < NTH / 32; w++) {
-        before += w < warp ? wsum[w] : 0;
-        all += wsum[w];
-    }
-    __syncthreads(); /* wsum is reused by the next call */
-    *total = all;
-    return before + x - v;
 }
 
 #endif

@@ -4,6 +4,7 @@
 #ifndef TKP_CAKE_GPU_FINISH_CUH
 #define TKP_CAKE_GPU_FINISH_CUH
 
+#include "../common/gpu_block.cuh"
 #include "../common/gpu_warp.cuh"
 #include "../common/philox.h"
 #include "../common/prob.h"
@@ -25,17 +26,17 @@ __device__ __forceinline__ void ck_mark_and_draw(const ck_args &a, int64_t r, co
                                                  const u64 *incl, uint32_t kept, uint32_t t,
                                                  uint32_t nth)
 {
-    if (a.kept) {
-        uint8_t *mrow = a.kept + r * a.vocab;
+    if (a.io.kept) {
+        uint8_t *mrow = a.io.kept + r * a.vocab;
         for (uint32_t j = t; j < kept; j += nth)
             mrow[(uint32_t)~(uint32_t)slab[j]] = 1;
     }
-    if (a.samples) {
-        int64_t *out = a.samples + r * (int64_t)a.draws;
+    if (a.io.samples) {
+        int64_t *out = a.io.samples + r * (int64_t)a.draws;
         const uint64_t kept_total = incl[kept - 1];
         for (int32_t dr = (int32_t)t; dr < a.draws; dr += (int32_t)nth) {
             const uint64_t u =
-                tkp_scale_u64(tkp_philox_u64(a.seed, (uint64_t)r, a.offset, (uint32_t)dr),
+                tkp_scale_u64(tkp_philox_u64(a.io.seed, (uint64_t)r, a.io.offset, (uint32_t)dr),
                               kept_total);
             uint32_t l = 0, h = kept - 1;
             while (l < h) {
@@ -65,7 +66,7 @@ __device__ void ck_finish(const ck_args &a, int64_t r, float p, const u64 *slab,
     const u64 w0 = j0 < n ? ck_weight_of(slab[j0], top) : 0;
     const u64 w1 = j1 < n ? ck_weight_of(slab[j1], top) : 0;
     u64 total;
-    const u64 before = ck_scan_excl<NTH>(w0 + w1, &total, wsum);
+    const u64 before = tkp_block_excl_scan<NTH / 32>(w0 + w1, wsum, total);
     if (j0 < n)
         incl[j0] = before + w0;
     if (j1 < n)
@@ -218,7 +219,7 @@ static __device__ bool ck_mass_tail(const ck_args &a, int64_t r, float p, u64 *s
         sum += own[j];
     }
     u64 total;
-    const u64 before = ck_scan_excl<CK_THREADS>(sum, &total, sm->wsum);
+    const u64 before = tkp_block_excl_scan<CK_WARPS>(sum, sm->wsum, total);
     const uint64_t target = tkp_topp_target(p, total);
     u64 suffix = total - before - sum; /* the mass of the buckets above this thread's */
     for (int j = 3; j >= 0; j--) {
@@ -250,9 +251,9 @@ static __device__ bool ck_mass_tail(const ck_args &a, int64_t r, float p, u64 *s
 template <int NTH>
 __device__ __forceinline__ void ck_no_draws(const ck_args &a, int64_t r)
 {
-    if (a.samples)
+    if (a.io.samples)
         for (int32_t dr = (int32_t)threadIdx.x; dr < a.draws; dr += NTH)
-            a.samples[r * (int64_t)a.draws + dr] = -1;
+            a.io.samples[r * (int64_t)a.draws + dr] = -1;
 }
 
 /* 5'. (topp_launch=chained) The m gathered entries, unsorted, and (m, n) into the workspace
@@ -285,7 +286,7 @@ __device__ __forceinline__ void ck_finish_rank0(const ck_args &a, int64_t r, ck_
         ck_no_draws<CK_THREADS>(a, r);
         return;
     }
-    const float p = a.p[r];
+    const float p = a.io.p[r];
     u64 *slab = sm->slab;
     if (m <= 128 && a.draws <= 32) {
         if (t < 32)

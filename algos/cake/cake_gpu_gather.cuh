@@ -5,6 +5,7 @@
 #ifndef TKP_CAKE_GPU_GATHER_CUH
 #define TKP_CAKE_GPU_GATHER_CUH
 
+#include "../common/gpu_block.cuh"
 #include "../common/prob.h"
 #include "cake_gpu_bucket.cuh"
 #include "cake_gpu_pass1.cuh"
@@ -160,7 +161,7 @@ __device__ __forceinline__ void ck_push_first_ties(ck_smem *sm, const void *__re
             c += i < hi && (keys[e] & pv.mask) == pv.prefix;
         }
         u64 total;
-        uint32_t rnk = running + (uint32_t)ck_scan_excl<CK_THREADS>(c, &total, sm->wsum);
+        uint32_t rnk = running + (uint32_t)tkp_block_excl_scan<CK_WARPS>((u64)c, sm->wsum, total);
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const uint32_t i = base + 4 * t + e;

@@ -261,6 +261,33 @@ __device__ __forceinline__ void ck_pass1_one(const void *__restrict__ row, uint3
     }
 }
 
+/* The step of vectors from `first` into L2: one 128-byte line (CK_UNROLL vectors) per thread
+ * (measured for float32: B = 1024 268 -> 260 us, V = 262144 k = 1000 B = 128 89 -> 86). */
+template <class E>
+__device__ __forceinline__ void ck_prefetch_step(const void *__restrict__ v, uint32_t first,
+                                                 uint32_t nvec)
+{
+    constexpr uint32_t W = (uint32_t)tkp_vec16_elems<E>();
+    const uint32_t pf = first + CK_UNROLL * threadIdx.x;
+    const void *line = ck_elem<E>(v, W * (int64_t)pf); /* a generic address */
+    if (pf < nvec)
+        asm volatile("prefetch.L2 [%0];" ::"l"(line));
+}
+
+/* The bound tightened on the counts so far (block-uniform): the bucket b of the keff-th largest
+ * key counted in hist replaces T when b > T, and fthr follows. */
+__device__ __forceinline__ void ck_tighten(const uint32_t *hist, uint32_t keff, ck_smem *sm,
+                                           uint32_t &T, float &fthr)
+{
+    __syncthreads(); /* every count of the steps so far is in hist */
+    ck_find_bucket(hist, CK_BUCKETS, keff, sm);
+    const uint32_t b = sm->bucket;
+    if (b != 0xFFFFFFFFu && b > T) {
+        T = b;
+        fthr = tkp_key_floor(T << 21);
+    }
+}
+
 /* Pass 1 over row[lo, hi) with a bound that tightens as it goes; returns the final bound T
  * (block-uniform), a lower bound of the row's pivot bucket. With `mask`, mask[lo, hi) is
  * zeroed on the way, each step's bytes while the next step's loads are in flight.
@@ -317,14 +344,7 @@ static __device__ uint32_t ck_pass1(const void *__restrict__ row, uint32_t lo, u
                 const bool more = nvec - base > step;
                 if (more) /* only a streamed slice has a next step */
                     ck_load<E, true>(y, v, nvec, base + step, ninv);
-                { /* the step after it into L2: one 128-byte line (CK_UNROLL vectors) per
-                   * thread (measured for float32: B = 1024 268 -> 260 us,
-                   * V = 262144 k = 1000 B = 128 89 -> 86) */
-                    const uint32_t pf = base + 2 * step + CK_UNROLL * threadIdx.x;
-                    const void *line = ck_elem<E>(v, W * (int64_t)pf); /* a generic address */
-                    if (pf < nvec)
-                        asm volatile("prefetch.L2 [%0];" ::"l"(line));
-                }
+                ck_prefetch_step<E>(v, base + 2 * step, nvec);
                 if (mask) /* this step's mask bytes, while the next step's loads fly */
                     ck_zero(mask, body + W * base, body + W * min(nvec, base + step));
                 if (base == 0) {
@@ -340,15 +360,8 @@ static __device__ uint32_t ck_pass1(const void *__restrict__ row, uint32_t lo, u
                     ck_pass1_proc<E, false>(x, base, body, nvec, fthr, ninv, hist, sm);
                 done++;
                 if (more) {
-                    if ((done & (done - 1)) == 0) { /* after 1, 2, 4, 8, ... steps */
-                        __syncthreads(); /* every count of the steps so far is in hist */
-                        ck_find_bucket(hist, CK_BUCKETS, keff, sm);
-                        const uint32_t b = sm->bucket;
-                        if (b != 0xFFFFFFFFu && b > T) {
-                            T = b;
-                            fthr = tkp_key_floor(T << 21);
-                        }
-                    }
+                    if ((done & (done - 1)) == 0) /* after 1, 2, 4, 8, ... steps */
+                        ck_tighten(hist, keff, sm, T, fthr);
 #pragma unroll
                     for (int u = 0; u < CK_UNROLL; u++)
                         x[u] = y[u];

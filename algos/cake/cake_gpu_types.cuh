@@ -16,6 +16,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "../tkp.h"
+
 namespace cg = cooperative_groups;
 
 #define CK_THREADS 512
@@ -48,12 +50,8 @@ struct ck_smem {
 };
 
 struct ck_args {
-    const void *logits; /* elements of cake_kernel's type E (algos/common/gpu_logits.cuh) */
-    const int32_t *k;
-    const float *p;
-    uint8_t *kept;
-    int64_t *samples;
-    uint64_t seed, offset;
+    struct tkp_io io; /* the run's (algos/tkp.h): logits of cake_kernel's element type E
+                       * (algos/common/gpu_logits.cuh); kept and samples may be NULL */
     int64_t vocab, stride;
     int32_t draws;
     uint32_t slice;

@@ -1,8 +1,9 @@
 /* gpu_block.cuh — block-level integer primitives on top of gpu_warp.cuh: N sums at once, a
- * sum with a maximum, and exclusive scans in thread order (with the block total and one
- * barrier, or with two barriers and free scratch on return). Exact on integers, so their
- * results do not depend on the order of the additions (docs/SEMANTICS.md, "Determinism, and
- * CPU = GPU bit for bit").
+ * sum with a maximum, and the one block-wide exclusive scan every kernel uses, in thread order
+ * (with the block total and one barrier, or with two barriers and free scratch on return,
+ * with or without the total), over N items per thread in blocked order, and of 0/1 flags by
+ * ballots. Exact on integers, so their results do not depend on the order of the additions
+ * (docs/SEMANTICS.md, "Determinism, and CPU = GPU bit for bit").
  *
  * Every function is called by every thread of a one-dimensional block of WARPS full warps
  * (blockDim.x == 32 * WARPS, WARPS <= 32), from uniform control flow: each one contains
@@ -104,6 +105,56 @@ template <int WARPS, class T> __device__ __forceinline__ T tkp_block_excl_scan(T
     const T wbefore = __shfl_sync(kTkpFullWarp, wincl, (warp + 31) & 31);
     __syncthreads();
     return (warp ? wbefore : (T)0) + incl - v;
+}
+
+/* The sum of v over the threads before this one (thread order), and the block's total in
+ * total. scratch: WARPS entries in shared memory. Barriers: two, as tkp_block_excl_scan:
+ * scratch may be rewritten as soon as this returns. */
+template <int WARPS, class T>
+__device__ __forceinline__ T tkp_block_excl_scan(T v, T *scratch, T &total)
+{
+    const T before = tkp_block_excl_scan_total<WARPS>(v, scratch, total);
+    __syncthreads();
+    return before;
+}
+
+/* The number of threads before this one (thread order) whose flag is set, and the block's count
+ * in total: the exclusive scan of flag, by a ballot per warp and the scan of the warps' counts.
+ * scratch: WARPS entries in shared memory. Barriers: one, as tkp_block_excl_scan_total
+ * (scratch may be rewritten only after the caller's next block barrier). */
+template <int WARPS>
+__device__ __forceinline__ unsigned tkp_block_excl_count(bool flag, unsigned *scratch,
+                                                         unsigned &total)
+{
+    const unsigned lane = tkp_lane(), warp = threadIdx.x >> 5;
+    const unsigned mk = __ballot_sync(kTkpFullWarp, flag);
+    const unsigned before = (unsigned)__popc(mk & ((1u << lane) - 1u));
+    const unsigned wincl =
+        tkp_block_scan_warp_totals<WARPS>(before + (unsigned)flag, scratch);
+    const unsigned wbefore = __shfl_sync(kTkpFullWarp, wincl, (warp + 31) & 31);
+    total = __shfl_sync(kTkpFullWarp, wincl, 31);
+    return (warp ? wbefore : 0u) + before;
+}
+
+/* The exclusive scan of N items per thread in blocked order (thread t owns items t N .. t N +
+ * N - 1, the order of CUB's BlockScan on arrays): ex[i] := the sum of every item before item i
+ * of this thread, total := the block's sum. scratch: WARPS entries in shared memory. Barriers:
+ * one, as tkp_block_excl_scan_total (scratch may be rewritten only after the caller's next
+ * block barrier). */
+template <int WARPS, int N, class T>
+__device__ __forceinline__ void tkp_block_excl_scan_items(const T (&v)[N], T (&ex)[N],
+                                                          T *scratch, T &total)
+{
+    T sum = 0; /* the thread's items, then the scan of the threads' sums */
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        sum += v[i];
+    T run = tkp_block_excl_scan_total<WARPS>(sum, scratch, total);
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        ex[i] = run;
+        run += v[i];
+    }
 }
 
 #endif

@@ -202,7 +202,7 @@ __host__ __device__ __forceinline__ const void *tkp_row_ptr(const void *logits, 
 /* Calls f(E{}) with the element type of `dtype` (a host-side switch for a launcher, e.g.
  *     tkp_with_dtype(pb->dtype, [&](auto e) { kernel<decltype(e)><<<g, b, 0, st>>>(args); });
  * returns false, calling nothing, for a value outside the enum (the harness has refused one
- * before any launcher runs: harness/apply.c, tkp_capable). */
+ * before any launcher runs: harness/module/apply.c, tkp_capable). */
 template <class F> __host__ bool tkp_with_dtype(enum tkp_dtype dtype, F &&f)
 {
     switch (dtype) {

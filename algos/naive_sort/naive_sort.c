@@ -4,7 +4,7 @@
  * min(k, #valid), then walk that prefix accumulating fixed-point mass until top-p is reached.
  * Outputs the kept set and samples drawn from it. Exact by construction: it *is* the
  * canonical order of docs/SEMANTICS.md. This file holds the module's table and its CPU
- * implementation; the GPU one is naive_sort_gpu_impl.c. */
+ * implementation; the GPU one is its row in algos/common/tkp_gpu_impl.c. */
 #include <string.h>
 
 #include "../common/cpu_row.h"

@@ -25,26 +25,22 @@
  * The two kernels that read logits (naive_keys, naive_finish) are templated on the element
  * type E (algos/common/gpu_logits.cuh): a 16-bit value is converted to float32 exactly in
  * registers, so its order key, weight and every decision are those of the float32 upcast
- * (docs/SEMANTICS.md, "16-bit logits"); the sort and the key-only steps are shared. */
+ * (docs/SEMANTICS.md, "16-bit logits"); the sort and the key-only steps are shared.
+ *
+ * This file holds the kernels, the sort and the launcher; the device code of step 3 is in
+ * naive_sort_gpu_finish.cuh, the shared constants in naive_sort_gpu_types.cuh (README.md, "GPU
+ * source layout"). */
 #include <cub/cub.cuh>
 #include <stdint.h>
 
 #include "../common/cuda_util.h"
-#include "../common/gpu_launch.cuh"
 #include "../common/gpu_logits.cuh"
-#include "../common/gpu_warp.cuh"
-#include "../common/philox.h"
 #include "../common/prob.h"
 #include "naive_sort_gpu.h"
+#include "naive_sort_gpu_finish.cuh"
+#include "naive_sort_gpu_types.cuh"
 
 namespace {
-
-constexpr int KEY_THREADS = 256, KEY_ITEMS = 4;
-constexpr int FIN_THREADS = 512, FIN_ITEMS = 8, FIN_TILE = FIN_THREADS * FIN_ITEMS;
-/* At most this many keys per sort call: CUB counts items in an int, and two key buffers of
- * 2^28 keys (2 GiB) bound the workspace. */
-constexpr int64_t MAX_CHUNK_KEYS = (int64_t)1 << 28;
-constexpr int64_t MAX_CHUNK_ROWS = 65535; /* gridDim.y of naive_keys */
 
 /* Step 1 for the rows row0 .. row0 + rows - 1 of `logits` (element type E, rows `stride`
  * elements apart). */
@@ -68,256 +64,6 @@ __global__ void __launch_bounds__(KEY_THREADS)
         if (lr == rows - 1)
             offsets[rows] = (int)((int64_t)rows * vocab);
     }
-}
-
-using ScanW = cub::BlockScan<uint64_t, FIN_THREADS>;
-using ScanI = cub::BlockScan<int, FIN_THREADS>;
-using RedW = cub::BlockReduce<uint64_t, FIN_THREADS>;
-using RedI = cub::BlockReduce<int, FIN_THREADS>;
-
-struct FinShared {
-    union {
-        ScanW::TempStorage sw;
-        ScanI::TempStorage si;
-        RedW::TempStorage rw;
-        RedI::TempStorage ri;
-    } tmp;
-    uint64_t cum[FIN_TILE]; /* tile-local inclusive prefix of the kept weights */
-    uint64_t bc_u64;
-    int bc_int;
-};
-
-/* A block-wide sum (CUB's BlockReduce `Reduce` over its temporary storage), the result given
- * to every thread through `slot`. The leading barrier protects the temporary storage and the
- * slot from their previous use. */
-template <typename Reduce, typename T>
-__device__ T block_sum(typename Reduce::TempStorage &tmp, T &slot, T v)
-{
-    __syncthreads();
-    const T s = Reduce(tmp).Sum(v);
-    if (threadIdx.x == 0)
-        slot = s;
-    __syncthreads();
-    return slot;
-}
-
-/* The first position in [lo, hi) where pred is false, given that pred holds on a prefix of
- * [lo, hi) (hi when it holds everywhere). Every thread of the block must call it with the
- * same lo and hi; each round probes FIN_THREADS evenly spaced positions. */
-template <class Pred>
-__device__ int64_t block_partition_point(int64_t lo, int64_t hi, Pred pred)
-{
-    while (lo < hi) {
-        const int64_t step = (hi - lo + FIN_THREADS - 1) / FIN_THREADS;
-        const int64_t q = lo + (int64_t)threadIdx.x * step;
-        const int c = __syncthreads_count(q < hi && pred(q));
-        if (c == 0)
-            return lo;
-        /* probes 0..c-1 hold, probe c (when inside) does not */
-        int64_t nlo = lo + (int64_t)(c - 1) * step + 1, nhi = lo + (int64_t)c * step;
-        lo = nlo;
-        hi = nhi < hi ? nhi : hi;
-    }
-    return lo;
-}
-
-__device__ __forceinline__ uint64_t draw_target(uint64_t seed, int64_t row, uint64_t offset,
-                                                int d, uint64_t total)
-{
-    return tkp_scale_u64(tkp_philox_u64(seed, (uint64_t)row, offset, (uint32_t)d), total);
-}
-
-/* The total weight of the first n sorted keys of the row (m: the row's largest value). */
-__device__ __forceinline__ uint64_t fin_sorted_total(FinShared &sh, const uint32_t *srt,
-                                                     int64_t n, float m)
-{
-    const int tid = threadIdx.x;
-    uint64_t mine = 0;
-    for (int64_t base = 0; base < n; base += FIN_TILE)
-#pragma unroll
-        for (int j = 0; j < FIN_ITEMS; j++) {
-            int64_t idx = base + (int64_t)j * FIN_THREADS + tid;
-            if (idx < n)
-                mine += tkp_weight(tkp_key_value(srt[idx]), m);
-        }
-    return block_sum<RedW>(sh.tmp.rw, sh.bc_u64, mine);
-}
-
-/* Top-p on the first n sorted keys: nk = #{j < n : j == 0 or (mass before j) < target}, a
- * prefix of the order, and kept_total = their weight. */
-__device__ __forceinline__ void fin_topp_prefix(FinShared &sh, const uint32_t *srt, int64_t n,
-                                                float m, float p, uint64_t total, int64_t &nk,
-                                                uint64_t &kept_total)
-{
-    const int tid = threadIdx.x;
-    const uint64_t target = tkp_topp_target(p, total);
-    uint64_t carry = 0, mine_w = 0;
-    int mine_n = 0;
-    for (int64_t base = 0; base < n; base += FIN_TILE) {
-        uint64_t w[FIN_ITEMS], ex[FIN_ITEMS], agg;
-#pragma unroll
-        for (int j = 0; j < FIN_ITEMS; j++) {
-            int64_t idx = base + (int64_t)tid * FIN_ITEMS + j;
-            w[j] = idx < n ? tkp_weight(tkp_key_value(srt[idx]), m) : 0;
-        }
-        __syncthreads();
-        ScanW(sh.tmp.sw).ExclusiveSum(w, ex, agg);
-#pragma unroll
-        for (int j = 0; j < FIN_ITEMS; j++) {
-            int64_t idx = base + (int64_t)tid * FIN_ITEMS + j;
-            if (idx < n && (idx == 0 || carry + ex[j] < target)) {
-                mine_n++;
-                mine_w += w[j];
-            }
-        }
-        carry += agg;
-        if (carry >= target) /* every later token has at least this much before it */
-            break;
-    }
-    nk = block_sum<RedI>(sh.tmp.ri, sh.bc_int, mine_n);
-    kept_total = block_sum<RedW>(sh.tmp.rw, sh.bc_u64, mine_w);
-}
-
-/* The boundary of the kept set: tokens with key > kb are kept, and the first `ties` with
- * key == kb (in index order, ranked only when tie_scan: some ties at kb are dropped). */
-struct FinBoundary {
-    uint32_t kb;
-    int64_t ties;
-    bool tie_scan;
-};
-
-__device__ __forceinline__ FinBoundary fin_boundary(const uint32_t *srt, int64_t nk,
-                                                    int64_t vocab)
-{
-    FinBoundary bd;
-    bd.kb = 0xFFFFFFFFu; /* no valid key equals it (+inf is 0xFF800000) */
-    bd.ties = 0;
-    bd.tie_scan = false;
-    if (nk > 0) {
-        bd.kb = srt[nk - 1];
-        const uint32_t b = bd.kb;
-        const int64_t above =
-            block_partition_point(0, nk, [&](int64_t j) { return srt[j] > b; });
-        const int64_t upto =
-            block_partition_point(nk, vocab, [&](int64_t j) { return srt[j] >= b; });
-        bd.ties = nk - above;
-        bd.tie_scan = upto - above > bd.ties; /* some ties at kb are dropped: rank them by index */
-    }
-    return bd;
-}
-
-/* The thread's FIN_ITEMS values x[i0 ...] of the tile, as floats (four-element vector loads
- * when the row is vector-aligned, tkp_vec4_ok: i0 is a multiple of FIN_ITEMS; NaN past the
- * row's end). */
-template <class E>
-__device__ __forceinline__ void fin_load_items(const void *x, bool x_vec, int64_t i0,
-                                               int64_t vocab, float (&v)[FIN_ITEMS])
-{
-    if (x_vec && i0 + FIN_ITEMS <= vocab) {
-#pragma unroll
-        for (int q = 0; q < FIN_ITEMS / 4; q++) {
-            float4 f = tkp_load4<E>(x, i0 + 4 * q);
-            v[4 * q] = f.x;
-            v[4 * q + 1] = f.y;
-            v[4 * q + 2] = f.z;
-            v[4 * q + 3] = f.w;
-        }
-    } else {
-#pragma unroll
-        for (int j = 0; j < FIN_ITEMS; j++)
-            v[j] = i0 + j < vocab ? tkp_load1<E>(x, i0 + j)
-                                  : __int_as_float(0x7FC00000); /* NaN */
-    }
-}
-
-/* Whether each of the thread's values is kept: above the boundary, or a tie at it among the
- * first `ties` in index order (tie_carry: the ties of the earlier tiles; a block scan ranks
- * the tile's). */
-__device__ __forceinline__ void fin_keep_items(FinShared &sh, const float (&v)[FIN_ITEMS],
-                                               int64_t nk, const FinBoundary &bd,
-                                               int64_t &tie_carry, bool (&keep)[FIN_ITEMS])
-{
-    int eq[FIN_ITEMS], rank[FIN_ITEMS];
-#pragma unroll
-    for (int j = 0; j < FIN_ITEMS; j++) {
-        uint32_t key = tkp_order_key(v[j]);
-        eq[j] = nk > 0 && key == bd.kb;
-        keep[j] = nk > 0 && key > bd.kb;
-    }
-    if (bd.tie_scan) {
-        int agg;
-        __syncthreads();
-        ScanI(sh.tmp.si).ExclusiveSum(eq, rank, agg);
-#pragma unroll
-        for (int j = 0; j < FIN_ITEMS; j++)
-            keep[j] = keep[j] || (eq[j] && tie_carry + rank[j] < bd.ties);
-        tie_carry += agg;
-    } else {
-#pragma unroll
-        for (int j = 0; j < FIN_ITEMS; j++)
-            keep[j] = keep[j] || eq[j];
-    }
-}
-
-/* The mask bytes kp[0, FIN_ITEMS) of tokens i0 ... (one 8-byte store when aligned). */
-__device__ __forceinline__ void fin_write_mask(uint8_t *kp, int64_t i0, int64_t vocab,
-                                               const bool (&keep)[FIN_ITEMS])
-{
-    if (i0 + FIN_ITEMS <= vocab && ((uintptr_t)kp & 7) == 0) {
-        uint2 pk;
-        pk.x = (uint32_t)keep[0] | (uint32_t)keep[1] << 8 | (uint32_t)keep[2] << 16 |
-               (uint32_t)keep[3] << 24;
-        pk.y = (uint32_t)keep[4] | (uint32_t)keep[5] << 8 | (uint32_t)keep[6] << 16 |
-               (uint32_t)keep[7] << 24;
-        *reinterpret_cast<uint2 *>(kp) = pk;
-    } else {
-#pragma unroll
-        for (int j = 0; j < FIN_ITEMS; j++)
-            if (i0 + j < vocab)
-                kp[j] = keep[j] ? 1 : 0;
-    }
-}
-
-/* The draws of row `row` that fall in the tile starting at token `base`: the tile's kept
- * weights scanned in index order into sh.cum; a draw whose target t (my_target when
- * draws <= FIN_THREADS) has wcarry <= t < wcarry + the tile's mass is the first position
- * whose inclusive prefix exceeds t - wcarry. Returns the tile's kept mass. */
-__device__ __forceinline__ uint64_t fin_draw_tile(FinShared &sh, const float (&v)[FIN_ITEMS],
-                                                  const bool (&keep)[FIN_ITEMS], float m,
-                                                  int64_t base, uint64_t wcarry,
-                                                  int64_t *out, int draws, uint64_t my_target,
-                                                  uint64_t seed, int64_t row, uint64_t offset,
-                                                  uint64_t kept_total)
-{
-    const int tid = threadIdx.x;
-    uint64_t w[FIN_ITEMS], ex[FIN_ITEMS], agg;
-#pragma unroll
-    for (int j = 0; j < FIN_ITEMS; j++)
-        w[j] = keep[j] ? tkp_weight(v[j], m) : 0;
-    __syncthreads(); /* the previous tile's draws are done with cum[] */
-    ScanW(sh.tmp.sw).ExclusiveSum(w, ex, agg);
-#pragma unroll
-    for (int j = 0; j < FIN_ITEMS; j++)
-        sh.cum[tid * FIN_ITEMS + j] = ex[j] + w[j];
-    __syncthreads();
-    if (agg > 0)
-        for (int d = tid; d < draws; d += FIN_THREADS) {
-            uint64_t t = draws <= FIN_THREADS ? my_target
-                                              : draw_target(seed, row, offset, d, kept_total);
-            if (t >= wcarry && t - wcarry < agg) {
-                const uint64_t local = t - wcarry;
-                int lo = 0, hi = FIN_TILE - 1; /* first position with cum > local */
-                while (lo < hi) {
-                    int mid = (lo + hi) >> 1;
-                    if (sh.cum[mid] > local)
-                        hi = mid;
-                    else
-                        lo = mid + 1;
-                }
-                out[d] = base + lo;
-            }
-        }
-    return agg;
 }
 
 /* Step 3, one block per row of the chunk starting at row0 (logits of element type E). */
@@ -423,9 +169,12 @@ bool naive_kernels(enum tkp_dtype dtype, NaiveKernels &kn)
 
 } // namespace
 
-extern "C" int naive_gpu_plan(const struct tkp_problem *pb, struct naive_gpu_plan *plan,
-                              struct tkp_error *err)
+extern "C" int naive_gpu_plan(const struct tkp_problem *pb, const void *opts, void *plan_out,
+                              size_t *workspace_bytes, struct tkp_error *err)
 {
+    (void)opts;
+    struct naive_gpu_plan *plan = (struct naive_gpu_plan *)plan_out;
+    plan->pb = *pb;
     const int64_t vocab = pb->vocab;
     int64_t rows = MAX_CHUNK_KEYS / vocab;
     if (rows < 1)
@@ -452,13 +201,15 @@ extern "C" int naive_gpu_plan(const struct tkp_problem *pb, struct naive_gpu_pla
     tkp_carve(&cur, sizeof(uint32_t) * (size_t)items);
     tkp_carve(&cur, temp);
     plan->workspace = (size_t)(uintptr_t)cur;
+    *workspace_bytes = plan->workspace;
     return TKP_OK;
 }
 
-extern "C" int naive_gpu_run(const struct naive_gpu_plan *plan, const struct tkp_problem *pb,
-                             const struct tkp_io *io, void *workspace, void *stream,
-                             struct tkp_error *err)
+extern "C" int naive_gpu_run(const void *plan_in, const struct tkp_io *io, void *workspace,
+                             void *stream, struct tkp_error *err)
 {
+    const struct naive_gpu_plan *plan = (const struct naive_gpu_plan *)plan_in;
+    const struct tkp_problem *pb = &plan->pb;
     cudaStream_t st = (cudaStream_t)stream;
     const int64_t vocab = pb->vocab, batch = pb->batch;
     if (batch == 0 || (!io->kept && !io->samples))

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/gpu_impl.h"
 #include "../tkp.h"
 
 #ifdef __cplusplus
@@ -16,16 +17,16 @@ extern "C" {
  * chunk's key count fits CUB's int and the workspace stays bounded); `temp_bytes` is CUB's
  * temporary storage for one chunk; `workspace` the total device bytes run needs. */
 struct naive_gpu_plan {
+    struct tkp_problem pb;
     int64_t chunk_rows;
     size_t temp_bytes, workspace;
 };
 
-int naive_gpu_plan(const struct tkp_problem *pb, struct naive_gpu_plan *plan,
-                   struct tkp_error *err);
-
-/* Enqueue the whole batch on `stream`: no allocation, no synchronisation. */
-int naive_gpu_run(const struct naive_gpu_plan *plan, const struct tkp_problem *pb,
-                  const struct tkp_io *io, void *workspace, void *stream, struct tkp_error *err);
+/* The launcher (algos/common/gpu_impl.h): the plan of a problem (naive_sort has no option; CUB's
+ * temporary storage sized once), and a run enqueuing the whole batch. The sort reports no
+ * statistic. */
+tkp_gpu_plan_fn naive_gpu_plan;
+tkp_gpu_run_fn naive_gpu_run;
 
 #ifdef __cplusplus
 }

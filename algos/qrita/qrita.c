@@ -13,7 +13,7 @@
  *    renormalised, the boundary of top-p with the fixed-point mass as the measure;
  * 4. mask: keep the keys above the boundary and its first `keep` copies in index order.
  * The kept set is exactly naive_sort's. algos/qrita/README.md maps options to the paper. The GPU
- * implementation is qrita_gpu_impl.c. */
+ * implementation is its row in algos/common/tkp_gpu_impl.c. */
 #include <string.h>
 
 #include "../common/cpu_row.h"
@@ -178,11 +178,11 @@ static void qrita_row(struct qrita_state *s, const float *x, int32_t k, float p,
         hit = o->truncation == QRITA_TRUNC_AUTO && fits &&
               (topk ? scan.gathered >= k
                     : scan.gathered >= 1 && outlier_mass >= tkp_topp_target(p, row_total));
-        s->stats.trunc_hits += hit;
-        s->stats.fallbacks += !hit;
-        s->stats.outliers += (double)scan.gathered;
+        s->stats.total[QRITA_STAT_HIT_RATE] += hit;
+        s->stats.total[QRITA_STAT_FALLBACKS] += !hit;
+        s->stats.total[QRITA_STAT_OUTLIERS] += (double)scan.gathered;
         if (!topk)
-            s->stats.outlier_mass += (double)outlier_mass / (double)row_total;
+            s->stats.total[QRITA_STAT_OUTLIER_MASS] += (double)outlier_mass / (double)row_total;
     }
 
     struct row_search r = { .searcher = { pivots_per_iteration(o->search), o->max_iter,
@@ -203,7 +203,7 @@ static void qrita_row(struct qrita_state *s, const float *x, int32_t k, float p,
     if (o->search == QRITA_SORT) { /* the candidates above the query's lower end, sorted */
         r.sorted_size = qrita_sort_pool(&r.pool, q.lo, w->sorted, w->sort_tmp);
         r.sorted = w->sorted;
-        s->stats.sorted += (double)r.sorted_size;
+        s->stats.total[QRITA_STAT_SORTED] += (double)r.sorted_size;
     }
     struct qrita_boundary b = qrita_all_valid();
     if (topk) {
@@ -218,7 +218,7 @@ static void qrita_row(struct qrita_state *s, const float *x, int32_t k, float p,
         q.target = tkp_topp_target(p, row_total);
         b = find_boundary(&r, &q);
     }
-    s->stats.iterations += (double)r.searcher.iterations;
+    s->stats.total[QRITA_STAT_ITERATIONS] += (double)r.searcher.iterations;
     qrita_mask(x, vocab, b, kept);
 }
 
@@ -248,17 +248,18 @@ static int qrita_run(void *state, const struct tkp_io *io, void *workspace, void
     return TKP_OK;
 }
 
-/* The truncation's hits and outliers unless it is off, the outliers' mass where some row has
- * top-p alone, and the keys sorted by search=sort or the iterations of a pivot search. A
- * problem with neither filter: none. */
+/* The truncation's hits, fallbacks and outliers unless it is off, the outliers' mass where
+ * some row has top-p alone, and the keys sorted by search=sort or the iterations of a pivot
+ * search. A problem with neither filter: none. */
 unsigned qrita_reported(const struct tkp_problem *pb, const struct qrita_opts *o)
 {
     if (!pb->ops)
         return 0;
-    unsigned r = o->search == QRITA_SORT ? TKP_STAT_SORTED : TKP_STAT_ITERATIONS;
+    unsigned r = TKP_STAT_BIT(o->search == QRITA_SORT ? QRITA_STAT_SORTED : QRITA_STAT_ITERATIONS);
     if (o->truncation != QRITA_TRUNC_OFF)
-        r |= TKP_STAT_HIT_RATE | TKP_STAT_OUTLIERS |
-             (pb->ops & TKP_TOPP ? TKP_STAT_OUTLIER_MASS : 0u);
+        r |= TKP_STAT_BIT(QRITA_STAT_HIT_RATE) | TKP_STAT_BIT(QRITA_STAT_FALLBACKS) |
+             TKP_STAT_BIT(QRITA_STAT_OUTLIERS) |
+             (pb->ops & TKP_TOPP ? TKP_STAT_BIT(QRITA_STAT_OUTLIER_MASS) : 0u);
     return r;
 }
 
@@ -277,6 +278,8 @@ static const struct tkp_impl qrita_cpu = {
     .dtypes = TKP_DTYPE_BIT(TKP_BF16) | TKP_DTYPE_BIT(TKP_F16), /* cpu_row.h: tkp_cpu_row_f32 */
 };
 
+static const struct tkp_stat qrita_statistics[] = { QRITA_STATS(TKP_STAT_ROW) { NULL } };
+
 const struct tkp_algo tkp_algo_qrita = {
     .abi = TKP_ABI,
     .name = "qrita",
@@ -290,4 +293,5 @@ const struct tkp_algo tkp_algo_qrita = {
     .approximate = qrita_approximate,
     .cpu = &qrita_cpu,
     .gpu = TKP_GPU_IMPL(tkp_qrita_gpu),
+    .statistics = qrita_statistics,
 };

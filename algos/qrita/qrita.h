@@ -1,8 +1,7 @@
 /* qrita.h — the CPU passes of Qrita (qrita_passes.c), one function per pass a GPU program makes
- * over a row or over its outlier buffer, the module's options, and what its two
- * implementations share (qrita.c: the table and the CPU one; qrita_gpu_impl.c: the GPU one).
- * qrita.c strings the passes together per row; the decisions between them are in
- * qrita_rules.h. */
+ * over a row or over its outlier buffer, the module's options, and what its two implementations
+ * share (qrita.c: the table and the CPU one; a row of algos/common/tkp_gpu_impl.c: the GPU one).
+ * qrita.c strings the passes together per row; the decisions between them are in qrita_rules.h. */
 #ifndef QRITA_H
 #define QRITA_H
 
@@ -10,6 +9,10 @@
 
 #include "../tkp.h"
 #include "qrita_rules.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 enum qrita_truncation { QRITA_TRUNC_AUTO, QRITA_TRUNC_OFF, QRITA_TRUNC_FORCE_FALLBACK };
 enum qrita_search { QRITA_QUATERNARY, QRITA_TERNARY, QRITA_BINARY, QRITA_SORT };
@@ -25,10 +28,26 @@ struct qrita_opts {
  * the row (4096 keys for small rows, never more than V); a row whose outliers overflow it falls
  * back to the full row. */
 int64_t qrita_outlier_capacity(int64_t vocab);
-/* The statistics that apply to problem pb with options o (tkp.h, TKP_STAT_*). */
+/* The statistics both backends count (algos/tkp.h, struct tkp_stat): X(id, name, unit,
+ * meaning), the indices of struct tkp_stats.total. */
+#define QRITA_STATS(X)                                                                    \
+    X(QRITA_STAT_HIT_RATE, "hit_rate", "fraction of rows",                                \
+      "rows whose truncation sufficed (the search read the outlier buffer)")              \
+    X(QRITA_STAT_OUTLIERS, "outliers", "candidates per row", "candidates gathered (N_t)") \
+    X(QRITA_STAT_OUTLIER_MASS, "outlier_mass", "probability mass per row",                \
+      "probability mass gathered by a top-p-alone row (S_t)")                             \
+    X(QRITA_STAT_ITERATIONS, "iterations", "iterations per row",                          \
+      "pivot-search iterations")                                                          \
+    X(QRITA_STAT_SORTED, "sorted", "keys per row", "keys sorted by search=sort")          \
+    X(QRITA_STAT_FALLBACKS, "fallbacks", "fallbacks per row",                             \
+      "rows that tried truncation and searched the whole row")                            \
+    /* one row per statistic, each ending in a backslash */
+enum { QRITA_STATS(TKP_STAT_ID) QRITA_STAT_COUNT };
+/* The statistics that apply to problem pb with options o (TKP_STAT_BIT of QRITA_STAT_*). */
 unsigned qrita_reported(const struct tkp_problem *pb, const struct qrita_opts *o);
 
-/* The GPU implementation (qrita_gpu_impl.c, CUDA builds only; algos/tkp.h, TKP_GPU_IMPL). */
+/* The GPU implementation (algos/common/tkp_gpu_impl.c, CUDA builds only; algos/tkp.h,
+ * TKP_GPU_IMPL). */
 extern const struct tkp_impl tkp_qrita_gpu;
 
 /* Pass 0: count, mean and standard deviation of the finite values among x[0..n). Sums are in
@@ -103,4 +122,7 @@ int64_t qrita_sort_pool(const struct qrita_pool *pool, uint32_t lo, uint32_t *ou
 /* Final pass: kept[i] = 1 for the tokens of boundary b, in index order. */
 void qrita_mask(const float *x, int64_t vocab, struct qrita_boundary b, uint8_t *kept);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -50,10 +50,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cub/block/block_scan.cuh>
 #include <cub/device/device_segmented_radix_sort.cuh>
 
 #include "../common/cuda_util.h"
+#include "../common/gpu_block.cuh"
 #include "../common/gpu_launch.cuh"
 #include "../common/gpu_logits.cuh"
 #include "../common/gpu_warp.cuh"
@@ -75,7 +75,6 @@
 #include "qrita_gpu_boundary.cuh"
 #include "qrita_gpu_workspace.cuh"
 
-__constant__ double qr_quantile[QRITA_QUANTILE_BINS - 1] = QRITA_NORMAL_QUANTILES;
 static const double host_quantile[QRITA_QUANTILE_BINS - 1] = QRITA_NORMAL_QUANTILES;
 
 /* Host-side shape of the run (device constants: qrita_gpu_types.cuh; workspace:
@@ -92,77 +91,16 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
     tkp_allow_dependents(); /* qr_scan may start launching (it waits for this kernel) */
     static_assert(NT == QRITA_STAT_LANES, "one thread per statistics lane");
     const int64_t r = blockIdx.x, V = a.vocab;
-    const void *x = tkp_row_ptr<E>(a.logits, a.stride, r);
+    const void *x = tkp_row_ptr<E>(a.io.logits, a.stride, r);
     qr_row *row = a.rows + r;
     const int t = threadIdx.x;
     __shared__ double lane[QRITA_STAT_LANES];
     __shared__ unsigned part[NT / 32];
-    const int32_t k = a.k[r];
-    const float p = a.p[r];
+    const int32_t k = a.io.k[r];
+    const float p = a.io.p[r];
     const int truncate = a.trunc != QRITA_TRUNC_OFF && (tkp_topk_on(k, V) || tkp_topp_on(p));
     uint32_t thr = UINT32_MAX, gthr = UINT32_MAX;
-    int has = 0;
-    if (truncate) {
-        const int64_t n = a.sample_block < V ? a.sample_block : V;
-        /* lane t adds i = t, t + 256, ... in order (the CPU's lanes); 32 loads in flight. With
-         * n <= 32 x 256 (sample_block 8192, the default) one batch holds every sample, and the
-         * variance pass reuses the registers instead of reading the samples again. */
-        constexpr int PU = 32;
-        const bool one = n <= (int64_t)PU * QRITA_STAT_LANES;
-        float v[PU];
-        double s = 0.0;
-        unsigned c = 0;
-        for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
-            load_samples<E>(v, x, n, base, t);
-#pragma unroll
-            for (int u = 0; u < PU; u++)
-                if (isfinite(v[u])) {
-                    s += (double)v[u];
-                    c++;
-                }
-        }
-        const unsigned count = group_sum<NT>(c, part);
-        const double sum = fold_lanes(s, lane);
-        if (count) {
-            const double mean = sum / (double)count;
-            double s2 = 0.0;
-            for (int64_t base = 0; base < n; base += PU * QRITA_STAT_LANES) {
-                if (!one)
-                    load_samples<E>(v, x, n, base, t);
-#pragma unroll
-                for (int u = 0; u < PU; u++)
-                    if (isfinite(v[u])) {
-                        double d = (double)v[u] - mean;
-                        s2 += d * d;
-                    }
-            }
-            const double sd = sqrt(fold_lanes(s2, lane) / (double)count);
-            double delta = tkp_topk_on(k, V) ? qrita_delta_topk(k, V, qr_quantile)
-                                             : qrita_delta_topp(p, sd, qr_quantile);
-            if (delta != -INFINITY) {
-                has = 1;
-                thr = qrita_threshold_key(mean, sd, delta, a.margin);
-                /* The tight gather (README, "Workspace"): only where the sample predicts that
-                 * the CPU's buffer would fill more than half of the GPU's; then above the key
-                 * that the sample predicts half of the GPU's buffer above: its m-th largest
-                 * key, found bit by bit (integer counts: order-free) */
-                if (a.tight && tkp_topk_on(k, V)) {
-                    const double per_sample = (double)V / (double)n;
-                    const double half = 0.5 * (double)a.cap_gpu;
-                    if (thr < UINT32_MAX &&
-                        samples_at_least<E>(thr + 1, v, x, n, one, t, part) * per_sample > half) {
-                        const unsigned m = half / per_sample > 1.0 ? (unsigned)(half / per_sample)
-                                                                   : 1u;
-                        uint32_t sel = 0;
-                        for (int bit = 31; bit >= 0; bit--)
-                            if (samples_at_least<E>(sel | (1u << bit), v, x, n, one, t, part) >= m)
-                                sel |= 1u << bit;
-                        gthr = sel > thr + 1 ? sel - 1 : thr;
-                    }
-                }
-            }
-        }
-    }
+    const int has = truncate ? sample_thresholds<E>(a, x, k, p, lane, part, thr, gthr) : 0;
     if (a.mass && t < TKP_MASS_BINS)
         a.hist[r * TKP_MASS_BINS + t] = 0;
     if (t == 0 && r == 0)
@@ -201,7 +139,7 @@ __global__ void __launch_bounds__(NT, scan_min_blocks<E>()) qr_scan(qr_args a)
     /* a top-p-alone row searches the buffer of qr_gather2 (or qr_mass's window) and qr_mass
      * counts its outliers: it reads nothing of qr_prep, and waits for it only at the end (so
      * that qr_prep has finished when qr_scan has) */
-    const bool topp_alone = a.gather2 && !tkp_topk_on(a.k[r], a.vocab) && tkp_topp_on(a.p[r]);
+    const bool topp_alone = a.gather2 && !tkp_topk_on(a.io.k[r], a.vocab) && tkp_topp_on(a.io.p[r]);
     if (!topp_alone)
         tkp_wait_prerequisite();
     const uint32_t thr = topp_alone ? UINT32_MAX : row->trunc_key;
@@ -230,17 +168,17 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
         scan_and_meet<E>(a, r, row, whole);
     else
         tkp_wait_prerequisite();
-    const int32_t k = a.k[r];
+    const int32_t k = a.io.k[r];
     /* a top-p-alone row: qr_scan leaves its outliers to this kernel to count, and its max,
      * min and count in per-CTA partials (to fold here) unless this kernel scanned it */
-    const bool topp_alone = a.gather2 && !tkp_topk_on(k, V) && tkp_topp_on(a.p[r]);
+    const bool topp_alone = a.gather2 && !tkp_topk_on(k, V) && tkp_topp_on(a.io.p[r]);
     const bool fold_max = topp_alone && !a.scan_in_mass;
     int64_t valid = 0;
     float m = 0.0f;
     if (!fold_max) {
         const qr_part known = a.scan_in_mass ? whole : qr_part{ row->max_key, 0u, row->valid, 0u };
         valid = known.valid;
-        if (valid == 0 || (tkp_topk_on(k, V) && k < valid) || !tkp_topp_on(a.p[r]))
+        if (valid == 0 || (tkp_topk_on(k, V) && k < valid) || !tkp_topp_on(a.io.p[r]))
             return;
         m = tkp_key_value(known.max_key);
     }
@@ -277,39 +215,14 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
         mass_of_batch(v, e, ok, m, thr, window, tot, ab, n_above, hs, win_key, win_idx,
                       &win_cnt);
     };
-    stream_batches<E>(tkp_row_ptr<E>(a.logits, a.stride, r), V, a.vpc, f);
+    stream_batches<E>(tkp_row_ptr<E>(a.io.logits, a.stride, r), V, a.vpc, f);
     if (first) /* a CTA with nothing to read */
         start();
     if (valid == 0)
         return;
-    /* the two 64-bit sums interleaved, as tkp_warp_sum does each: two calls give the same
-     * sums but another order of the shuffles (measured: other SASS) */
-    for (int o = 16; o > 0; o >>= 1) {
-        tot += __shfl_xor_sync(FULL, tot, o);
-        ab += __shfl_xor_sync(FULL, ab, o);
-    }
-    n_above = __reduce_add_sync(FULL, n_above);
     __shared__ u64 sh[2][NT / 32];
     __shared__ unsigned shn[NT / 32];
-    if ((threadIdx.x & 31) == 0) {
-        sh[0][threadIdx.x >> 5] = tot;
-        sh[1][threadIdx.x >> 5] = ab;
-        shn[threadIdx.x >> 5] = n_above;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        for (int i = 1; i < NT / 32; i++) {
-            tot += sh[0][i];
-            ab += sh[1][i];
-            n_above += shn[i];
-        }
-        if (tot)
-            atomicAdd(&row->total, tot);
-        if (ab)
-            atomicAdd(&row->above, ab);
-        if (n_above && topp_alone)
-            atomicAdd(&row->gathered, n_above);
-    }
+    add_row_mass(row, tot, ab, n_above, topp_alone, sh, shn);
     if (window && threadIdx.x >= 32 && threadIdx.x < 64) /* warp 1: the CTA's window */
         publish_window(a, r, row, win_key, win_idx, win_cnt);
     if (threadIdx.x < TKP_MASS_BINS && hs[threadIdx.x])
@@ -326,8 +239,8 @@ __global__ void __launch_bounds__(NT) qr_gather2(qr_args a)
     tkp_wait_prerequisite();
     const int64_t r = blockIdx.y, V = a.vocab;
     qr_row *row = a.rows + r;
-    const float p = a.p[r];
-    if (!qr_topp_alone(row, a.k[r], p, V))
+    const float p = a.io.p[r];
+    if (!qr_topp_alone(row, a.io.k[r], p, V))
         return;
     __shared__ Second sec;
     if (threadIdx.x < 32) {
@@ -356,24 +269,23 @@ __global__ void __launch_bounds__(NT) qr_gather2(qr_args a)
 template <class E>
 __global__ void __launch_bounds__(NT) qr_sort_keys(qr_args a)
 {
-    using Scan = cub::BlockScan<uint32_t, NT>;
-    __shared__ typename Scan::TempStorage scan;
+    __shared__ uint32_t scan[NT / 32];
     __shared__ int base;
     const int64_t r = blockIdx.y;
-    const RowPlan pl = row_plan(a, a.rows + r, a.k[r], a.p[r]);
+    const RowPlan pl = row_plan(a, a.rows + r, a.io.k[r], a.io.p[r]);
     if (!pl.work)
         return;
     const int64_t n = pl.use_pool ? pl.pool_n : a.vocab;
     const int64_t span = (n + gridDim.x - 1) / gridDim.x;
     const int64_t first = (int64_t)blockIdx.x * span, last = min(n, first + span);
     const uint32_t *pk = pool_keys(a, r, pl.in_win);
-    const void *x = tkp_row_ptr<E>(a.logits, a.stride, r);
+    const void *x = tkp_row_ptr<E>(a.io.logits, a.stride, r);
     for (int64_t t0 = first; t0 < last; t0 += NT) {
         const int64_t i = t0 + threadIdx.x;
         const uint32_t key = i >= last ? 0u : pl.use_pool ? pk[i] : tkp_order_key(qr_elem<E>(x, i));
         const uint32_t take = key > pl.lo_q; /* never an invalid key (0): lo_q >= 0 */
         uint32_t at, total;
-        Scan(scan).ExclusiveSum(take, at, total);
+        at = tkp_block_excl_scan_total<NT / 32>(take, scan, total);
         if (threadIdx.x == 0 && total)
             base = atomicAdd(&a.sort_end[r], (int)total);
         __syncthreads();
@@ -417,9 +329,9 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
             if (FUSED && !fused_second_level<E>(a, r))
                 return;
             row = r;
-            k = a.k[r];
+            k = a.io.k[r];
         }
-        search_row<G, CAP, E>(a, row, k, a.p[pass ? r : 0], g,
+        search_row<G, CAP, E>(a, row, k, a.io.p[pass ? r : 0], g,
                            G == 32 ? (int)(threadIdx.x & 31) : (int)threadIdx.x,
                            qr_pool_smem + (size_t)g * 2 * CAP, sm);
         if (G > 32)
@@ -442,8 +354,8 @@ __global__ void __launch_bounds__(BLOCK_G, 1) qr_search_heavy(qr_args a)
     const unsigned n = a.heavy[0];
     for (unsigned i = blockIdx.x; i < n; i += gridDim.x) {
         const int64_t r = a.heavy[1 + i];
-        search_row<BLOCK_G, CAP_BLOCK, E>(a, r, a.k[r], a.p[r], 0, (int)threadIdx.x, qr_pool_smem,
-                                          sm);
+        search_row<BLOCK_G, CAP_BLOCK, E>(a, r, a.io.k[r], a.io.p[r], 0, (int)threadIdx.x,
+                                          qr_pool_smem, sm);
         __syncthreads(); /* the next row reuses the shared memory */
     }
 }
@@ -458,8 +370,8 @@ __global__ void __launch_bounds__(NT) qr_mask(qr_args a)
     tkp_allow_dependents();
     tkp_wait_prerequisite();
     const int64_t r = blockIdx.y, V = a.vocab;
-    const void *x = tkp_row_ptr<E>(a.logits, a.stride, r);
-    uint8_t *kept = a.kept + r * V;
+    const void *x = tkp_row_ptr<E>(a.io.logits, a.stride, r);
+    uint8_t *kept = a.io.kept + r * V;
     const qr_row *row = a.rows + r;
     const uint32_t bkey = row->bkey;
     const int64_t cut = row->cut;
@@ -505,37 +417,35 @@ template <class E> static int prepare_kernels(int *mass_per_sm, struct tkp_error
     return TKP_OK;
 }
 
-extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t vocab,
-                              int64_t stride, enum tkp_dtype dtype, unsigned ops, int32_t k_max,
-                              int truncation, int search, int dedup, int autotune,
-                              double sigma_margin, int sample_block, int max_iter,
-                              int64_t cpu_capacity, struct tkp_error *err)
+/* The GPU's refusals (qrita_gpu.h): the kernels index a row with 32 bits, and search=sort
+ * hands the whole batch to CUB's segmented sort, which counts keys in an int. */
+extern "C" int qrita_gpu_supports(const struct tkp_problem *pb, const void *opts,
+                                  const char **why)
 {
-    memset(pl, 0, sizeof *pl);
-    pl->batch = batch;
-    pl->vocab = vocab;
-    pl->stride = stride;
-    pl->dtype = dtype;
-    pl->truncation = truncation;
-    pl->search = search;
-    pl->dedup = dedup;
-    pl->autotune = autotune;
-    pl->sigma_margin = sigma_margin;
-    pl->sample_block = sample_block;
-    pl->max_iter = max_iter;
-    /* search=sort walks sorted candidates (qrita_gpu_sort.cuh): no pivots */
-    pl->pivots = search == QRITA_TERNARY ? 2 : search == QRITA_BINARY ? 1 : 3;
-    /* a row with top-k on but k >= its valid count is searched as top-p alone: any top-p */
-    pl->need_mass = (ops & (TKP_TOPP | TKP_TOPK_TOPP)) != 0;
-    pl->ops = ops;
-    pl->cpu_capacity = cpu_capacity;
+    const struct qrita_opts *o = (const struct qrita_opts *)opts;
+    if (pb->vocab >= ((int64_t)1 << 31)) {
+        *why = "qrita: the GPU kernels index a row with 32 bits";
+        return 0;
+    }
+    if (o->search == QRITA_SORT && pb->batch * pb->vocab > INT32_MAX) {
+        *why = "qrita: search=sort on the GPU sorts at most 2^31 - 1 keys per run (batch x "
+               "vocab); use a smaller batch";
+        return 0;
+    }
+    return 1;
+}
+
+/* The launch shape: CTAs per row of the streaming kernels, the search's group, the kernels of
+ * the problem's element type prepared (qrita_gpu.h, struct qrita_gpu_plan). */
+static int plan_launch(struct qrita_gpu_plan *pl, struct tkp_error *err)
+{
+    const int64_t batch = pl->pb.batch;
     int dev = 0, sms = 132;
     TKP_CUDA_TRY(cudaGetDevice(&dev), err);
     TKP_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), err);
     pl->sm_count = sms;
-    const int64_t nvec = vocab / 4 + 1;
-    int64_t cpr;
-    if (autotune == QRITA_ON) {
+    const int64_t nvec = pl->pb.vocab / 4 + 1;
+    if (pl->opts.autotune == QRITA_ON) {
         /* the float32 scan's residency whatever the element type: one launch shape per
          * problem shape (README, "GPU") */
         int per_sm = 0;
@@ -546,21 +456,20 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
         /* at B <= 4 (the fused search, one 512-thread CTA per chunk) a chunk holds at least a
          * whole step of 4 vectors per thread */
         const int64_t chunk = batch <= WARM_MAX_BATCH ? 4 * NT : NT;
-        cpr = autotune_cta_per_row(batch, nvec, resident, chunk);
+        const int64_t cpr = autotune_cta_per_row(batch, nvec, resident, chunk);
         pl->vec_per_cta = (nvec + cpr - 1) / cpr;
         /* a warp per row past B = #SMs; a 512-thread block per row below it, and for rows that
          * search the whole row (truncation off or forced fallback) */
-        pl->group = (batch > sms && truncation == QRITA_TRUNC_AUTO) ? 32 : BLOCK_G;
+        pl->group = (batch > sms && pl->opts.truncation == QRITA_TRUNC_AUTO) ? 32 : BLOCK_G;
     } else {
         pl->vec_per_cta = 1024; /* 4096-element tiles */
         pl->group = BLOCK_G;
     }
-    cpr = (nvec + pl->vec_per_cta - 1) / pl->vec_per_cta;
-    pl->cta_per_row = (int)cpr;
+    pl->cta_per_row = (int)((nvec + pl->vec_per_cta - 1) / pl->vec_per_cta);
     int mass_per_sm = 0, rc = TKP_OK;
     auto prepare = [&](auto e) { rc = prepare_kernels<decltype(e)>(&mass_per_sm, err); };
-    if (!tkp_with_dtype(dtype, prepare))
-        return bad_dtype(dtype, err);
+    if (!tkp_with_dtype(pl->pb.dtype, prepare))
+        return bad_dtype(pl->pb.dtype, err);
     if (rc != TKP_OK)
         return rc;
     pl->mass_resident = (int64_t)mass_per_sm * sms;
@@ -568,9 +477,16 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
      * qr_mass's grid at once */
     const char *apart = getenv("TKP_QRITA_SCAN_APART");
     pl->scan_apart = apart && *apart && strcmp(apart, "0") != 0;
+    return TKP_OK;
+}
 
-    /* the per-row arrays first (their size decides the buffers' room), the buffers last;
-     * one row more: the warm-up row of qr_search (WARM_N keys) */
+/* The workspace: the per-row arrays first (their size decides the buffers' room), the buffers
+ * last; one row more: the warm-up row of qr_search (WARM_N keys). */
+static int plan_workspace(struct qrita_gpu_plan *pl, struct tkp_error *err)
+{
+    const int64_t batch = pl->pb.batch, vocab = pl->pb.vocab;
+    const int32_t k_max = pl->pb.k_max;
+    const int search = pl->opts.search;
     size_t cur = 0;
     pl->ws_rows = carve(&cur, sizeof(qr_row) * (size_t)(batch + 1));
     pl->ws_rstat = carve(&cur, sizeof(qrita_gpu_rstat) * (size_t)(batch + 1));
@@ -579,19 +495,19 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     pl->ws_wkeys = carve(&cur, sizeof(uint32_t) * WIN_ROW * mass_rows);
     pl->ws_widx = carve(&cur, sizeof(uint32_t) * WIN_ROW * mass_rows);
     pl->ws_hist = carve(&cur, sizeof(u64) * TKP_MASS_BINS * mass_rows);
-    pl->ws_part = carve(&cur, sizeof(qr_part) * (size_t)(cpr * batch));
+    pl->ws_part = carve(&cur, sizeof(qr_part) * (size_t)(pl->cta_per_row * batch));
     pl->ws_heavy = carve(&cur, sizeof(uint32_t) * (size_t)(batch + 1));
     /* search=sort sorts the CPU's candidates: a buffer that holds every hit (its workspace is
      * a sort's, two keys per token, whatever the buffer takes). So does a batch with
      * top-p-alone rows: the 8 MiB buffers sent the flat rows of model-like logits (a top-p set
      * of ~14000 tokens) to a search of the whole row, and a batch waits for its slowest row
      * (README, "Workspace": Figure 2 at B = 64, 164 -> 432 us) */
-    const bool whole = search == QRITA_SORT || (ops & TKP_TOPP) != 0;
+    const bool whole = search == QRITA_SORT || (pl->pb.ops & TKP_TOPP) != 0;
     pl->gpu_capacity = pool_capacity(batch, vocab, k_max, cur + 2 * 256, whole);
     /* tight possible where the buffer is smaller than the CPU's and some row has a top-k
      * threshold; each such row decides from its sample (qr_prep) */
     const double cpu = qrita_delta_topk(k_max, vocab, host_quantile);
-    pl->tight = search != QRITA_SORT && pl->gpu_capacity < cpu_capacity && k_max > 0 &&
+    pl->tight = search != QRITA_SORT && pl->gpu_capacity < pl->cpu_capacity && k_max > 0 &&
                 isfinite(cpu);
     const int64_t pitch = (pl->gpu_capacity + 3) & ~(int64_t)3;
     pl->ws_keys = carve(&cur, sizeof(uint32_t) * (size_t)(pitch * batch + WARM_N));
@@ -605,6 +521,26 @@ extern "C" int qrita_gpu_plan(struct qrita_gpu_plan *pl, int64_t batch, int64_t 
     return TKP_OK;
 }
 
+/* qrita_gpu.h: the plan of one problem with options of struct qrita_opts. */
+extern "C" int qrita_gpu_plan(const struct tkp_problem *pb, const void *opts, void *plan,
+                              size_t *workspace_bytes, struct tkp_error *err)
+{
+    struct qrita_gpu_plan *pl = (struct qrita_gpu_plan *)plan;
+    memset(pl, 0, sizeof *pl);
+    pl->pb = *pb;
+    pl->opts = *(const struct qrita_opts *)opts;
+    /* search=sort walks sorted candidates (qrita_gpu_sort.cuh): no pivots */
+    pl->pivots = pl->opts.search == QRITA_TERNARY ? 2 : pl->opts.search == QRITA_BINARY ? 1 : 3;
+    /* a row with top-k on but k >= its valid count is searched as top-p alone: any top-p */
+    pl->need_mass = (pb->ops & (TKP_TOPP | TKP_TOPK_TOPP)) != 0;
+    pl->cpu_capacity = qrita_outlier_capacity(pb->vocab);
+    int rc = plan_launch(pl, err);
+    if (rc == TKP_OK)
+        rc = plan_workspace(pl, err);
+    *workspace_bytes = pl->ws_bytes;
+    return rc;
+}
+
 /* The kernels of one run, instantiated for element type E, on stream st (qr_prep follows
  * whatever came before on it; the rest are chained by programmatic dependent launch, each
  * waiting for its predecessor before reading its results). */
@@ -612,9 +548,9 @@ template <class E>
 static int launch_chain(const struct qrita_gpu_plan *pl, const qr_args &a, cudaStream_t st,
                         char *ws, struct tkp_error *err)
 {
-    const bool sort = pl->search == QRITA_SORT;
-    const dim3 grid((unsigned)pl->cta_per_row, (unsigned)pl->batch), nt(NT);
-    qr_prep<E><<<(unsigned)pl->batch, NT, 0, st>>>(a);
+    const bool sort = pl->opts.search == QRITA_SORT;
+    const dim3 grid((unsigned)pl->cta_per_row, (unsigned)pl->pb.batch), nt(NT);
+    qr_prep<E><<<(unsigned)pl->pb.batch, NT, 0, st>>>(a);
     TKP_LAUNCH_CHECK(err);
     if (!a.scan_in_mass)
         TKP_CUDA_TRY(pl->tight ? tkp_launch_dependent(qr_scan<true, E>, grid, nt, 0, st, a)
@@ -630,13 +566,13 @@ static int launch_chain(const struct qrita_gpu_plan *pl, const qr_args &a, cudaS
         size_t scratch = pl->sort_tmp_bytes;
         TKP_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeysDescending(
                          ws + pl->ws_sort_tmp, scratch, a.sort_in, a.sort_out,
-                         (int)(pl->batch * pl->vocab), (int)pl->batch, a.sort_begin, a.sort_end,
-                         0, 32, st),
+                         (int)(pl->pb.batch * pl->pb.vocab), (int)pl->pb.batch, a.sort_begin,
+                         a.sort_end, 0, 32, st),
                      err);
     }
     if (pl->group == 32) {
         TKP_CUDA_TRY(tkp_launch_dependent(qr_search<32, CAP_WARP, false, E>,
-                                          dim3((unsigned)((pl->batch + 7) / 8)), dim3(256),
+                                          dim3((unsigned)((pl->pb.batch + 7) / 8)), dim3(256),
                                           8 * 2 * CAP_WARP * 4, st, a), err);
         TKP_CUDA_TRY(tkp_launch_dependent(qr_search_heavy<E>, dim3((unsigned)pl->sm_count),
                                           dim3(BLOCK_G), 2 * CAP_BLOCK * 4, st, a), err);
@@ -645,7 +581,7 @@ static int launch_chain(const struct qrita_gpu_plan *pl, const qr_args &a, cudaS
                                           dim3(BLOCK_G), 2 * CAP_BLOCK * 4, st, a), err);
     } else {
         TKP_CUDA_TRY(tkp_launch_dependent(qr_search<BLOCK_G, CAP_BLOCK, false, E>,
-                                          dim3((unsigned)pl->batch), dim3(BLOCK_G),
+                                          dim3((unsigned)pl->pb.batch), dim3(BLOCK_G),
                                           2 * CAP_BLOCK * 4, st, a), err);
     }
     if (!a.fuse) /* fused: the search writes the masks */
@@ -653,16 +589,14 @@ static int launch_chain(const struct qrita_gpu_plan *pl, const qr_args &a, cudaS
     return TKP_OK;
 }
 
-extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_io *io,
-                             void *workspace, void *stream, struct tkp_error *err)
+extern "C" int qrita_gpu_run(const void *plan, const struct tkp_io *io, void *workspace,
+                             void *stream, struct tkp_error *err)
 {
+    const struct qrita_gpu_plan *pl = (const struct qrita_gpu_plan *)plan;
     cudaStream_t st = (cudaStream_t)stream;
     char *ws = (char *)workspace;
     qr_args a;
-    a.logits = io->logits;
-    a.k = io->k;
-    a.p = io->p;
-    a.kept = io->kept;
+    a.io = *io;
     a.rows = (qr_row *)(ws + pl->ws_rows);
     a.rstat = (qrita_gpu_rstat *)(ws + pl->ws_rstat);
     a.keys = (uint32_t *)(ws + pl->ws_keys);
@@ -672,40 +606,40 @@ extern "C" int qrita_gpu_run(const struct qrita_gpu_plan *pl, const struct tkp_i
     a.hist = (u64 *)(ws + pl->ws_hist);
     a.part = (qr_part *)(ws + pl->ws_part);
     a.heavy = (uint32_t *)(ws + pl->ws_heavy);
-    const bool sort = pl->search == QRITA_SORT;
+    const bool sort = pl->opts.search == QRITA_SORT;
     a.sort_in = sort ? (uint32_t *)(ws + pl->ws_sort_in) : nullptr;
     a.sort_out = sort ? (uint32_t *)(ws + pl->ws_sort_out) : nullptr;
     a.sort_begin = sort ? (int *)(ws + pl->ws_sort_begin) : nullptr;
     a.sort_end = sort ? (int *)(ws + pl->ws_sort_end) : nullptr;
     a.mass = pl->need_mass;
     a.tight = pl->tight;
-    a.gather2 = pl->need_mass && pl->truncation == QRITA_TRUNC_AUTO;
+    a.gather2 = pl->need_mass && pl->opts.truncation == QRITA_TRUNC_AUTO;
     /* small top-p-alone batches searched on a buffer (truncation auto), a block per row */
-    a.fuse = pl->group == BLOCK_G && pl->truncation == QRITA_TRUNC_AUTO && pl->ops == TKP_TOPP &&
-             pl->batch <= WARM_MAX_BATCH && !sort;
+    a.fuse = pl->group == BLOCK_G && pl->opts.truncation == QRITA_TRUNC_AUTO &&
+             pl->pb.ops == TKP_TOPP && pl->pb.batch <= WARM_MAX_BATCH && !sort;
     /* qr_mass's CTAs of a row wait for each other: only when all of them (and qr_prep's, which
      * may still run) fit on the device at once. Assumes nothing else holds the SMs for good
      * (another such run in flight, a persistent kernel, an MPS share: README "fourth round") */
-    a.scan_in_mass = a.fuse && pl->cta_per_row * pl->batch + pl->batch <= pl->mass_resident &&
+    a.scan_in_mass = a.fuse && pl->cta_per_row * pl->pb.batch + pl->pb.batch <= pl->mass_resident &&
                      !pl->scan_apart;
-    a.batch = pl->batch;
-    a.vocab = pl->vocab;
-    a.stride = pl->stride;
+    a.batch = pl->pb.batch;
+    a.vocab = pl->pb.vocab;
+    a.stride = pl->pb.stride;
     a.cap_gpu = pl->gpu_capacity;
     a.cap_cpu = pl->cpu_capacity;
     a.pitch = (pl->gpu_capacity + 3) & ~(int64_t)3;
     a.vpc = pl->vec_per_cta;
     a.cpr = pl->cta_per_row;
-    a.trunc = pl->truncation;
-    a.search = pl->search;
-    a.dedup = pl->dedup;
-    a.sample_block = pl->sample_block;
-    a.max_iter = pl->max_iter;
+    a.trunc = pl->opts.truncation;
+    a.search = pl->opts.search;
+    a.dedup = pl->opts.dedup;
+    a.sample_block = pl->opts.sample_block;
+    a.max_iter = pl->opts.max_iter;
     a.pivots = pl->pivots;
-    a.margin = pl->sigma_margin;
-    if (pl->batch == 0)
+    a.margin = pl->opts.sigma_margin;
+    if (pl->pb.batch == 0)
         return TKP_OK;
     int rc = TKP_OK;
     auto launch = [&](auto e) { rc = launch_chain<decltype(e)>(pl, a, st, ws, err); };
-    return tkp_with_dtype(pl->dtype, launch) ? rc : bad_dtype(pl->dtype, err);
+    return tkp_with_dtype(pl->pb.dtype, launch) ? rc : bad_dtype(pl->pb.dtype, err);
 }

@@ -6,7 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/gpu_impl.h"
 #include "../tkp.h"
+#include "qrita.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -23,8 +25,8 @@ struct qrita_gpu_rstat {
 
 /* The launch shape chosen at init for one problem. */
 struct qrita_gpu_plan {
-    int64_t batch, vocab, stride;
-    enum tkp_dtype dtype;               /* the logits' element type: the kernels' instantiation */
+    struct tkp_problem pb;              /* the problem (pb.dtype: the kernels' instantiation) */
+    struct qrita_opts opts;             /* its options */
     int64_t cpu_capacity, gpu_capacity; /* outlier buffer: the CPU's bound, the GPU's */
     int tight;                          /* gpu_capacity < cpu_capacity: top-k rows gather above
                                          * a tighter key than the CPU's (README, "Workspace") */
@@ -32,33 +34,26 @@ struct qrita_gpu_plan {
     int cta_per_row;                    /* CTAs per row of the streaming kernels */
     int group;                          /* search: threads per row (32 or 512) */
     int need_mass;                      /* some row may be searched as top-p alone */
-    unsigned ops;                       /* the filters of the batch (TKP_TOPK ...) */
     int sm_count;
     int64_t mass_resident;              /* CTAs of qr_mass that the device holds at once */
     int scan_apart;                     /* TKP_QRITA_SCAN_APART set: qr_scan always launched */
-    /* options */
-    int truncation, search, dedup, autotune, sample_block, max_iter, pivots;
-    double sigma_margin;
+    int pivots;                         /* of the search: 1, 2 or 3 (from opts.search) */
     size_t ws_rows, ws_rstat, ws_keys, ws_idx, ws_wkeys, ws_widx, ws_hist, ws_part, ws_heavy;
     size_t ws_sort_begin, ws_sort_end, ws_sort_in, ws_sort_out, ws_sort_tmp; /* search=sort */
     size_t sort_tmp_bytes; /* ... the segmented radix sort's scratch */
     size_t ws_bytes; /* workspace offsets and size */
 };
 
-/* Host side, once per problem: options, launch shape, workspace size (may call the CUDA runtime
- * for the device's SM count and to raise the search kernels' shared-memory limit). */
-int qrita_gpu_plan(struct qrita_gpu_plan *plan, int64_t batch, int64_t vocab, int64_t stride,
-                   enum tkp_dtype dtype, unsigned ops, int32_t k_max, int truncation, int search,
-                   int dedup, int autotune, double sigma_margin, int sample_block, int max_iter,
-                   int64_t cpu_capacity, struct tkp_error *err);
+/* The launcher (algos/common/gpu_impl.h): the plan, once per problem, with options of struct
+ * qrita_opts (may call the CUDA runtime for the device's SM count and to raise the search
+ * kernels' shared-memory limit); a run, enqueued on a stream; the per-row statistics of the
+ * last run, downloaded (synchronises) and summed in row order. */
+tkp_gpu_plan_fn qrita_gpu_plan;
+tkp_gpu_run_fn qrita_gpu_run;
+tkp_gpu_stats_fn qrita_gpu_stats;
 
-/* Enqueue the whole of qrita on `stream`: no allocation, no synchronisation. */
-int qrita_gpu_run(const struct qrita_gpu_plan *plan, const struct tkp_io *io, void *workspace,
-                  void *stream, struct tkp_error *err);
-
-/* Download the per-row statistics of the last run (synchronises) and sum them in row order. */
-int qrita_gpu_stats(const struct qrita_gpu_plan *plan, const void *workspace, void *stream,
-                    struct tkp_stats *out);
+/* The GPU's refusals beyond qrita.c's (struct tkp_impl, supports). */
+int qrita_gpu_supports(const struct tkp_problem *pb, const void *opts, const char **why);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 
 #include <cuda_runtime.h>
 
+#include "../common/gpu_block.cuh"
 #include "../common/prob.h"
 #include "qrita.h"
 #include "qrita_gpu.h"
@@ -105,19 +106,13 @@ __device__ __forceinline__ int cut_in_row(const void *x, int64_t V, uint32_t bke
     for (int64_t base = 0; base < V; base += G) {
         const int64_t i = base + tid;
         const bool eq = i < V && tkp_order_key(qr_elem<E>(x, i)) == bkey;
-        const unsigned mk = __ballot_sync(FULL, eq);
-        unsigned before = __popc(mk & ((1u << lane) - 1u)), tile = __popc(mk);
-        if (G > 32) {
-            const int w = threadIdx.x >> 5;
-            if (lane == 0)
-                sm.wcnt[w] = tile;
-            __syncthreads();
-            tile = 0;
-            for (int j = 0; j < G / 32; j++) {
-                if (j < w)
-                    before += sm.wcnt[j];
-                tile += sm.wcnt[j];
-            }
+        unsigned before, tile;
+        if (G == 32) {
+            const unsigned mk = __ballot_sync(FULL, eq);
+            before = __popc(mk & ((1u << lane) - 1u));
+            tile = __popc(mk);
+        } else { /* the block's scan (algos/common/gpu_block.cuh); sm.wcnt free again after */
+            before = tkp_block_excl_count<G / 32>(eq, sm.wcnt, tile);
             __syncthreads();
         }
         if (running + tile >= keep) {
@@ -136,6 +131,51 @@ __device__ __forceinline__ int cut_in_row(const void *x, int64_t V, uint32_t bke
     return cut;
 }
 
+/* One attempt of search_row on src (the buffer, or the row): the top-k stage, then top-p on
+ * its set (q: the row's query; total: the row's mass; sort: search=sort, whose sorted
+ * candidates are sorted[0, n_sorted)). failed: the buffer did not provably hold
+ * the answer (validate); iters counts the search's iterations. */
+template <int G, int CAP, class E>
+__device__ __forceinline__ struct qrita_boundary
+search_attempt(Eng &e, const Src &src, struct qrita_query q, u64 total, const RowPlan &plan,
+               int32_t k, float p, bool validate, int sort, const uint32_t *sorted,
+               int64_t n_sorted, int pivots, int max_iter, int dedup, int tid, int64_t &iters,
+               bool &failed, uint32_t *pool, unsigned *gcnt, SearchSmem &sm)
+{
+    bool accepted = false;
+    uint32_t first_min = UINT32_MAX;
+    int64_t acc_count = 0;
+    u64 row_total = total;
+    struct qrita_boundary b = qrita_all_valid();
+    if (plan.topk) {
+        struct qrita_query qk = q;
+        qk.measure.unit = 1;
+        qk.target = (uint64_t)k;
+        eng_reset(e, src);
+        b = sort ? sorted_boundary<G>(sorted, n_sorted, qk, dedup, tid)
+                 : search_stage<G, CAP, E>(e, qk, pivots, max_iter, dedup, iters, accepted,
+                                           first_min, acc_count, pool, gcnt, sm);
+        failed = validate && !(accepted && b.key > first_min);
+    }
+    if (plan.topp && !failed) {
+        if (plan.topk)
+            enter_topk_set<G, CAP, E>(e, src, b, accepted, acc_count, q, row_total, pool, gcnt,
+                                      sm);
+        else
+            eng_reset(e, src);
+        q.target = tkp_topp_target(p, row_total);
+        bool acc2 = false;
+        uint32_t fm2 = UINT32_MAX;
+        int64_t ac2 = 0;
+        b = sort ? sorted_boundary<G>(sorted, n_sorted, q, dedup, tid)
+                 : search_stage<G, CAP, E>(e, q, pivots, max_iter, dedup, iters, acc2, fm2, ac2,
+                                           pool, gcnt, sm);
+        if (!plan.topk)
+            failed = validate && !(acc2 && b.key > fm2);
+    }
+    return b;
+}
+
 /* Row r's search with filters k and p by the G threads of group g (tid: the thread's index in
  * the group; pool: the group's 2 x CAP words of shared memory); r = batch is the warm-up row of
  * qr_search. A warp (G = 32) leaves a row with more than HEAVY_N candidates to qr_search_heavy:
@@ -147,12 +187,11 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
     unsigned *gcnt = &sm.gcnt[g];
     qr_row *row = a.rows + r;
     const int64_t V = a.vocab;
-    const void *x = tkp_row_ptr<E>(a.logits, a.stride, r);
+    const void *x = tkp_row_ptr<E>(a.io.logits, a.stride, r);
     const uint32_t max_key = row->max_key;
     const u64 total = row->total;
     const RowPlan plan = row_plan(a, row, k, p);
     qrita_gpu_rstat rs = plan.rs;
-    const int topk = plan.topk, topp = plan.topp;
     uint32_t bkey = 0;
     int cut = -1, pool_ok = 0;
     int64_t pool_n_out = 0;
@@ -187,40 +226,11 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
         for (;;) {
             iters = 0;
             const Src src = use_pool ? pool_src : row_src;
-            struct qrita_query q = { lo_q, max_key, weight, 0, valid, qrita_all_valid() };
-            bool accepted = false, failed = false;
-            uint32_t first_min = UINT32_MAX;
-            int64_t acc_count = 0;
-            u64 row_total = total;
-            b = qrita_all_valid();
-            if (topk) {
-                struct qrita_query qk = q;
-                qk.measure.unit = 1;
-                qk.target = (uint64_t)k;
-                eng_reset(e, src);
-                b = sort ? sorted_boundary<G>(sorted, n_sorted, qk, dedup, tid)
-                         : search_stage<G, CAP, E>(e, qk, pivots, max_iter, dedup, iters,
-                                                   accepted, first_min, acc_count, pool, gcnt,
-                                                   sm);
-                failed = validate && !(accepted && b.key > first_min);
-            }
-            if (topp && !failed) {
-                if (topk) {
-                    enter_topk_set<G, CAP, E>(e, src, b, accepted, acc_count, q, row_total,
-                                              pool, gcnt, sm);
-                } else {
-                    eng_reset(e, src);
-                }
-                q.target = tkp_topp_target(p, row_total);
-                bool acc2 = false;
-                uint32_t fm2 = UINT32_MAX;
-                int64_t ac2 = 0;
-                b = sort ? sorted_boundary<G>(sorted, n_sorted, q, dedup, tid)
-                         : search_stage<G, CAP, E>(e, q, pivots, max_iter, dedup, iters, acc2,
-                                                   fm2, ac2, pool, gcnt, sm);
-                if (!topk)
-                    failed = validate && !(acc2 && b.key > fm2);
-            }
+            const struct qrita_query q = { lo_q, max_key, weight, 0, valid, qrita_all_valid() };
+            bool failed = false;
+            b = search_attempt<G, CAP, E>(e, src, q, total, plan, k, p, validate, sort, sorted,
+                                          n_sorted, pivots, max_iter, dedup, tid, iters, failed,
+                                          pool, gcnt, sm);
             if (!failed)
                 break;
             use_pool = false; /* the buffer did not provably hold the answer: search the row */
@@ -230,16 +240,15 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
         bkey = b.key;
         pool_ok = use_pool ? 1 + in_win : 0;
         /* The mask keeps key > bkey, and the copies of bkey with index <= cut. */
-        if (b.keep == QRITA_KEEP_ALL) {
+        if (b.keep == QRITA_KEEP_ALL)
             cut = (int)V;
-        } else if (b.keep == 0) {
+        else if (b.keep == 0)
             cut = -1;
-        } else if (use_pool) {
+        else if (use_pool)
             cut = cut_in_pool<G>(pool_keys(a, r, in_win), pool_idx(a, r, in_win),
                                  pool_src.kind == 3, pool_n, bkey, b.keep, V, tid, sm);
-        } else {
+        else
             cut = cut_in_row<G, E>(x, V, bkey, b.keep, g, tid, sm);
-        }
     }
     if (tid == 0) {
         row->bkey = bkey;

@@ -22,7 +22,7 @@ __device__ __forceinline__ void mask_from_pool(const qr_args &a, int64_t r, cons
     const uint32_t *pk = pool_keys(a, r, win), *pi = pool_idx(a, r, win);
     const uint32_t bkey = row->bkey;
     const int64_t cut = row->cut;
-    uint8_t *kept = a.kept + r * a.vocab;
+    uint8_t *kept = a.io.kept + r * a.vocab;
     for (int64_t i = first; i < n; i += step) {
         const uint32_t key = pool_word(pk + i, fresh);
         const int64_t e = pool_word(pi + i, fresh);
@@ -49,8 +49,8 @@ __device__ void fused_mask(const qr_args &a, int64_t r)
         mask_from_pool(a, r, row, threadIdx.x, blockDim.x, row->pool_ok == 1); /* gathered here */
         return;
     }
-    const void *x = tkp_row_ptr<E>(a.logits, a.stride, r);
-    uint8_t *kept = a.kept + r * a.vocab;
+    const void *x = tkp_row_ptr<E>(a.io.logits, a.stride, r);
+    uint8_t *kept = a.io.kept + r * a.vocab;
     const uint32_t bkey = row->bkey;
     const int64_t cut = row->cut;
     int64_t h, nvec;

@@ -153,4 +153,38 @@ __device__ __forceinline__ void publish_window(const qr_args &a, int64_t r, qr_r
     }
 }
 
+/* The CTA's sums of qr_mass added into its row (whole block): the total and above-window
+ * masses, and the outliers of a top-p-alone row. sh, shn: NT / 32 words of shared scratch
+ * each. */
+__device__ __forceinline__ void add_row_mass(qr_row *row, u64 tot, u64 ab, unsigned n_above,
+                                             bool topp_alone, u64 (*sh)[NT / 32], unsigned *shn)
+{
+    /* the two 64-bit sums interleaved, as tkp_warp_sum does each: two calls give the same
+     * sums but another order of the shuffles (measured: other SASS) */
+    for (int o = 16; o > 0; o >>= 1) {
+        tot += __shfl_xor_sync(FULL, tot, o);
+        ab += __shfl_xor_sync(FULL, ab, o);
+    }
+    n_above = __reduce_add_sync(FULL, n_above);
+    if ((threadIdx.x & 31) == 0) {
+        sh[0][threadIdx.x >> 5] = tot;
+        sh[1][threadIdx.x >> 5] = ab;
+        shn[threadIdx.x >> 5] = n_above;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int i = 1; i < NT / 32; i++) {
+            tot += sh[0][i];
+            ab += sh[1][i];
+            n_above += shn[i];
+        }
+        if (tot)
+            atomicAdd(&row->total, tot);
+        if (ab)
+            atomicAdd(&row->above, ab);
+        if (n_above && topp_alone)
+            atomicAdd(&row->gathered, n_above);
+    }
+}
+
 #endif

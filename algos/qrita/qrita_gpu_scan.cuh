@@ -19,7 +19,7 @@
 template <class E, bool TIGHT = false>
 __device__ qr_part scan_chunk(const qr_args &a, int64_t r, uint32_t thr, uint32_t count_thr)
 {
-    const void *x = tkp_row_ptr<E>(a.logits, a.stride, r);
+    const void *x = tkp_row_ptr<E>(a.io.logits, a.stride, r);
     qr_row *row = a.rows + r;
     uint32_t *keys = a.keys + r * a.pitch, *idx = a.idx + r * a.pitch;
     const int64_t cap = a.cap_gpu;
@@ -48,7 +48,7 @@ __device__ qr_part scan_chunk(const qr_args &a, int64_t r, uint32_t thr, uint32_
         }
     };
     /* qr_mask (or the fused search) writes only the kept tokens of a row searched on its buffer */
-    zero_chunk<E>(a.kept + r * a.vocab, x, a.vocab, a.vpc);
+    zero_chunk<E>(a.io.kept + r * a.vocab, x, a.vocab, a.vpc);
     stream_batches<E>(x, a.vocab, a.vpc, f);
     kmax = __reduce_max_sync(FULL, kmax);
     kmin1 = __reduce_min_sync(FULL, kmin1);

@@ -101,7 +101,7 @@ __device__ __forceinline__ void gather_above(const qr_args &a, int64_t r, qr_row
         batch_keys(v, key);
         append_above(key, e, lo, &row->gathered2, keys, idx, a.cap_gpu, true);
     };
-    stream_batches<E>(tkp_row_ptr<E>(a.logits, a.stride, r), a.vocab, a.vpc, f);
+    stream_batches<E>(tkp_row_ptr<E>(a.io.logits, a.stride, r), a.vocab, a.vpc, f);
 }
 
 /* Fused (a.fuse): the cpr CTAs of row r do qr_gather2's work for it. The window holds the
@@ -112,10 +112,10 @@ template <class E>
 __device__ bool fused_second_level(const qr_args &a, int64_t r)
 {
     qr_row *row = a.rows + r;
-    const float p = a.p[r];
+    const float p = a.io.p[r];
     __shared__ Second sec;
     __shared__ bool last;
-    if (!qr_topp_alone(row, a.k[r], p, a.vocab))
+    if (!qr_topp_alone(row, a.io.k[r], p, a.vocab))
         return blockIdx.x == 0;
     if (threadIdx.x < 32) {
         const Second s = second_level(a, r, row, p);

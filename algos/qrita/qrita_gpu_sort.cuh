@@ -10,34 +10,24 @@
 
 #include <cuda_runtime.h>
 
+#include "../common/gpu_block.cuh"
 #include "../common/gpu_warp.cuh"
 #include "qrita.h"
 #include "qrita_gpu_types.cuh"
 
 /* Inclusive prefix sum of one 64-bit value per thread over a group of G threads (a warp, or a
- * block of G / 32 warps); `total` gets the group's sum. Integer sums: order-free. */
+ * block of G / 32 warps: the block scan of algos/common/gpu_block.cuh); `total` gets the
+ * group's sum. Integer sums: order-free. */
 template <int G>
 __device__ __forceinline__ u64 group_scan_u64(u64 v, u64 &total)
 {
-    const int lane = (int)(threadIdx.x & 31);
-    v = tkp_warp_incl_scan(v);
     if (G == 32) {
+        v = tkp_warp_incl_scan(v);
         total = __shfl_sync(FULL, v, 31);
         return v;
     }
     __shared__ u64 warp_total[G / 32];
-    const int w = (int)(threadIdx.x >> 5);
-    if (lane == 31)
-        warp_total[w] = v;
-    __syncthreads();
-    u64 before = 0, all = 0;
-    for (int j = 0; j < G / 32; j++) {
-        before += j < w ? warp_total[j] : 0;
-        all += warp_total[j];
-    }
-    __syncthreads();
-    total = all;
-    return v + before;
+    return tkp_block_excl_scan<G / 32>(v, warp_total, total) + v;
 }
 
 /* The smallest thread index of the group whose flag is set (G when none). */

@@ -73,10 +73,8 @@ struct qr_part {
 };
 
 struct qr_args {
-    const void *logits; /* of the run's element type: read through gpu_logits.cuh */
-    const int32_t *k;
-    const float *p;
-    uint8_t *kept;
+    struct tkp_io io; /* the run's (algos/tkp.h): logits of the run's element type, read
+                       * through gpu_logits.cuh; k, p, kept (samples unused) */
     qr_row *rows;
     qrita_gpu_rstat *rstat;
     uint32_t *keys, *idx;

@@ -13,6 +13,7 @@
 #include <cub/device/device_segmented_radix_sort.cuh>
 
 #include "../common/cuda_util.h"
+#include "qrita.h"
 #include "qrita_gpu.h"
 #include "qrita_gpu_types.cuh"
 
@@ -88,7 +89,7 @@ static int64_t autotune_cta_per_row(int64_t batch, int64_t nvec, int64_t residen
  * segmented sort's scratch, whose size CUB reports. CUB counts keys in an int. */
 static int sort_workspace(struct qrita_gpu_plan *pl, size_t *cur, struct tkp_error *err)
 {
-    const int64_t items = pl->batch * pl->vocab;
+    const int64_t items = pl->pb.batch * pl->pb.vocab;
     if (items > INT32_MAX) {
         tkp_error_set(err, "qrita: search=sort on the GPU sorts at most %d keys per run "
                       "(batch x vocab = %lld); use a smaller batch", INT32_MAX, (long long)items);
@@ -97,10 +98,10 @@ static int sort_workspace(struct qrita_gpu_plan *pl, size_t *cur, struct tkp_err
     size_t scratch = 0;
     TKP_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeysDescending(
                      nullptr, scratch, (const uint32_t *)nullptr, (uint32_t *)nullptr,
-                     (int)items, (int)pl->batch, (const int *)nullptr, (const int *)nullptr),
+                     (int)items, (int)pl->pb.batch, (const int *)nullptr, (const int *)nullptr),
                  err);
-    pl->ws_sort_begin = carve(cur, sizeof(int) * (size_t)pl->batch);
-    pl->ws_sort_end = carve(cur, sizeof(int) * (size_t)pl->batch);
+    pl->ws_sort_begin = carve(cur, sizeof(int) * (size_t)pl->pb.batch);
+    pl->ws_sort_end = carve(cur, sizeof(int) * (size_t)pl->pb.batch);
     pl->ws_sort_in = carve(cur, sizeof(uint32_t) * (size_t)items);
     pl->ws_sort_out = carve(cur, sizeof(uint32_t) * (size_t)items);
     pl->ws_sort_tmp = carve(cur, scratch);
@@ -109,13 +110,14 @@ static int sort_workspace(struct qrita_gpu_plan *pl, size_t *cur, struct tkp_err
 }
 
 /* qrita_gpu.h: the per-row statistics of the last run, read back and summed in row order. */
-extern "C" int qrita_gpu_stats(const struct qrita_gpu_plan *pl, const void *workspace,
-                               void *stream, struct tkp_stats *out)
+extern "C" int qrita_gpu_stats(const void *plan, const void *workspace, void *stream,
+                               struct tkp_stats *out)
 {
+    const struct qrita_gpu_plan *pl = (const struct qrita_gpu_plan *)plan;
     memset(out, 0, sizeof *out);
-    if (!workspace || pl->batch == 0)
+    if (!workspace || pl->pb.batch == 0)
         return TKP_OK;
-    size_t n = (size_t)pl->batch;
+    size_t n = (size_t)pl->pb.batch;
     qrita_gpu_rstat *h = (qrita_gpu_rstat *)malloc(sizeof *h * n);
     if (!h)
         return TKP_ENOMEM;
@@ -127,18 +129,19 @@ extern "C" int qrita_gpu_stats(const struct qrita_gpu_plan *pl, const void *work
         free(h);
         return TKP_EDEVICE;
     }
-    out->rows = pl->batch;
+    out->rows = pl->pb.batch;
     for (size_t r = 0; r < n; r++) {
         if (h[r].counted) {
-            out->trunc_hits += h[r].hit;
-            out->fallbacks += !h[r].hit;
-            out->outliers += (double)h[r].outliers;
-            out->outlier_mass += h[r].outlier_mass;
+            out->total[QRITA_STAT_HIT_RATE] += h[r].hit;
+            out->total[QRITA_STAT_FALLBACKS] += !h[r].hit;
+            out->total[QRITA_STAT_OUTLIERS] += (double)h[r].outliers;
+            out->total[QRITA_STAT_OUTLIER_MASS] += h[r].outlier_mass;
         }
-        out->iterations += (double)h[r].iterations;
-        out->sorted += (double)h[r].sorted;
+        out->total[QRITA_STAT_ITERATIONS] += (double)h[r].iterations;
+        out->total[QRITA_STAT_SORTED] += (double)h[r].sorted;
     }
     free(h);
+    out->reported = qrita_reported(&pl->pb, &pl->opts);
     return TKP_OK;
 }
 

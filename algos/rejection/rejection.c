@@ -6,9 +6,10 @@
  * the known-kept bound; the candidate is accepted when it passes the kept-set test,
  * otherwise the candidate set shrinks. The code is written as the sequential form of what
  * one CTA per row does on the GPU (the same passes, the same integer decisions, the same
- * Philox counters), so the CUDA kernel (rejection_gpu.cu, whose glue rejection_gpu_impl.c is
- * the module's GPU implementation) reproduces every draw bit for bit; the rules both share
- * are in rejection_rules.h. This file holds the module's table and its CPU implementation.
+ * Philox counters), so the CUDA kernel (rejection_gpu.cu, whose row in
+ * algos/common/tkp_gpu_impl.c is the module's GPU implementation) reproduces every draw bit for
+ * bit; the rules both share are in rejection_rules.h. This file holds the module's table and
+ * its CPU implementation.
  * The algorithm, the Philox counter layout, the termination and exactness arguments, the GPU
  * design: README.md here. */
 #include <float.h>
@@ -148,10 +149,10 @@ static int64_t rej_draw(struct rej_state *s, const struct rej_row *row, const st
         uint32_t counter = (uint32_t)d * (uint32_t)rounds + (uint32_t)round;
         const struct tkp_row_key key = tkp_io_row_key(io, r);
         uint64_t u = tkp_philox_u64(key.seed, key.row, key.offset, counter);
-        s->stats.rounds += 1;
+        s->stats.total[REJ_STAT_ROUNDS] += 1;
         if (round == rounds - 1) {
-            lo = rej_kept_bound(row, hi, lo, &s->stats.iterations);
-            s->stats.fallbacks++;
+            lo = rej_kept_bound(row, hi, lo, &s->stats.total[REJ_STAT_ITERATIONS]);
+            s->stats.total[REJ_STAT_FALLBACKS]++;
             return rej_pick(row, lo, rej_tally1(row, lo).mass, u);
         }
         int64_t c = rej_pick(row, lo, mass, u);
@@ -246,7 +247,7 @@ static void rej_prepare(struct rej_state *s, const float *x, int32_t k, float p,
         set_mass = mass_above + (uint64_t)(row->k_limit - above) * kth_weight;
         row->start = rej_pos(kth, 0xFFFFFFFFu);
         row->start_mass = mass_above + (uint64_t)ties * kth_weight;
-        s->stats.iterations += REJ_DIGIT_PASSES;
+        s->stats.total[REJ_STAT_ITERATIONS] += REJ_DIGIT_PASSES;
     }
     row->target = tkp_topp_target(p, set_mass);
     if (from_floor)
@@ -299,6 +300,8 @@ static const struct tkp_impl rej_cpu = {
     .dtypes = TKP_DTYPE_BIT(TKP_BF16) | TKP_DTYPE_BIT(TKP_F16), /* cpu_row.h: tkp_cpu_row_f32 */
 };
 
+static const struct tkp_stat rej_statistics[] = { REJ_STATS(TKP_STAT_ROW) { NULL } };
+
 const struct tkp_algo tkp_algo_rejection = {
     .abi = TKP_ABI,
     .name = "rejection",
@@ -311,4 +314,5 @@ const struct tkp_algo tkp_algo_rejection = {
     .supports = rej_supports,
     .cpu = &rej_cpu,
     .gpu = TKP_GPU_IMPL(tkp_rejection_gpu),
+    .statistics = rej_statistics,
 };

@@ -43,6 +43,7 @@
 #include "../common/gpu_launch.cuh"
 #include "../common/gpu_logits.cuh"
 #include "rejection_gpu.h"
+#include "rejection_impl.h"
 #include "rejection_gpu_draw.cuh"
 #include "rejection_gpu_row.cuh"
 #include "rejection_gpu_types.cuh"
@@ -60,7 +61,7 @@ __global__ void __launch_bounds__(THREADS, THREADS == 1024 ? 1 : 2)
 {
     __shared__ Shared<THREADS> sh;
     const int r = blockIdx.x;
-    const void *__restrict__ x = tkp_row_ptr<E>(prm.logits, prm.stride, r);
+    const void *__restrict__ x = tkp_row_ptr<E>(prm.io.logits, prm.stride, r);
     Row<E, THREADS, false> row{ sh,        nullptr, x, nullptr, nullptr, prm.vocab, 0, prm.vocab,
                                 tkp_vec4_ok<E>(x, 0), false, 0u, 1u, 0 };
     sample_row(row, prm, r, (int)blockIdx.y);
@@ -78,7 +79,7 @@ __global__ void __launch_bounds__(kClusterThreads, 1) rejection_cluster_kernel(c
     cg::cluster_group cl = cg::this_cluster();
     const unsigned size = cl.num_blocks(), rank = cl.block_rank();
     const int r = (int)(blockIdx.x / size);
-    const void *__restrict__ x = tkp_row_ptr<E>(prm.logits, prm.stride, r);
+    const void *__restrict__ x = tkp_row_ptr<E>(prm.io.logits, prm.stride, r);
     const int64_t b64 = (int64_t)rank * prm.slice;
     const int begin = b64 < prm.vocab ? (int)b64 : prm.vocab;
     const int n = prm.vocab - begin < prm.slice ? prm.vocab - begin : prm.slice;
@@ -215,10 +216,28 @@ extern "C" void rej_gpu_plan_for(const struct tkp_problem *pb, int forced_cluste
     plan->workspace = sizeof(u64) * kStatWords * (size_t)(plan->slots > 0 ? plan->slots : 1);
 }
 
-extern "C" int rej_gpu_run(const struct tkp_problem *pb, const struct rej_gpu_plan *plan,
-                           int max_rounds, const struct tkp_io *io, void *workspace, void *stream,
-                           struct tkp_error *err)
+/* rejection_gpu.h: the plan of one problem with options of struct rej_opts. */
+extern "C" int rej_gpu_plan(const struct tkp_problem *pb, const void *opts, void *plan_out,
+                            size_t *workspace_bytes, struct tkp_error *err)
 {
+    struct rej_gpu_plan *plan = (struct rej_gpu_plan *)plan_out;
+    int forced = 0; /* TKP_REJ_CLUSTER: a cluster size forced for tests and experiments */
+    const int rc = tkp_env_cluster("TKP_REJ_CLUSTER", &forced, err);
+    if (rc != TKP_OK)
+        return rc;
+    rej_gpu_plan_for(pb, forced, plan);
+    plan->pb = *pb;
+    plan->max_rounds = ((const struct rej_opts *)opts)->max_rounds;
+    *workspace_bytes = plan->workspace;
+    return TKP_OK;
+}
+
+/* rejection_gpu.h: one run, enqueued on `stream`. */
+extern "C" int rej_gpu_run(const void *plan_in, const struct tkp_io *io, void *workspace,
+                           void *stream, struct tkp_error *err)
+{
+    const struct rej_gpu_plan *plan = (const struct rej_gpu_plan *)plan_in;
+    const struct tkp_problem *pb = &plan->pb;
     if (!io->samples || pb->batch <= 0)
         return TKP_OK;
     const Kernels kernels = kernels_for(pb->dtype);
@@ -228,17 +247,12 @@ extern "C" int rej_gpu_run(const struct tkp_problem *pb, const struct rej_gpu_pl
         return TKP_EINVAL;
     }
     Params prm;
-    prm.logits = io->logits;
-    prm.k = io->k;
-    prm.p = io->p;
-    prm.samples = io->samples;
+    prm.io = *io;
     prm.stats = (u64 *)workspace;
-    prm.seed = io->seed;
-    prm.offset = io->offset;
     prm.stride = pb->stride;
     prm.vocab = (int)pb->vocab;
     prm.draws = pb->draws;
-    prm.max_rounds = max_rounds;
+    prm.max_rounds = plan->max_rounds;
     prm.groups = plan->groups;
     prm.slice = plan->slice;
     cudaStream_t s = (cudaStream_t)stream;
@@ -259,18 +273,21 @@ extern "C" int rej_gpu_run(const struct tkp_problem *pb, const struct rej_gpu_pl
     return TKP_OK;
 }
 
-extern "C" int rej_gpu_stats(const struct rej_gpu_plan *plan, const void *workspace, void *stream,
+/* rejection_gpu.h: the statistics of the last run. Every CTA rewrites its slot in each run, so
+ * CUDA-graph replays need no reset. */
+extern "C" int rej_gpu_stats(const void *plan_in, const void *workspace, void *stream,
                              struct tkp_stats *out)
 {
+    const struct rej_gpu_plan *plan = (const struct rej_gpu_plan *)plan_in;
     const size_t words = (size_t)plan->slots * kStatWords;
     u64 *host = (u64 *)malloc(sizeof(u64) * (words ? words : 1));
     if (!host)
-        return -1;
+        return TKP_ENOMEM;
     if (cudaStreamSynchronize((cudaStream_t)stream) != cudaSuccess ||
         cudaMemcpy(host, workspace, sizeof(u64) * words, cudaMemcpyDeviceToHost) != cudaSuccess) {
         cudaGetLastError();
         free(host);
-        return -1;
+        return TKP_EDEVICE;
     }
     double rounds = 0, iterations = 0;
     int64_t fallbacks = 0;
@@ -279,9 +296,10 @@ extern "C" int rej_gpu_stats(const struct rej_gpu_plan *plan, const void *worksp
         fallbacks += (int64_t)host[i * kStatWords + 1];
         iterations += (double)host[i * kStatWords + 2];
     }
-    out->rounds = rounds;
-    out->fallbacks = fallbacks;
-    out->iterations = iterations;
+    out->total[REJ_STAT_ROUNDS] = rounds;
+    out->total[REJ_STAT_FALLBACKS] = (double)fallbacks;
+    out->total[REJ_STAT_ITERATIONS] = iterations;
+    out->reported = REJ_REPORTED;
     free(host);
-    return 0;
+    return TKP_OK;
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/gpu_impl.h"
 #include "../tkp.h"
 
 #ifdef __cplusplus
@@ -14,6 +15,8 @@ extern "C" {
 
 /* The launch shape of one problem, fixed at init. */
 struct rej_gpu_plan {
+    struct tkp_problem pb;
+    int max_rounds;       /* option: rejection rounds before the exact fallback */
     int threads;          /* threads per CTA: 1024 or 512 */
     int cluster;          /* CTAs per row and group: 1, or a thread-block cluster of 2 .. 16 */
     int groups;           /* CTAs (clusters) per row; group g draws d = g, g + groups, ... */
@@ -27,15 +30,13 @@ struct rej_gpu_plan {
  * forced_cluster: 0, or a cluster size to take where it fits (TKP_REJ_CLUSTER, tests). */
 void rej_gpu_plan_for(const struct tkp_problem *pb, int forced_cluster, struct rej_gpu_plan *plan);
 
-/* Enqueue the sampler on `stream` (no allocation, no synchronisation). `io` holds device
- * pointers; `workspace` is the device workspace of plan->workspace bytes. */
-int rej_gpu_run(const struct tkp_problem *pb, const struct rej_gpu_plan *plan, int max_rounds,
-                const struct tkp_io *io, void *workspace, void *stream, struct tkp_error *err);
-
-/* Wait for `stream` and sum the per-CTA statistics of the latest run (rounds, fallbacks,
- * iterations) into *out. Returns 0, or -1 when the copy failed (out left unchanged). */
-int rej_gpu_stats(const struct rej_gpu_plan *plan, const void *workspace, void *stream,
-                  struct tkp_stats *out);
+/* The launcher (algos/common/gpu_impl.h): the plan, with options of struct rej_opts (the
+ * cluster size TKP_REJ_CLUSTER forces, for tests and experiments, is read here; the workspace:
+ * the statistics slots); a run, enqueuing the sampler (nothing without samples); the per-CTA
+ * statistics of the last run (rounds, fallbacks, iterations), waiting for its stream. */
+tkp_gpu_plan_fn rej_gpu_plan;
+tkp_gpu_run_fn rej_gpu_run;
+tkp_gpu_stats_fn rej_gpu_stats;
 
 #ifdef __cplusplus
 }

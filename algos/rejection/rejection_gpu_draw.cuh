@@ -33,7 +33,7 @@ __device__ __forceinline__ int draw_one(R &row, float max, const Params &prm, in
     int c = 0;
     for (int round = 0;; round++) {
         const uint32_t counter = (uint32_t)d * (uint32_t)rounds + (uint32_t)round;
-        const uint64_t u = tkp_philox_u64(prm.seed, (uint64_t)r, prm.offset, counter);
+        const uint64_t u = tkp_philox_u64(prm.io.seed, (uint64_t)r, prm.io.offset, counter);
         if (threadIdx.x == 0 && count)
             sh.stat[0] += 1;
         uint64_t pc;
@@ -88,8 +88,8 @@ template <class R> __device__ void sample_row(R &row, const Params &prm, int r, 
     if (threadIdx.x < kStatWords)
         sh.stat[threadIdx.x] = 0; /* thread 0 alone updates them later (after barriers) */
     float max;
-    const u64 valid = prepare_row(row, prm.k[r], prm.p[r], max, g == 0 && row.leader());
-    int64_t *out = prm.samples + (int64_t)r * prm.draws;
+    const u64 valid = prepare_row(row, prm.io.k[r], prm.io.p[r], max, g == 0 && row.leader());
+    int64_t *out = prm.io.samples + (int64_t)r * prm.draws;
     if (sh.nsmall > 0) {
         /* The first candidate set is in every CTA's shared memory: each runs its own draws. */
         const int step = prm.groups * (int)row.size;

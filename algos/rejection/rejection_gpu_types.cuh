@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "../common/mass_floor.h"
+#include "../tkp.h"
 #include "rejection_rules.h"
 
 namespace rej_gpu {
@@ -39,12 +40,9 @@ typedef unsigned long long u64;
 typedef struct rej_tally Tally;
 
 struct Params {
-    const void *logits; /* elements of the kernel's type E (gpu_logits.cuh) */
-    const int32_t *k;
-    const float *p;
-    int64_t *samples;
+    struct tkp_io io; /* the run's (algos/tkp.h): logits of the kernel's type E (gpu_logits.cuh),
+                       * k, p, samples, seed, offset (kept unused) */
     u64 *stats; /* [batch * groups * cluster * kStatWords] */
-    uint64_t seed, offset;
     int64_t stride;
     int vocab, draws, max_rounds, groups;
     int slice; /* cluster variant: tokens per CTA (a multiple of 4) */

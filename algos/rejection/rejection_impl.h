@@ -1,7 +1,7 @@
 /* rejection_impl.h — what the two implementations of rejection share: the options struct, the
- * statistics both report, and the GPU one's table (rejection_gpu_impl.c, CUDA builds only),
- * which rejection.c names through TKP_GPU_IMPL (algos/tkp.h). The sampler's decisions both
- * share are rejection_rules.h. */
+ * statistics both report, and the GPU one's table (its row in algos/common/tkp_gpu_impl.c, CUDA
+ * builds only), which rejection.c names through TKP_GPU_IMPL (algos/tkp.h). The sampler's
+ * decisions both share are rejection_rules.h. */
 #ifndef REJECTION_IMPL_H
 #define REJECTION_IMPL_H
 
@@ -11,8 +11,19 @@ struct rej_opts {
     int max_rounds;
 };
 
-/* Rejection rounds and bisection steps (tkp.h, TKP_STAT_*), on both backends. */
-#define REJ_REPORTED (TKP_STAT_ROUNDS | TKP_STAT_ITERATIONS)
+/* The statistics both backends count (algos/tkp.h, struct tkp_stat): X(id, name, unit,
+ * meaning), the indices of struct tkp_stats.total. */
+#define REJ_STATS(X)                                                                      \
+    X(REJ_STAT_ROUNDS, "rounds", "rounds per row",                                        \
+      "rejection rounds over the row's draws")                                            \
+    X(REJ_STAT_FALLBACKS, "fallbacks", "fallbacks per row",                               \
+      "draws that reached the round budget and sampled the exact kept set")               \
+    X(REJ_STAT_ITERATIONS, "iterations", "iterations per row",                            \
+      "radix-select digit passes and bisection steps")                                    \
+    /* one row per statistic, each ending in a backslash */
+enum { REJ_STATS(TKP_STAT_ID) REJ_STAT_COUNT };
+/* Every statistic applies, on both backends. */
+#define REJ_REPORTED TKP_STAT_ALL(REJ_STAT_COUNT)
 
 extern const struct tkp_impl tkp_rejection_gpu;
 

@@ -12,7 +12,7 @@
  * RTop-k's own pass A keeps x >= t in index order, which drops a larger token that comes
  * after the ties ([1, 1, 2], k = 2); splitting it into A and B makes the default exact.
  * This file holds the module's table and its CPU implementation; the GPU one is
- * rtopk_gpu_impl.c. */
+ * its row in algos/common/tkp_gpu_impl.c. */
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
@@ -191,8 +191,8 @@ static void rtopk_stats(const void *state, struct tkp_stats *out)
     const struct rtopk_state *s = state;
     memset(out, 0, sizeof *out);
     out->rows = s->rows;
-    out->iterations = (double)s->iterations;
-    out->reported = TKP_STAT_ITERATIONS; /* the threshold search's passes */
+    out->total[RTOPK_STAT_ITERATIONS] = (double)s->iterations;
+    out->reported = TKP_STAT_BIT(RTOPK_STAT_ITERATIONS);
 }
 
 static const struct tkp_impl rtopk_cpu = {
@@ -202,6 +202,8 @@ static const struct tkp_impl rtopk_cpu = {
     .stats = rtopk_stats,
     .dtypes = TKP_DTYPE_BIT(TKP_BF16) | TKP_DTYPE_BIT(TKP_F16), /* cpu_row.h: tkp_cpu_row_f32 */
 };
+
+static const struct tkp_stat rtopk_statistics[] = { RTOPK_STATS(TKP_STAT_ROW) { NULL } };
 
 const struct tkp_algo tkp_algo_rtopk = {
     .abi = TKP_ABI,
@@ -216,4 +218,5 @@ const struct tkp_algo tkp_algo_rtopk = {
     .approximate = rtopk_approximate,
     .cpu = &rtopk_cpu,
     .gpu = TKP_GPU_IMPL(tkp_rtopk_gpu),
+    .statistics = rtopk_statistics,
 };

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/gpu_impl.h"
 #include "../tkp.h"
 
 #ifdef __cplusplus
@@ -16,23 +17,19 @@ extern "C" {
  * owning `chunk` consecutive tokens (a multiple of 4); `cached`: the CTA keeps its chunk in
  * `smem` bytes of dynamic shared memory for all passes (else every pass re-reads it). */
 struct rtopk_gpu_plan {
+    struct tkp_problem pb;
+    int max_iter; /* option: the search's iteration cap (0: none) */
     int group, chunk, cached;
     size_t smem;
 };
 
-/* Choose the shape for pb on the current device; *workspace_bytes: the per-row iteration
- * counters. */
-int rtopk_gpu_plan(const struct tkp_problem *pb, struct rtopk_gpu_plan *plan,
-                   size_t *workspace_bytes, struct tkp_error *err);
-
-/* Enqueue the batch on `stream`: no allocation, no synchronisation. */
-int rtopk_gpu_run(const struct rtopk_gpu_plan *plan, const struct tkp_problem *pb,
-                  const struct tkp_io *io, int max_iter, void *workspace, void *stream,
-                  struct tkp_error *err);
-
-/* The search iterations of the last run, summed over its rows (synchronises `stream`). */
-int rtopk_gpu_iterations(const void *workspace, int64_t batch, void *stream, double *out,
-                         struct tkp_error *err);
+/* The launcher (algos/common/gpu_impl.h): the plan, the shape for the problem on the current
+ * device with options of struct rtopk_opts (the workspace: one iteration counter per row); a
+ * run, enqueuing the batch; the search iterations of the last run, summed over its rows
+ * (synchronises the stream). */
+tkp_gpu_plan_fn rtopk_gpu_plan;
+tkp_gpu_run_fn rtopk_gpu_run;
+tkp_gpu_stats_fn rtopk_gpu_stats;
 
 #ifdef __cplusplus
 }

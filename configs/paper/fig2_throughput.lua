@@ -16,7 +16,7 @@
 -- 1, 4, 16, 32, 64, 128, 256 and 1024 (2, 8 and 512 left out to fit the campaign's 25 minutes:
 -- vLLM's Triton kernel compiles anew at B = 2 and 8; the scaling claim is about B <= 128 and the
 -- bend after it), every row of each cell judged by the oracle (built once a row, mode and
--- vocabulary in a chunk, harness/judge_memo.c, at 1-1.5 ms a 262k row with top-k and 26 ms with
+-- vocabulary in a chunk, harness/verify/judge_memo.c, at 1-1.5 ms a 262k row with top-k and 26 ms with
 -- top-p alone on one core, then each cell's rows checked against it: about 8 s a chunk on the
 -- GPU host's 16 cores, 126 s of one core), the timer's GPU defaults (at least 20 samples, noisy
 -- cells flagged). The modules' full

@@ -1,7 +1,7 @@
-/* fuzz_config.c — libFuzzer target for the Lua config loader (harness/config.c,
+/* fuzz_config.c — libFuzzer target for the Lua config loader (harness/config/config.c,
  * tkp_config_load): the input is a config's text; any outcome but a crash, a sanitizer
  * report or a hang is fine. Built by `make fuzz` (docs/USAGE.md, "Robustness checks"). */
-#include "../../harness/plan.h"
+#include "plan.h"
 #include "fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -14,7 +14,7 @@ static const char *fuzz_write_file(const uint8_t *data, size_t size, const char 
 {
     static char path[512];
     if (!path[0]) {
-        /* the readers' and the config's child processes off (harness/read_guard.h) */
+        /* the readers' and the config's child processes off (harness/common/read_guard.h) */
         setenv("TKP_GUARDS_IN_PROCESS", "1", 1);
         const char *dir = getenv("TMPDIR");
         snprintf(path, sizeof path, "%s/topkp-fuzz-%ld%s", dir && *dir ? dir : "/tmp", (long)getpid(),

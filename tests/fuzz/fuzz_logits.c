@@ -1,7 +1,7 @@
-/* fuzz_logits.c — libFuzzer target for the logits reader (harness/logits_file.c,
+/* fuzz_logits.c — libFuzzer target for the logits reader (harness/store/logits_file.c,
  * tkp_logits_read): the input is an HDF5 file's bytes (seeds: `topkp gen` outputs under
  * tests/fuzz/corpus/logits/). Built by `make fuzz` (docs/USAGE.md, "Robustness checks"). */
-#include "../../harness/logits_file.h"
+#include "logits_file.h"
 #include "fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,9 +1,9 @@
 /* fuzz_results.c — libFuzzer target for the results readers behind `topkp export` and
- * `topkp info` (harness/export.c, tkp_results_export and tkp_results_info): the input is a
+ * `topkp info` (harness/store/export.c, tkp_results_export and tkp_results_info): the input is a
  * results file's bytes (seeds under tests/fuzz/corpus/results/: a tiny `topkp run` from before
  * the tables were deflated, and its `h5repack -f GZIP=6` copy, whose chunks inflate). The text
  * goes to /dev/null. Built by `make fuzz` (docs/USAGE.md, "Robustness checks"). */
-#include "../../harness/results.h"
+#include "results.h"
 #include "fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
