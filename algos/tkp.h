@@ -27,7 +27,11 @@ enum {
     TKP_ABI_DTYPES = 3,     /* struct tkp_problem.dtype, struct tkp_impl.dtypes */
     TKP_ABI_STATISTICS = 4, /* struct tkp_algo.statistics; tkp_impl.stats fills the totals of
                                that table (struct tkp_stats) */
-    TKP_ABI = 4,            /* this harness's version: the newest it loads */
+    TKP_ABI_SAMPLING = 5,   /* per-row seeds, offsets and min-p: struct tkp_io.row_seed,
+                               row_offset, min_p, struct tkp_problem.row_keyed, the op TKP_MINP
+                               (an older module would ignore them and keep or draw something
+                               else, so it is never given them) */
+    TKP_ABI = 5,            /* this harness's version: the newest it loads */
 };
 
 /* Return codes of init/run and of the harness helpers. */
@@ -39,8 +43,10 @@ enum tkp_status {
     TKP_EDEVICE,      /* a CUDA call failed */
 };
 
-/* ops: which filters the module implements. */
-enum { TKP_TOPK = 1u, TKP_TOPP = 2u, TKP_TOPK_TOPP = 4u };
+/* ops: which filters the module implements. TKP_MINP (since TKP_ABI_SAMPLING): min-p, with
+ * whichever of the others the module has (docs/SEMANTICS.md, "min-p"); a problem asks for it
+ * when a row has min_p > 0, and a module without the bit is refused by name. */
+enum { TKP_TOPK = 1u, TKP_TOPP = 2u, TKP_TOPK_TOPP = 4u, TKP_MINP = 8u };
 /* outputs: what the module returns. */
 enum { TKP_OUT_SET = 1u, TKP_OUT_SAMPLE = 2u };
 /* backends */
@@ -78,6 +84,8 @@ struct tkp_problem {
                                      top-k off) */
     enum tkp_dtype dtype;         /* the element type of io.logits (TKP_F32 unless the
                                      backend's tkp_impl.dtypes has it) */
+    int32_t row_keyed;            /* 1: the runs carry io.row_seed or io.row_offset (since
+                                     TKP_ABI_SAMPLING) */
 };
 
 /* ---- the buffers of one run (host pointers on the CPU, device pointers on the GPU) ---- */
@@ -88,7 +96,15 @@ struct tkp_io {
     const float *p;        /* [batch]; p >= 1: top-p off */
     uint8_t *kept;         /* [batch, vocab] or NULL */
     int64_t *samples;      /* [batch, draws] or NULL */
-    uint64_t seed, offset; /* Philox key and counter offset */
+    uint64_t seed, offset; /* Philox key and counter offset (batch keying) */
+    /* Since TKP_ABI_SAMPLING: row_seed, row_offset and min_p (the harness refuses an older
+     * module a problem with per-row keys or min-p on, harness/module/apply.c).
+     * Per-row keying (docs/SEMANTICS.md, "Sampling: two keying modes"): [batch] each, or
+     * NULL; with either one given, row r draws with (row_seed[r] or seed, row_offset[r] or
+     * offset) and not its row index (tkp_row_key, common/philox.h). Read at run time, so a
+     * captured CUDA graph replays with whatever the arrays hold then. */
+    const uint64_t *row_seed, *row_offset;
+    const float *min_p;    /* [batch] or NULL (min-p off everywhere); <= 0: off on that row */
 };
 
 /* ---- statistics: a static table each module declares, one results column each ---- */

@@ -48,7 +48,8 @@ def install_stand_ins():
     module("vllm.v1.sample.ops.topk_topp_triton")
     module("flashinfer.sampling", top_k_top_p_sampling_from_logits=draws,
            top_k_top_p_sampling_from_probs=draws, top_p_sampling_from_probs=draws,
-           top_k_sampling_from_probs=draws, top_k_mask_logits=same, top_k_renorm_probs=same,
+           top_k_sampling_from_probs=draws, min_p_sampling_from_probs=draws,
+           top_k_mask_logits=same, top_k_renorm_probs=same,
            top_p_renorm_probs=same, softmax=lambda x: torch.softmax(x, dim=-1))
     module("flashinfer.topk", top_k=lambda x: (x[:, :2], torch.zeros(x.shape[0], 2, dtype=torch.int64)))
     cake = module("flashinfer.cake_sampling", top_k_top_p_sampling_from_probs=draws)
@@ -67,8 +68,10 @@ def main():
         for dtype in (torch.bfloat16, torch.float16):
             for options in ({"input": "probs"}, {"input": "softmax"}):
                 top_k_alone = peer.name in ("flashinfer.top_k_mask", "flashinfer.topk")
-                cell = Cell(torch, torch.randn(3, 64).to(dtype), 8, 1.0 if top_k_alone else 0.9,
-                            1, options)
+                min_p_alone = peer.name == "flashinfer.min_p"
+                cell = Cell(torch, torch.randn(3, 64).to(dtype), 0 if min_p_alone else 8,
+                            1.0 if top_k_alone or min_p_alone else 0.9, 1, options,
+                            {"min_p": "0.1"} if min_p_alone else None)
                 handed.clear()
                 call = peer.prepare(cell)
                 call.reset()

@@ -27,36 +27,63 @@ def probs_input(cell):
     return lambda: fi(SAMPLING).softmax(cell.float32())
 
 
+def row_keys(cell):
+    """With row_keys=1 (docs/SEMANTICS.md, "Sampling: two keying modes"): FlashInfer's
+    per-request form, each row's seed (the cell's seed + r) and offset 0 as int64 tensors, and
+    no generator; else the cell's generator. Keyword arguments of FlashInfer's samplers. Its
+    Philox stream is its own: the kept set and the distribution are judged, not the tokens."""
+    if cell.request.get("row_keys", "0") != "1":
+        return {"generator": cell.generator()}
+    torch = cell.torch
+    return {"seed": cell.seed + torch.arange(cell.batch, dtype=torch.int64, device=cell.device),
+            "offset": torch.zeros(cell.batch, dtype=torch.int64, device=cell.device)}
+
+
 def order_of(cell):
     return cell.option("order", "top_k_first")
 
 
 def prepare_sampling_logits(cell):
-    k, p, g = cell.k_rows(), cell.p_rows(), cell.generator()
+    k, p, keys = cell.k_rows(), cell.p_rows(), row_keys(cell)
     fn = fi(SAMPLING).top_k_top_p_sampling_from_logits
     return Call(lambda: fn(cell.float32(), k, p, filter_apply_order=order_of(cell),
-                           deterministic=True, generator=g),
+                           deterministic=True, **keys),
                 sample=lambda out: out)
 
 
 def prepare_sampling_probs(cell):
     """top_k_top_p_sampling_from_probs; with entry=single and one filter on, FlashInfer's
     single-filter sampler instead (top_p_sampling_from_probs / top_k_sampling_from_probs)."""
-    k, p, g, probs = cell.k_rows(), cell.p_rows(), cell.generator(), probs_input(cell)
+    k, p, keys, probs = cell.k_rows(), cell.p_rows(), row_keys(cell), probs_input(cell)
     sampling = fi(SAMPLING)
     single = cell.option("entry", "joint") == "single"
     if single and cell.topp_on and not cell.topk_on:
         return Call(lambda: sampling.top_p_sampling_from_probs(probs(), p, deterministic=True,
-                                                               generator=g),
+                                                               **keys),
                     sample=lambda out: out)
     if single and cell.topk_on and not cell.topp_on:
         return Call(lambda: sampling.top_k_sampling_from_probs(probs(), k, deterministic=True,
-                                                               generator=g),
+                                                               **keys),
                     sample=lambda out: out)
     fn = sampling.top_k_top_p_sampling_from_probs
     return Call(lambda: fn(probs(), k, p, filter_apply_order=order_of(cell),
-                           deterministic=True, generator=g),
+                           deterministic=True, **keys),
                 sample=lambda out: out)
+
+
+def prepare_min_p(cell):
+    """min_p_sampling_from_probs: min-p alone (docs/SEMANTICS.md, "min-p"), min_p as a per-row
+    tensor from the cell's min_p axis; with row_keys=1 each row's seed (the cell's seed + r)
+    and offset 0 as tensors, FlashInfer's per-request form (its Philox stream is its own, so
+    only the kept set and the distribution are judged, never the tokens)."""
+    min_p = float(cell.request.get("min_p", "0"))
+    if not min_p > 0 or cell.topk_on or cell.topp_on:
+        raise Unsupported("min_p_sampling_from_probs does min-p alone (min_p > 0, no top-k or "
+                          "top-p)")
+    torch, probs, keys = cell.torch, probs_input(cell), row_keys(cell)
+    rows = torch.full((cell.batch,), min(min_p, 1.0), dtype=torch.float32, device=cell.device)
+    fn = fi(SAMPLING).min_p_sampling_from_probs
+    return Call(lambda: fn(probs(), rows, deterministic=True, **keys), sample=lambda out: out)
 
 
 def prepare_top_k_mask(cell):
@@ -120,9 +147,12 @@ FROM_LOGITS = "x.float() timed, as vLLM converts the logits to float32 before ca
 FROM_PROBS = ("float32 probabilities: input=probs casts and softmaxes outside the timed region, "
               "input=softmax times x.float() and the softmax")
 PEERS = [
-    Peer("flashinfer.sampling", PKG, [SAMPLING], GPU, prepare_sampling_logits, FLOAT32, FROM_LOGITS),
+    Peer("flashinfer.sampling", PKG, [SAMPLING], GPU, prepare_sampling_logits, FLOAT32, FROM_LOGITS,
+         row_keys=True),
     Peer("flashinfer.sampling_probs", PKG, [SAMPLING], GPU, prepare_sampling_probs, FLOAT32,
-         FROM_PROBS),
+         FROM_PROBS, row_keys=True),
+    Peer("flashinfer.min_p", PKG, [SAMPLING], GPU, prepare_min_p, FLOAT32, FROM_PROBS,
+         row_keys=True),
     Peer("flashinfer.top_k_mask", PKG, [SAMPLING], GPU, prepare_top_k_mask, NATIVE,
          "top_k_mask_logits reads float16 and bfloat16 logits"),
     Peer("flashinfer.renorm", PKG, [SAMPLING], GPU, prepare_renorm, FLOAT32, FROM_PROBS),

@@ -13,12 +13,15 @@ FLOAT32 = "float32"
 
 
 class Peer:
-    def __init__(self, name, package, modules, devices, prepare, cast, cast_note):
+    def __init__(self, name, package, modules, devices, prepare, cast, cast_note, row_keys=False):
         self.name = name
         self.package = package      # the distribution whose version is reported
         self.modules = modules      # what must import for the peer to run
         self.devices = devices      # ("cpu", "cuda") or ("cuda",)
-        self.prepare = prepare
+        # row_keys: the peer draws with per-row seeds and offsets when a cell asks (the
+        # row_keys axis); a peer without them is `unsupported` there rather than drawing
+        # otherwise (docs/SEMANTICS.md, "Sampling: two keying modes")
+        self.prepare = prepare if row_keys else without_row_keys(name, prepare)
         if cast not in (NATIVE, FLOAT32):
             raise ValueError(f"{name}: cast {cast!r} is neither {NATIVE!r} nor {FLOAT32!r}")
         self.cast = cast            # NATIVE or FLOAT32
@@ -39,6 +42,15 @@ class Peer:
             except Exception as e:  # noqa: BLE001  any import failure makes the peer unavailable
                 self._available = (False, f"{self.package} cannot be imported: {type(e).__name__}: {e}")
         return self._available
+
+
+def without_row_keys(name, prepare):
+    def prepare_batch_keyed(cell):
+        if cell.request.get("row_keys", "0") == "1":
+            from cell import Unsupported
+            raise Unsupported(f"{name} takes no per-row seeds and offsets (row_keys = 1)")
+        return prepare(cell)
+    return prepare_batch_keyed
 
 
 def version_of(package):

@@ -54,6 +54,8 @@ void case_alloc(struct test_case *c, const char *name, uint64_t seed, int64_t ba
     c->b.logits = malloc(sizeof(float) * (size_t)(batch * vocab));
     c->b.dtype = TKP_F32;
     c->b.logits16 = NULL;
+    c->b.seed = c->b.offset = NULL; /* batch keying, min-p off: cases_sampling sets them */
+    c->b.min_p = NULL;
     c->b.k = malloc(sizeof(int32_t) * (size_t)batch);
     c->b.p = malloc(sizeof(float) * (size_t)batch);
     for (int64_t r = 0; r < batch; r++) {
@@ -146,14 +148,20 @@ int cases_build(struct test_case **out)
         { "odd_vocab", P_PEAKED, KP_MIX, 1023 },
     };
     int n = (int)(sizeof spec / sizeof spec[0]);
-    struct test_case *c = calloc((size_t)n, sizeof *c);
+    struct test_case *c = calloc((size_t)n + CASES_SAMPLING_MAX, sizeof *c);
     for (int i = 0; i < n; i++) {
         uint64_t seed = 1000 + (uint64_t)i;
         case_alloc(&c[i], spec[i].name, seed, spec[i].batch, spec[i].vocab);
         fill(&c[i], spec[i].pat, seed);
     }
     *out = c;
-    return n;
+    return n + cases_sampling(c + n);
+}
+
+int case_oracle_row(struct oracle_row *o, const struct tkp_batch *b, int64_t r)
+{
+    return oracle_row_init_minp(o, b->logits + r * b->vocab, b->vocab, b->k[r], b->p[r],
+                                b->min_p ? b->min_p[r] : 0.0f);
 }
 
 void cases_free(struct test_case *c, int n)
@@ -163,6 +171,9 @@ void cases_free(struct test_case *c, int n)
         free(c[i].b.logits16);
         free(c[i].b.k);
         free(c[i].b.p);
+        free(c[i].b.seed);
+        free(c[i].b.offset);
+        free(c[i].b.min_p);
     }
     free(c);
 }
@@ -173,6 +184,8 @@ void cases_fit(const struct tkp_algo *a, struct test_case *c, int n)
         for (int64_t r = 0; r < c[i].b.batch; r++) {
             if (!(a->ops & (TKP_TOPP | TKP_TOPK_TOPP)))
                 c[i].b.p[r] = 1.0f;
+            if (!(a->ops & TKP_MINP) && c[i].b.min_p)
+                c[i].b.min_p[r] = 0.0f;
             int64_t set = tkp_topk_on(c[i].b.k[r], c[i].b.vocab) ? c[i].b.k[r] : c[i].b.vocab;
             if (a->max_set && set > a->max_set)
                 c[i].b.k[r] = (int32_t)a->max_set;
@@ -242,14 +255,14 @@ static int64_t check_case(const struct tkp_algo *a, const void *opts, enum tkp_b
     }
     for (int64_t r = 0; r < b->batch; r++) {
         struct oracle_row o;
-        oracle_row_init(&o, b->logits + r * b->vocab, b->vocab, b->k[r], b->p[r]);
+        case_oracle_row(&o, b, r);
         char why[256];
         int ok = oracle_check_row(&o, kept ? kept + r * b->vocab : NULL,
                                   samples ? samples + r * draws : NULL, draws, why, sizeof why);
         if (!ok && report)
-            test_fail(__FILE__, __LINE__, "%s case %s (seed %llu) row %lld k=%d p=%g: %s",
+            test_fail(__FILE__, __LINE__, "%s case %s (seed %llu) row %lld k=%d p=%g min_p=%g: %s",
                       a->name, c->name, (unsigned long long)c->seed, (long long)r, b->k[r],
-                      (double)b->p[r], why);
+                      (double)b->p[r], b->min_p ? (double)b->min_p[r] : 0.0, why);
         exact += ok;
         oracle_row_free(&o);
     }

@@ -35,6 +35,15 @@ void *module_options(const char *algo, const char *const *options);
 int apply_kept(const char *algo, const char *const *options, enum tkp_backend backend,
                const struct tkp_batch *b, uint8_t *kept, struct tkp_stats *stats);
 
+/* The min-p and per-row-key cases (tests/cases_sampling.c), at most CASES_SAMPLING_MAX of
+ * them written from c; returns how many. cases_build appends them. */
+enum { CASES_SAMPLING_MAX = 8 };
+int cases_sampling(struct test_case *c);
+
+/* The oracle's judgement of row r of batch b, with its min_p where the batch has one. */
+struct oracle_row;
+int case_oracle_row(struct oracle_row *o, const struct tkp_batch *b, int64_t r);
+
 /* All adversarial cases; free with cases_free. */
 int cases_build(struct test_case **out);
 /* The adversarial suite in element type t (tests/cases_half.c): for TKP_F32 cases_build; for

@@ -351,3 +351,28 @@ TEST(axes_each_is_read_where_a_cell_runs)
               ".%s, request[\"%s\"]): add its use where a cell runs", a->name, a->name, a->name,
               a->name);
 }
+
+/* A float axis (min_p, p) writes its float and its declared double and nothing else of the
+ * cell: every other byte stays what it was (a 0xA5 pattern), and the stored value reads back. */
+TEST(axes_a_float_axis_writes_only_its_own_fields)
+{
+    for (const struct tkp_axis *a = tkp_axes; a->name; a++) {
+        if (a->type != TKP_AXIS_F32)
+            continue;
+        struct tkp_cell before, c;
+        memset(&before, 0xA5, sizeof before);
+        c = before;
+        tkp_axis_store(a, &c, 0.125);
+        const unsigned char *x = (const unsigned char *)&before, *y = (const unsigned char *)&c;
+        for (size_t i = 0; i < sizeof c; i++) {
+            const int own = (i >= a->offset && i < a->offset + a->size) ||
+                            (i >= a->declared && i < a->declared + sizeof(double));
+            CHECK(own || x[i] == y[i], "axis %s: storing it changed byte %zu of the cell", a->name,
+                  i);
+        }
+        CHECK(tkp_axis_number(a, &c) == 0.125, "axis %s: stored 0.125, reads %g", a->name,
+              tkp_axis_number(a, &c));
+    }
+    CHECK(tkp_axis_named("min_p") && tkp_axis_named("min_p")->type == TKP_AXIS_F32,
+          "min_p is not a float axis");
+}

@@ -46,7 +46,7 @@ static struct tkp_stats check_batch(const struct tkp_batch *b, const char *name,
         const uint8_t *row = kept + r * b->vocab;
         struct oracle_row o;
         char why[256];
-        oracle_row_init(&o, b->logits + r * b->vocab, b->vocab, b->k[r], b->p[r]);
+        case_oracle_row(&o, b, r);
         CHECK(oracle_check_kept(&o, row, why, sizeof why), "%s (seed %llu) row %lld k=%d p=%g: %s",
               name, (unsigned long long)seed, (long long)r, b->k[r], (double)b->p[r], why);
         CHECK(memcmp(row, ref + r * b->vocab, (size_t)b->vocab) == 0,
@@ -216,7 +216,7 @@ TEST(cake_radix_edge_cases_match_oracle_and_naive_sort)
     for (int e = 0; e < EDGES && !test_failed(); e++) {
         struct tkp_batch b = { nk, vocab, malloc(sizeof(float) * (size_t)(nk * vocab)),
                                malloc(sizeof(int32_t) * (size_t)nk),
-                               malloc(sizeof(float) * (size_t)nk), TKP_F32, NULL };
+                               malloc(sizeof(float) * (size_t)nk), TKP_F32, NULL, NULL, NULL, NULL };
         for (int64_t r = 0; r < nk; r++) {
             fill_edge(b.logits + r * vocab, vocab, (enum edge)e, &s);
             b.k[r] = ks[r];
@@ -245,7 +245,7 @@ TEST(cake_signed_zero_ties_go_to_the_lower_index)
     float rows[18];
     for (int r = 0; r < 3; r++)
         memcpy(rows + 6 * r, x, sizeof x);
-    struct tkp_batch b = { 3, 6, rows, k, p, TKP_F32, NULL };
+    struct tkp_batch b = { 3, 6, rows, k, p, TKP_F32, NULL, NULL, NULL, NULL };
     uint8_t kept[18];
     struct tkp_error err = { "" };
     int rc = tkp_apply(tkp_algo_find("cake"), NULL, TKP_CPU, &b, kept, NULL, 0, 0, 0, NULL, &err);

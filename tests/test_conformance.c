@@ -25,8 +25,9 @@
  *                                      does not read T) bit for bit, and the oracle
  * and, once, conformance_statistics_are_results_columns: the modules' statistics are the
  * results row's statistics columns, each name once; conformance_older_module_runs_without_
- * later_methods and conformance_refuses_a_module_of_an_unknown_version: the version rule
- * (algos/tkp.h, TKP_ABI); and conformance_refuses_a_dtype_no_impl_reads: a logits type outside
+ * later_methods, conformance_older_module_gets_no_min_p_or_row_keys and
+ * conformance_refuses_a_module_of_an_unknown_version: the version rule (algos/tkp.h, TKP_ABI);
+ * and conformance_refuses_a_dtype_no_impl_reads: a logits type outside
  * an implementation's `dtypes` is refused by name before anything runs.
  * The gpu_ tests skip without a GPU (scripts/gpu-test.sh runs them, and compute-sanitizer
  * on gpu_conformance_matches_cpu_*). The per-module test files keep what is specific to a
@@ -104,7 +105,7 @@ static void table(const void *arg)
     CHECK(a->name[0] && a->summary && a->summary[0], "%s: empty name or summary", a->name);
     CHECK(tkp_algo_find(a->name) == a, "%s: another module or peer has this name", a->name);
     CHECK(!(a->flags & TKP_PEER) && !tkp_peer_of(a), "%s: a peer in the module list", a->name);
-    CHECK(a->ops && !(a->ops & ~(unsigned)(TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP)),
+    CHECK(a->ops && !(a->ops & ~(unsigned)(TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP | TKP_MINP)),
           "%s: ops %#x", a->name, a->ops);
     CHECK(a->outputs && !(a->outputs & ~(unsigned)(TKP_OUT_SET | TKP_OUT_SAMPLE)),
           "%s: outputs %#x", a->name, a->outputs);
@@ -347,6 +348,56 @@ TEST(conformance_older_module_runs_without_later_methods)
         CHECK(abi < TKP_ABI_DTYPES ? rc == TKP_EUNSUPPORTED && strstr(err.msg, "bf16")
                                    : rc == TKP_OK,
               "version %d on bf16 logits: status %d (%s)", abi, rc, err.msg);
+    }
+    free(c.b.logits);
+    free(c.b.k);
+    free(c.b.p);
+}
+
+/* The version rule for per-row keys and min-p (algos/tkp.h, TKP_ABI_SAMPLING): a copy of
+ * naive_sort's table (it has min-p and draws) as a module of the version before is refused a
+ * batch with min-p on in a row, and a draw with per-row seeds, by name and with nothing
+ * written; at TKP_ABI_SAMPLING it runs, bit for bit the current naive_sort; without either, the
+ * older one runs. */
+static int older_run(const struct tkp_algo *a, const struct test_case *c, uint8_t *kept,
+                     int64_t *samples, struct tkp_error *err)
+{
+    memset(kept, 0xAB, (size_t)(c->b.batch * c->b.vocab));
+    memset(samples, 0xAB, sizeof(int64_t) * (size_t)(c->b.batch * 2));
+    return tkp_apply(a, NULL, TKP_CPU, &c->b, kept, samples, 2, 7, 0, NULL, err);
+}
+
+TEST(conformance_older_module_gets_no_min_p_or_row_keys)
+{
+    const struct tkp_algo *now = tkp_algo_find("naive_sort");
+    struct tkp_algo old = *now;
+    struct test_case c;
+    case_gaussian(&c, 11, 3, 200, 1.0f);
+    float min_p[3] = { 0.0f, 0.25f, 0.0f };
+    uint64_t seeds[3] = { 5, 0, UINT64_MAX };
+    uint8_t kept[3 * 200], want_kept[3 * 200];
+    int64_t samples[3 * 2], want_samples[3 * 2];
+    struct tkp_error err = { "" };
+    for (int mode = 0; mode < 3; mode++) { /* none, min-p, per-row seeds */
+        c.b.min_p = mode == 1 ? min_p : NULL;
+        c.b.seed = mode == 2 ? seeds : NULL;
+        REQUIRE(older_run(now, &c, want_kept, want_samples, &err) == TKP_OK, "%s", err.msg);
+        for (int abi = TKP_ABI_SAMPLING - 1; abi <= TKP_ABI_SAMPLING; abi++) {
+            old.abi = abi;
+            int rc = older_run(&old, &c, kept, samples, &err);
+            if (abi < TKP_ABI_SAMPLING && mode > 0) {
+                CHECK(rc == TKP_EUNSUPPORTED && strstr(err.msg, "naive_sort") &&
+                      strstr(err.msg, mode == 1 ? "no min-p" : "no per-row seeds"),
+                      "version %d, mode %d: status %d (%s)", abi, mode, rc, err.msg);
+                CHECK(kept[0] == 0xAB && kept[sizeof kept - 1] == 0xAB,
+                      "version %d, mode %d: refused but wrote a kept set", abi, mode);
+                continue;
+            }
+            REQUIRE(rc == TKP_OK, "version %d, mode %d: %s", abi, mode, err.msg);
+            CHECK(memcmp(kept, want_kept, sizeof kept) == 0 &&
+                  memcmp(samples, want_samples, sizeof samples) == 0,
+                  "version %d, mode %d: another kept set or other draws", abi, mode);
+        }
     }
     free(c.b.logits);
     free(c.b.k);

@@ -99,7 +99,7 @@ TEST(datasets_model_like_table1_topk)
             k[r] = 50, pr[r] = 1.0f;
         struct tkp_error err = { "" };
         struct tkp_stats st = { 0 };
-        struct tkp_batch b = { B, V, x, k, pr, TKP_F32, NULL };
+        struct tkp_batch b = { B, V, x, k, pr, TKP_F32, NULL, NULL, NULL, NULL };
         REQUIRE(tkp_dataset_generate(p->name, 1, B, V, x, &err) == TKP_OK, "%s", err.msg);
         REQUIRE(tkp_apply(a, opts, TKP_CPU, &b, kept, NULL, 0, 0, 0, &st, &err) == TKP_OK,
                 "%s: %s", p->name, err.msg);

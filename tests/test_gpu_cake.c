@@ -273,7 +273,7 @@ static void hard_rows(void)
             const int64_t B = batches[bi], V = vocabs[vi];
             struct tkp_batch b = { B, V, malloc(sizeof(float) * (size_t)(B * V)),
                                    malloc(sizeof(int32_t) * (size_t)B),
-                                   malloc(sizeof(float) * (size_t)B), TKP_F32, NULL };
+                                   malloc(sizeof(float) * (size_t)B), TKP_F32, NULL, NULL, NULL, NULL };
             uint64_t s = 77 + (uint64_t)(bi * 2 + vi);
             for (int64_t r = 0; r < B; r++) {
                 fill_hard(b.logits + r * V, V, (enum hard)((r / 6 + r) % H_COUNT), &s);

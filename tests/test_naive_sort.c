@@ -22,7 +22,7 @@ TEST(naive_sort_cpu_random_rows_match_oracle)
         for (int64_t r = 0; rc == TKP_OK && r < c.b.batch; r++) {
             struct oracle_row o;
             char why[256];
-            oracle_row_init(&o, c.b.logits + r * c.b.vocab, c.b.vocab, c.b.k[r], c.b.p[r]);
+            case_oracle_row(&o, &c.b, r);
             CHECK(oracle_check_kept(&o, kept + r * c.b.vocab, why, sizeof why),
                   "seed %llu row %lld: %s", (unsigned long long)seed, (long long)r, why);
             oracle_row_free(&o);
@@ -38,7 +38,7 @@ TEST(naive_sort_rejects_nan_p_naming_the_row)
 {
     float x[4] = { 1, 2, 3, 4 }, p[2] = { 0.5f, NAN };
     int32_t k[2] = { 0, 0 };
-    struct tkp_batch b = { 2, 2, x, k, p, TKP_F32, NULL };
+    struct tkp_batch b = { 2, 2, x, k, p, TKP_F32, NULL, NULL, NULL, NULL };
     uint8_t kept[4];
     struct tkp_error err = { "" };
     int rc = tkp_apply(tkp_algo_find("naive_sort"), NULL, TKP_CPU, &b, kept, NULL, 0, 0, 0, NULL,

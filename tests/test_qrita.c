@@ -208,7 +208,7 @@ TEST(qrita_search_resolves_the_widest_key_range_within_the_bound)
         for (int i = 0; i < V; i++)
             x[r * V + i] = i == 0 ? -FLT_MAX : i == V - 1 ? INFINITY
                                                           : nextafterf(1.0f, 2.0f * (float)(i % 3));
-    struct tkp_batch b = { 2, V, x, k, p, TKP_F32, NULL };
+    struct tkp_batch b = { 2, V, x, k, p, TKP_F32, NULL, NULL, NULL, NULL };
     static const char *const bounds[] = { "max_iter=16", "max_iter=21", "max_iter=32" };
     for (int s = 0; s < 3; s++) {
         const char *options[] = { searches[s], bounds[s], "truncation=off", NULL };

@@ -22,7 +22,7 @@ static const char *const budget_2[] = { "max_rounds=2", NULL };
 /* A one-row batch; the caller owns `x`. */
 static struct tkp_batch one_row(float *x, int64_t vocab, int32_t *k, float *p)
 {
-    return (struct tkp_batch){ 1, vocab, x, k, p, TKP_F32, NULL };
+    return (struct tkp_batch){ 1, vocab, x, k, p, TKP_F32, NULL, NULL, NULL, NULL };
 }
 
 /* Draw `draws` times from row x under (k, p) and compare the histogram with the oracle's

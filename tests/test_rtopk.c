@@ -65,7 +65,7 @@ static void check_topk_batch(const char *const *options, int strict, const char 
         const uint8_t *row = kept + r * b->vocab;
         struct oracle_row o;
         char why[256];
-        oracle_row_init(&o, x, b->vocab, b->k[r], b->p[r]);
+        case_oracle_row(&o, b, r);
         int64_t n = 0, invalid = 0;
         for (int64_t i = 0; i < b->vocab; i++) {
             n += row[i];
@@ -103,6 +103,7 @@ static struct tally check_topk_cases(const char *const *options, int strict)
     struct tally t = { 0, 0, 0 };
     struct test_case *c;
     int n = cases_build(&c);
+    cases_fit(tkp_algo_find("rtopk"), c, n); /* min-p off: rtopk refuses it */
     for (int i = 0; i < n; i++)
         check_topk_batch(options, strict, c[i].name, c[i].seed, &c[i].b, &t);
     cases_free(c, n);
@@ -197,7 +198,7 @@ TEST(rtopk_cpu_hand_made_ties_and_extremes)
         k[r] = rows[r].k;
         p[r] = 1.0f;
     }
-    struct tkp_batch b = { n, 6, logits, k, p, TKP_F32, NULL };
+    struct tkp_batch b = { n, 6, logits, k, p, TKP_F32, NULL, NULL, NULL, NULL };
     struct tkp_error err = { "" };
     int rc = tkp_apply(tkp_algo_find("rtopk"), NULL, TKP_CPU, &b, kept, NULL, 0, 0, 0, NULL,
                        &err);
@@ -246,7 +247,7 @@ TEST(rtopk_cpu_counts_iterations_only_where_it_searches)
     int32_t k[4] = { 2, 2, 3, 2 };
     float p[4] = { 1, 1, 1, 1 };
     uint8_t kept[4 * 4];
-    struct tkp_batch b = { 3, 4, logits, k, p, TKP_F32, NULL };
+    struct tkp_batch b = { 3, 4, logits, k, p, TKP_F32, NULL, NULL, NULL, NULL };
     struct tkp_stats st;
     struct tkp_error err = { "" };
     const struct tkp_algo *a = tkp_algo_find("rtopk");

@@ -198,12 +198,11 @@ static int64_t cake_topp(const uint64_t *slab, int64_t n, float p, uint64_t *inc
 
 /* Stage 3: each draw picks the kept entry j with incl[j-1] <= u < incl[j]. */
 static void cake_sample(const uint64_t *slab, const uint64_t *incl, int64_t kept,
-                        uint64_t seed, uint64_t row, uint64_t offset, int32_t draws,
-                        int64_t *out)
+                        struct tkp_row_key key, int32_t draws, int64_t *out)
 {
     const uint64_t total = incl[kept - 1];
     for (int32_t d = 0; d < draws; d++) {
-        uint64_t u = tkp_draw_target(seed, row, offset, (uint32_t)d, total);
+        uint64_t u = tkp_draw_target(key.seed, key.row, key.offset, (uint32_t)d, total);
         out[d] = cake_index(slab[tkp_first_above(incl, kept, u)]);
     }
 }
@@ -216,7 +215,10 @@ static void cake_row(struct cake_state *s, const struct tkp_io *io, int64_t r,
     uint8_t *kept_mask = io->kept ? io->kept + r * vocab : NULL;
     int64_t *samples = io->samples ? io->samples + r * s->pb.draws : NULL;
     int64_t valid = cake_keys(x, vocab, w->keys);
-    int64_t k = tkp_topk_on(io->k[r], vocab) ? io->k[r] : vocab; /* <= 1024: cake_supports */
+    const int32_t k_row = io->min_p ? tkp_minp_fold_k(x, vocab, tkp_row_scan(x, vocab).max,
+                                                     io->k[r], io->min_p, r)
+                                    : io->k[r];
+    int64_t k = tkp_topk_on(k_row, vocab) ? k_row : vocab; /* <= 1024: cake_supports */
     if (k > valid)
         k = valid;
 
@@ -235,8 +237,7 @@ static void cake_row(struct cake_state *s, const struct tkp_io *io, int64_t r,
             kept_mask[cake_index(w->slab[j])] = 1;
     }
     if (samples && kept)
-        cake_sample(w->slab, w->incl, kept, io->seed, (uint64_t)r, io->offset, s->pb.draws,
-                    samples);
+        cake_sample(w->slab, w->incl, kept, tkp_io_row_key(io, r), s->pb.draws, samples);
     else if (samples)
         for (int32_t d = 0; d < s->pb.draws; d++)
             samples[d] = -1;
@@ -284,7 +285,7 @@ const struct tkp_algo tkp_algo_cake = {
     .abi = TKP_ABI,
     .name = "cake",
     .summary = "cluster radix-select top-k slab (k <= 1024), top-p on the slab, inverse CDF",
-    .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP,
+    .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP | TKP_MINP,
     .outputs = TKP_OUT_SET | TKP_OUT_SAMPLE,
     .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = cake_options,

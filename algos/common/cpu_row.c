@@ -56,9 +56,27 @@ int64_t tkp_topp_count(const float *x, const int32_t *order, int64_t n, float ma
     return kept;
 }
 
+int32_t tkp_minp_fold_k(const float *x, int64_t vocab, float max, int32_t k,
+                        const float *min_p, int64_t r)
+{
+    if (!min_p || !tkp_minp_on(min_p[r]))
+        return k;
+    const uint64_t threshold = tkp_minp_threshold(min_p[r]);
+    int64_t n = 0;
+    for (int64_t i = 0; i < vocab; i++)
+        n += tkp_is_valid(x[i]) && tkp_weight(x[i], max) >= threshold;
+    if (n == 0 || n >= vocab || (tkp_topk_on(k, vocab) && k <= n))
+        return k;
+    return (int32_t)n;
+}
+
+struct tkp_row_key tkp_io_row_key(const struct tkp_io *io, int64_t r)
+{
+    return tkp_row_key(io->row_seed, io->row_offset, io->seed, io->offset, r);
+}
+
 void tkp_sample_kept(const float *x, const uint8_t *kept, int64_t vocab, float max,
-                     uint64_t seed, uint64_t row, uint64_t offset, int32_t draws, uint64_t *cum,
-                     int64_t *out)
+                     struct tkp_row_key key, int32_t draws, uint64_t *cum, int64_t *out)
 {
     uint64_t total = 0;
     for (int64_t i = 0; i < vocab; i++) {
@@ -72,7 +90,7 @@ void tkp_sample_kept(const float *x, const uint8_t *kept, int64_t vocab, float m
             continue;
         }
         out[d] = tkp_first_above(cum, vocab,
-                                 tkp_draw_target(seed, row, offset, (uint32_t)d, total));
+                                 tkp_draw_target(key.seed, key.row, key.offset, (uint32_t)d, total));
     }
 }
 

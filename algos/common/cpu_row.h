@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "../tkp.h"
+#include "philox.h"
 
 /* Bytes of row scratch a CPU implementation puts at the start of its workspace for problem
  * pb: 0 for float32 rows, `vocab` floats for 16-bit rows (rounded up to 16 bytes, so that
@@ -33,13 +34,24 @@ struct tkp_row_info tkp_row_scan(const float *x, int64_t vocab);
  * how many of them the top-p rule keeps (at least one when n > 0). */
 int64_t tkp_topp_count(const float *x, const int32_t *order, int64_t n, float max, float p);
 
+/* Row r's top-k with its min-p folded in (docs/SEMANTICS.md, "min-p"): min-p keeps the
+ * tokens whose fixed weight reaches tkp_minp_threshold, a prefix of the canonical order, and it
+ * commutes with top-k, so the two keep the first min(k, n) tokens, n the count of that prefix.
+ * Returns k itself when min-p is off on the row (min_p NULL or <= 0) or keeps every token
+ * top-k keeps; else n (>= 1 on a row with a valid token). `max`: the row's largest valid
+ * value. */
+int32_t tkp_minp_fold_k(const float *x, int64_t vocab, float max, int32_t k,
+                        const float *min_p, int64_t r);
+
 /* Draw `draws` tokens from the kept tokens of a row with probability proportional to their
  * weight: the fixed-point masses of the kept tokens, in index order, are laid end to end and
  * each draw picks the token whose interval holds floor(u * total), u from Philox. A row with
  * nothing kept gets -1. `cum` is scratch of `vocab` entries. */
 void tkp_sample_kept(const float *x, const uint8_t *kept, int64_t vocab, float max,
-                     uint64_t seed, uint64_t row, uint64_t offset, int32_t draws, uint64_t *cum,
-                     int64_t *out);
+                     struct tkp_row_key key, int32_t draws, uint64_t *cum, int64_t *out);
+
+/* The Philox key of row r of a run (tkp_row_key over the io's arrays). */
+struct tkp_row_key tkp_io_row_key(const struct tkp_io *io, int64_t r);
 
 /* Stable sort of n token indices by value, descending; `tmp` holds n entries. Given indices
  * in ascending order this yields the canonical order. */

@@ -3,7 +3,8 @@
  * The stream of row r under seed s: key = (lo32(s), hi32(s)), counter =
  * (draw, r, lo32(offset), hi32(offset)). One call yields four 32-bit words; a draw uses the
  * first two as one 64-bit uniform integer. The same (seed, row, offset, draw) gives the same
- * number on the CPU and on the GPU. */
+ * number on the CPU and on the GPU. Which (seed, row, offset) a row of a batch uses, the
+ * batch's or its own, is tkp_row_key (docs/SEMANTICS.md, "Sampling: two keying modes"). */
 #ifndef TKP_PHILOX_H
 #define TKP_PHILOX_H
 
@@ -49,6 +50,26 @@ TKP_HD struct tkp_philox4 tkp_philox_block(uint64_t seed, uint64_t row, uint64_t
     ctr.v[2] = (uint32_t)offset;
     ctr.v[3] = (uint32_t)(offset >> 32);
     return tkp_philox4x32_10(ctr, (uint32_t)seed, (uint32_t)(seed >> 32));
+}
+
+/* The Philox key of one row: its seed, the row slot of the counter and its offset. */
+struct tkp_row_key {
+    uint64_t seed, row, offset;
+};
+
+/* The key of row r of a batch (docs/SEMANTICS.md, "Sampling: two keying modes"). Batch keying,
+ * both arrays NULL: (seed, r, offset), the row index in the counter. Per-row keying, either
+ * array given: (row_seed[r] or seed, 0, row_offset[r] or offset), nothing of the row's place
+ * in the batch, so a row draws the same tokens in any batch. `row_seed` and `row_offset` are
+ * the struct tkp_io arrays (device pointers in a kernel). */
+TKP_HD struct tkp_row_key tkp_row_key(const uint64_t *row_seed, const uint64_t *row_offset,
+                                      uint64_t seed, uint64_t offset, int64_t r)
+{
+    struct tkp_row_key key;
+    key.seed = row_seed ? row_seed[r] : seed;
+    key.offset = row_offset ? row_offset[r] : offset;
+    key.row = row_seed || row_offset ? 0 : (uint64_t)r;
+    return key;
 }
 
 /* A uniform 64-bit integer for draw `draw` of row `row`. */

@@ -122,6 +122,25 @@ TKP_HD uint64_t tkp_topp_target(float p, uint64_t total)
     return (uint64_t)((double)p * (double)total);
 }
 
+/* Is the min-p filter on for this row? (min_p <= 0 or NaN: off) */
+TKP_HD int tkp_minp_on(float min_p) { return min_p > 0.0f; }
+
+/* min-p's fixed-point threshold (docs/SEMANTICS.md, "min-p"): a token is kept iff its fixed
+ * weight is >= this, i.e. >= min_p * TKP_FIX_ONE, the weight of the row's largest token.
+ * min_p * 2^40 is exact in double (a float times a power of two), so the ceiling is exact.
+ * Off (<= 0): 0, every token passes; >= 1: TKP_FIX_ONE, the tokens equal to the row's
+ * largest pass. */
+TKP_HD uint64_t tkp_minp_threshold(float min_p)
+{
+    if (!(min_p > 0.0f))
+        return 0;
+    if (min_p >= 1.0f)
+        return TKP_FIX_ONE;
+    const double t = (double)min_p * (double)TKP_FIX_ONE;
+    const uint64_t c = (uint64_t)t;
+    return (double)c < t ? c + 1 : c;
+}
+
 /* Is the top-k filter on for this row? */
 TKP_HD int tkp_topk_on(int32_t k, int64_t vocab) { return k > 0 && (int64_t)k < vocab; }
 /* Is the top-p filter on for this row? */

@@ -51,10 +51,11 @@ static void naive_row(struct naive_state *s, const struct tkp_io *io, int64_t r,
     const float *x = tkp_cpu_row_f32(&s->pb, io->logits, r, w->row);
     int64_t valid = tkp_canonical_order(x, vocab, w->order, w->tmp);
 
-    int64_t n = valid;
-    if (tkp_topk_on(io->k[r], vocab) && io->k[r] < n)
-        n = io->k[r];
     float max = valid ? x[w->order[0]] : 0.0f;
+    const int32_t k = tkp_minp_fold_k(x, vocab, max, io->k[r], io->min_p, r);
+    int64_t n = valid;
+    if (tkp_topk_on(k, vocab) && k < n)
+        n = k;
     if (tkp_topp_on(io->p[r]))
         n = tkp_topp_count(x, w->order, n, max, io->p[r]);
 
@@ -63,8 +64,8 @@ static void naive_row(struct naive_state *s, const struct tkp_io *io, int64_t r,
     for (int64_t j = 0; j < n; j++)
         kept[w->order[j]] = 1;
     if (io->samples)
-        tkp_sample_kept(x, kept, vocab, max, io->seed, (uint64_t)r, io->offset, s->pb.draws,
-                        w->cum, io->samples + r * s->pb.draws);
+        tkp_sample_kept(x, kept, vocab, max, tkp_io_row_key(io, r), s->pb.draws, w->cum,
+                        io->samples + r * s->pb.draws);
     s->stats.rows++;
 }
 
@@ -104,7 +105,7 @@ const struct tkp_algo tkp_algo_naive_sort = {
     .abi = TKP_ABI,
     .name = "naive_sort",
     .summary = "stable sort + prefix sum (the PyTorch baseline)",
-    .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP,
+    .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP | TKP_MINP,
     .outputs = TKP_OUT_SET | TKP_OUT_SAMPLE,
     .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = naive_options,

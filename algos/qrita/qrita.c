@@ -237,9 +237,14 @@ static int qrita_run(void *state, const struct tkp_io *io, void *workspace, void
         w.sorted = w.outliers + s->capacity;
         w.sort_tmp = w.sorted + s->pb.vocab;
     }
-    for (int64_t r = 0; r < s->pb.batch; r++)
-        qrita_row(s, tkp_cpu_row_f32(&s->pb, io->logits, r, w.row), io->k[r], io->p[r],
-                  io->kept + r * s->pb.vocab, &w);
+    for (int64_t r = 0; r < s->pb.batch; r++) {
+        const float *x = tkp_cpu_row_f32(&s->pb, io->logits, r, w.row);
+        const int32_t k = io->min_p ? tkp_minp_fold_k(x, s->pb.vocab,
+                                                      tkp_row_scan(x, s->pb.vocab).max,
+                                                      io->k[r], io->min_p, r)
+                                    : io->k[r];
+        qrita_row(s, x, k, io->p[r], io->kept + r * s->pb.vocab, &w);
+    }
     return TKP_OK;
 }
 
@@ -279,7 +284,7 @@ const struct tkp_algo tkp_algo_qrita = {
     .abi = TKP_ABI,
     .name = "qrita",
     .summary = "sigma-truncation + quaternary pivot search with duplicate handling",
-    .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP,
+    .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP | TKP_MINP,
     .outputs = TKP_OUT_SET,
     .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = qrita_options,

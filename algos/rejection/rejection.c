@@ -147,7 +147,8 @@ static int64_t rej_draw(struct rej_state *s, const struct rej_row *row, const st
     uint64_t hi = row->top, lo = row->start, mass = row->start_mass;
     for (int round = 0;; round++) {
         uint32_t counter = (uint32_t)d * (uint32_t)rounds + (uint32_t)round;
-        uint64_t u = tkp_philox_u64(io->seed, (uint64_t)r, io->offset, counter);
+        const struct tkp_row_key key = tkp_io_row_key(io, r);
+        uint64_t u = tkp_philox_u64(key.seed, key.row, key.offset, counter);
         s->stats.total[REJ_STAT_ROUNDS] += 1;
         if (round == rounds - 1) {
             lo = rej_kept_bound(row, hi, lo, &s->stats.total[REJ_STAT_ITERATIONS]);
@@ -276,7 +277,8 @@ static int rej_run(void *state, const struct tkp_io *io, void *workspace, void *
             continue;
         }
         struct rej_row row;
-        rej_prepare(s, x, io->k[r], io->p[r], info, key, w, &row);
+        const int32_t k = tkp_minp_fold_k(x, vocab, info.max, io->k[r], io->min_p, r);
+        rej_prepare(s, x, k, io->p[r], info, key, w, &row);
         for (int32_t d = 0; d < draws; d++)
             out[d] = rej_draw(s, &row, io, r, d);
     }
@@ -304,7 +306,7 @@ const struct tkp_algo tkp_algo_rejection = {
     .abi = TKP_ABI,
     .name = "rejection",
     .summary = "FlashInfer-style dual-pivot rejection sampling (sorting-free)",
-    .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP,
+    .ops = TKP_TOPK | TKP_TOPP | TKP_TOPK_TOPP | TKP_MINP,
     .outputs = TKP_OUT_SAMPLE,
     .flags = TKP_EXACT | TKP_DETERMINISTIC,
     .options = rej_options,

@@ -242,6 +242,7 @@ const char APPLY_USAGE[] =
     "  --k K               top-k for every row (k <= 0 or k >= V: off)\n"
     "  --p P               top-p for every row (p >= 1: off; p <= 0 keeps one token)\n"
     "  --draws N           samples per row, for a module that samples (default 1)\n"
+    "  --min-p X           min-p for every row (X <= 0: off; docs/SEMANTICS.md, \"min-p\")\n"
     "  --seed S            the sampler's seed (default 0)\n"
     "  --offset O          the sampler's Philox offset (default 0)\n"
     "  --set NAME=VALUE    a module option (topkp list shows them); may be repeated\n"
@@ -254,7 +255,12 @@ const char APPLY_USAGE[] =
     "k and p: a --k or --p given here applies to every row and overrides the file's /k or /p\n"
     "(a note on stderr says on how many rows the file had another value). Without the flag a\n"
     "row takes the file's value; a file without /k (/p), or rows it leaves out, have top-k\n"
-    "(top-p) off.\n"
+    "(top-p) off. --min-p overrides the file's /min_p the same way.\n"
+    "\n"
+    "Seeds: a file with /seed or /offset (one per row) keys each row's draws by its own seed\n"
+    "and offset, whatever its place in the batch; they win over --seed and --offset, which\n"
+    "then only stand in for the array the file lacks (docs/SEMANTICS.md, \"Sampling: two\n"
+    "keying modes\").\n"
     "\n"
     "A bf16 or f16 /logits is read as it is stored; the module's output on it is, bit for bit,\n"
     "its output on the exact float32 values (docs/SEMANTICS.md, \"16-bit logits\").\n";
@@ -264,8 +270,8 @@ struct apply_args {
     const char *in, *out;
     enum tkp_backend backend;
     int32_t k, draws;
-    float p;
-    int k_given, p_given, dtype_given, force;
+    float p, min_p;
+    int k_given, p_given, min_p_given, seed_given, offset_given, dtype_given, force;
     enum tkp_dtype dtype;
     uint64_t seed, offset;
 };
@@ -293,15 +299,18 @@ static int apply_parse(int argc, char **argv, struct apply_args *x, const struct
                                     -2147483647LL, 2147483647LL), x->k_given = 1;
         else if (strcmp(f, "--p") == 0)
             x->p = float_arg("apply", f, flag_value("apply", argc, argv, &i)), x->p_given = 1;
+        else if (strcmp(f, "--min-p") == 0)
+            x->min_p = float_arg("apply", f, flag_value("apply", argc, argv, &i)),
+            x->min_p_given = 1;
         else if (strcmp(f, "--draws") == 0)
             x->draws = (int32_t)int_arg("apply", f, flag_value("apply", argc, argv, &i), 1,
                                         1 << 24);
         else if (strcmp(f, "--seed") == 0)
             x->seed = (uint64_t)int_arg("apply", f, flag_value("apply", argc, argv, &i), 0,
-                                        9223372036854775807LL);
+                                        9223372036854775807LL), x->seed_given = 1;
         else if (strcmp(f, "--offset") == 0)
             x->offset = (uint64_t)int_arg("apply", f, flag_value("apply", argc, argv, &i), 0,
-                                          9223372036854775807LL);
+                                          9223372036854775807LL), x->offset_given = 1;
         else if (strcmp(f, "--set") == 0) {
             if (tkp_option_assign(a, opts, flag_value("apply", argc, argv, &i), &err)) {
                 fprintf(stderr, "topkp apply: %s\n", err.msg);
@@ -315,6 +324,26 @@ static int apply_parse(int argc, char **argv, struct apply_args *x, const struct
     if (!x->out)
         return missing("apply", "--out OUT.h5 is required");
     return 0;
+}
+
+/* --min-p sets every row's min_p, over the file's /min_p; a --seed or --offset that the
+ * file's own array replaces is said to be unused (APPLY_USAGE). 0, or TKP_ENOMEM. */
+static int override_sampling(struct tkp_batch *b, const struct apply_args *x)
+{
+    if (x->min_p_given) {
+        if (b->min_p)
+            fprintf(stderr, "topkp apply: --min-p %g overrides the file's /min_p\n",
+                    (double)x->min_p);
+        else if (!(b->min_p = malloc(sizeof(float) * (size_t)(b->batch ? b->batch : 1))))
+            return TKP_ENOMEM;
+        for (int64_t r = 0; r < b->batch; r++)
+            b->min_p[r] = x->min_p;
+    }
+    if (x->seed_given && b->seed)
+        fprintf(stderr, "topkp apply: the file's /seed keys every row; --seed is not used\n");
+    if (x->offset_given && b->offset)
+        fprintf(stderr, "topkp apply: the file's /offset keys every row; --offset is not used\n");
+    return TKP_OK;
 }
 
 /* A --k or --p on the command line overrides every row (APPLY_USAGE); the rows the file left
@@ -435,7 +464,11 @@ int cmd_apply(int argc, char **argv)
     }
     if (rc == TKP_OK) {
         override_rows(&b, &x);
-        rc = apply_run(a, opts, &x, &b, &err);
+        rc = override_sampling(&b, &x);
+        if (rc)
+            tkp_error_set(&err, "out of host memory for --min-p");
+        else
+            rc = apply_run(a, opts, &x, &b, &err);
         tkp_batch_free(&b);
     }
     free(opts);
@@ -455,6 +488,11 @@ const char GEN_USAGE[] =
     "  --seed S     the dataset's seed (default 1)\n"
     "  --k K        also write /k: K for every row (apply's --k overrides it)\n"
     "  --p P        also write /p: P for every row (apply's --p overrides it)\n"
+    "  --min-p X    also write /min_p: X for every row (apply's --min-p overrides it)\n"
+    "  --row-seeds S  also write /seed: S + r for row r (mod 2^64), so that each row's\n"
+    "               draws are keyed by its own seed (docs/SEMANTICS.md, \"Sampling: two\n"
+    "               keying modes\")\n"
+    "  --row-offset O  also write /offset: O for every row (per-row keying too)\n"
     "  --dtype T    f32 (default), bf16 or f16: the type of /logits (values rounded to\n"
     "               nearest even; an HDF5 float of the type's fields, attribute dtype)\n"
     "  --force      overwrite an existing output\n";
@@ -465,8 +503,9 @@ struct gen_args {
     long long batch, vocab;
     uint64_t seed;
     int32_t k;
-    float p;
-    int k_given, p_given, force;
+    float p, min_p;
+    int k_given, p_given, min_p_given, seeds_given, offset_given, force;
+    uint64_t row_seed, row_offset;
     enum tkp_dtype dtype;
 };
 
@@ -489,6 +528,14 @@ static int gen_parse(int argc, char **argv, struct gen_args *g)
                                     2147483647LL), g->k_given = 1;
         else if (strcmp(f, "--p") == 0)
             g->p = float_arg("gen", f, flag_value("gen", argc, argv, &i)), g->p_given = 1;
+        else if (strcmp(f, "--min-p") == 0)
+            g->min_p = float_arg("gen", f, flag_value("gen", argc, argv, &i)), g->min_p_given = 1;
+        else if (strcmp(f, "--row-seeds") == 0)
+            g->row_seed = (uint64_t)int_arg("gen", f, flag_value("gen", argc, argv, &i), 0,
+                                            9223372036854775807LL), g->seeds_given = 1;
+        else if (strcmp(f, "--row-offset") == 0)
+            g->row_offset = (uint64_t)int_arg("gen", f, flag_value("gen", argc, argv, &i), 0,
+                                              9223372036854775807LL), g->offset_given = 1;
         else if (strcmp(f, "-o") == 0)
             g->out = flag_value("gen", argc, argv, &i);
         else if (strcmp(f, "--dtype") == 0)
@@ -509,7 +556,7 @@ static int gen_parse(int argc, char **argv, struct gen_args *g)
     return 0;
 }
 
-/* b's buffers for g's shape: /k and /p only when asked. */
+/* b's buffers for g's shape: /k, /p, /seed, /offset and /min_p only when asked. */
 static int gen_alloc(const struct gen_args *g, struct tkp_batch *b, struct tkp_error *err)
 {
     const size_t bytes = checked_bytes(g->batch, g->vocab, sizeof(float), TKP_MAX_LOGITS_ELEMS);
@@ -519,10 +566,16 @@ static int gen_alloc(const struct gen_args *g, struct tkp_batch *b, struct tkp_e
                       (double)g->batch * (double)g->vocab, (long long)TKP_MAX_LOGITS_ELEMS);
         return TKP_EINVAL;
     }
+    const size_t rows = (size_t)g->batch;
     *b = (struct tkp_batch){ g->batch, g->vocab, malloc(bytes),
-                             g->k_given ? malloc(sizeof(int32_t) * (size_t)g->batch) : NULL,
-                             g->p_given ? malloc(sizeof(float) * (size_t)g->batch) : NULL, TKP_F32, NULL };
-    if (!b->logits || (g->k_given && !b->k) || (g->p_given && !b->p)) {
+                             g->k_given ? malloc(sizeof(int32_t) * rows) : NULL,
+                             g->p_given ? malloc(sizeof(float) * rows) : NULL, TKP_F32, NULL,
+                             g->seeds_given ? malloc(sizeof(uint64_t) * rows) : NULL,
+                             g->offset_given ? malloc(sizeof(uint64_t) * rows) : NULL,
+                             g->min_p_given ? malloc(sizeof(float) * rows) : NULL };
+    if (!b->logits || (g->k_given && !b->k) || (g->p_given && !b->p) ||
+        (g->seeds_given && !b->seed) || (g->offset_given && !b->offset) ||
+        (g->min_p_given && !b->min_p)) {
         tkp_error_set(err, "out of host memory for --batch %lld x --vocab %lld logits (%.3g GB)",
                       g->batch, g->vocab, 1e-9 * (double)bytes);
         tkp_batch_free(b);
@@ -533,6 +586,12 @@ static int gen_alloc(const struct gen_args *g, struct tkp_batch *b, struct tkp_e
             b->k[r] = g->k;
         if (b->p)
             b->p[r] = g->p;
+        if (b->seed)
+            b->seed[r] = g->row_seed + (uint64_t)r;
+        if (b->offset)
+            b->offset[r] = g->row_offset;
+        if (b->min_p)
+            b->min_p[r] = g->min_p;
     }
     return TKP_OK;
 }

@@ -16,13 +16,18 @@ static int judge_row(const struct tkp_batch *b, const uint8_t *kept, const int64
                      size_t msg_n)
 {
     struct oracle_row o;
-    int held = tkp_judge_memo_get(memo, r, b->k[r], b->p[r], &o);
-    if (!held && oracle_row_init(&o, b->logits + r * b->vocab, b->vocab, b->k[r], b->p[r]))
+    const float min_p = b->min_p ? b->min_p[r] : 0.0f;
+    /* the memo is keyed by (row, k, p): a row with min-p on is judged afresh */
+    struct tkp_judge_memo *m = min_p > 0.0f ? NULL : memo;
+    int held = m && tkp_judge_memo_get(m, r, b->k[r], b->p[r], &o);
+    if (!held && oracle_row_init_minp(&o, b->logits + r * b->vocab, b->vocab, b->k[r], b->p[r],
+                                      min_p))
         return -1;
     int ok = oracle_check_row(&o, kept ? kept + r * b->vocab : NULL,
                               samples ? samples + r * draws : NULL, draws, msg, msg_n);
     if (!held) {
-        tkp_judge_memo_put(memo, r, b->k[r], b->p[r], &o);
+        if (m)
+            tkp_judge_memo_put(m, r, b->k[r], b->p[r], &o);
         oracle_row_free(&o);
     }
     return ok;

@@ -16,8 +16,8 @@ int tkp_validate_rows(const struct tkp_batch *b, struct tkp_error *err)
         return TKP_EINVAL;
     }
     for (int64_t r = 0; r < b->batch; r++)
-        if (isnan(b->p[r])) {
-            tkp_error_set(err, "row %lld: p is NaN", (long long)r);
+        if (isnan(b->p[r]) || (b->min_p && isnan(b->min_p[r]))) {
+            tkp_error_set(err, "row %lld: %s is NaN", (long long)r, isnan(b->p[r]) ? "p" : "min_p");
             return TKP_EINVAL;
         }
     return TKP_OK;
@@ -38,8 +38,10 @@ struct tkp_problem tkp_problem_of(const struct tkp_batch *b, enum tkp_backend ba
 {
     struct tkp_problem pb = { .batch = b->batch, .vocab = b->vocab, .stride = b->vocab,
                               .backend = backend, .outputs = outputs, .draws = draws,
-                              .dtype = b->dtype };
+                              .dtype = b->dtype, .row_keyed = b->seed || b->offset };
     for (int64_t r = 0; r < b->batch; r++) {
+        if (b->min_p && tkp_minp_on(b->min_p[r]))
+            pb.ops |= TKP_MINP;
         int topk = tkp_topk_on(b->k[r], b->vocab), topp = tkp_topp_on(b->p[r]);
         if (topk && b->k[r] > pb.k_max)
             pb.k_max = b->k[r];
@@ -69,7 +71,8 @@ struct bit_name {
 
 /* docs/SEMANTICS.md, "Top-k and top-p together: top-k first". */
 static const struct bit_name op_names[] = {
-    { TKP_TOPK, "top-k" }, { TKP_TOPP, "top-p" }, { TKP_TOPK_TOPP, "top-k then top-p" }, { 0, NULL },
+    { TKP_TOPK, "top-k" }, { TKP_TOPP, "top-p" }, { TKP_TOPK_TOPP, "top-k then top-p" },
+    { TKP_MINP, "min-p" }, { 0, NULL },
 };
 static const struct bit_name output_names[] = {
     { TKP_OUT_SET, "a kept set" }, { TKP_OUT_SAMPLE, "samples" }, { 0, NULL },
@@ -125,6 +128,23 @@ static int dtype_readable(const struct tkp_algo *a, const struct tkp_problem *pb
     return TKP_EUNSUPPORTED;
 }
 
+/* The version rule for per-row keys and min-p (algos/tkp.h, TKP_ABI_SAMPLING): a module older
+ * than that version would ignore struct tkp_io.row_seed, row_offset and min_p and keep or draw
+ * something else, so a problem with min-p on in a row or with per-row keys is refused it by
+ * name, as a 16-bit type is refused a module that does not read it (dtype_readable). Peers are
+ * the harness's own (TKP_ABI). */
+static int sampling_readable(const struct tkp_algo *a, const struct tkp_problem *pb,
+                             struct tkp_error *err)
+{
+    if (a->abi >= TKP_ABI_SAMPLING || !((pb->ops & TKP_MINP) || pb->row_keyed))
+        return TKP_OK;
+    tkp_error_set(err, "%s was written for contract version (abi) %d, which has no %s (version "
+                  "%d, algos/tkp.h TKP_ABI_SAMPLING): it cannot do this problem", a->name, a->abi,
+                  (pb->ops & TKP_MINP) ? "min-p" : "per-row seeds and offsets",
+                  (int)TKP_ABI_SAMPLING);
+    return TKP_EUNSUPPORTED;
+}
+
 int tkp_capable(const struct tkp_algo *a, const struct tkp_problem *pb, struct tkp_error *err)
 {
     int rc = tkp_algo_check_abi(a, err);
@@ -141,8 +161,18 @@ int tkp_capable(const struct tkp_algo *a, const struct tkp_problem *pb, struct t
                               : "");
         return TKP_EUNSUPPORTED;
     }
+    rc = sampling_readable(a, pb, err);
+    if (rc)
+        return rc;
     if ((pb->ops & ~a->ops) || (pb->outputs & ~a->outputs)) {
         incapable_message(a, pb, err);
+        return TKP_EUNSUPPORTED;
+    }
+    if (pb->backend == TKP_GPU && !(a->flags & TKP_PEER) &&
+        ((pb->ops & TKP_MINP) || (pb->row_keyed && (pb->outputs & TKP_OUT_SAMPLE)))) {
+        /* until the kernels read struct tkp_io's row_seed, row_offset and min_p */
+        tkp_error_set(err, "%s's GPU kernels do not read per-row seeds, offsets or min-p yet "
+                      "(docs/SEMANTICS.md, \"Sampling: two keying modes\")", a->name);
         return TKP_EUNSUPPORTED;
     }
     return dtype_readable(a, pb, err);
@@ -256,19 +286,26 @@ int tkp_stage(struct tkp_staged *s, const struct tkp_batch *b, enum tkp_backend 
     s->row_bytes = (sizeof(int32_t) + sizeof(float)) * (size_t)b->batch;
     s->kept_bytes = kept ? (size_t)(b->batch * b->vocab) : 0;
     s->samples_bytes = samples ? sizeof(int64_t) * (size_t)(b->batch * draws) : 0;
+    const size_t rows = (size_t)b->batch;
+    s->row_bytes += (b->seed ? 8 * rows : 0) + (b->offset ? 8 * rows : 0) +
+                    (b->min_p ? sizeof(float) * rows : 0);
     s->io = (struct tkp_io){ .logits = tkp_batch_input(b), .k = b->k, .p = b->p, .kept = kept,
-                             .samples = samples, .seed = seed, .offset = offset };
+                             .samples = samples, .seed = seed, .offset = offset,
+                             .row_seed = b->seed, .row_offset = b->offset, .min_p = b->min_p };
     if (backend != TKP_GPU)
         return TKP_OK;
-    const size_t bytes[5] = { s->logits_bytes, sizeof(int32_t) * (size_t)b->batch,
-                              sizeof(float) * (size_t)b->batch, s->kept_bytes, s->samples_bytes };
-    const void *from[3] = { tkp_batch_input(b), b->k, b->p };
+    /* the inputs uploaded, the outputs poisoned, an absent per-row array left NULL */
+    const size_t bytes[8] = { s->logits_bytes, sizeof(int32_t) * rows, sizeof(float) * rows,
+                              s->kept_bytes, s->samples_bytes, b->seed ? 8 * rows : 0,
+                              b->offset ? 8 * rows : 0, b->min_p ? sizeof(float) * rows : 0 };
+    const void *from[8] = { tkp_batch_input(b), b->k, b->p, NULL, NULL, b->seed, b->offset,
+                            b->min_p };
     int rc = TKP_OK;
-    for (int i = 0; i < 5 && rc == TKP_OK; i++) {
+    for (int i = 0; i < 8 && rc == TKP_OK; i++) {
         if (i >= 3 && bytes[i] == 0)
             continue;
         rc = tkp_gpu_alloc(&s->device[i], bytes[i], err);
-        if (rc == TKP_OK && i < 3)
+        if (rc == TKP_OK && from[i])
             rc = tkp_gpu_upload(s->device[i], from[i], bytes[i], err);
         else if (rc == TKP_OK) /* poison: 0xAB bytes are neither 0/1 masks nor token ids */
             rc = tkp_gpu_fill(s->device[i], 0xAB, bytes[i], err);
@@ -282,6 +319,9 @@ int tkp_stage(struct tkp_staged *s, const struct tkp_batch *b, enum tkp_backend 
     s->io.p = s->device[2];
     s->io.kept = s->device[3];
     s->io.samples = s->device[4];
+    s->io.row_seed = s->device[5];
+    s->io.row_offset = s->device[6];
+    s->io.min_p = s->device[7];
     return tkp_gpu_sync(err);
 }
 
@@ -299,7 +339,7 @@ int tkp_staged_fetch(struct tkp_staged *s, struct tkp_error *err)
 
 void tkp_staged_release(struct tkp_staged *s)
 {
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 8; i++)
         if (s->device[i])
             tkp_gpu_free(s->device[i]);
     memset(s->device, 0, sizeof s->device);

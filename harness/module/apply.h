@@ -16,13 +16,17 @@ struct tkp_batch {
     float *p;             /* [batch] */
     enum tkp_dtype dtype; /* TKP_F32 (0), or the type of logits16 */
     uint16_t *logits16;   /* [batch, vocab] 16-bit encodings; NULL for TKP_F32 */
+    /* Optional per-row inputs, NULL when absent (docs/SEMANTICS.md, "Sampling: two keying
+     * modes", "min-p"): a seed and an offset of each row's own, and min_p. */
+    uint64_t *seed, *offset;
+    float *min_p;
 };
 
 /* The logits a module reads from the batch (logits16 for a 16-bit batch) and their bytes. */
 const void *tkp_batch_input(const struct tkp_batch *b);
 size_t tkp_batch_input_bytes(const struct tkp_batch *b);
 
-/* Reject a NaN p before anything runs; the message names the row and the value. */
+/* Reject a NaN p or min_p before anything runs; the message names the row and the value. */
 int tkp_validate_rows(const struct tkp_batch *b, struct tkp_error *err);
 
 /* The problem a batch poses to a module. */
@@ -39,7 +43,8 @@ struct tkp_instance {
     size_t workspace_bytes;
 };
 
-/* Can `a` do problem `pb` at all (its contract version, backend, ops and outputs)?
+/* Can `a` do problem `pb` at all (its contract version, backend, ops and outputs; min-p and
+ * per-row keys only from TKP_ABI_SAMPLING on; a 16-bit type only where it reads it)?
  * TKP_EINVAL for a module of a version this harness does not load (tkp_algo_check_abi),
  * TKP_EUNSUPPORTED otherwise; the message says why. */
 int tkp_capable(const struct tkp_algo *a, const struct tkp_problem *pb, struct tkp_error *err);
@@ -61,7 +66,8 @@ struct tkp_staged {
     struct tkp_io io;
     enum tkp_backend backend;
     size_t logits_bytes, row_bytes, kept_bytes, samples_bytes;
-    void *device[5]; /* logits, k, p, kept, samples on the GPU; NULL on the CPU */
+    void *device[8]; /* logits, k, p, kept, samples, seed, offset, min_p on the GPU; NULL on
+                        the CPU (and for an absent per-row array) */
     uint8_t *host_kept;
     int64_t *host_samples;
 };

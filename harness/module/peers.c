@@ -66,6 +66,10 @@ PEER(fi_sampling, "flashinfer.sampling", "flashinfer-python",
 PEER(fi_sampling_probs, "flashinfer.sampling_probs", "flashinfer-python",
      "FlashInfer's top_k_top_p_sampling_from_probs (rejection sampling), deterministic",
      ALL_OPS, TKP_OUT_SAMPLE, TKP_GPU, input_order_entry_options);
+PEER(fi_min_p, "flashinfer.min_p", "flashinfer-python",
+     "FlashInfer's min_p_sampling_from_probs (rejection sampling), min-p alone, deterministic; "
+     "per-row seeds and offsets as tensors with row_keys = 1",
+     TKP_MINP, TKP_OUT_SAMPLE, TKP_GPU, input_options);
 PEER(fi_top_k_mask, "flashinfer.top_k_mask", "flashinfer-python",
      "FlashInfer's top_k_mask_logits", TKP_TOPK, TKP_OUT_SET, TKP_GPU, no_options);
 PEER(fi_renorm, "flashinfer.renorm", "flashinfer-python",
@@ -85,6 +89,6 @@ PEER(sglang_via_flashinfer, "sglang.via_flashinfer", "flashinfer-python",
 
 const struct tkp_peer *const tkp_peers[] = {
     &torch_sort,    &torch_sample, &torch_topk, &vllm_pytorch, &vllm_triton,
-    &fi_sampling,   &fi_sampling_probs, &fi_top_k_mask, &fi_renorm, &fi_topk,
+    &fi_sampling,   &fi_sampling_probs, &fi_min_p, &fi_top_k_mask, &fi_renorm, &fi_topk,
     &fi_cake,       &sglang_via_flashinfer, NULL,
 };

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "../algos/common/half.h"
+#include "../algos/common/prob.h"
 #include "../datasets/datasets.h"
 #include "apply.h"
 #include "axes.h"
@@ -279,6 +280,24 @@ static int run_peer(const struct tkp_cell *cell, struct run_env *env, struct cac
                          n_samples, e->memo[b->dtype], err);
 }
 
+/* The cell's min_p on every row (min_p axis, when on) and, with row_keys = 1, each row's own
+ * seed (the cell's seed + r) and offset 0 (docs/SEMANTICS.md, "Sampling: two keying modes").
+ * 0 when out of memory. */
+static int cell_sampling_rows(const struct tkp_cell *cell, struct tkp_batch *b)
+{
+    const size_t rows = (size_t)(cell->batch ? cell->batch : 1);
+    b->min_p = tkp_minp_on(cell->min_p) ? malloc(sizeof(float) * rows) : NULL;
+    b->seed = cell->row_keys ? malloc(sizeof(uint64_t) * rows) : NULL;
+    b->offset = cell->row_keys ? calloc(rows, sizeof(uint64_t)) : NULL;
+    for (int64_t r = 0; r < cell->batch; r++) {
+        if (b->min_p)
+            b->min_p[r] = cell->min_p;
+        if (b->seed)
+            b->seed[r] = cell->seed + (uint64_t)r;
+    }
+    return (!tkp_minp_on(cell->min_p) || b->min_p) && (!cell->row_keys || (b->seed && b->offset));
+}
+
 static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, struct run_env *env,
                      struct tkp_cell_row *row, double **samples, int64_t *n_samples)
 {
@@ -287,8 +306,8 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
     *n_samples = 0;
     struct cached_batch *e = cache_get(&env->cache, plan, cell, &err);
     if (!e) { /* no logits: untimed (NaN times, cell_row.h) */
-        const struct tkp_batch shape = { cell->batch, cell->vocab, NULL, NULL, NULL,
-                                         (enum tkp_dtype)cell->dtype, NULL };
+        const struct tkp_batch shape = { .batch = cell->batch, .vocab = cell->vocab,
+                                         .dtype = (enum tkp_dtype)cell->dtype };
         tkp_row_times(row, &shape, 0, 0, NULL, 0, &cell->timing, env->copy_gbps);
         tkp_row_status(row, TKP_EINVAL, err.msg);
         return;
@@ -299,13 +318,15 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
         k[r] = cell->k;
         p[r] = cell->p;
     }
-    struct tkp_batch b = { cell->batch, cell->vocab, e->logits, k, p, TKP_F32, NULL };
+    struct tkp_batch b = { cell->batch, cell->vocab, e->logits, k, p, TKP_F32, NULL, NULL, NULL, NULL };
+    const int sampling_ok = cell_sampling_rows(cell, &b);
     const struct tkp_algo *a = cell->algo;
     int32_t draws = (a->outputs & TKP_OUT_SAMPLE) ? cell->draws : 0;
     uint8_t *kept = (a->outputs & TKP_OUT_SET) ? malloc((size_t)(b.batch * b.vocab)) : NULL;
     int64_t *drawn = draws ? malloc(sizeof(int64_t) * (size_t)(b.batch * draws)) : NULL;
     int rc = typed_rows(e, cell, &b, &err); /* b's logits in the cell's element type */
-    if (!rc && (!k || !p || ((a->outputs & TKP_OUT_SET) && !kept) || (draws && !drawn))) {
+    if (!rc && (!k || !p || !sampling_ok || ((a->outputs & TKP_OUT_SET) && !kept) ||
+                (draws && !drawn))) {
         tkp_error_set(&err, "out of host memory for the outputs of [%lld, %lld] with %d draws",
                       (long long)b.batch, (long long)b.vocab, (int)draws);
         rc = TKP_ENOMEM;
@@ -326,6 +347,7 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
     free(drawn);
     free(k);
     free(p);
+    free(b.min_p), free(b.seed), free(b.offset);
 }
 
 static void fill_row_identity(const struct tkp_cell *c, enum tkp_backend backend,

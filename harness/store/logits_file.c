@@ -2,6 +2,7 @@
  * bf16 and fp16 (docs/DESIGN.md, "The logits file"): HDF5 1.10 has no native half, so they are
  * built from IEEE float32 with fewer bits, and a file's type is recognised by its fields. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -135,6 +136,10 @@ static int read_row_vector(hid_t f, const char *path, const char *name, hid_t me
 {
     if (H5Lexists(f, name, H5P_DEFAULT) <= 0)
         return TKP_OK;
+    if (!out) {
+        tkp_error_set(err, "%s: out of memory for /%s", path, name);
+        return TKP_ENOMEM;
+    }
     hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
     hsize_t dims[2] = { 0, 0 };
     int rank = d < 0 ? -1 : dataset_shape(d, dims);
@@ -158,6 +163,58 @@ static int read_row_vector(hid_t f, const char *path, const char *name, hid_t me
     free(tmp);
     H5Dclose(d);
     return rc ? TKP_EINVAL : TKP_OK;
+}
+
+/* The optional per-row inputs (docs/DESIGN.md, "The logits file"): /seed and /offset uint64
+ * and /min_p float32, one per /logits row, read into b's arrays (left NULL when the file has
+ * none). A /seed or /offset must cover every row: it switches the row's keying
+ * (docs/SEMANTICS.md, "Sampling: two keying modes"); a shorter /min_p leaves min-p off on the
+ * rows it leaves out. */
+static const struct row_input {
+    const char *name;
+    size_t elem, field; /* field: offset of the pointer in struct tkp_batch */
+    int every_row;
+} row_inputs[] = {
+    { "seed", sizeof(uint64_t), offsetof(struct tkp_batch, seed), 1 },
+    { "offset", sizeof(uint64_t), offsetof(struct tkp_batch, offset), 1 },
+    { "min_p", sizeof(float), offsetof(struct tkp_batch, min_p), 0 },
+};
+#define ROW_INPUTS (sizeof row_inputs / sizeof row_inputs[0])
+
+static void **row_input_slot(struct tkp_batch *b, const struct row_input *in)
+{
+    return (void **)((char *)b + in->field);
+}
+
+static hid_t row_input_type(const struct row_input *in)
+{
+    return in->elem == sizeof(float) ? H5T_NATIVE_FLOAT : H5T_NATIVE_UINT64;
+}
+
+static int read_row_inputs(hid_t f, const char *path, struct tkp_batch *b, struct tkp_error *err)
+{
+    for (size_t i = 0; i < ROW_INPUTS; i++) {
+        const struct row_input *in = &row_inputs[i];
+        if (H5Lexists(f, in->name, H5P_DEFAULT) <= 0)
+            continue;
+        hid_t d = H5Dopen2(f, in->name, H5P_DEFAULT);
+        hsize_t dims[2] = { 0, 0 };
+        const int rank = d < 0 ? -1 : dataset_shape(d, dims);
+        if (d >= 0)
+            H5Dclose(d);
+        if (in->every_row && (rank != 1 || dims[0] != (hsize_t)b->batch)) {
+            tkp_error_set(err, "%s: /%s must hold one number per /logits row (%lld), got %lld",
+                          path, in->name, (long long)b->batch, rank == 1 ? (long long)dims[0] : -1LL);
+            return TKP_EINVAL;
+        }
+        void **slot = row_input_slot(b, in);
+        *slot = calloc((size_t)(b->batch ? b->batch : 1), in->elem);
+        int rc = read_row_vector(f, path, in->name, row_input_type(in), b->batch, *slot,
+                                 in->elem, err);
+        if (rc)
+            return rc;
+    }
+    return TKP_OK;
 }
 
 /* Check /logits' declared shape against the limits (limits_files.h) before it sizes a buffer. */
@@ -245,6 +302,8 @@ static int read_here(const char *path, int32_t k_default, float p_default, struc
             if (!rc)
                 rc = read_row_vector(f, path, "p", H5T_NATIVE_FLOAT, b->batch, b->p,
                                      sizeof(float), err);
+            if (!rc)
+                rc = read_row_inputs(f, path, b, err);
         }
     }
     if (d >= 0)
@@ -275,9 +334,19 @@ static int read_to_stream(const char *path, const void *arg, FILE *out, struct t
     const size_t rows = (size_t)b.batch, cells = rows * (size_t)b.vocab;
     const void *values = tkp_batch_input(&b);
     const size_t size = (size_t)tkp_dtype_size(b.dtype);
-    if (fwrite(shape, sizeof shape, 1, out) != 1 || fwrite(values, size, cells, out) != cells ||
-        fwrite(b.k, sizeof(int32_t), rows, out) != rows ||
-        fwrite(b.p, sizeof(float), rows, out) != rows) {
+    int64_t present = 0; /* bit i: row_inputs[i] follows */
+    for (size_t i = 0; i < ROW_INPUTS; i++)
+        present |= *row_input_slot(&b, &row_inputs[i]) ? (int64_t)1 << i : 0;
+    int short_write = fwrite(shape, sizeof shape, 1, out) != 1 ||
+                      fwrite(values, size, cells, out) != cells ||
+                      fwrite(b.k, sizeof(int32_t), rows, out) != rows ||
+                      fwrite(b.p, sizeof(float), rows, out) != rows ||
+                      fwrite(&present, sizeof present, 1, out) != 1;
+    for (size_t i = 0; i < ROW_INPUTS && !short_write; i++)
+        if (present >> i & 1)
+            short_write = fwrite(*row_input_slot(&b, &row_inputs[i]), row_inputs[i].elem, rows,
+                                 out) != rows;
+    if (short_write) {
         tkp_error_set(err, "%s: cannot pass the logits on (%s)", path, strerror(errno));
         rc = TKP_ENOMEM;
     }
@@ -303,9 +372,19 @@ static int batch_from_stream(const char *path, FILE *in, struct tkp_batch *b,
     int rc = alloc_batch(path, dtype, b, err);
     const size_t rows = (size_t)b->batch, cells = rows * (size_t)b->vocab;
     void *values = dtype == TKP_F32 ? (void *)b->logits : (void *)b->logits16;
-    if (!rc && (fread(values, (size_t)tkp_dtype_size(dtype), cells, in) != cells ||
-                fread(b->k, sizeof(int32_t), rows, in) != rows ||
-                fread(b->p, sizeof(float), rows, in) != rows)) {
+    int64_t present = 0;
+    int short_read = !rc && (fread(values, (size_t)tkp_dtype_size(dtype), cells, in) != cells ||
+                             fread(b->k, sizeof(int32_t), rows, in) != rows ||
+                             fread(b->p, sizeof(float), rows, in) != rows ||
+                             fread(&present, sizeof present, 1, in) != 1);
+    for (size_t i = 0; i < ROW_INPUTS && !rc && !short_read; i++) {
+        if (!(present >> i & 1))
+            continue;
+        void **slot = row_input_slot(b, &row_inputs[i]);
+        *slot = malloc(row_inputs[i].elem * (rows ? rows : 1));
+        short_read = !*slot || fread(*slot, row_inputs[i].elem, rows, in) != rows;
+    }
+    if (short_read) {
         tkp_error_set(err, "%s: the logits came back short from the reading process", path);
         rc = TKP_EINVAL;
     }
@@ -349,6 +428,9 @@ void tkp_batch_free(struct tkp_batch *b)
     free(b->logits16);
     free(b->k);
     free(b->p);
+    free(b->seed);
+    free(b->offset);
+    free(b->min_p);
     memset(b, 0, sizeof *b);
 }
 
@@ -422,6 +504,11 @@ int tkp_logits_write(const char *path, const struct tkp_batch *b, const char *co
              (b->dtype != TKP_F32 && h5_set_attr_str(f, "dtype", tkp_dtype_name(b->dtype))) ||
              (b->k && write_array(f, "k", H5T_NATIVE_INT32, 1, dims, b->k)) ||
              (b->p && write_array(f, "p", H5T_NATIVE_FLOAT, 1, dims, b->p));
+    for (size_t i = 0; !rc && i < ROW_INPUTS; i++) {
+        void *data = *row_input_slot((struct tkp_batch *)b, &row_inputs[i]);
+        rc = data && write_array(f, row_inputs[i].name, row_input_type(&row_inputs[i]), 1, dims,
+                                 data);
+    }
     for (int i = 0; !rc && attrs && attrs[i]; i += 2)
         rc = h5_set_attr_str(f, attrs[i], attrs[i + 1]);
     if (type >= 0)

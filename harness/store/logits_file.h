@@ -1,6 +1,6 @@
 /* logits_file.h — the HDF5 files of `topkp gen` and `topkp apply` (layouts in docs/DESIGN.md):
- *   input:  /logits [B, V] float32, bf16 or fp16 (read as stored); optional /k int32 [B] and
- *           /p float32 [B]
+ *   input:  /logits [B, V] float32, bf16 or fp16 (read as stored); optional /k int32 [B],
+ *           /p float32 [B], /seed and /offset uint64 [B] (per-row keying) and /min_p float32 [B]
  *   output: /kept uint8 [B, V]; /samples int64 [B, N]; root attributes algo, backend, options */
 #ifndef TKP_LOGITS_FILE_H
 #define TKP_LOGITS_FILE_H
@@ -28,7 +28,7 @@ void tkp_batch_upcast(struct tkp_batch *b);
 int tkp_batch_to_dtype(struct tkp_batch *b, enum tkp_dtype t, struct tkp_error *err);
 
 /* Write /logits in b's type (bf16 and fp16 as HDF5 floats of their fields, with an attribute
- * dtype naming it), and /k and /p unless b->k (b->p) is NULL, plus string attributes given as
+ * dtype naming it), and /k, /p, /seed, /offset and /min_p unless b's array is NULL, plus string attributes given as
  * NULL-terminated name/value pairs (may be NULL). */
 int tkp_logits_write(const char *path, const struct tkp_batch *b, const char *const *attrs,
                      struct tkp_error *err);

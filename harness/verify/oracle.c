@@ -113,7 +113,68 @@ static int order_prefix(struct oracle_row *o, const float *x, struct entry *e, i
     return 0;
 }
 
+/* min-p's band of candidate counts (docs/SEMANTICS.md, "min-p"): c[0] tokens have a ratio to
+ * the row's largest weight surely at or above min_p, c[1] possibly (min_p BAND-relative, plus
+ * 2^-38 for the fixed point's floor); min_p >= 1 counts as 1, and off (<= 0 or NaN) keeps all.
+ * The weights are those of order_prefix: expl from the largest value, 1 or 0 in a +inf row. */
+static void minp_counts(const float *x, const struct entry *e, int64_t n, float min_p,
+                        int64_t c[2])
+{
+    c[0] = c[1] = n;
+    if (!(min_p > 0.0f) || n == 0)
+        return;
+    float max = -INFINITY;
+    for (int64_t j = 0; j < n; j++)
+        max = x[e[j].i] > max ? x[e[j].i] : max;
+    const long double mp = min_p < 1.0f ? (long double)min_p : 1.0L, slack = ldexpl(1.0L, -38);
+    const long double hi = fminl(mp * (1 + BAND) + slack, 1.0L), lo = mp * (1 - BAND) - slack;
+    c[0] = c[1] = 0;
+    for (int64_t j = 0; j < n; j++) {
+        const float v = x[e[j].i];
+        const long double r = isinf(max) ? (v == max ? 1.0L : 0.0L)
+                                         : expl((long double)v - (long double)max);
+        c[0] += r >= hi;
+        c[1] += r >= lo;
+    }
+}
+
+/* The band [*n_min, *n_max] of kept-prefix lengths top-p accepts over the first s tokens. */
+static void topp_band(const struct oracle_row *o, int64_t s, float p, int64_t *n_min,
+                      int64_t *n_max)
+{
+    if (!(p < 1.0f) || s == 0) {
+        *n_min = *n_max = s;
+        return;
+    }
+    if (!(p > 0.0f)) {
+        *n_min = *n_max = 1;
+        return;
+    }
+    long double total = 0, before = 0;
+    for (int64_t j = 0; j < s; j++)
+        total += o->weight[j];
+    *n_min = -1;
+    *n_max = 0;
+    for (int64_t n = 1; n <= s; n++) {
+        long double m_prev = before / total, m_n = (before + o->weight[n - 1]) / total;
+        if (m_prev < (long double)p + BAND && m_n >= (long double)p - BAND) {
+            if (*n_min < 0)
+                *n_min = n;
+            *n_max = n;
+        }
+        before += o->weight[n - 1];
+    }
+    if (*n_min < 0) /* cannot happen: M(s) = 1 >= p */
+        *n_min = *n_max = s;
+}
+
 int oracle_row_init(struct oracle_row *o, const float *x, int64_t vocab, int32_t k, float p)
+{
+    return oracle_row_init_minp(o, x, vocab, k, p, 0.0f);
+}
+
+int oracle_row_init_minp(struct oracle_row *o, const float *x, int64_t vocab, int32_t k, float p,
+                         float min_p)
 {
     memset(o, 0, sizeof *o);
     o->vocab = vocab;
@@ -124,7 +185,12 @@ int oracle_row_init(struct oracle_row *o, const float *x, int64_t vocab, int32_t
     for (int64_t i = 0; i < vocab; i++)
         if (!isnan(x[i]) && !(isinf(x[i]) && x[i] < 0))
             e[o->valid++] = (struct entry){ canonical_key(x[i]), (int32_t)i };
-    o->set_size = (k > 0 && k < vocab && k < o->valid) ? k : o->valid;
+    /* min-p first, then top-k (the two commute: both keep a canonical prefix), then top-p */
+    int64_t c[2];
+    minp_counts(x, e, o->valid, min_p, c);
+    const int64_t kk = (k > 0 && k < vocab) ? k : o->valid;
+    const int64_t s_lo = kk < c[0] ? kk : c[0];
+    o->set_size = kk < c[1] ? kk : c[1];
     int64_t s = o->set_size, m = prefix_needed(s, p);
     o->order = malloc(sizeof *o->order * (size_t)(m ? m : 1));
     o->weight = malloc(sizeof *o->weight * (size_t)(m ? m : 1));
@@ -134,28 +200,11 @@ int oracle_row_init(struct oracle_row *o, const float *x, int64_t vocab, int32_t
         oracle_row_free(o);
         return -1;
     }
-    if (!(p < 1.0f) || s == 0) {
-        o->n_min = o->n_max = s;
-    } else if (!(p > 0.0f)) {
-        o->n_min = o->n_max = 1;
-    } else {
-        long double total = 0, before = 0;
-        for (int64_t j = 0; j < s; j++)
-            total += o->weight[j];
-        o->n_min = -1;
-        o->n_max = 0;
-        for (int64_t n = 1; n <= s; n++) {
-            long double m_prev = before / total, m_n = (before + o->weight[n - 1]) / total;
-            if (m_prev < (long double)p + BAND && m_n >= (long double)p - BAND) {
-                if (o->n_min < 0)
-                    o->n_min = n;
-                o->n_max = n;
-            }
-            before += o->weight[n - 1];
-        }
-        if (o->n_min < 0) /* cannot happen: M(s) = 1 >= p */
-            o->n_min = o->n_max = s;
-    }
+    int64_t lo_min, lo_max;
+    topp_band(o, s_lo, p, &lo_min, &lo_max);
+    topp_band(o, s, p, &o->n_min, &o->n_max);
+    if (lo_min < o->n_min) /* a larger candidate set needs at least as long a prefix */
+        o->n_min = lo_min;
     return 0;
 }
 

@@ -11,7 +11,8 @@
 
 struct oracle_row {
     int64_t vocab, valid;
-    int64_t set_size;    /* size of the top-k set (all valid tokens when top-k is off) */
+    int64_t set_size;    /* the largest accepted candidate set, after min-p and top-k (all
+                            valid tokens when both are off) */
     int64_t n_min, n_max;/* accepted lengths of the kept prefix, inclusive */
     /* The prefix of the canonical order a check reads: set_size tokens (1 when p <= 0). */
     int32_t *order;
@@ -22,6 +23,11 @@ struct oracle_row {
  * float32 upcast (struct tkp_batch.logits; docs/SEMANTICS.md, "16-bit logits"), never by the
  * encodings a module reads. Returns 0, or -1 when out of memory. */
 int oracle_row_init(struct oracle_row *o, const float *x, int64_t vocab, int32_t k, float p);
+/* The same with min-p (docs/SEMANTICS.md, "min-p"; min_p <= 0: off): min-p, then top-k, then
+ * top-p over the renormalised candidates. A token whose probability ratio to the row's
+ * largest is within a relative 1e-6 (plus 2^-38) of min_p may be in or out. */
+int oracle_row_init_minp(struct oracle_row *o, const float *x, int64_t vocab, int32_t k, float p,
+                         float min_p);
 void oracle_row_free(struct oracle_row *o);
 
 /* Is `kept` (vocab bytes) an accepted kept set? On failure `why` says what differs. */

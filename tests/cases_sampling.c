@@ -1,0 +1,108 @@
+/* cases_sampling.c — the adversarial cases of min-p and of per-row keys (docs/SEMANTICS.md,
+ * "min-p" and "Sampling: two keying modes"), appended to the suite by cases_build: ties at
+ * the min-p boundary (in at min_p = their ratio, out one float above), min_p tiny, near 1, 1
+ * and above, +inf and NaN rows under min-p, and rows keyed by their own seeds 0 and 2^64 - 1
+ * and offsets at both ends of their range. Each cycles through the standard (k, p) mix. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "../algos/common/prob.h"
+#include "cases.h"
+
+/* min_p values the min-p cases cycle through (0 and -1: off; 2: counts as 1). */
+static const float minp_mix[] = { 0.05f, 0.0f, 0.5f, 1e-30f, 0.99999994f, 1.0f, 2.0f,
+                                  -1.0f, 0.3f, 1e-7f, 0.9f };
+#define MINP_MIX ((int64_t)(sizeof minp_mix / sizeof minp_mix[0]))
+
+static void set_minp(struct test_case *c, float (*pick)(int64_t r))
+{
+    c->b.min_p = malloc(sizeof(float) * (size_t)c->b.batch);
+    for (int64_t r = 0; r < c->b.batch; r++)
+        c->b.min_p[r] = pick ? pick(r) : minp_mix[r % MINP_MIX];
+}
+
+/* The ratio of value -1.5 to a row's largest value 0, as the fixed point sees it (exact: a
+ * float of exponent above -17 times 2^40 is a whole number), and one float above it. */
+static float tie_ratio(void) { return tkp_expf(-1.5f); }
+static float tie_minp(int64_t r)
+{
+    return r % 2 ? nextafterf(tie_ratio(), 1.0f) : tie_ratio();
+}
+
+/* Rows of a largest value 0, 40 tokens tied at -1.5 (the boundary of tie_minp), the rest
+ * below or above it at random. */
+static void fill_boundary_ties(struct test_case *c, uint64_t s)
+{
+    for (int64_t r = 0; r < c->b.batch; r++) {
+        float *x = c->b.logits + r * c->b.vocab;
+        for (int64_t i = 0; i < c->b.vocab; i++)
+            x[i] = -3.0f * fabsf(case_gauss(&s));
+        x[(r * 13) % c->b.vocab] = 0.0f;
+        for (int j = 0; j < 40; j++)
+            x[(r + 7 * j + 1) % c->b.vocab] = -1.5f;
+        x[(r * 13) % c->b.vocab] = 0.0f;
+    }
+}
+
+/* Rows spanning [-120, 0]: many tokens of zero fixed mass, for tiny min_p. */
+static void fill_wide(struct test_case *c, uint64_t s)
+{
+    for (int64_t i = 0; i < c->b.batch * c->b.vocab; i++)
+        c->b.logits[i] = -120.0f * (float)((case_next_u64(&s) >> 11) * 0x1.0p-53);
+}
+
+/* Gaussian rows with +inf (even rows, two of them) or NaN (odd rows, one in ten) tokens. */
+static void fill_special(struct test_case *c, uint64_t s)
+{
+    for (int64_t r = 0; r < c->b.batch; r++) {
+        float *x = c->b.logits + r * c->b.vocab;
+        for (int64_t i = 0; i < c->b.vocab; i++)
+            x[i] = (r % 2 && case_next_u64(&s) % 10 == 0) ? NAN : case_gauss(&s);
+        if (r % 2 == 0) {
+            x[2] = INFINITY;
+            x[c->b.vocab - 3] = INFINITY;
+        }
+    }
+}
+
+/* Per-row seeds and offsets at the ends of their ranges. */
+static void set_row_keys(struct test_case *c)
+{
+    static const uint64_t seeds[] = { 0, UINT64_MAX, 1, 0x8000000000000000ull, 0xFFFFFFFFull };
+    static const uint64_t offsets[] = { UINT64_MAX, 0, UINT64_MAX - 1, 0xFFFFFFFFull,
+                                        0x100000000ull, 7 };
+    c->b.seed = malloc(sizeof(uint64_t) * (size_t)c->b.batch);
+    c->b.offset = malloc(sizeof(uint64_t) * (size_t)c->b.batch);
+    for (int64_t r = 0; r < c->b.batch; r++) {
+        c->b.seed[r] = seeds[r % 5];
+        c->b.offset[r] = offsets[r % 6];
+    }
+}
+
+int cases_sampling(struct test_case *c)
+{
+    int n = 0;
+    case_alloc(&c[n], "minp_boundary_ties", 3001, 34, 700);
+    fill_boundary_ties(&c[n], 3001);
+    set_minp(&c[n++], tie_minp);
+    case_alloc(&c[n], "minp_mix_gaussian", 3002, 34, 1000);
+    for (int64_t i = 0; i < 34 * 1000; i++)
+        c[n].b.logits[i] = 2.0f * case_gauss(&(uint64_t){ 3002 + (uint64_t)i });
+    set_minp(&c[n++], NULL);
+    case_alloc(&c[n], "minp_wide_zero_mass", 3003, 34, 900);
+    fill_wide(&c[n], 3003);
+    set_minp(&c[n++], NULL);
+    case_alloc(&c[n], "minp_inf_nan_rows", 3004, 34, 300);
+    fill_special(&c[n], 3004);
+    set_minp(&c[n++], NULL);
+    case_alloc(&c[n], "row_keys_extreme", 3005, 34, 500);
+    fill_special(&c[n], 3005);
+    set_row_keys(&c[n]);
+    set_minp(&c[n++], NULL);
+    case_alloc(&c[n], "row_keys_no_minp", 3006, 17, 256);
+    for (int64_t i = 0; i < 17 * 256; i++)
+        c[n].b.logits[i] = case_gauss(&(uint64_t){ 3006 + (uint64_t)i });
+    set_row_keys(&c[n++]);
+    return n;
+}
