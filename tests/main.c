@@ -39,6 +39,17 @@ void test_register_arg(const char *name, test_fn_arg fn, const void *arg)
     add(name, NULL, fn, arg);
 }
 
+void test_register_named(const char *prefix, const char *suffix, test_fn_arg fn,
+                         const void *arg)
+{
+    char *name;
+    if (asprintf(&name, "%s%s", prefix, suffix) < 0) {
+        fprintf(stderr, "out of memory registering %s%s\n", prefix, suffix);
+        exit(2);
+    }
+    test_register_arg(name, fn, arg);
+}
+
 void test_fail(const char *file, int line, const char *fmt, ...)
 {
     va_list ap;

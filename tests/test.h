@@ -13,6 +13,10 @@ void test_register(const char *name, test_fn fn);
  * run (a string the caller allocated and never frees). */
 typedef void (*test_fn_arg)(const void *arg);
 void test_register_arg(const char *name, test_fn_arg fn, const void *arg);
+/* test_register_arg under the name <prefix><suffix> (allocated here, kept for the run): one
+ * test per module, the suffix its name (test_conformance.c, test_batch_invariance.c). */
+void test_register_named(const char *prefix, const char *suffix, test_fn_arg fn,
+                         const void *arg);
 void test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int test_failed(void); /* has the running test failed so far? */

@@ -22,21 +22,13 @@ static void batch_keying_cpu(const void *arg)
     check_batch_keying_depends_on_row(((const struct tkp_algo *)arg)->name, TKP_CPU, 4);
 }
 
-static void add(const char *prefix, test_fn_arg fn, const struct tkp_algo *a)
-{
-    char *name;
-    if (asprintf(&name, "%s%s", prefix, a->name) < 0) {
-        fprintf(stderr, "out of memory registering %s%s\n", prefix, a->name);
-        exit(2);
-    }
-    test_register_arg(name, fn, a);
-}
-
 __attribute__((constructor)) static void register_batch_invariance(void)
 {
     for (int i = 0; tkp_algos[i]; i++) {
-        add("batch_invariance_cpu_", invariant_cpu, tkp_algos[i]);
-        if (tkp_algos[i]->outputs & TKP_OUT_SAMPLE)
-            add("batch_keying_moves_with_the_row_cpu_", batch_keying_cpu, tkp_algos[i]);
+        const struct tkp_algo *a = tkp_algos[i];
+        test_register_named("batch_invariance_cpu_", a->name, invariant_cpu, a);
+        if (a->outputs & TKP_OUT_SAMPLE)
+            test_register_named("batch_keying_moves_with_the_row_cpu_", a->name,
+                                batch_keying_cpu, a);
     }
 }

@@ -552,36 +552,25 @@ static void add_dtype_tests(const struct tkp_algo *a, enum tkp_backend backend)
     }
 }
 
-/* One test named <prefix><module> (the name is never freed: the runner keeps it). */
-static void add(const char *prefix, test_fn_arg fn, const struct tkp_algo *a)
-{
-    char *name;
-    if (asprintf(&name, "%s%s", prefix, a->name) < 0) {
-        fprintf(stderr, "out of memory registering %s%s\n", prefix, a->name);
-        exit(2);
-    }
-    test_register_arg(name, fn, a);
-}
-
 __attribute__((constructor)) static void register_conformance(void)
 {
     for (int i = 0; tkp_algos[i]; i++) {
         const struct tkp_algo *a = tkp_algos[i];
         const int sampler = (a->outputs & TKP_OUT_SAMPLE) != 0;
-        add("conformance_table_", table, a);
-        add("conformance_oracle_cpu_", oracle_cpu, a);
+        test_register_named("conformance_table_", a->name, table, a);
+        test_register_named("conformance_oracle_cpu_", a->name, oracle_cpu, a);
         if (sampler)
-            add("conformance_sampler_tv_cpu_", sampler_tv_cpu, a);
-        add("conformance_deterministic_cpu_", deterministic_cpu, a);
-        add("conformance_last_run_stats_cpu_", last_run_stats_cpu, a);
+            test_register_named("conformance_sampler_tv_cpu_", a->name, sampler_tv_cpu, a);
+        test_register_named("conformance_deterministic_cpu_", a->name, deterministic_cpu, a);
+        test_register_named("conformance_last_run_stats_cpu_", a->name, last_run_stats_cpu, a);
         add_dtype_tests(a, TKP_CPU);
         if (!(tkp_algo_backends(a) & TKP_GPU))
             continue;
-        add("gpu_conformance_matches_cpu_", gpu_matches_cpu, a);
+        test_register_named("gpu_conformance_matches_cpu_", a->name, gpu_matches_cpu, a);
         if (sampler)
-            add("gpu_conformance_sampler_tv_", gpu_sampler_tv, a);
-        add("gpu_conformance_deterministic_", gpu_deterministic, a);
-        add("gpu_conformance_last_run_stats_", gpu_last_run_stats, a);
+            test_register_named("gpu_conformance_sampler_tv_", a->name, gpu_sampler_tv, a);
+        test_register_named("gpu_conformance_deterministic_", a->name, gpu_deterministic, a);
+        test_register_named("gpu_conformance_last_run_stats_", a->name, gpu_last_run_stats, a);
         add_dtype_tests(a, TKP_GPU);
     }
 }

@@ -106,23 +106,15 @@ static void batch_keying_gpu(const void *arg)
     check_batch_keying_depends_on_row(((const struct tkp_algo *)arg)->name, TKP_GPU, 4);
 }
 
-static void add(const char *prefix, test_fn_arg fn, const struct tkp_algo *a)
-{
-    char *name;
-    if (asprintf(&name, "%s%s", prefix, a->name) < 0) {
-        fprintf(stderr, "out of memory registering %s%s\n", prefix, a->name);
-        exit(2);
-    }
-    test_register_arg(name, fn, a);
-}
-
 __attribute__((constructor)) static void register_gpu_batch_invariance(void)
 {
     for (int i = 0; tkp_algos[i]; i++) {
-        add("gpu_batch_invariance_", invariant_gpu, tkp_algos[i]);
-        if (tkp_algos[i]->outputs & TKP_OUT_SAMPLE) {
-            add("gpu_batch_keying_moves_with_the_row_", batch_keying_gpu, tkp_algos[i]);
-            add("gpu_graph_replays_new_row_keys_", graph_replay_gpu, tkp_algos[i]);
+        const struct tkp_algo *a = tkp_algos[i];
+        test_register_named("gpu_batch_invariance_", a->name, invariant_gpu, a);
+        if (a->outputs & TKP_OUT_SAMPLE) {
+            test_register_named("gpu_batch_keying_moves_with_the_row_", a->name,
+                                batch_keying_gpu, a);
+            test_register_named("gpu_graph_replays_new_row_keys_", a->name, graph_replay_gpu, a);
         }
     }
 }
