@@ -26,6 +26,25 @@ namespace {
 constexpr int kTkpMinpThreads = 512;
 constexpr int kTkpMinpWarps = kTkpMinpThreads / 32;
 
+/* f(v) for each value v of the row x (vocab elements) this thread reads: four-element vector
+ * loads where the row starts a vector (tkp_vec4_ok), the elements past the last whole vector
+ * and an unaligned row one by one. */
+template <class E, class F>
+__device__ __forceinline__ void tkp_minp_each(const void *x, int64_t vocab, F &&f)
+{
+    int64_t i = threadIdx.x;
+    if (tkp_vec4_ok<E>(x, 0)) {
+        const int64_t whole = vocab & ~(int64_t)3;
+        for (int64_t j = 4 * (int64_t)threadIdx.x; j < whole; j += 4 * kTkpMinpThreads) {
+            const float4 v = tkp_load4<E>(x, j);
+            f(v.x), f(v.y), f(v.z), f(v.w);
+        }
+        i = whole + threadIdx.x;
+    }
+    for (; i < vocab; i += kTkpMinpThreads)
+        f(tkp_load1<E>(x, i));
+}
+
 /* Row blockIdx.x: k_out[r] = tkp_minp_fold(k[r], n, vocab), n as above. */
 template <class E>
 __global__ void __launch_bounds__(kTkpMinpThreads)
@@ -43,19 +62,18 @@ __global__ void __launch_bounds__(kTkpMinpThreads)
     }
     const void *x = tkp_row_ptr<E>(logits, stride, r);
     unsigned long long unused = 0, kmax = 0;
-    for (int64_t i = threadIdx.x; i < vocab; i += kTkpMinpThreads) {
-        const unsigned long long key = tkp_order_key(tkp_load1<E>(x, i));
+    tkp_minp_each<E>(x, vocab, [&](float v) {
+        const unsigned long long key = tkp_order_key(v);
         kmax = key > kmax ? key : kmax;
-    }
+    });
     tkp_block_sum_max<kTkpMinpWarps>(unused, kmax, scratch);
-    /* kmax == 0: no valid token, n = 0 (the loop below counts none: every weight is 0 < t) */
+    /* kmax == 0: no valid token, so no count pass and n = 0 (tkp_minp_fold keeps k) */
     const float m = tkp_key_value((uint32_t)kmax);
     const uint64_t t = tkp_minp_threshold(mp);
     unsigned long long n[1] = { 0 };
-    for (int64_t i = threadIdx.x; kmax != 0 && i < vocab; i += kTkpMinpThreads) {
-        const float v = tkp_load1<E>(x, i);
-        n[0] += tkp_is_valid(v) && tkp_weight(v, m) >= t;
-    }
+    if (kmax != 0)
+        tkp_minp_each<E>(x, vocab,
+                         [&](float v) { n[0] += tkp_is_valid(v) && tkp_weight(v, m) >= t; });
     tkp_block_sums<kTkpMinpWarps>(n, scratch);
     if (threadIdx.x == 0)
         k_out[r] = tkp_minp_fold(k[r], (int64_t)n[0], vocab);
