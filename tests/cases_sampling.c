@@ -1,7 +1,8 @@
 /* cases_sampling.c — the adversarial cases of min-p and of per-row keys (docs/SEMANTICS.md,
  * "min-p" and "Sampling: two keying modes"), appended to the suite by cases_build: ties at
  * the min-p boundary (in at min_p = their ratio, out one float above), min_p tiny, near 1, 1
- * and above, +inf and NaN rows under min-p, and rows keyed by their own seeds 0 and 2^64 - 1
+ * and above, +inf and NaN rows under min-p, a one-ulp inversion of the weight at the
+ * boundary, and rows keyed by their own seeds 0 and 2^64 - 1
  * and offsets at both ends of their range. Each cycles through the standard (k, p) mix. */
 #include <float.h>
 #include <math.h>
@@ -66,6 +67,31 @@ static void fill_special(struct test_case *c, uint64_t s)
     }
 }
 
+/* A one-ulp inversion of the weight (docs/SEMANTICS.md, "min-p"): x1 is one float below x0,
+ * yet tkp_weight(x1, 0) > tkp_weight(x0, 0) (tkp_expf is monotone only to its last unit).
+ * At min_p = x1's ratio x1 passes and x0 does not: the count over the row is 2 (0 and x1),
+ * over a prefix of the canonical order 1, so a GPU counting a sorted prefix differs from the
+ * CPU here. */
+static const float inv_x1 = -0x1.fd029cp-7f;
+static float inv_minp(int64_t r)
+{
+    const float ratio = tkp_weight_float(inv_x1, 0.0f);
+    return r % 3 == 0 ? ratio : r % 3 == 1 ? nextafterf(ratio, 0.0f) : nextafterf(ratio, 1.0f);
+}
+
+/* Rows of a largest value 0 and the pair x0 > x1 above, the rest far below (ratio < 0.4). */
+static void fill_inversion(struct test_case *c, uint64_t s)
+{
+    for (int64_t r = 0; r < c->b.batch; r++) {
+        float *x = c->b.logits + r * c->b.vocab;
+        for (int64_t i = 0; i < c->b.vocab; i++)
+            x[i] = -1.0f - fabsf(case_gauss(&s));
+        x[(r * 5) % c->b.vocab] = 0.0f;
+        x[(r * 5 + 7) % c->b.vocab] = nextafterf(inv_x1, 0.0f);
+        x[(r * 5 + 3) % c->b.vocab] = inv_x1;
+    }
+}
+
 /* Per-row seeds and offsets at the ends of their ranges. */
 static void set_row_keys(struct test_case *c)
 {
@@ -100,6 +126,9 @@ int cases_sampling(struct test_case *c)
     fill_special(&c[n], 3005);
     set_row_keys(&c[n]);
     set_minp(&c[n++], NULL);
+    case_alloc(&c[n], "minp_weight_inversion", 3007, 33, 96);
+    fill_inversion(&c[n], 3007);
+    set_minp(&c[n++], inv_minp);
     case_alloc(&c[n], "row_keys_no_minp", 3006, 17, 256);
     for (int64_t i = 0; i < 17 * 256; i++)
         c[n].b.logits[i] = case_gauss(&(uint64_t){ 3006 + (uint64_t)i });

@@ -4,7 +4,9 @@
  * suite's row-key cases in check_gpu_matches_cpu); and graph-safe per-row keys: a run captured
  * once into a CUDA graph, replayed after new seeds and offsets are written into the device
  * arrays, draws what an uncaptured CPU run with those seeds draws (docs/SEMANTICS.md,
- * "Sampling: two keying modes"). Every test skips when no GPU is present. */
+ * "Sampling: two keying modes"); for a module with min-p, new min_p values written the same way
+ * between replays fold into k as the CPU folds them ("min-p"). Every test skips when no GPU is
+ * present. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +28,17 @@ static int graph_launch(void *ctx, struct tkp_error *err)
     return tkp_instance_run(g->in, g->io, err);
 }
 
-/* Replay `rep` of the graph: new seeds and offsets written where the captured run reads them,
- * then the draws against the CPU's with the same keys. */
+/* min_p of row r at replay rep: off on some rows, small, large and 1 on others, a new mix at
+ * every replay (the first row always on, so the problem has min-p when the graph is made). */
+static float replay_min_p(size_t r, int rep)
+{
+    static const float mps[] = { 0.02f, 0.0f, 0.3f, 1e-4f, 0.9f, -1.0f, 1.0f };
+    return r == 0 ? 0.05f * (float)(rep + 2) : mps[(r + (size_t)(rep + 1) * 3) % 7];
+}
+
+/* Replay `rep` of the graph: new seeds and offsets (and min_p values, when the case has them)
+ * written where the captured run reads them, then the draws against the CPU's with the same
+ * keys. */
 static int replay_once(struct tkp_gpu_timer *timer, struct graph_ctx *ctx, struct tkp_staged *st,
                        struct test_case *c, const char *algo, int32_t draws, int rep,
                        int64_t *sg, struct tkp_error *err)
@@ -36,11 +47,15 @@ static int replay_once(struct tkp_gpu_timer *timer, struct graph_ctx *ctx, struc
     for (size_t r = 0; r < rows; r++) {
         c->b.seed[r] = 0x9E3779B97F4A7C15ull * (r + 1) * (uint64_t)(rep + 2);
         c->b.offset[r] = UINT64_MAX - r * (uint64_t)rep;
+        if (c->b.min_p)
+            c->b.min_p[r] = replay_min_p(r, rep);
     }
     int64_t *sc = malloc(sizeof(int64_t) * n);
     int rc = tkp_gpu_upload((void *)st->io.row_seed, c->b.seed, 8 * rows, err);
     if (rc == TKP_OK)
         rc = tkp_gpu_upload((void *)st->io.row_offset, c->b.offset, 8 * rows, err);
+    if (rc == TKP_OK && c->b.min_p)
+        rc = tkp_gpu_upload((void *)st->io.min_p, c->b.min_p, sizeof(float) * rows, err);
     double us, mhz;
     if (rc == TKP_OK)
         rc = tkp_gpu_time(timer, 0, graph_launch, ctx, &us, &mhz, err);
@@ -51,7 +66,8 @@ static int replay_once(struct tkp_gpu_timer *timer, struct graph_ctx *ctx, struc
                        err);
     CHECK(rc != TKP_OK || memcmp(sc, sg, 8 * n) == 0,
           "%s graph replay %d (seed %llu): the GPU's draws differ from the CPU's with the new "
-          "keys", algo, rep, (unsigned long long)c->seed);
+          "keys%s", algo, rep, (unsigned long long)c->seed,
+          c->b.min_p ? " and min_p values" : "");
     free(sc);
     return rc;
 }
@@ -66,6 +82,11 @@ static void graph_replay_gpu(const void *arg)
     cases_fit(arg, &c, 1);
     c.b.seed = calloc((size_t)c.b.batch, 8);
     c.b.offset = calloc((size_t)c.b.batch, 8);
+    if (((const struct tkp_algo *)arg)->ops & TKP_MINP) {
+        c.b.min_p = malloc(sizeof(float) * (size_t)c.b.batch);
+        for (size_t r = 0; r < (size_t)c.b.batch; r++)
+            c.b.min_p[r] = replay_min_p(r, -1);
+    }
     int64_t *sg = malloc(sizeof(int64_t) * (size_t)(c.b.batch * draws));
     struct tkp_error err = { "" };
     struct tkp_problem pb = tkp_problem_of(&c.b, TKP_GPU, TKP_OUT_SAMPLE, draws);
@@ -89,7 +110,7 @@ static void graph_replay_gpu(const void *arg)
     if (opened)
         tkp_instance_close(&in);
     free(sg);
-    free(c.b.logits), free(c.b.k), free(c.b.p), free(c.b.seed), free(c.b.offset);
+    free(c.b.logits), free(c.b.k), free(c.b.p), free(c.b.seed), free(c.b.offset), free(c.b.min_p);
 }
 
 static void invariant_gpu(const void *arg)

@@ -44,6 +44,7 @@
 #include "../common/cuda_util.h"
 #include "../common/gpu_launch.cuh"
 #include "../common/gpu_logits.cuh"
+#include "../common/gpu_minp.cuh"
 #include "cake_gpu.h"
 #include "cake_impl.h"
 #include "cake_gpu_finish.cuh"
@@ -247,9 +248,11 @@ extern "C" int cake_gpu_plan(const struct tkp_problem *pb, const void *opts, voi
     /* Top-p launch: fused unless asked (measured on the H200 at k = 50, 256 and 1000: the
      * chained launch is slower everywhere; README "GPU") */
     plan->chained = topp_launch == CAKE_TOPP_CHAINED;
+    /* the chained launch's slab and counts, then the rows' k with min-p folded in */
     plan->workspace_bytes =
         plan->chained ? (size_t)batch * (CK_GATHER * sizeof(u64) + sizeof(uint2)) : 0;
-    *workspace_bytes = plan->workspace_bytes; /* 0 unless chained */
+    plan->workspace_bytes += tkp_gpu_minp_bytes(pb);
+    *workspace_bytes = plan->workspace_bytes;
     if (plan->chained) {
         /* the sort's shared memory is static; this only checks that the kernel loads */
         cudaFuncAttributes fa;
@@ -283,6 +286,11 @@ extern "C" int cake_gpu_run(const void *plan_in, const struct tkp_io *io, void *
     a.ws_count = plan->chained
                      ? (uint2 *)((char *)workspace + (size_t)batch * CK_GATHER * sizeof(u64))
                      : nullptr;
+    const size_t chained_bytes = plan->workspace_bytes - tkp_gpu_minp_bytes(&plan->pb);
+    const int rc = tkp_gpu_minp_k(&plan->pb, io, (int32_t *)((char *)workspace + chained_bytes),
+                                  (cudaStream_t)stream, &a.io.k, err); /* min-p folded in */
+    if (rc != TKP_OK)
+        return rc;
 
     TKP_CUDA_TRY(tkp_launch_cluster(kernel, (int)plan->cluster,
                                     dim3((unsigned)(batch * plan->cluster)), dim3(CK_THREADS),

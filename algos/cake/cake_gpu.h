@@ -22,7 +22,8 @@ struct cake_gpu_plan {
     int chained;           /* 1: a second kernel (programmatic dependent launch) sorts the
                             * gathered entries and does top-p, mask and draws; 0: rank 0 of
                             * each cluster does, in the same launch */
-    size_t workspace_bytes; /* chained: the gathered entries and their counts per row */
+    size_t workspace_bytes; /* chained: the gathered entries and their counts per row; then
+                             * the rows' k with min-p folded in (gpu_minp.cuh) */
     uint32_t slice;        /* tokens per CTA (a multiple of 16) */
     size_t smem_bytes;     /* dynamic shared memory per CTA */
     int sm_count;          /* of the current device */

@@ -34,10 +34,11 @@ __device__ __forceinline__ void ck_mark_and_draw(const ck_args &a, int64_t r, co
     if (a.io.samples) {
         int64_t *out = a.io.samples + r * (int64_t)a.draws;
         const uint64_t kept_total = incl[kept - 1];
+        /* the row's key from device memory (docs/SEMANTICS.md, "Sampling: two keying modes") */
+        const struct tkp_row_key rk =
+            tkp_row_key(a.io.row_seed, a.io.row_offset, a.io.seed, a.io.offset, r);
         for (int32_t dr = (int32_t)t; dr < a.draws; dr += (int32_t)nth) {
-            const uint64_t u =
-                tkp_scale_u64(tkp_philox_u64(a.io.seed, (uint64_t)r, a.io.offset, (uint32_t)dr),
-                              kept_total);
+            const uint64_t u = tkp_draw_target(rk.seed, rk.row, rk.offset, (uint32_t)dr, kept_total);
             uint32_t l = 0, h = kept - 1;
             while (l < h) {
                 const uint32_t mid = l + (h - l) / 2;

@@ -65,9 +65,7 @@ int32_t tkp_minp_fold_k(const float *x, int64_t vocab, float max, int32_t k,
     int64_t n = 0;
     for (int64_t i = 0; i < vocab; i++)
         n += tkp_is_valid(x[i]) && tkp_weight(x[i], max) >= threshold;
-    if (n == 0 || n >= vocab || (tkp_topk_on(k, vocab) && k <= n))
-        return k;
-    return (int32_t)n;
+    return tkp_minp_fold(k, n, vocab);
 }
 
 struct tkp_row_key tkp_io_row_key(const struct tkp_io *io, int64_t r)

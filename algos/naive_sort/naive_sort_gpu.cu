@@ -35,6 +35,7 @@
 
 #include "../common/cuda_util.h"
 #include "../common/gpu_logits.cuh"
+#include "../common/gpu_minp.cuh"
 #include "../common/prob.h"
 #include "naive_sort_gpu.h"
 #include "naive_sort_gpu_finish.cuh"
@@ -66,13 +67,15 @@ __global__ void __launch_bounds__(KEY_THREADS)
     }
 }
 
-/* Step 3, one block per row of the chunk starting at row0 (logits of element type E). */
+/* Step 3, one block per row of the chunk starting at row0 (logits of element type E). Two
+ * blocks per SM, as before per-row keys: without the bound ptxas took 88 registers (one block
+ * per SM); with it 64 and no spills (docs/gpu-layer-sass.md, "Per-row keys and min-p"). */
 template <class E>
-__global__ void __launch_bounds__(FIN_THREADS)
+__global__ void __launch_bounds__(FIN_THREADS, 2)
     naive_finish(const void *__restrict__ logits, int64_t stride, int64_t vocab,
                  const int32_t *__restrict__ kk, const float *__restrict__ pp, int64_t row0,
                  const uint32_t *__restrict__ sorted_keys, uint8_t *__restrict__ kept,
-                 int64_t *__restrict__ samples, int draws, uint64_t seed, uint64_t offset)
+                 int64_t *__restrict__ samples, int draws, const FinKeys keys)
 {
     __shared__ FinShared sh;
     const int tid = threadIdx.x;
@@ -112,7 +115,7 @@ __global__ void __launch_bounds__(FIN_THREADS)
 
     uint64_t my_target = 0;
     if (draw_here && draws <= FIN_THREADS && tid < draws)
-        my_target = draw_target(seed, row, offset, tid, kept_total);
+        my_target = draw_target(keys, row, tid, kept_total);
 
     /* One pass over the row in index order: every mask byte once, the draws tile by tile. */
     const bool x_vec = tkp_vec4_ok<E>(x, 0);
@@ -127,8 +130,8 @@ __global__ void __launch_bounds__(FIN_THREADS)
         if (krow)
             fin_write_mask(krow + i0, i0, vocab, keep);
         if (draw_here) {
-            wcarry += fin_draw_tile(sh, v, keep, m, base, wcarry, out, draws, my_target, seed,
-                                    row, offset, kept_total);
+            wcarry += fin_draw_tile(sh, v, keep, m, base, wcarry, out, draws, my_target, keys,
+                                    row, kept_total);
             if (!krow && wcarry >= kept_total) /* every draw is resolved */
                 break;
         }
@@ -153,7 +156,7 @@ int naive_sort_low_bit(enum tkp_dtype dtype)
 struct NaiveKernels {
     void (*keys)(const void *, int64_t, int64_t, int64_t, int, uint32_t *, int *);
     void (*finish)(const void *, int64_t, int64_t, const int32_t *, const float *, int64_t,
-                   const uint32_t *, uint8_t *, int64_t *, int, uint64_t, uint64_t);
+                   const uint32_t *, uint8_t *, int64_t *, int, const FinKeys);
 };
 
 /* The kernels for the problem's element type: the one place that dispatches on pb->dtype;
@@ -196,6 +199,7 @@ extern "C" int naive_gpu_plan(const struct tkp_problem *pb, const void *opts, vo
                  err);
     plan->temp_bytes = temp;
     char *cur = nullptr;
+    tkp_carve(&cur, tkp_gpu_minp_bytes(pb));
     tkp_carve(&cur, sizeof(int) * (size_t)(rows + 1));
     tkp_carve(&cur, sizeof(uint32_t) * (size_t)items);
     tkp_carve(&cur, sizeof(uint32_t) * (size_t)items);
@@ -215,6 +219,7 @@ extern "C" int naive_gpu_run(const void *plan_in, const struct tkp_io *io, void 
     if (batch == 0 || (!io->kept && !io->samples))
         return TKP_OK;
     char *cur = (char *)workspace;
+    int32_t *k_ws = (int32_t *)tkp_carve(&cur, tkp_gpu_minp_bytes(pb));
     int *offsets = (int *)tkp_carve(&cur, sizeof(int) * (size_t)(plan->chunk_rows + 1));
     uint32_t *buf0 = (uint32_t *)tkp_carve(&cur, sizeof(uint32_t) * (size_t)(plan->chunk_rows * vocab));
     uint32_t *buf1 = (uint32_t *)tkp_carve(&cur, sizeof(uint32_t) * (size_t)(plan->chunk_rows * vocab));
@@ -226,6 +231,11 @@ extern "C" int naive_gpu_run(const void *plan_in, const struct tkp_io *io, void 
                       (int)pb->dtype);
         return TKP_EINVAL;
     }
+    const int32_t *k = nullptr; /* io->k, min-p folded in */
+    const int rc = tkp_gpu_minp_k(pb, io, k_ws, st, &k, err);
+    if (rc != TKP_OK)
+        return rc;
+    const FinKeys fkeys = { io->row_seed, io->row_offset, io->seed, io->offset };
 
     for (int64_t row0 = 0; row0 < batch; row0 += plan->chunk_rows) {
         const int64_t rows = batch - row0 < plan->chunk_rows ? batch - row0 : plan->chunk_rows;
@@ -242,8 +252,8 @@ extern "C" int naive_gpu_run(const void *plan_in, const struct tkp_io *io, void 
                          naive_sort_low_bit(pb->dtype), 32, st),
                      err);
         kn.finish<<<(unsigned)rows, FIN_THREADS, 0, st>>>(
-            io->logits, pb->stride, vocab, io->k, io->p, row0, keys.Current(), io->kept,
-            io->samples, draws, io->seed, io->offset);
+            io->logits, pb->stride, vocab, k, io->p, row0, keys.Current(), io->kept,
+            io->samples, draws, fkeys);
         TKP_LAUNCH_CHECK(err);
     }
     return TKP_OK;

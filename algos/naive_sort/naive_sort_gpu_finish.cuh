@@ -49,10 +49,15 @@ __device__ int64_t block_partition_point(int64_t lo, int64_t hi, Pred pred)
     return lo;
 }
 
-__device__ __forceinline__ uint64_t draw_target(uint64_t seed, int64_t row, uint64_t offset,
-                                                int d, uint64_t total)
+/* The target of draw d of row `row` over a kept mass `total`. The row's key (tkp_row_key) is
+ * read from the arrays here, at each use, so that a captured graph replays with whatever they
+ * hold and the key takes no registers through the row's pass. */
+__device__ __forceinline__ uint64_t draw_target(const FinKeys &keys, int64_t row, int d,
+                                                uint64_t total)
 {
-    return tkp_scale_u64(tkp_philox_u64(seed, (uint64_t)row, offset, (uint32_t)d), total);
+    const struct tkp_row_key rk =
+        tkp_row_key(keys.row_seed, keys.row_offset, keys.seed, keys.offset, row);
+    return tkp_draw_target(rk.seed, rk.row, rk.offset, (uint32_t)d, total);
 }
 
 /* The total weight of the first n sorted keys of the row (m: the row's largest value). */
@@ -214,7 +219,7 @@ __device__ __forceinline__ uint64_t fin_draw_tile(FinShared &sh, const float (&v
                                                   const bool (&keep)[FIN_ITEMS], float m,
                                                   int64_t base, uint64_t wcarry,
                                                   int64_t *out, int draws, uint64_t my_target,
-                                                  uint64_t seed, int64_t row, uint64_t offset,
+                                                  const FinKeys &keys, int64_t row,
                                                   uint64_t kept_total)
 {
     const int tid = threadIdx.x;
@@ -231,7 +236,7 @@ __device__ __forceinline__ uint64_t fin_draw_tile(FinShared &sh, const float (&v
     if (agg > 0)
         for (int d = tid; d < draws; d += FIN_THREADS) {
             uint64_t t = draws <= FIN_THREADS ? my_target
-                                              : draw_target(seed, row, offset, d, kept_total);
+                                              : draw_target(keys, row, d, kept_total);
             if (t >= wcarry && t - wcarry < agg) {
                 const uint64_t local = t - wcarry;
                 int lo = 0, hi = FIN_TILE - 1; /* first position with cum > local */

@@ -21,6 +21,13 @@ constexpr int64_t MAX_CHUNK_ROWS = 65535; /* gridDim.y of naive_keys */
 using RedW = cub::BlockReduce<uint64_t, FIN_THREADS>;
 using RedI = cub::BlockReduce<int, FIN_THREADS>;
 
+/* The batch's Philox key and its per-row arrays (device pointers, NULL in batch keying): each
+ * row's key is tkp_row_key of them (docs/SEMANTICS.md, "Sampling: two keying modes"). */
+struct FinKeys {
+    const uint64_t *row_seed, *row_offset;
+    uint64_t seed, offset;
+};
+
 struct FinShared {
     union {
         uint64_t sw[FIN_WARPS]; /* the block scans (algos/common/gpu_block.cuh) */

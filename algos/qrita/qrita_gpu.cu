@@ -56,6 +56,7 @@
 #include "../common/gpu_block.cuh"
 #include "../common/gpu_launch.cuh"
 #include "../common/gpu_logits.cuh"
+#include "../common/gpu_minp.cuh"
 #include "../common/gpu_warp.cuh"
 #include "../common/prob.h"
 #include "qrita.h"
@@ -497,6 +498,7 @@ static int plan_workspace(struct qrita_gpu_plan *pl, struct tkp_error *err)
     pl->ws_hist = carve(&cur, sizeof(u64) * TKP_MASS_BINS * mass_rows);
     pl->ws_part = carve(&cur, sizeof(qr_part) * (size_t)(pl->cta_per_row * batch));
     pl->ws_heavy = carve(&cur, sizeof(uint32_t) * (size_t)(batch + 1));
+    pl->ws_minp = carve(&cur, tkp_gpu_minp_bytes(&pl->pb));
     /* search=sort sorts the CPU's candidates: a buffer that holds every hit (its workspace is
      * a sort's, two keys per token, whatever the buffer takes). So does a batch with
      * top-p-alone rows: the 8 MiB buffers sent the flat rows of model-like logits (a top-p set
@@ -639,7 +641,11 @@ extern "C" int qrita_gpu_run(const void *plan, const struct tkp_io *io, void *wo
     a.margin = pl->opts.sigma_margin;
     if (pl->pb.batch == 0)
         return TKP_OK;
-    int rc = TKP_OK;
+    /* every kernel reads a.io.k: the rows' k with min-p folded in (qr_prep, a plain launch,
+     * follows the fold on the stream, and the chain follows qr_prep) */
+    int rc = tkp_gpu_minp_k(&pl->pb, io, (int32_t *)(ws + pl->ws_minp), st, &a.io.k, err);
+    if (rc != TKP_OK)
+        return rc;
     auto launch = [&](auto e) { rc = launch_chain<decltype(e)>(pl, a, st, ws, err); };
     return tkp_with_dtype(pl->pb.dtype, launch) ? rc : bad_dtype(pl->pb.dtype, err);
 }

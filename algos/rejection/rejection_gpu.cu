@@ -42,6 +42,7 @@
 #include "../common/cuda_util.h"
 #include "../common/gpu_launch.cuh"
 #include "../common/gpu_logits.cuh"
+#include "../common/gpu_minp.cuh"
 #include "rejection_gpu.h"
 #include "rejection_impl.h"
 #include "rejection_gpu_draw.cuh"
@@ -179,6 +180,14 @@ int choose_cluster(const struct tkp_problem *pb, int forced, int *active)
     return 1;
 }
 
+/* The workspace's statistics slots, rounded up to 256 bytes (the rows' k with min-p folded in,
+ * gpu_minp.cuh, follow them). */
+size_t rej_stats_bytes(const struct rej_gpu_plan *plan)
+{
+    const size_t bytes = sizeof(u64) * kStatWords * (size_t)(plan->slots > 0 ? plan->slots : 1);
+    return (bytes + 255u) & ~(size_t)255u;
+}
+
 } // namespace
 
 extern "C" void rej_gpu_plan_for(const struct tkp_problem *pb, int forced_cluster,
@@ -213,7 +222,7 @@ extern "C" void rej_gpu_plan_for(const struct tkp_problem *pb, int forced_cluste
         groups = 65535;
     plan->groups = (int)groups;
     plan->slots = pb->batch * groups * plan->cluster;
-    plan->workspace = sizeof(u64) * kStatWords * (size_t)(plan->slots > 0 ? plan->slots : 1);
+    plan->workspace = rej_stats_bytes(plan) + tkp_gpu_minp_bytes(pb);
 }
 
 /* rejection_gpu.h: the plan of one problem with options of struct rej_opts. */
@@ -249,6 +258,10 @@ extern "C" int rej_gpu_run(const void *plan_in, const struct tkp_io *io, void *w
     Params prm;
     prm.io = *io;
     prm.stats = (u64 *)workspace;
+    const int rc = tkp_gpu_minp_k(pb, io, (int32_t *)((char *)workspace + rej_stats_bytes(plan)),
+                                  (cudaStream_t)stream, &prm.io.k, err); /* min-p folded in */
+    if (rc != TKP_OK)
+        return rc;
     prm.stride = pb->stride;
     prm.vocab = (int)pb->vocab;
     prm.draws = pb->draws;

@@ -23,7 +23,8 @@ struct rej_gpu_plan {
     int slice;            /* cluster: tokens of the row per CTA */
     size_t smem;          /* cluster: dynamic shared memory per CTA */
     int64_t slots;        /* per-CTA statistics slots: batch * groups * cluster */
-    size_t workspace;     /* device bytes: the statistics slots */
+    size_t workspace;     /* device bytes: the statistics slots, then the rows' k with min-p
+                           * folded in (gpu_minp.cuh) */
 };
 
 /* Plan a problem (queries the device's SM count; falls back to 132 without a device).

@@ -33,7 +33,11 @@ __device__ __forceinline__ int draw_one(R &row, float max, const Params &prm, in
     int c = 0;
     for (int round = 0;; round++) {
         const uint32_t counter = (uint32_t)d * (uint32_t)rounds + (uint32_t)round;
-        const uint64_t u = tkp_philox_u64(prm.io.seed, (uint64_t)r, prm.io.offset, counter);
+        /* the row's key, read from device memory at each round (docs/SEMANTICS.md, "Sampling:
+         * two keying modes"): held across the round's passes it cost a spill */
+        const struct tkp_row_key key =
+            tkp_row_key(prm.io.row_seed, prm.io.row_offset, prm.io.seed, prm.io.offset, r);
+        const uint64_t u = tkp_philox_u64(key.seed, key.row, key.offset, counter);
         if (threadIdx.x == 0 && count)
             sh.stat[0] += 1;
         uint64_t pc;

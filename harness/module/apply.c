@@ -168,13 +168,6 @@ int tkp_capable(const struct tkp_algo *a, const struct tkp_problem *pb, struct t
         incapable_message(a, pb, err);
         return TKP_EUNSUPPORTED;
     }
-    if (pb->backend == TKP_GPU && !(a->flags & TKP_PEER) &&
-        ((pb->ops & TKP_MINP) || (pb->row_keyed && (pb->outputs & TKP_OUT_SAMPLE)))) {
-        /* until the kernels read struct tkp_io's row_seed, row_offset and min_p */
-        tkp_error_set(err, "%s's GPU kernels do not read per-row seeds, offsets or min-p yet "
-                      "(docs/SEMANTICS.md, \"Sampling: two keying modes\")", a->name);
-        return TKP_EUNSUPPORTED;
-    }
     return dtype_readable(a, pb, err);
 }
 
