@@ -147,7 +147,7 @@ TEST(hostile_config_nul_byte_is_refused)
     fwrite(text, 1, sizeof text - 1, f);
     fclose(f);
     char cause[64];
-    snprintf(cause, sizeof cause, "byte %zu is a NUL byte", strlen(text));
+    snprintf(cause, sizeof cause, "byte %zu is \\x00: a NUL byte", strlen(text) + 1);
     CHECK_REFUSED("nul.lua", load_path_error(path), cause);
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../tkp.h"
+#include "gate.h"
 
 void tkp_error_set(struct tkp_error *err, const char *fmt, ...)
 {
@@ -63,8 +64,10 @@ static const struct tkp_option *find_or_fail(const struct tkp_algo *a, const cha
                                              struct tkp_error *err)
 {
     const struct tkp_option *o = tkp_option_find(a, name);
+    char shown[96];
     if (!o)
-        tkp_error_set(err, "%s has no option '%s'", a->name, name);
+        tkp_error_set(err, "%s has no option '%s'", a->name,
+                      tkp_gate_escape(name, strlen(name), shown, sizeof shown));
     return o;
 }
 
@@ -85,15 +88,11 @@ int tkp_option_set_number(const struct tkp_algo *a, void *opts, const char *name
             return TKP_EINVAL;
         }
     } else {
-        if (isnan(v) || v < o->min || v > o->max) {
-            tkp_error_set(err, "%s option %s = %g is out of range [%g, %g]", a->name, name, v,
-                          o->min, o->max);
+        const struct tkp_domain d = { name, o->type == TKP_OPT_INT, o->min, o->max };
+        char what[96];
+        snprintf(what, sizeof what, "%s option %s", a->name, name);
+        if (tkp_gate_number(&d, what, v, err))
             return TKP_EINVAL;
-        }
-        if (o->type == TKP_OPT_INT && v != floor(v)) {
-            tkp_error_set(err, "%s option %s = %g must be an integer", a->name, name, v);
-            return TKP_EINVAL;
-        }
     }
     store(o, opts, v);
     return TKP_OK;
@@ -109,18 +108,18 @@ int tkp_option_set(const struct tkp_algo *a, void *opts, const char *name, const
         for (int i = 0; o->choices[i]; i++)
             if (strcmp(o->choices[i], value) == 0)
                 return tkp_option_set_number(a, opts, name, i, err);
-        char names[256];
+        char names[256], shown[96];
         list_choices(o, names, sizeof names);
-        tkp_error_set(err, "%s option %s: '%s' is not one of %s", a->name, name, value, names);
+        tkp_error_set(err, "%s option %s: '%s' is not one of %s", a->name, name,
+                      tkp_gate_escape(value, strlen(value), shown, sizeof shown), names);
         return TKP_EINVAL;
     }
-    char *end;
-    errno = 0;
-    double v = strtod(value, &end);
-    if (end == value || *end || errno) {
-        tkp_error_set(err, "%s option %s: '%s' is not a number", a->name, name, value);
+    const struct tkp_domain d = { name, o->type == TKP_OPT_INT, o->min, o->max };
+    char what[96];
+    double v = 0;
+    snprintf(what, sizeof what, "%s option %s", a->name, name);
+    if (tkp_gate_number_text(&d, what, value, &v, err))
         return TKP_EINVAL;
-    }
     return tkp_option_set_number(a, opts, name, v, err);
 }
 

@@ -15,7 +15,16 @@ const char *flag_value(const char *cmd, int argc, char **argv, int *i);
 int positional(const char *cmd, const char *arg, const char **slot);
 int fail(const char *what, const char *msg);
 long long int_arg(const char *cmd, const char *flag, const char *v, long long lo, long long hi);
-float float_arg(const char *cmd, const char *flag, const char *v);
+/* Text values through the gate (algos/common/gate.h): a name, a comma list of names (no item
+ * empty), an output path. Each exits 2 naming the byte. */
+const char *name_arg(const char *cmd, const char *flag, const char *v);
+const char *name_list_arg(const char *cmd, const char *flag, const char *v);
+const char *path_arg(const char *cmd, const char *flag, const char *v);
+/* A uint64 (seeds, offsets), exact to 2^64 - 1. */
+unsigned long long u64_arg(const char *cmd, const char *flag, const char *v);
+/* A float of domain d (p, min-p: tkp_dom_p...; algos/common/gate.h). */
+struct tkp_domain;
+float float_arg(const char *cmd, const char *flag, const char *v, const struct tkp_domain *d);
 enum tkp_backend default_backend(void);
 enum tkp_backend backend_arg(const char *cmd, const char *v);
 

@@ -8,14 +8,58 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../algos/common/gate.h"
 #include "cli.h"
 
 /* An argument no rule of `cmd` took: an unknown option or one positional argument too many. */
 int bad_arg(const char *cmd, const char *arg)
 {
+    char shown[160];
     fprintf(stderr, "topkp %s: %s '%s' (see `topkp help %s`)\n", cmd,
-            arg[0] == '-' && arg[1] ? "unknown option" : "unexpected argument", arg, cmd);
+            arg[0] == '-' && arg[1] ? "unknown option" : "unexpected argument",
+            tkp_gate_escape(arg, strlen(arg), shown, sizeof shown), cmd);
     return 2;
+}
+
+/* The value after `flag` through the gate (docs/ROBUSTNESS.md, "Text that enters"): a name, a
+ * comma list of names (none empty, the list not empty) or an output path; exits 2 with the
+ * gate's message, which names the byte escaped. */
+static void refuse_text(const char *cmd, const struct tkp_error *err)
+{
+    fprintf(stderr, "topkp %s: %s\n", cmd, err->msg);
+    exit(2);
+}
+
+const char *name_arg(const char *cmd, const char *flag, const char *v)
+{
+    struct tkp_error err;
+    if (tkp_gate_name(flag, v, strlen(v), NULL, &err))
+        refuse_text(cmd, &err);
+    return v;
+}
+
+const char *name_list_arg(const char *cmd, const char *flag, const char *v)
+{
+    struct tkp_error err;
+    char what[96];
+    int item = 1;
+    for (const char *at = v;; item++) {
+        const size_t len = strcspn(at, ",");
+        snprintf(what, sizeof what, "%s item %d", flag, item);
+        if (tkp_gate_name(what, at, len, NULL, &err))
+            refuse_text(cmd, &err);
+        if (!at[len])
+            return v;
+        at += len + 1;
+    }
+}
+
+const char *path_arg(const char *cmd, const char *flag, const char *v)
+{
+    struct tkp_error err;
+    if (tkp_gate_path(flag, v, strlen(v), &err))
+        refuse_text(cmd, &err);
+    return v;
 }
 
 /* A required argument is missing. */
@@ -52,30 +96,42 @@ int fail(const char *what, const char *msg)
     return 1;
 }
 
-/* Parse a whole integer (or a float for p) argument; exits with a message naming it. */
-long long int_arg(const char *cmd, const char *flag, const char *v, long long lo,
-                         long long hi)
+/* The flag's value through the gate's parser of its domain (docs/ROBUSTNESS.md, "Numbers that
+ * enter"): exits 2 with the gate's words ("not a number", "not an integer", "not finite", "out
+ * of range") naming the flag and the value. */
+static void refuse_number(const char *cmd, const struct tkp_error *err)
 {
-    char *end;
-    errno = 0;
-    long long x = strtoll(v ? v : "", &end, 10);
-    if (!v || end == v || *end || errno || x < lo || x > hi) {
-        fprintf(stderr, "topkp %s: %s needs an integer in [%lld, %lld], got '%s'\n", cmd, flag,
-                lo, hi, v ? v : "");
-        exit(2);
-    }
+    fprintf(stderr, "topkp %s: %s (see `topkp help %s`)\n", cmd, err->msg, cmd);
+    exit(2);
+}
+
+long long int_arg(const char *cmd, const char *flag, const char *v, long long lo, long long hi)
+{
+    const struct tkp_domain d = { flag, 1, (double)lo, (double)hi };
+    struct tkp_error err;
+    double x = 0;
+    if (tkp_gate_number_text(&d, flag, v, &x, &err))
+        refuse_number(cmd, &err);
+    return (long long)x;
+}
+
+unsigned long long u64_arg(const char *cmd, const char *flag, const char *v)
+{
+    const struct tkp_domain d = { flag, 1, 0, 0x1.fffffffffffffp63 };
+    struct tkp_error err;
+    unsigned long long x = 0;
+    if (tkp_gate_u64_text(&d, flag, v, &x, &err))
+        refuse_number(cmd, &err);
     return x;
 }
 
-float float_arg(const char *cmd, const char *flag, const char *v)
+float float_arg(const char *cmd, const char *flag, const char *v, const struct tkp_domain *d)
 {
-    char *end;
-    float x = strtof(v ? v : "", &end);
-    if (!v || end == v || *end || isnan(x)) {
-        fprintf(stderr, "topkp %s: %s needs a number, got '%s'\n", cmd, flag, v ? v : "");
-        exit(2);
-    }
-    return x;
+    struct tkp_error err;
+    double x = 0;
+    if (tkp_gate_number_text(d, flag, v, &x, &err))
+        refuse_number(cmd, &err);
+    return (float)x;
 }
 
 enum tkp_backend default_backend(void)
@@ -99,6 +155,8 @@ enum tkp_backend backend_arg(const char *cmd, const char *v)
 #endif
         return TKP_GPU;
     }
-    fprintf(stderr, "topkp %s: --backend is cpu or gpu, got '%s'\n", cmd, v ? v : "");
+    char shown[96];
+    fprintf(stderr, "topkp %s: --backend is cpu or gpu, got '%s'\n", cmd,
+            tkp_gate_escape(v, strlen(v), shown, sizeof shown));
     exit(2);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../algos/common/gate.h"
 #include "cli.h"
 #include "compare.h"
 #include "results.h"
@@ -28,7 +29,7 @@ int cmd_export(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         int rc = 0;
         if (strcmp(argv[i], "--sweep") == 0)
-            sweep = flag_value("export", argc, argv, &i);
+            sweep = name_arg("export", "--sweep", flag_value("export", argc, argv, &i));
         else if (strcmp(argv[i], "--format") == 0) {
             const char *f = flag_value("export", argc, argv, &i);
             if (tkp_export_format_of(f, &format) != 0) {
@@ -66,9 +67,10 @@ int cmd_compare(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         int rc = 0;
         if (strcmp(argv[i], "--sweep") == 0)
-            sweep = flag_value("compare", argc, argv, &i);
+            sweep = name_arg("compare", "--sweep", flag_value("compare", argc, argv, &i));
         else if (strcmp(argv[i], "--threshold") == 0) {
-            threshold = float_arg("compare", "--threshold", flag_value("compare", argc, argv, &i));
+            threshold = float_arg("compare", "--threshold", flag_value("compare", argc, argv, &i),
+                                  &tkp_dom_real);
             if (!(threshold >= 0 && threshold <= 10)) {
                 fprintf(stderr, "topkp compare: --threshold needs a relative difference in "
                         "[0, 10], such as 0.02, got %g\n", threshold);

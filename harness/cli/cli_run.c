@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../algos/common/gate.h"
 #include "../datasets/datasets.h"
 #include "apply.h"
 #include "cli.h"
@@ -85,7 +86,9 @@ static enum tkp_dtype dtype_arg(const char *cmd, const char *v)
     for (int t = 0; v && t < TKP_DTYPE_COUNT; t++)
         if (strcmp(v, tkp_dtype_name((enum tkp_dtype)t)) == 0)
             return (enum tkp_dtype)t;
-    fprintf(stderr, "topkp %s: --dtype is f32, bf16 or f16, got '%s'\n", cmd, v ? v : "");
+    char shown[96];
+    fprintf(stderr, "topkp %s: --dtype is f32, bf16 or f16, got '%s'\n", cmd,
+            tkp_gate_escape(v, strlen(v), shown, sizeof shown));
     exit(2);
 }
 
@@ -182,7 +185,7 @@ int cmd_run(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         int rc = 0;
         if (strcmp(argv[i], "-o") == 0)
-            a.output = flag_value("run", argc, argv, &i);
+            a.output = path_arg("run", "-o", flag_value("run", argc, argv, &i));
         else if (strcmp(argv[i], "--backend") == 0)
             a.backend = backend_arg("run", flag_value("run", argc, argv, &i)), backend_given = 1;
         else if (strcmp(argv[i], "--shard") == 0)
@@ -200,9 +203,9 @@ int cmd_run(int argc, char **argv)
         else if (strcmp(argv[i], "--dry-run") == 0)
             a.dry_run = 1;
         else if (strcmp(argv[i], "--only") == 0)
-            a.only = flag_value("run", argc, argv, &i);
+            a.only = name_list_arg("run", "--only", flag_value("run", argc, argv, &i));
         else if (strcmp(argv[i], "--sweep") == 0)
-            a.sweeps = flag_value("run", argc, argv, &i);
+            a.sweeps = name_list_arg("run", "--sweep", flag_value("run", argc, argv, &i));
         else
             rc = positional("run", argv[i], &a.config);
         if (rc)
@@ -287,7 +290,7 @@ static int apply_parse(int argc, char **argv, struct apply_args *x, const struct
         if (strcmp(f, "--in") == 0)
             x->in = flag_value("apply", argc, argv, &i);
         else if (strcmp(f, "--out") == 0)
-            x->out = flag_value("apply", argc, argv, &i);
+            x->out = path_arg("apply", "-o", flag_value("apply", argc, argv, &i));
         else if (strcmp(f, "--force") == 0)
             x->force = 1;
         else if (strcmp(f, "--backend") == 0)
@@ -298,19 +301,20 @@ static int apply_parse(int argc, char **argv, struct apply_args *x, const struct
             x->k = (int32_t)int_arg("apply", f, flag_value("apply", argc, argv, &i),
                                     -2147483647LL, 2147483647LL), x->k_given = 1;
         else if (strcmp(f, "--p") == 0)
-            x->p = float_arg("apply", f, flag_value("apply", argc, argv, &i)), x->p_given = 1;
+            x->p = float_arg("apply", f, flag_value("apply", argc, argv, &i), &tkp_dom_p),
+                   x->p_given = 1;
         else if (strcmp(f, "--min-p") == 0)
-            x->min_p = float_arg("apply", f, flag_value("apply", argc, argv, &i)),
+            x->min_p = float_arg("apply", f, flag_value("apply", argc, argv, &i), &tkp_dom_min_p),
             x->min_p_given = 1;
         else if (strcmp(f, "--draws") == 0)
             x->draws = (int32_t)int_arg("apply", f, flag_value("apply", argc, argv, &i), 1,
                                         1 << 24);
         else if (strcmp(f, "--seed") == 0)
-            x->seed = (uint64_t)int_arg("apply", f, flag_value("apply", argc, argv, &i), 0,
-                                        9223372036854775807LL), x->seed_given = 1;
+            x->seed = (uint64_t)u64_arg("apply", f, flag_value("apply", argc, argv, &i)),
+                      x->seed_given = 1;
         else if (strcmp(f, "--offset") == 0)
-            x->offset = (uint64_t)int_arg("apply", f, flag_value("apply", argc, argv, &i), 0,
-                                          9223372036854775807LL), x->offset_given = 1;
+            x->offset = (uint64_t)u64_arg("apply", f, flag_value("apply", argc, argv, &i)),
+                        x->offset_given = 1;
         else if (strcmp(f, "--set") == 0) {
             if (tkp_option_assign(a, opts, flag_value("apply", argc, argv, &i), &err)) {
                 fprintf(stderr, "topkp apply: %s\n", err.msg);
@@ -521,23 +525,24 @@ static int gen_parse(int argc, char **argv, struct gen_args *g)
         else if (strcmp(f, "--vocab") == 0)
             g->vocab = int_arg("gen", f, flag_value("gen", argc, argv, &i), 1, 1 << 23);
         else if (strcmp(f, "--seed") == 0)
-            g->seed = (uint64_t)int_arg("gen", f, flag_value("gen", argc, argv, &i), 0,
-                                        9223372036854775807LL);
+            g->seed = (uint64_t)u64_arg("gen", f, flag_value("gen", argc, argv, &i));
         else if (strcmp(f, "--k") == 0)
             g->k = (int32_t)int_arg("gen", f, flag_value("gen", argc, argv, &i), -2147483647LL,
                                     2147483647LL), g->k_given = 1;
         else if (strcmp(f, "--p") == 0)
-            g->p = float_arg("gen", f, flag_value("gen", argc, argv, &i)), g->p_given = 1;
+            g->p = float_arg("gen", f, flag_value("gen", argc, argv, &i), &tkp_dom_p),
+                   g->p_given = 1;
         else if (strcmp(f, "--min-p") == 0)
-            g->min_p = float_arg("gen", f, flag_value("gen", argc, argv, &i)), g->min_p_given = 1;
+            g->min_p = float_arg("gen", f, flag_value("gen", argc, argv, &i), &tkp_dom_min_p),
+                       g->min_p_given = 1;
         else if (strcmp(f, "--row-seeds") == 0)
-            g->row_seed = (uint64_t)int_arg("gen", f, flag_value("gen", argc, argv, &i), 0,
-                                            9223372036854775807LL), g->seeds_given = 1;
+            g->row_seed = (uint64_t)u64_arg("gen", f, flag_value("gen", argc, argv, &i)),
+                          g->seeds_given = 1;
         else if (strcmp(f, "--row-offset") == 0)
-            g->row_offset = (uint64_t)int_arg("gen", f, flag_value("gen", argc, argv, &i), 0,
-                                              9223372036854775807LL), g->offset_given = 1;
+            g->row_offset = (uint64_t)u64_arg("gen", f, flag_value("gen", argc, argv, &i)),
+                            g->offset_given = 1;
         else if (strcmp(f, "-o") == 0)
-            g->out = flag_value("gen", argc, argv, &i);
+            g->out = path_arg("gen", "-o", flag_value("gen", argc, argv, &i));
         else if (strcmp(f, "--dtype") == 0)
             g->dtype = dtype_arg("gen", flag_value("gen", argc, argv, &i));
         else

@@ -25,8 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "../algos/common/gate.h"
 #include "config_parts.h"
 #include "lua_deadline.h"
 
@@ -52,12 +54,19 @@ int config_add_file(struct tkp_plan *plan, const char *name, const char *text)
     return 1;
 }
 
-char *config_read_text(const char *path, size_t *size)
+char *config_read_text(const char *path, size_t *size, const char **why)
 {
     FILE *f = fopen(path, "rb");
+    struct stat st;
     *size = 0;
-    if (!f)
+    *why = NULL;
+    if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        *why = !f ? strerror(errno) : S_ISDIR(st.st_mode) ? "it is a directory, not a file"
+                                                          : "it is not a regular file";
+        if (f)
+            fclose(f);
         return NULL;
+    }
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     size_t got;
@@ -72,14 +81,17 @@ char *config_read_text(const char *path, size_t *size)
             buf = grown;
         }
     }
-    if (!buf) {
-        fclose(f);
+    const int failed = !buf || ferror(f);
+    fclose(f);
+    *why = !buf ? "out of memory" : failed ? "a read error" : NULL;
+    if (failed) {
+        free(buf);
         return NULL;
     }
     buf[n] = 0;
-    fclose(f);
     *size = n;
     if (n > TKP_CONFIG_MAX_BYTES) {
+        *why = "larger than the limit";
         free(buf);
         return NULL;
     }
@@ -102,15 +114,46 @@ static void config_failure(lua_State *L, const char *path, int rc, const struct 
                       luaL_typename(L, -1));
 }
 
+/* The encoding rule (docs/ROBUSTNESS.md, "Text that enters"): a config is UTF-8 text; a
+ * UTF-8 byte-order mark is accepted and skipped (returns 3), a UTF-16 or UTF-32 one is refused
+ * by name, as is a NUL byte or a byte that is not UTF-8 (its line and byte, escaped). -1:
+ * refused, err set. */
+static int config_encoding(const char *path, const unsigned char *t, size_t size,
+                           struct tkp_error *err)
+{
+    static const struct { const char *bom, *name; size_t n; } boms[] = {
+        { "\x00\x00\xFE\xFF", "UTF-32 BE", 4 }, { "\xFF\xFE\x00\x00", "UTF-32 LE", 4 },
+        { "\xFE\xFF", "UTF-16 BE", 2 },          { "\xFF\xFE", "UTF-16 LE", 2 },
+    };
+    for (size_t i = 0; i < sizeof boms / sizeof boms[0]; i++)
+        if (size >= boms[i].n && memcmp(t, boms[i].bom, boms[i].n) == 0) {
+            tkp_error_set(err, "%s: starts with a %s byte-order mark; a config is UTF-8 text "
+                          "(save it as UTF-8)", path, boms[i].name);
+            return -1;
+        }
+    const size_t skip = size >= 3 && memcmp(t, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    size_t line = 1;
+    for (size_t i = skip; i < size;) {
+        const int n = t[i] ? tkp_utf8_length(t + i, size - i) : 0;
+        if (n == 0) {
+            tkp_error_set(err, "%s: line %zu, byte %zu is \\x%02X: %s (a config is UTF-8 text)",
+                          path, line, i + 1, t[i], t[i] ? "not UTF-8" : "a NUL byte");
+            return -1;
+        }
+        line += t[i] == '\n';
+        i += (size_t)n;
+    }
+    return (int)skip;
+}
+
 int config_load_chunk(lua_State *L, const char *path, const char *text, size_t size,
                       struct tkp_error *err)
 {
-    const char *nul = memchr(text, 0, size);
-    if (nul) {
-        tkp_error_set(err, "%s: byte %zu is a NUL byte (a config is text)", path,
-                      (size_t)(nul - text));
+    const int skip = config_encoding(path, (const unsigned char *)text, size, err);
+    if (skip < 0)
         return 1;
-    }
+    text += skip;
+    size -= (size_t)skip;
     char chunk[600];
     snprintf(chunk, sizeof chunk, "@%s", path);
     return luaL_loadbufferx(L, text, size, chunk, "t");
@@ -121,13 +164,14 @@ int tkp_config_load(const char *path, enum tkp_backend backend, struct tkp_plan 
 {
     memset(plan, 0, sizeof *plan);
     size_t size;
-    char *text = config_read_text(path, &size);
+    const char *why;
+    char *text = config_read_text(path, &size, &why);
     if (!text) {
         if (size > TKP_CONFIG_MAX_BYTES)
             tkp_error_set(err, "%s: larger than the limit of %d bytes for a config", path,
                           TKP_CONFIG_MAX_BYTES);
         else
-            tkp_error_set(err, "%s: cannot read", path);
+            tkp_error_set(err, "%s: cannot read (%s)", path, why);
         return TKP_EINVAL;
     }
     struct load_ctx ctx = { .plan = plan, .path = path };

@@ -78,11 +78,13 @@ static void check_cycle(lua_State *L, const struct load_ctx *ctx, const char *pa
 static void load_included(lua_State *L, struct load_ctx *ctx, const char *path, const char *full)
 {
     size_t size;
-    char *text = config_read_text(full, &size);
+    const char *why;
+    char *text = config_read_text(full, &size, &why);
+    if (!text && size > TKP_CONFIG_MAX_BYTES)
+        config_error(L, "include \"%s\": %s is larger than the limit of %d bytes", path, full,
+                     TKP_CONFIG_MAX_BYTES);
     if (!text)
-        config_error(L, size > TKP_CONFIG_MAX_BYTES
-                            ? "include \"%s\": %s is larger than the limit of %d bytes"
-                            : "include \"%s\": cannot read %s", path, full, TKP_CONFIG_MAX_BYTES);
+        config_error(L, "include \"%s\": cannot read %s (%s)", path, full, why);
     int known = 0;
     for (size_t i = 0; i < ctx->plan->n_files; i++)
         known |= strcmp(ctx->plan->files[i].name, full) == 0;

@@ -58,11 +58,13 @@ struct algo_entry {
     char variant[64];
 };
 
-/* config.c: the whole file, NUL-terminated, its size in *size; NULL when unreadable or
- * larger than TKP_CONFIG_MAX_BYTES (*size is then past the limit). */
-char *config_read_text(const char *path, size_t *size);
-/* config.c: load the text as a chunk named after the file: whole (a NUL byte is refused with
- * its offset, in err, rather than ending the config early), and text only (no precompiled
+/* config.c: the whole file, NUL-terminated, its size in *size; NULL when unreadable, not a
+ * regular file (a directory is named as one) or larger than TKP_CONFIG_MAX_BYTES (*size is
+ * then past the limit), with the reason in *why. */
+char *config_read_text(const char *path, size_t *size, const char **why);
+/* config.c: load the text as a chunk named after the file: whole (a NUL byte or a byte that is
+ * not UTF-8 is refused with its line and offset, in err, rather than ending the config early;
+ * a UTF-8 byte-order mark is skipped, any other refused by name), and text only (no precompiled
  * chunks). Lua's status; -1 with err set when refused before Lua saw it. */
 int config_load_chunk(lua_State *L, const char *path, const char *text, size_t size,
                       struct tkp_error *err);

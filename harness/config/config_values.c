@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../algos/common/gate.h"
 #include "../datasets/datasets.h"
 #include "config_parts.h"
 
@@ -44,7 +45,7 @@ void config_check_keys(lua_State *L, int idx, const char *what, const char *cons
         lua_pop(L, 1);
         if (lua_type(L, -1) != LUA_TSTRING)
             config_error(L, "%s: keys must be names, got a %s", what, luaL_typename(L, -1));
-        const char *key = lua_tostring(L, -1);
+        const char *key = config_checked_name(L, -1, what, ": key");
         if (!key_allowed(key, allowed)) {
             char list[512] = "";
             for (int i = 0; allowed[i]; i++)
@@ -118,11 +119,12 @@ void config_parse_algo(lua_State *L, int idx, const char *what, struct algo_entr
     idx = lua_absindex(L, idx);
     const char *name = NULL;
     if (lua_type(L, idx) == LUA_TSTRING) {
-        name = lua_tostring(L, idx);
+        name = config_checked_name(L, idx, what, ": algorithm");
     } else if (lua_istable(L, idx)) {
         lua_geti(L, idx, 1);
-        name = lua_tostring(L, -1);
-        lua_pop(L, 1);
+        name = lua_type(L, -1) == LUA_TSTRING ? config_checked_name(L, -1, what, ": algorithm")
+                                               : NULL;
+        lua_pop(L, 1); /* the table at idx still holds the string */
     }
     if (!name)
         config_error(L, "%s: an algorithm is a name or { \"name\", option = value, ... }", what);
@@ -137,6 +139,8 @@ void config_parse_algo(lua_State *L, int idx, const char *what, struct algo_entr
     while (lua_next(L, idx)) {
         struct tkp_error err;
         int rc = TKP_OK;
+        if (lua_type(L, -2) == LUA_TSTRING)
+            config_checked_name(L, -2, what, ": option");
         if (lua_type(L, -2) == LUA_TNUMBER) {
             if (lua_tointeger(L, -2) != 1)
                 rc = -1, tkp_error_set(&err, "%s: extra positional value", name);
@@ -145,12 +149,9 @@ void config_parse_algo(lua_State *L, int idx, const char *what, struct algo_entr
             tkp_error_set(&err, "%s: option names must be strings, got a %s key", name,
                           luaL_typename(L, -2));
         } else if (lua_type(L, -1) == LUA_TSTRING) {
-            if (strlen(lua_tostring(L, -1)) != lua_rawlen(L, -1))
-                rc = -1, tkp_error_set(&err, "%s option %s: the value holds a NUL byte", name,
-                                       lua_tostring(L, -2));
-            else
-                rc = tkp_option_set(e->algo, e->opts, lua_tostring(L, -2), lua_tostring(L, -1),
-                                    &err);
+            config_checked_name(L, -1, what, ": option value");
+            rc = tkp_option_set(e->algo, e->opts, lua_tostring(L, -2), lua_tostring(L, -1),
+                                &err);
         } else if (lua_type(L, -1) == LUA_TNUMBER) {
             rc = tkp_option_set_number(e->algo, e->opts, lua_tostring(L, -2),
                                        lua_tonumber(L, -1), &err);
@@ -168,6 +169,21 @@ void config_parse_algo(lua_State *L, int idx, const char *what, struct algo_entr
     }
 }
 
+/* A value of a text axis through the gate: a "file:" dataset as a path, any other as a name. */
+static const char *checked_text(lua_State *L, int idx, const char *what, const struct tkp_axis *a)
+{
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    struct tkp_error err;
+    char label[160];
+    snprintf(label, sizeof label, "%s: %s", what, a->name);
+    if (a->type == TKP_AXIS_DATASET && strncmp(s, "file:", 5) == 0
+            ? tkp_gate_path(label, s + 5, len - 5, &err)
+            : tkp_gate_name(label, s, len, NULL, &err))
+        config_error(L, "%s", err.msg);
+    return s;
+}
+
 /* A text axis of the sweep at idx (DATASET, ENUM): a name or a list of names (the default when
  * absent), each checked; the value stays on the stack so that the strings stay referenced. */
 int config_text_list(lua_State *L, int idx, const char *what, const struct tkp_axis *a,
@@ -180,7 +196,7 @@ int config_text_list(lua_State *L, int idx, const char *what, const struct tkp_a
     } else if (lua_isnil(L, -1)) {
         out[n++] = a->type == TKP_AXIS_ENUM ? a->choices[(int)a->def] : a->def_text;
     } else if (lua_type(L, -1) == LUA_TSTRING) {
-        out[n++] = lua_tostring(L, -1);
+        out[n++] = checked_text(L, -1, what, a);
     } else if (lua_istable(L, -1)) {
         lua_Integer len = luaL_len(L, -1);
         if (len == 0 || len > max)
@@ -190,7 +206,7 @@ int config_text_list(lua_State *L, int idx, const char *what, const struct tkp_a
             lua_geti(L, -1, i);
             if (lua_type(L, -1) != LUA_TSTRING)
                 config_error(L, "%s: %s[%d] must be a name", what, a->name, (int)i);
-            out[n++] = lua_tostring(L, -1);
+            out[n++] = checked_text(L, -1, what, a);
             lua_pop(L, 1); /* the string stays alive: the list holds it */
         }
     } else {
@@ -277,15 +293,18 @@ void config_read_timing(lua_State *L, int idx, const char *what, struct tkp_timi
     lua_pop(L, 1);
 }
 
-/* A name or label that is copied into a fixed buffer: refused, never cut, when too long, and
- * when it holds a NUL byte (C would see only the part before it). */
+/* A name or label (copied into a fixed buffer, and carried to every output): it passes the
+ * one gate for names (tkp_gate_name, docs/ROBUSTNESS.md, "Text that enters"), which names the
+ * offending byte escaped, never raw. */
 const char *config_checked_name(lua_State *L, int idx, const char *what, const char *kind)
 {
     size_t len;
     const char *name = lua_tolstring(L, idx, &len);
-    if (!*name || len > TKP_MAX_NAME_CHARS || strlen(name) != len || strchr(name, '/'))
-        config_error(L, "%s%s name '%.60s%s' must be 1-%d characters without '/' or NUL (it has %zu)",
-                     what, kind, name, len > 60 ? "..." : "", TKP_MAX_NAME_CHARS, len);
+    char label[160];
+    struct tkp_error err;
+    snprintf(label, sizeof label, "%s%s name", what, kind);
+    if (tkp_gate_name(label[0] == ' ' ? label + 1 : label, name, len, NULL, &err))
+        config_error(L, "%s", err.msg);
     return name;
 }
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../algos/common/gate.h"
 #include "../algos/common/prob.h"
 #include "apply.h"
 #include "gpu.h"
@@ -378,14 +379,15 @@ int tkp_option_assign(const struct tkp_algo *a, void *opts, const char *assignme
                       struct tkp_error *err)
 {
     const char *eq = strchr(assignment, '=');
+    char name[TKP_GATE_NAME_MAX + 1];
     if (!eq || eq == assignment) {
-        tkp_error_set(err, "option '%s' is not name=value", assignment);
+        tkp_error_set(err, "option '%s' is not name=value",
+                      tkp_gate_escape(assignment, strlen(assignment), name, sizeof name));
         return TKP_EINVAL;
     }
-    char name[64];
     size_t len = (size_t)(eq - assignment);
-    if (len >= sizeof name)
-        len = sizeof name - 1;
+    if (tkp_gate_name("option name", assignment, len, NULL, err))
+        return TKP_EINVAL; /* the gate: docs/ROBUSTNESS.md, "Text that enters" */
     memcpy(name, assignment, len);
     name[len] = 0;
     return tkp_option_set(a, opts, name, eq + 1, err);
