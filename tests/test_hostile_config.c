@@ -174,15 +174,15 @@ TEST(hostile_config_huge_cross_product_is_refused)
 TEST(hostile_config_timing_counts_out_of_range)
 {
     CHECK_REFUSED("warmup.lua", load_error("warmup.lua", SWEEP ", timing = { warmup = 2e9 } }\n"),
-                  "timing.warmup = 2e+09 must be an integer in [0, 1e+06]");
+                  "timing.warmup = 2000000000 is out of range");
     CHECK_REFUSED("max_reps.lua", load_error("max_reps.lua", SWEEP ", timing = { max_reps = 2^29 } }\n"),
-                  "timing.max_reps = 5.36871e+08 must be an integer in [1, 1e+06]");
+                  "timing.max_reps = 536870912 is out of range");
     CHECK_REFUSED("min_reps.lua", load_error("min_reps.lua", SWEEP ", timing = { min_reps = 1.5 } }\n"),
-                  "timing.min_reps = 1.5 must be an integer");
+                  "timing.min_reps = 1.5 is not an integer");
     CHECK_REFUSED("seconds.lua", load_error("seconds.lua", SWEEP ", timing = { warmup_seconds = math.huge } }\n"),
-                  "timing.warmup_seconds = inf must be a number");
+                  "timing.warmup_seconds = inf is not finite");
     CHECK_REFUSED("target.lua", load_error("target.lua", SWEEP ", timing = { target_rel = -1 } }\n"),
-                  "timing.target_rel = -1 must be a number in [0, 1000]");
+                  "timing.target_rel = -1 is out of range");
 }
 
 TEST(hostile_config_list_overflow_is_refused)
@@ -202,11 +202,11 @@ TEST(hostile_config_long_names_are_refused)
                   "variant label name 'LLLL");
     CHECK(strstr(load_error("label.lua", "ablation \"a\" { base = { vocab = 10, batch = 1 },\n"
                             "  variants = { [string.rep(\"L\", 100)] = \"naive_sort\" } }\n"),
-                 "must be 1-63 characters") != NULL, "the label's limit is not named");
+                 "a name is 1-63 bytes") != NULL, "the label's limit is not named");
     CHECK_REFUSED("file.lua", load_error("file.lua", SWEEP ", dataset = file(string.rep(\"d\", 300) .. \".h5\") }\n"),
                   "the path is too long (303 characters; the limit is 250)");
     CHECK_REFUSED("name.lua", load_error("name.lua", "sweep(string.rep(\"n\", 64)) {}\n"),
-                  "must be 1-63 characters");
+                  "is 64 bytes, too long: a name is 1-63 bytes");
 }
 
 TEST(hostile_config_limits_are_listed)

@@ -16,13 +16,6 @@ const struct tkp_domain tkp_dom_min_p = { "min_p", 0, -3.4028234663852886e38,
                                           3.4028234663852886e38 };
 const struct tkp_domain tkp_dom_seed = { "seed", 1, 0, 0x1.fffffffffffffp63 };
 const struct tkp_domain tkp_dom_offset = { "offset", 1, 0, 0x1.fffffffffffffp63 };
-const struct tkp_domain tkp_dom_vocab = { "V", 1, 1, 2147483648.0 };
-const struct tkp_domain tkp_dom_batch = { "B", 1, 1, 16777216.0 };
-const struct tkp_domain tkp_dom_draws = { "draws", 1, 1, 1048576.0 };
-const struct tkp_domain tkp_dom_count = { "count", 1, 0, 2147483647.0 };
-const struct tkp_domain tkp_dom_seconds = { "seconds", 0, 0, 1e9 };
-const struct tkp_domain tkp_dom_real = { "number", 0, -1.7976931348623157e308,
-                                         1.7976931348623157e308 };
 
 int tkp_utf8_length(const unsigned char *s, size_t avail)
 {
@@ -161,9 +154,10 @@ const char *tkp_gate_escape(const char *s, size_t len, char *buf, size_t n)
 int tkp_gate_number(const struct tkp_domain *d, const char *what, double v, struct tkp_error *err)
 {
     if (isnan(v) || isinf(v)) {
-        tkp_error_set(err, "%s = %s is not finite (%s is a finite number%s)", what,
-                      isnan(v) ? "nan" : v > 0 ? "inf" : "-inf", d->name,
-                      d->integer ? ", an integer" : "");
+        tkp_error_set(err, "%s = %s is not finite (%s; %s is a finite %s)", what,
+                      isnan(v) ? "nan" : v > 0 ? "inf" : "-inf",
+                      isnan(v) ? "NaN" : "an infinity", d->name,
+                      d->integer ? "integer" : "number");
         return TKP_EINVAL;
     }
     if (d->integer && v != floor(v)) {

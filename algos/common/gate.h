@@ -37,10 +37,11 @@ struct tkp_domain {
     double lo, hi;
 };
 
-/* The domains, one row each (the table the docs list). */
+/* The per-row domains of a batch (the logits file's arrays, apply's and gen's flags); the
+ * other domains are the config's axes (harness/plan/axes.def: min, max, integer unless F32),
+ * the options' table rows and the timing fields (harness/config/limits_config.h). */
 extern const struct tkp_domain tkp_dom_k, tkp_dom_p, tkp_dom_min_p, tkp_dom_seed,
-    tkp_dom_offset, tkp_dom_vocab, tkp_dom_batch, tkp_dom_draws, tkp_dom_count, tkp_dom_seconds,
-    tkp_dom_real;
+    tkp_dom_offset;
 
 /* 0 when v is in domain d; else TKP_EINVAL with "<what> = V is not finite / not an integer /
  * out of range [lo, hi]" in err. */

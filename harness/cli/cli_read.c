@@ -69,13 +69,9 @@ int cmd_compare(int argc, char **argv)
         if (strcmp(argv[i], "--sweep") == 0)
             sweep = name_arg("compare", "--sweep", flag_value("compare", argc, argv, &i));
         else if (strcmp(argv[i], "--threshold") == 0) {
+            static const struct tkp_domain relative = { "a relative difference", 0, 0, 10 };
             threshold = float_arg("compare", "--threshold", flag_value("compare", argc, argv, &i),
-                                  &tkp_dom_real);
-            if (!(threshold >= 0 && threshold <= 10)) {
-                fprintf(stderr, "topkp compare: --threshold needs a relative difference in "
-                        "[0, 10], such as 0.02, got %g\n", threshold);
-                return 2;
-            }
+                                  &relative);
         } else
             rc = positional("compare", argv[i], a ? &b : &a);
         if (rc)

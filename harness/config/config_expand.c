@@ -5,6 +5,7 @@
  * cells kept appended to the plan. */
 #include <lauxlib.h>
 #include <lua.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,16 +148,11 @@ static void read_axis(lua_State *L, int idx, const char *what, const struct tkp_
     }
     v->n = config_number_list(L, idx, what, a->name, a->def, (a->flags & TKP_AXIS_REQUIRED) != 0,
                        v->num, max);
-    if (a->type != TKP_AXIS_F32) {
-        config_check_integers(L, what, a->name, v->num, v->n, a->min, a->max);
-        return;
-    }
-    for (int i = 0; i < v->n; i++)
-        if (isnan(v->num[i]))
-            config_error(L, "%s: %s[%d] is NaN", what, a->name, i + 1);
-        else if (v->num[i] < a->min || v->num[i] > a->max)
-            config_error(L, "%s: %s = %g must be in [%g, %g]", what, a->name, v->num[i], a->min,
-                         a->max);
+    /* a float axis holds floats: its range is at most the finite floats */
+    const int integer = a->type != TKP_AXIS_F32;
+    config_check_numbers(L, what, a->name, v->num, v->n, integer,
+                         integer ? a->min : fmax(a->min, -FLT_MAX),
+                         integer ? a->max : fmin(a->max, FLT_MAX));
 }
 
 /* Advance the odometer at[0..n) over sizes[0..n), the last digit fastest; 0 past the end. */
@@ -206,7 +202,7 @@ void config_expand(lua_State *L, int idx, const char *sweep, const char *what,
     }
     double v[1];
     config_number_list(L, idx, what, "verify", 4, 0, v, 1);
-    config_check_integers(L, what, "verify", v, 1, 0, 1 << 20);
+    config_check_numbers(L, what, "verify", v, 1, 1, 0, 1 << 20);
     int verify = (int)v[0];
     struct tkp_timing timing;
     config_read_timing(L, idx, what, &timing);

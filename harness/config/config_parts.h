@@ -87,8 +87,8 @@ int config_error(lua_State *L, const char *fmt, ...) __attribute__((format(print
 void config_check_keys(lua_State *L, int idx, const char *what, const char *const *allowed);
 int config_number_list(lua_State *L, int idx, const char *what, const char *key, double def,
                 int required, double *out, int max);
-void config_check_integers(lua_State *L, const char *what, const char *key, const double *v, int n,
-                    double lo, double hi);
+void config_check_numbers(lua_State *L, const char *what, const char *key, const double *v, int n,
+                          int integer, double lo, double hi);
 void config_parse_algo(lua_State *L, int idx, const char *what, struct algo_entry *e);
 int config_parse_algo_list(lua_State *L, int idx, const char *what, struct algo_entry *out);
 int config_text_list(lua_State *L, int idx, const char *what, const struct tkp_axis *a,

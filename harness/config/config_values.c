@@ -91,13 +91,20 @@ int config_number_list(lua_State *L, int idx, const char *what, const char *key,
     return n;
 }
 
-void config_check_integers(lua_State *L, const char *what, const char *key, const double *v,
-                           int n, double lo, double hi)
+void config_check_numbers(lua_State *L, const char *what, const char *key, const double *v,
+                          int n, int integer, double lo, double hi)
 {
-    for (int i = 0; i < n; i++)
-        if (v[i] != floor(v[i]) || v[i] < lo || v[i] > hi)
-            config_error(L, "%s: %s = %g must be an integer in [%.0f, %.0f]", what, key, v[i], lo,
-                       hi);
+    const struct tkp_domain d = { key, integer, lo, hi };
+    struct tkp_error err;
+    char name[160];
+    for (int i = 0; i < n; i++) {
+        if (n > 1)
+            snprintf(name, sizeof name, "%s: %s[%d]", what, key, i + 1);
+        else
+            snprintf(name, sizeof name, "%s: %s", what, key);
+        if (tkp_gate_number(&d, name, v[i], &err))
+            config_error(L, "%s", err.msg);
+    }
 }
 
 /* The option struct of an algorithm entry being parsed: a Lua userdata anchored in the
@@ -242,11 +249,10 @@ static double timing_number(lua_State *L, int ti, const char *what, const char *
                             double lo, double hi, int integer)
 {
     double v[1];
+    char name[64];
     config_number_list(L, ti, what, key, def, 0, v, 1);
-    if (!(v[0] >= lo && v[0] <= hi) || (integer && v[0] != floor(v[0])))
-        config_error(L, "%s: timing.%s = %g must be %s in [%g, %g] (the limit of "
-                     "harness/config/limits_config.h)", what, key, v[0], integer ? "an integer" : "a number",
-                     lo, hi);
+    snprintf(name, sizeof name, "timing.%s", key);
+    config_check_numbers(L, what, name, v, 1, integer, lo, hi); /* limits_config.h */
     return v[0];
 }
 
