@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../algos/common/gate.h"
 #include "file_error.h"
 #include "h5util.h"
 #include "limits_files.h"
@@ -129,10 +130,61 @@ static void shape_text(int rank, const hsize_t dims[2], char *buf, size_t n)
         snprintf(buf, n, "of rank %d", rank);
 }
 
-/* Read the optional per-row vector `name` (at most `batch` numbers: rows it leaves out keep
- * the defaults) into out[0..batch). */
-static int read_row_vector(hid_t f, const char *path, const char *name, hid_t memtype,
-                           int64_t batch, void *out, size_t elem, struct tkp_error *err)
+/* Convert the n values of /name read as `mem` (NATIVE_DOUBLE, _INT64 or _UINT64) in raw into
+ * out (int32, float or uint64: elem bytes), each through the gate's domain (docs/ROBUSTNESS.md,
+ * "Numbers that enter"): a /k of 2.7, NaN or 1e20 is refused naming the file, the row and the
+ * value, never cast. */
+static int checked_rows(const char *path, const char *name, const struct tkp_domain *dom,
+                        hid_t mem, const void *raw, hsize_t n, void *out, size_t elem,
+                        struct tkp_error *err)
+{
+    char what[600];
+    for (hsize_t r = 0; r < n; r++) {
+        snprintf(what, sizeof what, "%s: /%s[%llu]", path, name, (unsigned long long)r);
+        double v;
+        int ok = 1;
+        if (mem == H5T_NATIVE_DOUBLE)
+            v = ((const double *)raw)[r], ok = !tkp_gate_number(dom, what, v, err);
+        else if (mem == H5T_NATIVE_INT64)
+            v = (double)((const int64_t *)raw)[r];
+        else
+            v = (double)((const uint64_t *)raw)[r];
+        if (mem != H5T_NATIVE_DOUBLE && elem != sizeof(uint64_t))
+            ok = !tkp_gate_number(dom, what, v, err); /* int32 and float: exact as doubles */
+        else if (mem == H5T_NATIVE_INT64 && ((const int64_t *)raw)[r] < 0)
+            ok = !tkp_gate_number(dom, what, v, err); /* a negative seed or offset */
+        if (!ok)
+            return TKP_EINVAL;
+        if (elem == sizeof(uint64_t))
+            ((uint64_t *)out)[r] = mem == H5T_NATIVE_DOUBLE ? (uint64_t)v
+                                   : mem == H5T_NATIVE_INT64 ? (uint64_t)((const int64_t *)raw)[r]
+                                                             : ((const uint64_t *)raw)[r];
+        else if (elem == sizeof(int32_t) && dom->integer)
+            ((int32_t *)out)[r] = (int32_t)v;
+        else
+            ((float *)out)[r] = (float)v;
+    }
+    return TKP_OK;
+}
+
+/* The memory type that reads the dataset's values exactly: double for floats of any width,
+ * int64 or uint64 for integers by their sign. */
+static hid_t exact_memtype(hid_t d)
+{
+    hid_t t = H5Dget_type(d);
+    const H5T_class_t c = t < 0 ? H5T_NO_CLASS : H5Tget_class(t);
+    const int sign = c == H5T_INTEGER ? (int)H5Tget_sign(t) : 0;
+    if (t >= 0)
+        H5Tclose(t);
+    return c == H5T_FLOAT ? H5T_NATIVE_DOUBLE : sign == H5T_SGN_2 ? H5T_NATIVE_INT64
+                                                                   : H5T_NATIVE_UINT64;
+}
+
+/* Read the optional per-row vector `name` (at most `batch` numbers, of any numeric HDF5 type:
+ * rows it leaves out keep the defaults) into out[0..batch), each value in domain dom. */
+static int read_row_vector(hid_t f, const char *path, const char *name,
+                           const struct tkp_domain *dom, int64_t batch, void *out, size_t elem,
+                           struct tkp_error *err)
 {
     if (H5Lexists(f, name, H5P_DEFAULT) <= 0)
         return TKP_OK;
@@ -154,13 +206,14 @@ static int read_row_vector(hid_t f, const char *path, const char *name, hid_t me
             H5Dclose(d);
         return TKP_EINVAL;
     }
-    void *tmp = malloc(elem * (dims[0] ? dims[0] : 1));
-    int rc = !tmp || (dims[0] > 0 && H5Dread(d, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, tmp) < 0);
-    if (!rc)
-        memcpy(out, tmp, elem * dims[0]);
+    const hid_t mem = exact_memtype(d);
+    void *raw = malloc(8 * (dims[0] ? dims[0] : 1));
+    int rc = !raw || (dims[0] > 0 && H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw) < 0);
+    if (rc)
+        tkp_error_set(err, "%s: cannot read /%s%s", path, name, raw ? "" : " (out of memory)");
     else
-        tkp_error_set(err, "%s: cannot read /%s%s", path, name, tmp ? "" : " (out of memory)");
-    free(tmp);
+        rc = checked_rows(path, name, dom, mem, raw, dims[0], out, elem, err);
+    free(raw);
     H5Dclose(d);
     return rc ? TKP_EINVAL : TKP_OK;
 }
@@ -174,10 +227,11 @@ static const struct row_input {
     const char *name;
     size_t elem, field; /* field: offset of the pointer in struct tkp_batch */
     int every_row;
+    const struct tkp_domain *dom;
 } row_inputs[] = {
-    { "seed", sizeof(uint64_t), offsetof(struct tkp_batch, seed), 1 },
-    { "offset", sizeof(uint64_t), offsetof(struct tkp_batch, offset), 1 },
-    { "min_p", sizeof(float), offsetof(struct tkp_batch, min_p), 0 },
+    { "seed", sizeof(uint64_t), offsetof(struct tkp_batch, seed), 1, &tkp_dom_seed },
+    { "offset", sizeof(uint64_t), offsetof(struct tkp_batch, offset), 1, &tkp_dom_offset },
+    { "min_p", sizeof(float), offsetof(struct tkp_batch, min_p), 0, &tkp_dom_min_p },
 };
 #define ROW_INPUTS (sizeof row_inputs / sizeof row_inputs[0])
 
@@ -186,6 +240,7 @@ static void **row_input_slot(struct tkp_batch *b, const struct row_input *in)
     return (void **)((char *)b + in->field);
 }
 
+/* The type a row input is written as (tkp_logits_write): float32 or uint64. */
 static hid_t row_input_type(const struct row_input *in)
 {
     return in->elem == sizeof(float) ? H5T_NATIVE_FLOAT : H5T_NATIVE_UINT64;
@@ -209,8 +264,7 @@ static int read_row_inputs(hid_t f, const char *path, struct tkp_batch *b, struc
         }
         void **slot = row_input_slot(b, in);
         *slot = calloc((size_t)(b->batch ? b->batch : 1), in->elem);
-        int rc = read_row_vector(f, path, in->name, row_input_type(in), b->batch, *slot,
-                                 in->elem, err);
+        int rc = read_row_vector(f, path, in->name, in->dom, b->batch, *slot, in->elem, err);
         if (rc)
             return rc;
     }
@@ -297,11 +351,11 @@ static int read_here(const char *path, int32_t k_default, float p_default, struc
                 b->k[r] = k_default;
                 b->p[r] = p_default;
             }
-            rc = read_row_vector(f, path, "k", H5T_NATIVE_INT32, b->batch, b->k, sizeof(int32_t),
+            rc = read_row_vector(f, path, "k", &tkp_dom_k, b->batch, b->k, sizeof(int32_t),
                                  err);
             if (!rc)
-                rc = read_row_vector(f, path, "p", H5T_NATIVE_FLOAT, b->batch, b->p,
-                                     sizeof(float), err);
+                rc = read_row_vector(f, path, "p", &tkp_dom_p, b->batch, b->p, sizeof(float),
+                                     err);
             if (!rc)
                 rc = read_row_inputs(f, path, b, err);
         }
