@@ -201,6 +201,8 @@ int tkp_config_load(const char *path, enum tkp_backend backend, struct tkp_plan 
     else if (lua_gettop(L) == 0)
         rc = -1; /* err is set: the chunk was refused before Lua saw it */
     ctx.ended = 1;
+    if (rc == 0)
+        tkp_plan_merge_duplicates(plan, path, stderr); /* docs/ROBUSTNESS.md, "Duplicates" */
     if (rc > 0) {
         config_failure(L, path, rc, &ctx, err);
     } else if (rc == 0 && ctx.instructions > TKP_LUA_INSTRUCTION_BUDGET) {

@@ -1,7 +1,9 @@
 /* plan.c — what a planned cell says of itself (plan.h): the name of its filter mode, as the
  * results' `mode` column and the plan lines print it (docs/RESULTS.md, "Results"), and its key, the
- * column --resume, shards and merges know it by (results_row.h). */
+ * column --resume, shards and merges know it by (results_row.h); and the rule that a plan has
+ * each cell once (docs/ROBUSTNESS.md, "Duplicates"). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../algos/common/prob.h"
@@ -53,4 +55,71 @@ void tkp_cell_key(const struct tkp_cell *c, enum tkp_backend backend,
     char identity[sizeof c->variant + sizeof c->options + sizeof c->dataset + 512];
     cell_identity(c, backend, identity, sizeof identity);
     tkp_results_key(identity, key);
+}
+
+/* The order of two cells of a plan by (sweep, key), then by place: qsort's context below. */
+static const struct tkp_plan *dup_plan;
+static char (*dup_keys)[TKP_RESULT_KEY_BYTES];
+
+static int by_identity(const void *a, const void *b)
+{
+    const size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    int c = strcmp(dup_plan->cells[i].sweep, dup_plan->cells[j].sweep);
+    if (!c)
+        c = strcmp(dup_keys[i], dup_keys[j]);
+    return c ? c : (i > j) - (i < j);
+}
+
+/* Note one merged cell: its sweep, its line and how many times it was planned. */
+static void note_merged(FILE *notes, const char *config, const struct tkp_cell *c, size_t times,
+                        size_t shown)
+{
+    char line[512];
+    snprintf(line, sizeof line, "%s%s%s", c->algo->name, c->variant[0] ? " " : "", c->variant);
+    tkp_axes_append(c, TKP_AXES_PROGRESS, line, sizeof line);
+    if (shown < 8)
+        fprintf(notes, "note: %s: sweep '%s' plans %s %zu times (the same cell); it runs once\n",
+                config, c->sweep, line, times);
+    else if (shown == 8)
+        fprintf(notes, "note: %s: more cells planned more than once (each runs once)\n", config);
+}
+
+size_t tkp_plan_merge_duplicates(struct tkp_plan *plan, const char *config, FILE *notes)
+{
+    size_t *order = malloc((plan->n + 1) * sizeof *order);
+    char *drop = calloc(plan->n + 1, 1);
+    dup_keys = malloc((plan->n + 1) * sizeof *dup_keys);
+    size_t merged = 0, shown = 0;
+    if (!order || !drop || !dup_keys) {
+        free(order), free(drop), free(dup_keys);
+        return 0; /* out of memory: the plan is run as it is */
+    }
+    for (size_t i = 0; i < plan->n; i++) {
+        order[i] = i;
+        tkp_cell_key(&plan->cells[i], TKP_CPU, dup_keys[i]); /* one backend: the same rule */
+    }
+    dup_plan = plan;
+    qsort(order, plan->n, sizeof *order, by_identity);
+    for (size_t a = 0, b; a < plan->n; a = b) {
+        for (b = a + 1; b < plan->n &&
+                        strcmp(plan->cells[order[a]].sweep, plan->cells[order[b]].sweep) == 0 &&
+                        strcmp(dup_keys[order[a]], dup_keys[order[b]]) == 0;
+             b++)
+            drop[order[b]] = 1; /* the first in plan order stays */
+        if (b - a > 1 && notes)
+            note_merged(notes, config, &plan->cells[order[a]], b - a, shown++);
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < plan->n; i++) {
+        if (drop[i]) {
+            free(plan->cells[i].opts);
+            merged++;
+        } else {
+            plan->cells[kept++] = plan->cells[i];
+        }
+    }
+    plan->n = kept;
+    free(order), free(drop), free(dup_keys);
+    dup_keys = NULL;
+    return merged;
 }

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../algos/tkp.h"
 #include "limits_files.h"
@@ -90,5 +91,12 @@ const char *tkp_mode_name(int32_t k, float p, int64_t vocab);
 /* The key column of a cell run on `backend` (tkp_results_key of its whole identity). */
 void tkp_cell_key(const struct tkp_cell *c, enum tkp_backend backend,
                   char key[TKP_RESULT_KEY_BYTES]);
+
+/* A plan has each cell once (docs/ROBUSTNESS.md, "Duplicates"): cells of the same sweep and key
+ * (repeated values, a sweep declared twice through a local name, algorithm entries that
+ * resolve to the same options) are merged into the first in plan order, each merge noted on
+ * `notes` (NULL: none) naming the config, the sweep and the cell. Returns how many were
+ * dropped. */
+size_t tkp_plan_merge_duplicates(struct tkp_plan *plan, const char *config, FILE *notes);
 
 #endif
