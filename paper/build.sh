@@ -83,12 +83,18 @@ missing() { echo '\emph{Not in these results: no results file has this section'"
 figure() { # figure STEM-KIND CAPTION
     printf '\\begin{figure}[H]\\centering\n\\includegraphics[width=\\textwidth,height=0.8\\textheight,keepaspectratio]{fig/%s.pdf}\n\\caption{%s}\n\\end{figure}\n' "$1" "$2"
 }
+# The one LaTeX escaper (docs/ROBUSTNESS.md, "Outputs"): every character LaTeX reads as markup
+# (\ { } _ % & # $ ^ ~) becomes text, so no label, name or attribute of a results file can
+# break a table or make LaTeX read a file or run a command (\input, \write18 print as text).
+# The exported TSV already shows control bytes as \xHH; a caption's text goes through tex_text.
+TEX_FN='function tex(s) { gsub(/\\/, "\001", s); gsub(/[_%&#${}]/, "\\\\&", s); gsub(/\^/, "\\textasciicircum{}", s)
+    gsub(/~/, "\\textasciitilde{}", s); gsub(/\001/, "\\textbackslash{}", s); return s }'
+tex_text() { printf '%s\n' "$1" | awk "$TEX_FN"' { print tex($0) }'; }
 # awk with the LaTeX escaper tex(), num(), rule(peer) (the \midrule before the first peer row of
 # a table), and the published numbers pub[table, key, metric] and publabel[table, key]; the
 # first file argument must be paper/published.tsv.
 tawk() {
-    awk -F'\t' -v OFS=' & ' -v baseline="$BASELINE" '
-        function tex(s) { gsub(/\\/, "\\textbackslash{}", s); gsub(/[_%&#$]/, "\\\\&", s); return s }
+    awk -F'\t' -v OFS=' & ' -v baseline="$BASELINE" "$TEX_FN"'
         # "--" for an empty value and for NaN: "NaN" of figures.sh, "nan" of a column that does
         # not apply to the cell (docs/RESULTS.md, "Results")
         function num(x, f) { return x == "" || tolower(x) ~ /^[-+]?nan$/ ? "--" : sprintf(f, x) }
@@ -103,15 +109,15 @@ tawk() {
     echo '\begin{tabular}{lllllr}\toprule'
     echo 'results file & device (backend) & commit / binary & timer & started & ok cells / cells \\ \midrule'
     for s in "${stems[@]}"; do
-        info() { awk -F'\t' -v k="$1" '/^run / { exit } $1 == k { print $2; exit }' "$fig/$s-info.tsv"; }
+        info() { tex_text "$(awk -F'\t' -v k="$1" '/^run / { exit } $1 == k { print $2; exit }' "$fig/$s-info.tsv")"; }
         cells=$(awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "status") c = i; next }
                             { n++; ok += $c == "ok" } END { printf "%d / %d", ok, n }' "$fig/$s-all.tsv")
         case $(info backend) in
             gpu) timer='CUDA events, L2 flushed, median' ;;
             *) timer='host clock, median' ;;
         esac
-        printf '%s & %s (%s) & %s / %s & %s & %s & %s \\\\\n' "$s.h5" "$(info device_name)" "$(info backend)" \
-            "$(info git_commit)" "$(info binary_id)" "$timer" "$(info start_time)" "$cells" | sed 's/_/\\_/g'
+        printf '%s & %s (%s) & %s / %s & %s & %s & %s \\\\\n' "$(tex_text "$s.h5")" "$(info device_name)" \
+            "$(info backend)" "$(info git_commit)" "$(info binary_id)" "$timer" "$(info start_time)" "$cells"
     done
     echo '\bottomrule\end{tabular}'
 } > "$gen/provenance.tex"
@@ -135,9 +141,9 @@ fi
 s=$(first_with throughput fig2)
 if [ -n "$s" ]; then
     {
-        figure "$s-throughput" "Throughput (rows/s) against batch per vocabulary and mode, from \\texttt{${s//_/\\_}.h5}; the paper's Figure 2."
+        figure "$s-throughput" "Throughput (rows/s) against batch per vocabulary and mode, from \\texttt{$(tex_text "$s").h5}; the paper's Figure 2."
         if grep -qw speedup "$fig/$s-kinds.txt"; then
-            figure "$s-speedup" "Speed-up over \\texttt{${BASELINE//_/\\_}} cell by cell."
+            figure "$s-speedup" "Speed-up over \\texttt{$(tex_text "$BASELINE")} cell by cell."
             echo '\begin{table}[H]\centering\caption{Speed-up over the baseline per algorithm and mode: geometric mean and range over the cells, and at the largest batch (mean over vocabularies); peers below the rule.}'
             echo '\begin{tabular}{llrrrrr}\toprule algorithm & mode & cells & geo-mean & min & max & at largest batch \\ \midrule'
             tawk '$ix["variant"] == "" && $ix["speedup"] != "NaN" {
@@ -168,7 +174,7 @@ s=${s:-$(any_with vs-peers)}
 vs=${s:+$fig/$s-vs-peers-like.tsv}
 if [ -n "$s" ] && [ "$(wc -l < "$vs" 2>/dev/null || echo 0)" -gt 1 ]; then
     {
-        figure "$s-vs-peers" "Speed-up of each module over the fastest peer of the same cell that writes what it writes and starts from logits (the peer's median time / the module's), from \\texttt{${s//_/\\_}.h5}: a mask against mask peers, draws against samplers; above the dotted line the module is faster."
+        figure "$s-vs-peers" "Speed-up of each module over the fastest peer of the same cell that writes what it writes and starts from logits (the peer's median time / the module's), from \\texttt{$(tex_text "$s").h5}: a mask against mask peers, draws against samplers; above the dotted line the module is faster."
         echo '\begin{table}[H]\centering\caption{Each module against the fastest like peer of each of its cells (same output, logits in): geometric mean and range of the speed-up (the peer'"'"'s median / the module'"'"'s), the cells where the module is faster, and the peer that was fastest in most of them.}'
         echo '\begin{tabular}{lllrrrrrl}\toprule module & output & mode & cells & geo-mean & min & max & faster & fastest like peer (cells) \\ \midrule'
         tawk '{ g = $ix["module"] SUBSEP $ix["output"] SUBSEP $ix["mode"]; r = $ix["ratio"]; if (!(g in n)) order[++m] = g
@@ -180,7 +186,7 @@ if [ -n "$s" ] && [ "$(wc -l < "$vs" 2>/dev/null || echo 0)" -gt 1 ]; then
                           won[g], "\\texttt{" tex(top[g]) "} (" times[g SUBSEP top[g]] ") \\\\" } }' "$vs"
         echo '\bottomrule\end{tabular}\end{table}'
         echo '{\footnotesize\setlength{\tabcolsep}{4pt}\begin{longtable}{llrllrlrr}'
-        echo '\caption{Module median beside the fastest like peer of the same cell (sweep, dataset, vocabulary, batch, $k$, $p$), at the smallest, middle and largest batch of each vocabulary and mode (every cell: \texttt{'"${s//_/\\_}"'-vs-peers-like.tsv}).}\\'
+        echo '\caption{Module median beside the fastest like peer of the same cell (sweep, dataset, vocabulary, batch, $k$, $p$), at the smallest, middle and largest batch of each vocabulary and mode (every cell: \texttt{'"$(tex_text "$s")"'-vs-peers-like.tsv}).}\\'
         echo '\toprule dataset/vocab & mode & batch & module & output & $\mu$s & fastest like peer & $\mu$s & speed-up \\ \midrule\endhead'
         # the shown cells, ordered by vocabulary, mode, batch and module (the rank of its first row)
         awk -F'\t' -v OFS='\t' 'FNR == 1 { for (i = 1; i <= NF; i++) ix[$i] = i; if (NR > 1) print "rank", "by_panel", "by_mode", "by_batch", $0; next }
@@ -268,7 +274,7 @@ if [ -n "$s" ]; then
         else
             echo '\emph{These results have no \texttt{table1\_unfitted} sweep: the statistics that were not fitted are not shown.}'
         fi
-        figure "$s-hitrate" "Truncation hit rate and mean outliers per vocabulary and mode, from \\texttt{${s//_/\\_}.h5}."
+        figure "$s-hitrate" "Truncation hit rate and mean outliers per vocabulary and mode, from \\texttt{$(tex_text "$s").h5}."
     } > "$gen/table1.tex"
 else
     missing table1 table1
@@ -279,10 +285,10 @@ fi
 if [ -n "$real" ]; then
     {
         echo '\begin{table}[H]\centering\small\caption{The real-model logits of the \texttt{table1\_real} and \texttt{fig2\_real} sweeps (\texttt{real\_logits.tsv} of the campaign folder).}'
-        awk -F'\t' '{ n = NF > n ? NF : n; line[NR] = $0 } END { printf "\\begin{tabular}{"; for (i = 1; i <= n; i++) printf "l"
+        awk -F'\t' "$TEX_FN"'{ n = NF > n ? NF : n; line[NR] = $0 } END { printf "\\begin{tabular}{"; for (i = 1; i <= n; i++) printf "l"
                     print "}\\toprule"; if (n == 2) print "field & value \\\\ \\midrule"  # name<TAB>value lines
                     for (r = 1; r <= NR; r++) { m = split(line[r], f, "\t"); out = ""
-                        for (i = 1; i <= n; i++) { v = i <= m ? f[i] : ""; gsub(/\\/, "\\textbackslash{}", v); gsub(/[_%&#${}]/, "\\\\&", v)
+                        for (i = 1; i <= n; i++) { v = tex(i <= m ? f[i] : "")
                                                    out = out (i > 1 ? " & " : "") v }
                         print out " \\\\" (r == 1 && n != 2 ? " \\midrule" : "") }
                     print "\\bottomrule\\end{tabular}" }' "$real"
@@ -339,7 +345,7 @@ if [ -n "$s" ]; then
                 print r " on \\texttt{" tex($ix["algo"]) "}", "--", num(ms, "%.3f"), (ENVIRON["ta"] > 0 ? sprintf("%.2f", ms / ENVIRON["ta"]) : "--"),
                       "--", num(pv, "%.3f"), (pv != "" && pa != "" ? sprintf("%.2f", pv / pa) : "--") " \\\\" }' "$fig/$s-all.tsv"
         echo '\bottomrule\end{tabular}\end{table}'
-        figure "$s-ablation" "Ablation bars from \\texttt{${s//_/\\_}.h5}; the paper's Table 4."
+        figure "$s-ablation" "Ablation bars from \\texttt{$(tex_text "$s").h5}; the paper's Table 4."
     } > "$gen/table4.tex"
 else
     missing table4 table4

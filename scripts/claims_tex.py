@@ -6,12 +6,21 @@ import os
 import re
 
 
+# Each character LaTeX reads as markup, as text (paper/build.sh's TEX_FN, docs/ROBUSTNESS.md,
+# "Outputs"); a control character as \\xHH, as the exported TSV shows it.
+TEX_CHARS = {"\\": "\\textbackslash{}", "~": "\\textasciitilde{}", "^": "\\textasciicircum{}",
+             "<": "$<$", ">": "$>$", **{c: "\\" + c for c in "_%&#${}"}}
+
+
+def tex_chars(s):
+    """s with every LaTeX special as text."""
+    return "".join(TEX_CHARS.get(c) or ("\\textbackslash{}x%02X" % ord(c) if ord(c) < 32 or c == "\x7f" else c)
+                   for c in s)
+
+
 def tex(s):
     """LaTeX text of s: specials escaped, breaks allowed after the ';' of a selector."""
-    s = re.sub(r"([_%&#${}])", r"\\\1", s.replace("\\", "\x00"))
-    s = s.replace("\x00", "\\textbackslash{}").replace("~", "\\textasciitilde{}")
-    s = s.replace(";", ";\\allowbreak{}")
-    return s.replace("->", "$\\to$").replace("<", "$<$").replace(">", "$>$")
+    return "$\\to$".join(tex_chars(part) for part in s.split("->")).replace(";", ";\\allowbreak{}")
 
 
 def cell_tex(r, suffix):

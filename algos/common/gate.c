@@ -122,6 +122,24 @@ int tkp_gate_path(const char *what, const char *s, size_t len, struct tkp_error 
     return gate_text(what, s, len, 1, NULL, err);
 }
 
+/* The escaped form of the character at u (avail bytes left) into piece; returns the bytes it
+ * stands for. Printable UTF-8 as it is, '\' as "\\", any other byte as "\xHH". */
+static size_t escape_piece(const unsigned char *u, size_t avail, char piece[8])
+{
+    const int c = tkp_utf8_length(u, avail);
+    const char *why = refused_char(u, c);
+    if (!why || (c && u[0] == '/')) {
+        memcpy(piece, u, (size_t)c);
+        piece[c] = 0;
+        return (size_t)c;
+    }
+    if (u[0] == '\\')
+        strcpy(piece, "\\\\");
+    else
+        snprintf(piece, 8, "\\x%02X", u[0]);
+    return 1;
+}
+
 const char *tkp_gate_escape(const char *s, size_t len, char *buf, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
@@ -130,17 +148,8 @@ const char *tkp_gate_escape(const char *s, size_t len, char *buf, size_t n)
         return buf;
     buf[0] = 0;
     for (size_t i = 0; i < len;) {
-        const int c = tkp_utf8_length(u + i, len - i);
         char piece[8];
-        size_t step = c ? (size_t)c : 1;
-        if (c && !refused_char(u + i, c))
-            memcpy(piece, u + i, step), piece[step] = 0;
-        else if (c && u[i] == '\\')
-            strcpy(piece, "\\\\"), step = 1;
-        else if (c && u[i] == '/')
-            strcpy(piece, "/"), step = 1;
-        else
-            snprintf(piece, sizeof piece, "\\x%02X", u[i]), step = 1;
+        const size_t step = escape_piece(u + i, len - i, piece);
         if (used + strlen(piece) + 4 > n) {
             snprintf(buf + used, n - used, "...");
             return buf;
@@ -149,6 +158,16 @@ const char *tkp_gate_escape(const char *s, size_t len, char *buf, size_t n)
         i += step;
     }
     return buf;
+}
+
+void tkp_gate_fput_escaped(FILE *out, const char *s)
+{
+    const size_t len = strlen(s);
+    for (size_t i = 0; i < len;) {
+        char piece[8];
+        i += escape_piece((const unsigned char *)s + i, len - i, piece);
+        fputs(piece, out);
+    }
 }
 
 int tkp_gate_number(const struct tkp_domain *d, const char *what, double v, struct tkp_error *err)

@@ -6,6 +6,7 @@
 #define TKP_GATE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "../tkp.h"
 
@@ -25,6 +26,10 @@ int tkp_gate_path(const char *what, const char *s, size_t len, struct tkp_error 
  * valid printable UTF-8 as it is, '\' as "\\", every other byte as "\xHH"; cut with "..."
  * when buf is too small. Returns buf. */
 const char *tkp_gate_escape(const char *s, size_t len, char *buf, size_t n);
+
+/* The same escape, whole, onto out: a text column of a TSV output (export, compare), which
+ * then holds no tab, line break or control byte of its own (docs/ROBUSTNESS.md, "Outputs"). */
+void tkp_gate_fput_escaped(FILE *out, const char *s);
 
 /* Bytes of the valid UTF-8 sequence at s (at most `avail` bytes), or 0 when s starts none. */
 int tkp_utf8_length(const unsigned char *s, size_t avail);

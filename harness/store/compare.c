@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../algos/common/gate.h"
 #include "compare.h"
 #include "h5util.h"
 #include "limits_files.h"
@@ -437,12 +438,12 @@ static void print_header(FILE *out)
           "a_median_us\tb_median_us\tratio\tci_low\tci_high\tverdict\n", out);
 }
 
-/* A string column as the TSV export prints it: tabs and newlines as spaces. */
+/* A string column as the TSV export prints it: escaped by the gate (docs/ROBUSTNESS.md,
+ * "Outputs"). */
 static void print_text(FILE *out, const char *s)
 {
     fputc('\t', out);
-    for (; *s; s++)
-        fputc(*s == '\t' || *s == '\n' ? ' ' : *s, out);
+    tkp_gate_fput_escaped(out, s);
 }
 
 /* One line: the cell's identity (from whichever file has it), both medians (NaN where a file
@@ -454,8 +455,7 @@ static void print_line(FILE *out, const struct cell *a, const struct cell *b, do
     const struct cmp_row *w = &r->row;
     const int a_ok = a && strcmp(a->r.row.status, "ok") == 0;
     const int b_ok = b && strcmp(b->r.row.status, "ok") == 0;
-    for (const char *s = r->sweep; *s; s++)
-        fputc(*s == '\t' || *s == '\n' ? ' ' : *s, out);
+    tkp_gate_fput_escaped(out, r->sweep);
     print_text(out, w->algo);
     print_text(out, w->variant);
     print_text(out, w->options);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../algos/common/gate.h"
 #include "axes.h"
 #include "h5util.h"
 #include "read_guard.h"
@@ -35,11 +36,12 @@ int tkp_export_format_of(const char *name, enum tkp_export_format *format)
     return -1;
 }
 
-/* TSV: the text with tabs and newlines as spaces (one line per row, as it always was). */
+/* TSV: the text escaped by the gate (docs/ROBUSTNESS.md, "Outputs"): a tab, a line break, any
+ * control byte or byte that is not UTF-8 as \xHH, '\' as \\, so each row is one line of the
+ * same columns whatever a name, or a string of an older file, holds. */
 static void tsv_text(FILE *out, const char *s)
 {
-    for (; *s; s++)
-        fputc(*s == '\t' || *s == '\n' ? ' ' : *s, out);
+    tkp_gate_fput_escaped(out, s);
 }
 
 /* CSV (RFC 4180): quoted when it holds a comma, a quote or a line break; quotes doubled. */
@@ -58,29 +60,6 @@ static void csv_text(FILE *out, const char *s)
     fputc('"', out);
 }
 
-/* Bytes of the valid UTF-8 sequence at s, or 0 when s does not start one. */
-static int utf8_length(const unsigned char *s)
-{
-    if (s[0] < 0x80)
-        return 1;
-    int n = s[0] >= 0xC2 && s[0] <= 0xDF ? 2 : s[0] >= 0xE0 && s[0] <= 0xEF ? 3
-            : s[0] >= 0xF0 && s[0] <= 0xF4                                ? 4
-                                                                          : 0;
-    unsigned char lo = 0x80, hi = 0xBF; /* the second byte's range (no overlong or surrogate) */
-    if (s[0] == 0xE0)
-        lo = 0xA0;
-    else if (s[0] == 0xED)
-        hi = 0x9F;
-    else if (s[0] == 0xF0)
-        lo = 0x90;
-    else if (s[0] == 0xF4)
-        hi = 0x8F;
-    for (int i = 1; i < n; i++)
-        if (s[i] < (i == 1 ? lo : 0x80) || s[i] > (i == 1 ? hi : 0xBF))
-            return 0;
-    return n;
-}
-
 /* JSON: a quoted string, `"` `\` and control characters escaped; a byte that is not valid
  * UTF-8 becomes U+FFFD, so the output always parses. */
 static void json_text(FILE *out, const char *text)
@@ -88,7 +67,7 @@ static void json_text(FILE *out, const char *text)
     const unsigned char *s = (const unsigned char *)text;
     fputc('"', out);
     while (*s) {
-        int n = utf8_length(s);
+        int n = tkp_utf8_length(s, 4); /* a NUL ends any sequence early */
         if (n == 0) {
             fputs("\\ufffd", out);
             s++;
@@ -387,8 +366,12 @@ static herr_t print_attr(hid_t obj, const char *name, const H5A_info_t *info, vo
 {
     (void)info;
     char value[4096];
-    if (h5_get_attr_str(obj, name, value, sizeof value) == 0)
-        fprintf((FILE *)data, "%s\t%s\n", name, value);
+    if (h5_get_attr_str(obj, name, value, sizeof value) == 0) {
+        tkp_gate_fput_escaped((FILE *)data, name); /* an older file's text, escaped on reading */
+        fputc('\t', (FILE *)data);
+        tkp_gate_fput_escaped((FILE *)data, value);
+        fputc('\n', (FILE *)data);
+    }
     return 0;
 }
 
