@@ -72,6 +72,36 @@ int run_cmd(char *out, size_t n, const char *fmt, ...)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+int run_argv(char *out, size_t n, const char *const argv[])
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        return -1;
+    const pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        dup2(fd[1], 2);
+        close(fd[0]);
+        close(fd[1]);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t used = 0;
+    ssize_t got;
+    char sink[4096];
+    while ((got = read(fd[0], used + 1 < n ? out + used : sink,
+                       used + 1 < n ? n - used - 1 : sizeof sink)) > 0)
+        if (used + 1 < n)
+            used += (size_t)got;
+    out[n ? used : 0] = 0;
+    close(fd[0]);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 char *slurp(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
