@@ -26,7 +26,9 @@ void hostile_number(uint64_t *state, char *buf, size_t cap);
 
 /* The reference verdict on `text` in a domain, and its words in the gate's messages. */
 enum number_verdict { NUM_OK, NUM_NOT_A_NUMBER, NUM_NOT_FINITE, NUM_NOT_INTEGER, NUM_OUT_OF_RANGE };
-enum number_verdict number_expected(const char *text, int integer, double lo, double hi);
+enum number_verdict number_expected(const char *text, int integer, long double lo, long double hi);
+/* The same for a value already parsed (a Lua number, an array element). */
+enum number_verdict value_expected(long double v, int integer, long double lo, long double hi);
 const char *number_words(enum number_verdict v);
 
 #endif

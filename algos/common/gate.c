@@ -256,6 +256,11 @@ int tkp_gate_number_text(const struct tkp_domain *d, const char *what, const cha
                       what, text, d->name, d->lo, d->hi);
         return TKP_EINVAL;
     }
+    if (errno == ERANGE && d->integer && strspn(text, "+-0.") < strcspn(text, "eE")) {
+        tkp_error_set(err, "%s = %s is not an integer (below every double but 0; %s is an "
+                      "integer in [%.0f, %.0f])", what, text, d->name, d->lo, d->hi);
+        return TKP_EINVAL; /* 1e-999: not 0, and no integer */
+    }
     *out = v;
     return tkp_gate_number(d, what, v, err);
 }
