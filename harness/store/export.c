@@ -231,14 +231,9 @@ static void print_row(struct export_ctx *x, const char *sweep, hid_t mt, const c
 {
     const enum tkp_export_format f = x->format;
     const char sep = f == TKP_EXPORT_CSV ? ',' : '\t';
-    if (f == TKP_EXPORT_JSON) {
+    if (f == TKP_EXPORT_JSON)
         fputs(x->rows ? ",\n{\"sweep\": " : "\n{\"sweep\": ", x->out);
-        json_text(x->out, sweep);
-    } else if (f == TKP_EXPORT_CSV) {
-        csv_text(x->out, sweep);
-    } else {
-        fputs(sweep, x->out);
-    }
+    print_text(x->out, f, sweep); /* an older file's name, escaped on reading */
     for (int m = 0; m < H5Tget_nmembers(mt); m++) {
         hid_t member = H5Tget_member_type(mt, (unsigned)m);
         if (f == TKP_EXPORT_JSON) {
