@@ -75,15 +75,19 @@ int run_cmd(char *out, size_t n, const char *fmt, ...)
 int run_argv(char *out, size_t n, const char *const argv[])
 {
     int fd[2];
-    if (pipe(fd) != 0)
+    char bin[4096];
+    if (!realpath(argv[0], bin) || pipe(fd) != 0)
         return -1;
+    const char *dir = scratch_dir();
     const pid_t pid = fork();
     if (pid == 0) {
         dup2(fd[1], 1);
         dup2(fd[1], 2);
         close(fd[0]);
         close(fd[1]);
-        execv(argv[0], (char *const *)argv);
+        if (chdir(dir) != 0)
+            _exit(127);
+        execv(bin, (char *const *)argv);
         _exit(127);
     }
     close(fd[1]);

@@ -14,7 +14,8 @@ const char *scratch_dir(void);
 /* Run `cmd` through sh with stderr merged into stdout; returns the exit status. */
 int run_cmd(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Run argv (argv[0] a path, NULL-terminated) without a shell, so that any byte reaches the
- * program as it is; stdout and stderr into out (NUL-terminated; out[..used] may hold NULs).
+ * program as it is, in scratch_dir() (relative paths and default outputs land there); stdout
+ * and stderr into out (NUL-terminated; out[..used] may hold NULs).
  * Returns the exit status, -1 when it did not exit. */
 int run_argv(char *out, size_t n, const char *const argv[]);
 /* topkp run cfg -o scratch_dir()/<name>.h5 --backend cpu `args`, over no earlier file (its
