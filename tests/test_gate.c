@@ -175,3 +175,35 @@ TEST(gate_empty_lists_are_refused)
                   rc, out);
         }
 }
+
+/* Doors that take a word of their own (a format, a shard, devices, a command...): a hostile
+ * value is refused with exit 2, and the message shows it escaped, never raw. */
+static const char *const word_doors[][8] = {
+    { "export", "x.h5", "--format", "@", NULL },   { "run", "x.lua", "--shard", "@", NULL },
+    { "run", "x.lua", "--gpus", "@", NULL },       { "run", "x.lua", "--backend", "@", NULL },
+    { "apply", "naive_sort", "--dtype", "@", NULL }, { "help", "@", NULL },
+    { "@", NULL },                                  { "apply", "@", NULL },
+    { "list", "@", NULL },                          { "apply", "naive_sort", "--set", "@", NULL },
+};
+
+TEST(gate_cli_words_are_echoed_escaped)
+{
+    uint64_t seed = hostile_seed() ^ 6, st = seed;
+    for (int i = 0; i < 30 && !test_failed(); i++) {
+        char name[256], shown[512], out[4096];
+        const size_t len = hostile_name(&st, name, sizeof name);
+        if (printable_text(name, len, 0))
+            continue; /* only values with a raw byte to leak */
+        tkp_gate_escape(name, len, shown, sizeof shown);
+        for (size_t d = 0; d < sizeof word_doors / sizeof word_doors[0]; d++) {
+            const char *argv[10] = { topkp_bin() };
+            for (int a = 0; a < 8 && word_doors[d][a]; a++)
+                argv[a + 1] = strcmp(word_doors[d][a], "@") ? word_doors[d][a] : name;
+            const int rc = run_argv(out, sizeof out, argv);
+            CHECK(rc == 2 && printable_text(out, strlen(out), 1),
+                  "seed %llu case %d: topkp %s %s '%s': exit %d, %s", (unsigned long long)seed, i,
+                  argv[1], argv[2] ? argv[2] : "", shown, rc,
+                  printable_text(out, strlen(out), 1) ? out : "a raw byte in the output");
+        }
+    }
+}

@@ -160,6 +160,14 @@ const char *tkp_gate_escape(const char *s, size_t len, char *buf, size_t n)
     return buf;
 }
 
+const char *tkp_gate_shown(const char *s)
+{
+    static char ring[4][160];
+    static int next;
+    char *buf = ring[next++ % 4];
+    return s ? tkp_gate_escape(s, strlen(s), buf, sizeof ring[0]) : "";
+}
+
 void tkp_gate_fput_escaped(FILE *out, const char *s)
 {
     const size_t len = strlen(s);

@@ -27,6 +27,10 @@ int tkp_gate_path(const char *what, const char *s, size_t len, struct tkp_error 
  * when buf is too small. Returns buf. */
 const char *tkp_gate_escape(const char *s, size_t len, char *buf, size_t n);
 
+/* The escape of a NUL-terminated s for one message, cut at about 150 bytes, in one of four
+ * static buffers (a message may show four; not for threads). */
+const char *tkp_gate_shown(const char *s);
+
 /* The same escape, whole, onto out: a text column of a TSV output (export, compare), which
  * then holds no tab, line break or control byte of its own (docs/ROBUSTNESS.md, "Outputs"). */
 void tkp_gate_fput_escaped(FILE *out, const char *s);

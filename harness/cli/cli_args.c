@@ -74,7 +74,7 @@ const char *flag_value(const char *cmd, int argc, char **argv, int *i)
 {
     if (*i + 1 >= argc) {
         fprintf(stderr, "topkp %s: option '%s' needs a value (see `topkp help %s`)\n", cmd,
-                argv[*i], cmd);
+                tkp_gate_shown(argv[*i]), cmd);
         exit(2);
     }
     return argv[++*i];

@@ -33,7 +33,8 @@ int cmd_export(int argc, char **argv)
         else if (strcmp(argv[i], "--format") == 0) {
             const char *f = flag_value("export", argc, argv, &i);
             if (tkp_export_format_of(f, &format) != 0) {
-                fprintf(stderr, "topkp export: --format needs tsv, csv or json, got '%s'\n", f);
+                fprintf(stderr, "topkp export: --format needs tsv, csv or json, got '%s'\n",
+                        tkp_gate_shown(f));
                 return 2;
             }
         } else

@@ -438,12 +438,13 @@ int cmd_apply(int argc, char **argv)
         return missing("apply", "no ALGO given");
     if (argv[0][0] == '-') {
         fprintf(stderr, "topkp apply: ALGO comes first, got '%s' (see `topkp help apply`)\n",
-                argv[0]);
+                tkp_gate_shown(argv[0]));
         return 2;
     }
     const struct tkp_algo *a = tkp_algo_find(argv[0]);
     if (!a) {
-        fprintf(stderr, "topkp apply: unknown algorithm '%s' (see `topkp list`)\n", argv[0]);
+        fprintf(stderr, "topkp apply: unknown algorithm '%s' (see `topkp list`)\n",
+                tkp_gate_shown(argv[0]));
         return 2;
     }
     struct apply_args x = { .backend = default_backend(), .k = 0, .draws = 1, .p = 1.0f };

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../algos/common/gate.h"
 #include "cli.h"
 #include "h5util.h"
 #include "provenance.h"
@@ -69,7 +70,8 @@ static int help(int argc, char **argv)
     }
     const struct command *c = command_find(argv[0]);
     if (!c) {
-        fprintf(stderr, "topkp help: unknown command '%s' (see `topkp --help`)\n", argv[0]);
+        fprintf(stderr, "topkp help: unknown command '%s' (see `topkp --help`)\n",
+                tkp_gate_shown(argv[0]));
         return 2;
     }
     fputs(c->usage, stdout);
@@ -92,7 +94,8 @@ int main(int argc, char **argv)
         return help(argc - 2, argv + 2);
     if (strcmp(name, "--version") == 0) {
         if (argc > 2) {
-            fprintf(stderr, "topkp: unexpected argument '%s' after --version\n", argv[2]);
+            fprintf(stderr, "topkp: unexpected argument '%s' after --version\n",
+                    tkp_gate_shown(argv[2]));
             return 2;
         }
         printf("topkp %s (commit %s)\n", TKP_VERSION, TKP_GIT_COMMIT);
@@ -101,7 +104,7 @@ int main(int argc, char **argv)
     const struct command *c = command_find(name);
     if (!c) {
         fprintf(stderr, "topkp: unknown %s '%s' (see `topkp --help`)\n",
-                name[0] == '-' ? "option" : "command", name);
+                name[0] == '-' ? "option" : "command", tkp_gate_shown(name));
         return 2;
     }
     for (int i = 2; i < argc; i++)

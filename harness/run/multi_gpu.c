@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../algos/common/gate.h"
 #include "gpu.h"
 #include "merge.h"
 #include "multi_gpu.h"
@@ -50,7 +51,7 @@ int tkp_gpus_parse(const char *spec, int *devices, struct tkp_error *err)
         at = end + 1;
     }
     tkp_error_set(err, "--gpus '%s': expected all or at most %d distinct device numbers 0-1023 "
-                  "separated by commas (e.g. --gpus 0,1)", spec, TKP_MAX_CHILDREN);
+                  "separated by commas (e.g. --gpus 0,1)", tkp_gate_shown(spec), TKP_MAX_CHILDREN);
     return -1;
 }
 
@@ -70,7 +71,7 @@ static int gpu_list(const char *spec, int *devices, struct tkp_error *err)
     for (int i = 0; i < n; i++)
         if (devices[i] >= present) {
             tkp_error_set(err, "--gpus '%s': no device %d (this machine has %d CUDA device%s, "
-                          "0-%d)", spec, devices[i], present, present == 1 ? "" : "s",
+                          "0-%d)", tkp_gate_shown(spec), devices[i], present, present == 1 ? "" : "s",
                           present - 1);
             return -1;
         }
