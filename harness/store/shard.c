@@ -30,11 +30,12 @@ int tkp_shard_parse(const char *spec, struct tkp_shard *s, struct tkp_error *err
     const long i = digits(&at);
     const long n = *at == '/' ? (at++, digits(&at)) : -1;
     if (i < 0 || n < 0 || *at) {
-        tkp_error_set(err, "--shard '%s': expected I/N, two whole numbers such as 0/4", spec);
+        tkp_error_set(err, "--shard '%s': expected I/N, two whole numbers such as 0/4",
+                      tkp_gate_shown(spec));
         return TKP_EINVAL;
     }
     if (n < 1 || n > TKP_SHARD_MAX || i >= n) {
-        tkp_error_set(err, "--shard '%s': needs 0 <= I < N and 1 <= N <= %d", spec,
+        tkp_error_set(err, "--shard '%s': needs 0 <= I < N and 1 <= N <= %d", tkp_gate_shown(spec),
                       TKP_SHARD_MAX);
         return TKP_EINVAL;
     }
