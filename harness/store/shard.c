@@ -8,6 +8,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "../algos/common/gate.h"
 #include "../algos/common/half.h"
 #include "h5util.h"
 #include "shard.h"
