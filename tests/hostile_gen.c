@@ -95,6 +95,17 @@ int name_expected_ok(const char *s, size_t len)
     return 1;
 }
 
+int path_expected_ok(const char *s, size_t len)
+{
+    wchar_t *cp = malloc((len + 1) * sizeof *cp);
+    const long n = len && len <= 4095 && cp ? decode(s, len, cp) : -1;
+    int ok = n > 0;
+    for (long i = 0; ok && i < n; i++)
+        ok = !control(cp[i]);
+    free(cp);
+    return ok;
+}
+
 int printable_text(const char *s, size_t len, int layout)
 {
     wchar_t *cp = malloc((len + 1) * sizeof *cp);

@@ -17,6 +17,8 @@ uint64_t hostile_next(uint64_t *state);
 size_t hostile_name(uint64_t *state, char *buf, size_t cap);
 /* The reference: is s[0..len) a name of docs/ROBUSTNESS.md's alphabet? */
 int name_expected_ok(const char *s, size_t len);
+/* The reference for a path: the same, with '/', '\\' and end spaces allowed, up to 4095 bytes. */
+int path_expected_ok(const char *s, size_t len);
 /* Every byte of s[0..len) is printable text: valid UTF-8 and no control character (a message
  * or an output line that carries nothing raw; tab and newline allowed when `layout`). */
 int printable_text(const char *s, size_t len, int layout);

@@ -103,6 +103,18 @@ TEST(gate_names_on_every_config_door)
         const size_t len = hostile_name(&st, name, sizeof name);
         for (size_t d = 0; d < sizeof config_doors / sizeof config_doors[0]; d++)
             check_config_door((int)d, name, len, seed, i);
+        char lit[2048], text[2100], shown[512];
+        struct tkp_error err = { "" };
+        struct tkp_plan plan;
+        lua_literal(name, len, lit, sizeof lit);
+        snprintf(text, sizeof text, "include %s\n", lit);
+        const int loaded = tkp_config_load(write_scratch("inc.lua", text), TKP_CPU, &plan, &err) == 0;
+        if (loaded)
+            tkp_plan_free(&plan);
+        CHECK(!loaded && (strstr(err.msg, "a path is 1-") != NULL) != path_expected_ok(name, len) &&
+                  printable_text(err.msg, strlen(err.msg), 0),
+              "seed %llu case %d: include '%s': %s", (unsigned long long)seed, i,
+              tkp_gate_escape(name, len, shown, sizeof shown), err.msg);
     }
 }
 

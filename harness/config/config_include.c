@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../algos/common/gate.h"
 #include "config_parts.h"
 
 /* What is wrong with an include's path, or NULL: a config names files beside it or below. */
@@ -112,6 +113,9 @@ static int lua_include(lua_State *L)
     struct load_ctx *ctx = ctx_of(L);
     size_t len;
     const char *path = luaL_checklstring(L, 1, &len), *why = bad_path(path, len);
+    struct tkp_error err;
+    if (tkp_gate_path("include", path, len, &err)) /* docs/ROBUSTNESS.md, "Text that enters" */
+        config_error(L, "%s", err.msg);
     lua_settop(L, 1);
     if (ctx->ended || ctx->in_where)
         config_error(L, "include \"%s\": only while the config runs, not from a where() "
