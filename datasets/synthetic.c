@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../algos/common/gate.h"
 #include "../algos/common/philox.h"
 #include "datasets.h"
 #include "model_like.h"
@@ -155,7 +156,7 @@ int tkp_dataset_generate(const char *name, uint64_t seed, int64_t batch, int64_t
 {
     const struct tkp_dataset *d = tkp_dataset_find(name);
     if (!d) {
-        tkp_error_set(err, "unknown dataset '%s' (see `topkp list`)", name);
+        tkp_error_set(err, "unknown dataset '%s' (see `topkp list`)", tkp_gate_shown(name));
         return TKP_EINVAL;
     }
     /* rows are independent streams, so they fill in parallel and stay deterministic */

@@ -290,7 +290,7 @@ static int apply_parse(int argc, char **argv, struct apply_args *x, const struct
         if (strcmp(f, "--in") == 0)
             x->in = flag_value("apply", argc, argv, &i);
         else if (strcmp(f, "--out") == 0)
-            x->out = path_arg("apply", "-o", flag_value("apply", argc, argv, &i));
+            x->out = path_arg("apply", "--out", flag_value("apply", argc, argv, &i));
         else if (strcmp(f, "--force") == 0)
             x->force = 1;
         else if (strcmp(f, "--backend") == 0)
