@@ -7,6 +7,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "../algos/common/gate.h"
 #include "h5util.h"
 #include "merge_shards.h"
 
@@ -283,8 +284,9 @@ static void take_row(struct merge_set *m, int fi, const struct tkp_cell_row *row
         owner = (size_t)e->shard;
     }
     if ((*listed)++ < LIST_MAX)
-        fprintf(stderr, "  doubled: %s\t%s\t%s\t%s  (in %s, shard %d/%d; %s)\n", sweep, row->algo,
-                row->variant, row->key, f->path, f->s.index, f->s.count,
+        fprintf(stderr, "  doubled: %s\t%s\t%s\t%s  (in %s, shard %d/%d; %s)\n",
+                tkp_gate_shown(sweep), tkp_gate_shown(row->algo), tkp_gate_shown(row->variant),
+                tkp_gate_shown(row->key), f->path, f->s.index, f->s.count,
                 owner == (size_t)-1 ? "the plan has no such cell" : "it belongs to another shard");
 }
 
@@ -296,7 +298,7 @@ static herr_t foreign_sweep(hid_t g, const char *name, const H5L_info_t *info, v
     for (size_t i = 0; i < m->n_sweeps; i++)
         if (strcmp(m->sweeps[i], name) == 0)
             return 0;
-    fprintf(stderr, "  doubled: sweep %s, which the plan has not\n", name);
+    fprintf(stderr, "  doubled: sweep %s, which the plan has not\n", tkp_gate_shown(name));
     return 1;
 }
 
@@ -314,8 +316,9 @@ static size_t list_missing(const struct merge_set *m)
             if (m->files[f].s.index == e->shard)
                 file = m->files[f].path;
         if (missing++ < LIST_MAX)
-            fprintf(stderr, "  missing: %s\t%s\t%s\t%s  (shard %lld/%d: %s)\n", e->sweep, e->algo,
-                    e->variant, e->key, (long long)e->shard, m->files[0].s.count, file);
+            fprintf(stderr, "  missing: %s\t%s\t%s\t%s  (shard %lld/%d: %s)\n",
+                    tkp_gate_shown(e->sweep), tkp_gate_shown(e->algo), tkp_gate_shown(e->variant),
+                    tkp_gate_shown(e->key), (long long)e->shard, m->files[0].s.count, file);
     }
     if (missing > LIST_MAX)
         fprintf(stderr, "  ... and %zu more missing\n", missing - LIST_MAX);
