@@ -211,3 +211,57 @@ TEST(gate_outputs_escape_hostile_names_of_older_files)
                   "r = json.load(sys.stdin); assert len(r) == %d and \"new\\nline\" in {x[\"sweep\"] for x in r}, r'",
                   topkp_bin(), path, count + 1) == 0, "export (JSON) does not parse: %s", out);
 }
+
+/* What is left of a LaTeX escaper's line once its escapes are taken out: a special character
+ * (\ { } _ % & # $ ^ ~) left over is markup that a label made. 1 when none is left. */
+static int latex_text_only(const char *line)
+{
+    static const char *const escapes[] = { "\\textbackslash{}", "\\textasciicircum{}",
+                                           "\\textasciitilde{}", "\\allowbreak{}", "$\\to$",
+                                           "$<$", "$>$", "\\_", "\\%", "\\&", "\\#", "\\$",
+                                           "\\{", "\\}" };
+    for (const char *c = line; *c;) {
+        size_t skip = 0;
+        for (size_t e = 0; e < sizeof escapes / sizeof escapes[0] && !skip; e++)
+            if (strncmp(c, escapes[e], strlen(escapes[e])) == 0)
+                skip = strlen(escapes[e]);
+        if (!skip && strchr("\\{}_%&#$^~", *c))
+            return 0;
+        c += skip ? skip : 1;
+    }
+    return 1;
+}
+
+/* The report's two LaTeX escapers (paper/build.sh's TEX_FN, scripts/claims_tex.py's tex) on
+ * hostile names as the exported TSV carries them: every output line is text, no markup. */
+TEST(gate_latex_escapers_leave_no_markup)
+{
+    uint64_t seed = hostile_seed() ^ 7, st = seed;
+    char in[1024], out[1 << 16], name[256], shown[512];
+    snprintf(in, sizeof in, "%s/labels.txt", scratch_dir());
+    FILE *f = fopen(in, "w");
+    REQUIRE(f, "cannot write %s", in);
+    for (int i = 0; i < 200; i++) {
+        const size_t len = hostile_name(&st, name, sizeof name);
+        fprintf(f, "%s\n", tkp_gate_escape(name, len, shown, sizeof shown));
+    }
+    fclose(f);
+    const char *const runs[] = {
+        "bash -c 'eval \"$(sed -n \"/^TEX_FN=/,/return s }.$/p\" paper/build.sh)\"; "
+        "awk \"$TEX_FN\"\" { print tex(\\$0) }\" %s'",
+        "cd scripts && python3 -c 'import sys, claims_tex; "
+        "[print(claims_tex.tex(l.rstrip(\"\\n\"))) for l in open(sys.argv[1])]' %s",
+    };
+    for (int r = 0; r < 2; r++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, runs[r], in);
+        REQUIRE(run_cmd(out, sizeof out, "%s", cmd) == 0, "%s: %s", cmd, out);
+        int lines = 0;
+        for (char *line = out, *end; (end = strchr(line, '\n')); line = end + 1, lines++) {
+            *end = 0;
+            CHECK(latex_text_only(line), "seed %llu: %s leaves markup in: %s",
+                  (unsigned long long)seed, r ? "claims_tex.tex" : "build.sh TEX_FN", line);
+        }
+        CHECK(lines == 200, "%s: %d lines for 200 labels", r ? "claims_tex" : "TEX_FN", lines);
+    }
+}
