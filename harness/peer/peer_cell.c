@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../algos/common/gate.h"
 #include "axes.h"
 #include "cell_row.h"
 #include "gpu.h"
@@ -247,8 +248,10 @@ static int rep(struct peer_reps *p, int flush, double *us, struct tkp_error *err
         tkp_error_set(err, "the peer worker's `rep` reply has no time");
         return TKP_EINVAL;
     }
-    *us = v ? atof(v) : 0;
-    return rc;
+    /* a timing field through its domain (docs/ROBUSTNESS.md, "Numbers that enter") */
+    static const struct tkp_domain time_us = { "a time in us", 0, 0, 1e15 };
+    *us = 0;
+    return rc ? rc : tkp_gate_number_text(&time_us, "the peer worker's `rep` time", v, us, err);
 }
 
 static int peer_warm(void *ctx, struct tkp_error *err)
@@ -285,7 +288,7 @@ static int read_output(const char *path, void *dst, size_t bytes, struct tkp_err
 static void note_package(struct tkp_peer_session *s, const char *peer, const char *info)
 {
     char entry[256];
-    snprintf(entry, sizeof entry, "%s: %s", peer, info ? info : "?");
+    snprintf(entry, sizeof entry, "%s: %s", peer, info ? tkp_gate_shown(info) : "?");
     if (strstr(s->packages, entry))
         return;
     size_t used = strlen(s->packages);
@@ -330,7 +333,11 @@ static int open_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
         return rc;
     note_package(s, cell->algo->name, tkp_peer_field(&r, "info"));
     const char *crc = tkp_peer_field(&r, "crc");
-    if (!crc || strtoul(crc, NULL, 10) != file->crc) {
+    static const struct tkp_domain crc32 = { "a CRC-32", 1, 0, 4294967295.0 };
+    double sum = -1;
+    if (crc && tkp_gate_number_text(&crc32, "the peer's crc", crc, &sum, err))
+        return TKP_EINVAL;
+    if (!crc || sum != (double)file->crc) {
         tkp_error_set(err, "the peer read other logits than the modules (CRC-32 %s, expected %u)",
                       crc ? crc : "missing", file->crc);
         return TKP_EINVAL;
