@@ -84,8 +84,8 @@ static int control(wchar_t c)
 int name_expected_ok(const char *s, size_t len)
 {
     wchar_t cp[256];
-    if (len == 0 || len > 63)
-        return 0;
+    if (len == 0 || len > 63 || (len <= 2 && strncmp(s, "..", len) == 0))
+        return 0; /* empty, long, or an HDF5 group's self or parent */
     const long n = decode(s, len, cp);
     if (n <= 0 || cp[0] == ' ' || cp[n - 1] == ' ')
         return 0;

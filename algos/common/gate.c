@@ -73,7 +73,8 @@ static const char *refused_char(const unsigned char *s, int n)
     return NULL;
 }
 
-#define ALPHABET "a name is 1-63 bytes of printable UTF-8 without '/' or '\\' (docs/ROBUSTNESS.md)"
+#define ALPHABET "a name is 1-63 bytes of printable UTF-8 without '/' or '\\', not '.' or '..' " \
+                 "(docs/ROBUSTNESS.md)"
 #define PATH_RULE "a path is 1-4095 bytes of printable UTF-8 (docs/ROBUSTNESS.md)"
 
 /* The one checker behind tkp_gate_name and tkp_gate_path: a path may hold '/' and '\' and
@@ -92,6 +93,13 @@ static int gate_text(const char *what, const char *s, size_t len, int path, size
         else
             tkp_error_set(err, "%s '%s' is %zu bytes, too long: %s", what,
                           tkp_gate_escape(s, len, shown, sizeof shown), len, rule);
+        return TKP_EINVAL;
+    }
+    if (!path && (len == 1 || len == 2) && memcmp(s, "..", len) == 0) {
+        if (bad)
+            *bad = 0;
+        tkp_error_set(err, "%s: byte 1 is \\x2E ('%.*s' alone names an HDF5 group's self or "
+                      "parent): %s", what, (int)len, s, rule);
         return TKP_EINVAL;
     }
     for (size_t i = 0; i < len;) {

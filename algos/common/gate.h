@@ -14,7 +14,7 @@
 
 /* 0 when s[0..len) is a name: 1..TKP_GATE_NAME_MAX bytes of valid UTF-8, no control
  * character (C0, DEL, C1), no U+FEFF, U+2028 or U+2029, no '/' or '\', no space first or
- * last. Else TKP_EINVAL with "<what> byte N is \xHH (why): a name is ..." in err; `bad`, when
+ * last, not "." or ".." (an HDF5 group's self and parent). Else TKP_EINVAL with "<what> byte N is \xHH (why): a name is ..." in err; `bad`, when
  * not NULL, gets the 0-based offset of the offending byte (len for an empty or long name). */
 int tkp_gate_name(const char *what, const char *s, size_t len, size_t *bad, struct tkp_error *err);
 
