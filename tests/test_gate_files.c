@@ -178,7 +178,8 @@ static int hostile_results(char *path, size_t n, const char *const *names, int c
     hid_t t = H5Tcopy(H5T_C_S1);
     H5Tset_size(t, 32);
     hid_t s = H5Screate(H5S_SCALAR), at = H5Acreate2(f, "hostile", t, s, H5P_DEFAULT, H5P_DEFAULT);
-    rc |= at < 0 || H5Awrite(at, t, "tab\there\nline\x01\\input{x}\xff") < 0;
+    char value[32] = "tab\there\nline\x01\\input{x}\xff"; /* the whole 32 bytes written */
+    rc |= at < 0 || H5Awrite(at, t, value) < 0;
     H5Aclose(at), H5Sclose(s), H5Tclose(t);
     return rc | (H5Fclose(f) < 0) ? -1 : 0;
 }
