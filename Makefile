@@ -110,6 +110,26 @@ $(BUILD)/topkp: $(CLI_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libtopkp.a
 $(BUILD)/topkp-tests: $(TEST_OBJS) $(BUILD)/libtopkp.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# The Python package's shared object (include/topkp_ops.h, docs/PYTHON.md): the modules, the
+# registry, apply's planning, the device layer and the C entry point capi/, position
+# independent, in $(BUILD)/pic; no HDF5 and no Lua. With nvcc (and without CPU_ONLY) the
+# kernels too, for CUDA_ARCH only (a GPU of another kind is refused by name).
+OPS_C_SRCS := capi/topkp_ops.c harness/module/apply.c harness/module/registry.c \
+              harness/module/peers.c \
+              $(filter-out $(GPU_IMPL_SRCS),$(wildcard algos/common/*.c algos/*/*.c)) \
+              $(CUDA_C_SRCS) $(NO_CUDA_SRCS)
+OPS_OBJS   := $(OPS_C_SRCS:%.c=$(BUILD)/pic/%.o) $(if $(CU_OBJS),$(CU_SRCS:%.cu=$(BUILD)/pic/%.o))
+OPS_CC     := $(shell echo $(CUDA_ARCH) | tr -dc 0-9)
+$(BUILD)/pic/%.o: %.c $(BUILD)/flags.txt
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(if $(OPS_CC),-DTOPKP_OPS_CC=$(OPS_CC)) -c $< -o $@
+$(BUILD)/pic/%.o: %.cu $(BUILD)/flags.txt
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -Xcompiler -fPIC,-fvisibility=hidden -Iharness -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+$(BUILD)/libtopkp_ops.so: $(OPS_OBJS)
+	$(CC) -shared -fopenmp -Wl,--no-undefined -Wl,-soname,libtopkp_ops.so -o $@ $^ \
+	    $(if $(NVCC),-L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++) -lm
+
 # The git commit baked into results files; rewritten only when it changes. TKP_COMMIT
 # overrides it (a bundle built from an exported tree names the commit it came from).
 $(BUILD)/version.h: FORCE
