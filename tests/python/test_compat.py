@@ -1,0 +1,79 @@
+"""test_compat.py — the adapters take vLLM's and FlashInfer's call shapes and give their
+return types, dtypes and in-place behaviour, with topkp's kept sets and draws
+(docs/PYTHON.md, "The adapters"; docs/SEMANTICS.md, "Probabilities")."""
+import numpy as np
+import pytest
+
+import topkp
+from conftest import logits
+
+torch = pytest.importorskip("torch")
+from topkp.compat import flashinfer, vllm  # noqa: E402
+
+X = torch.from_numpy(logits(batch=4, vocab=64, seed=21))
+
+
+def test_vllm_masks_in_place_and_returns_the_logits():
+    x = X.clone()
+    k = torch.tensor([3, 64, 10, 1], dtype=torch.long)
+    p = torch.tensor([0.9, 0.5, 1.0, 0.3])
+    out = vllm.apply_top_k_top_p(x, k, p)
+    assert out.data_ptr() == x.data_ptr() and out.dtype == torch.float32
+    assert torch.equal(torch.isfinite(out), topkp.top_k_top_p_mask(X, k=k, p=p))
+    assert vllm.apply_top_k_top_p(X, None, None) is X
+
+
+def test_flashinfer_sampling_from_logits_shapes_and_keys():
+    s = flashinfer.top_k_top_p_sampling_from_logits(X, 5, 0.9, seed=3, offset=8)
+    assert s.shape == (4,) and s.dtype == torch.int32
+    want = topkp.sample(X, k=5, p=0.9, seed=3, offset=8, algo="rejection")[:, 0]
+    assert torch.equal(s.long(), want)
+    idx = torch.tensor([0, 0, 3], dtype=torch.int64)
+    si = flashinfer.top_k_top_p_sampling_from_logits(X, 5, 0.9, indices=idx, seed=3)
+    assert si.shape == (3,) and si.dtype == torch.int64
+    rows = flashinfer.top_k_top_p_sampling_from_logits(
+        X, torch.full((4,), 5, dtype=torch.int32), torch.full((4,), 0.9),
+        seed=torch.arange(4), offset=torch.tensor([7]))
+    assert torch.equal(rows.long(), topkp.sample(X, k=5, p=0.9, seeds=torch.arange(4),
+                                                 offsets=torch.full((4,), 7))[:, 0])
+    with pytest.raises(ValueError, match="top-k first"):
+        flashinfer.top_k_top_p_sampling_from_logits(X, 5, 0.9, filter_apply_order="joint")
+
+
+def test_flashinfer_generator_advances_as_flashinfer_does():
+    g = torch.Generator().manual_seed(4)
+    before = int(g.get_state().view(torch.int64)[1])
+    a = flashinfer.top_k_top_p_sampling_from_logits(X, 10, 0.95, generator=g)
+    b = flashinfer.top_k_top_p_sampling_from_logits(X, 10, 0.95, generator=g)
+    assert int(g.get_state().view(torch.int64)[1]) == before + 2 * 4 * 32
+    assert not torch.equal(a, b)
+
+
+def test_flashinfer_probs_calls():
+    probs = torch.softmax(X, dim=-1)
+    kept = topkp.top_k_top_p_mask(torch.log(probs), k=6, p=0.8)
+    s, valid = flashinfer.top_k_top_p_sampling_from_probs(probs, 6, 0.8, seed=1,
+                                                          return_valid=True)
+    assert s.dtype == torch.int32 and valid.all()
+    assert kept[torch.arange(4), s.long()].all()
+    for renorm, kw in ((flashinfer.top_k_renorm_probs, {"top_k": 6}),
+                       (flashinfer.top_p_renorm_probs, {"top_p": 0.8})):
+        for dtype in (torch.float32, torch.bfloat16, torch.float16):
+            pr = probs.to(dtype)
+            out = renorm(pr, **kw)
+            assert out.dtype == dtype and out.data_ptr() != pr.data_ptr()
+            assert torch.allclose(out.float().sum(-1), torch.ones(4), atol=1e-2)
+    mask_k = topkp.top_k_top_p_mask(torch.log(probs), k=6)
+    assert torch.equal(flashinfer.top_k_renorm_probs(probs, 6) > 0, mask_k)
+    with pytest.raises(ValueError, match="NaN"):
+        bad = probs.clone()
+        bad[1, 2] = float("nan")
+        flashinfer.top_k_top_p_sampling_from_probs(bad, 6, 0.8, check_nan=True)
+
+
+def test_flashinfer_top_k_mask_logits_keeps_the_dtype_and_the_input():
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        x = X.to(dtype)
+        out = flashinfer.top_k_mask_logits(x, 7)
+        assert out.dtype == dtype and out.data_ptr() != x.data_ptr()
+        assert (torch.isfinite(out).sum(-1) == 7).all() and torch.isfinite(x).all()
