@@ -77,3 +77,19 @@ def test_flashinfer_top_k_mask_logits_keeps_the_dtype_and_the_input():
         out = flashinfer.top_k_mask_logits(x, 7)
         assert out.dtype == dtype and out.data_ptr() != x.data_ptr()
         assert (torch.isfinite(out).sum(-1) == 7).all() and torch.isfinite(x).all()
+
+
+def test_the_documented_differences_hold():
+    """The examples of docs/PYTHON.md, "Where the semantics differ", and docs/SEMANTICS.md,
+    "Probabilities"."""
+    ties = torch.tensor([[2.0, 1.0, 1.0, 0.0]])
+    assert topkp.top_k_top_p_mask(ties, k=2).tolist() == [[True, True, False, False]]
+    boundary = torch.log(torch.tensor([[0.5, 0.25, 0.25]]))
+    assert topkp.top_k_top_p_mask(boundary, p=0.75).tolist() == [[True, True, False]]
+    nan = torch.tensor([[2.0, float("nan"), 1.0, 0.0]])
+    assert topkp.top_k_top_p_mask(nan, k=2).tolist() == [[True, False, True, False]]
+    a = np.float32(1e-6)
+    probs = torch.tensor([[a, np.nextafter(a, np.float32(1))]])
+    assert flashinfer.top_k_renorm_probs(probs, 1).tolist() == [[1.0, 0.0]]
+    zero = torch.tensor([[0.0, 0.0, 0.0]])
+    assert flashinfer.top_k_top_p_sampling_from_probs(zero, 2, 0.9, seed=0).tolist() == [-1]
