@@ -16,10 +16,10 @@ from .._torch import generator_key
 
 
 def _check_order(filter_apply_order):
+    """Top-k first only (docs/SEMANTICS.md, "Top-k and top-p together: top-k first")."""
     if filter_apply_order != "top_k_first":
         raise ValueError(f"filter_apply_order={filter_apply_order!r}: topkp filters top-k "
-                         "first only (docs/SEMANTICS.md, \"Top-k and top-p together: top-k "
-                         "first\")")
+                         "first only (filter_apply_order='top_k_first')")
 
 
 def _probs_logits(probs, check_nan):
