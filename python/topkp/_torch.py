@@ -115,13 +115,19 @@ def _run(logits, rows, algo, options, want_kept, draws, seed, offset):
 
 
 def generator_key(logits, increment, generator=None):
-    """(seed, offset) of the device's default generator (or `generator`), its offset advanced
-    by `increment` rounded up to 4 (as FlashInfer's get_seed_and_offset does)."""
+    """(seed, offset) for a call without seeds (docs/PYTHON.md, "Seeds and offsets"). A CUDA
+    generator (the device's default, or `generator`) gives its Philox (seed, offset) and its
+    offset advances by `increment` rounded up to 4, as FlashInfer's get_seed_and_offset
+    advances it; a CPU generator has no such offset, so a fresh 63-bit seed is drawn from it."""
     if generator is None:
         generator = (torch.cuda.default_generators[logits.device.index or 0] if logits.is_cuda
                      else torch.default_generator)
-    seed, offset = (int(x) for x in generator.get_state().view(torch.int64)[:2])
-    state = generator.get_state().clone()
+    if generator.device.type != "cuda":
+        seed = torch.randint(0, 2**63 - 1, (1,), generator=generator, device="cpu")
+        return int(seed), 0
+    state = generator.get_state()
+    seed, offset = (int(x) for x in state.view(torch.int64)[:2])
+    state = state.clone()
     state.view(torch.int64)[1] = offset + (increment + 3) // 4 * 4
     generator.set_state(state)
     return seed & (2**64 - 1), offset & (2**64 - 1)

@@ -36,17 +36,53 @@ def test_flashinfer_sampling_from_logits_shapes_and_keys():
         seed=torch.arange(4), offset=torch.tensor([7]))
     assert torch.equal(rows.long(), topkp.sample(X, k=5, p=0.9, seeds=torch.arange(4),
                                                  offsets=torch.full((4,), 7))[:, 0])
-    with pytest.raises(ValueError, match="top-k first"):
-        flashinfer.top_k_top_p_sampling_from_logits(X, 5, 0.9, filter_apply_order="joint")
 
 
-def test_flashinfer_generator_advances_as_flashinfer_does():
+def test_flashinfer_generator_keys_each_call():
     g = torch.Generator().manual_seed(4)
-    before = int(g.get_state().view(torch.int64)[1])
     a = flashinfer.top_k_top_p_sampling_from_logits(X, 10, 0.95, generator=g)
     b = flashinfer.top_k_top_p_sampling_from_logits(X, 10, 0.95, generator=g)
-    assert int(g.get_state().view(torch.int64)[1]) == before + 2 * 4 * 32
+    g.manual_seed(4)
+    assert torch.equal(flashinfer.top_k_top_p_sampling_from_logits(X, 10, 0.95, generator=g), a)
     assert not torch.equal(a, b)
+
+
+def test_flashinfer_joint_order_draws_from_what_both_filters_keep():
+    both = topkp.top_k_top_p_mask(X, k=5) & topkp.top_k_top_p_mask(X, p=0.5)
+    for seed in range(20):
+        s = flashinfer.top_k_top_p_sampling_from_logits(X, 5, 0.5, filter_apply_order="joint",
+                                                        seed=seed)
+        assert both[torch.arange(4), s.long()].all()
+    with pytest.raises(ValueError, match="Invalid filter_apply_order"):
+        flashinfer.top_k_top_p_sampling_from_logits(X, 5, 0.9, filter_apply_order="other")
+
+
+@pytest.mark.parametrize("bad, text", [
+    (torch.tensor(3, dtype=torch.int), r"Expected a 1D tensor of shape \(batch_size,\) or "
+                                       r"scalar.*got a 0-dimensional tensor"),
+    (torch.ones(4, 2, dtype=torch.int), r"Expected a 1D tensor or scalar.*got a 2D tensor"),
+    (torch.tensor([3], dtype=torch.int), "Sampling parameter tensor batch size mismatch")])
+def test_flashinfer_parameter_tensors_are_checked_as_flashinfer_does(bad, text):
+    probs = torch.softmax(X, dim=-1)
+    for call in (lambda: flashinfer.top_k_renorm_probs(probs, bad),
+                 lambda: flashinfer.top_p_renorm_probs(probs, bad),
+                 lambda: flashinfer.top_k_mask_logits(X, bad),
+                 lambda: flashinfer.top_k_top_p_sampling_from_logits(X, bad, 0.9, seed=1)):
+        with pytest.raises(ValueError, match=text):
+            call()
+    int_p = flashinfer.top_p_renorm_probs(probs, torch.zeros(4, dtype=torch.int))
+    assert int_p.shape == probs.shape  # an int tensor of p is read as float, as there
+
+
+def test_vllm_broadcasts_one_value_and_writes_a_strided_view():
+    backing = torch.full((4, 72), -1000.0)
+    view = backing[:, :64]
+    view.copy_(X)
+    out = vllm.apply_top_k_top_p_triton(view, torch.tensor([5]), None)
+    assert out.data_ptr() == view.data_ptr() and not out.is_contiguous()
+    assert (torch.isfinite(out).sum(-1) == 5).all() and (backing[:, 64:] == -1000).all()
+    same = vllm.apply_top_k_top_p_pytorch(X.clone(), torch.full((4,), 5), torch.tensor([1.0]))
+    assert torch.equal(same, out)
 
 
 def test_flashinfer_probs_calls():
