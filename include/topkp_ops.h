@@ -45,7 +45,9 @@ enum { TOPKP_OPS_OUT_SET = 1, TOPKP_OPS_OUT_SAMPLE = 2 };
  * the problem is planned from the rows exactly as `topkp apply` plans it, and they are
  * validated (a NaN p or min_p is an error naming the row); this is what a CPU plan needs.
  * Without them (rows that live on the GPU, unread so that nothing synchronises) the plan
- * covers any rows: has_k, has_p and has_min_p say which filters may be on, top-k up to vocab. */
+ * covers any rows: has_k, has_p and has_min_p say which filters may be on, top-k up to vocab,
+ * or, with 0 < k_bound < vocab, every row's top-k on and at most k_bound (the caller's
+ * promise: a scalar k; a module that bounds its top-k set, cake, plans only with it). */
 struct topkp_ops_spec {
     int32_t size;          /* sizeof(struct topkp_ops_spec) */
     const char *algo;      /* a module's name (topkp list) */
@@ -60,6 +62,7 @@ struct topkp_ops_spec {
     const int32_t *k;      /* host rows, or NULL (then has_* below) */
     const float *p, *min_p;
     int32_t has_k, has_p, has_min_p;
+    int32_t k_bound;       /* without host rows: 0, or every row's 0 < k <= k_bound */
 };
 
 /* The buffers of one run: host pointers for a CPU plan, device pointers for a GPU one. */

@@ -27,7 +27,7 @@ class Spec(ctypes.Structure):
                 ("draws", ctypes.c_int32), ("row_keyed", ctypes.c_int32),
                 ("k", ctypes.c_void_p), ("p", ctypes.c_void_p), ("min_p", ctypes.c_void_p),
                 ("has_k", ctypes.c_int32), ("has_p", ctypes.c_int32),
-                ("has_min_p", ctypes.c_int32)]
+                ("has_min_p", ctypes.c_int32), ("k_bound", ctypes.c_int32)]
 
 
 class IO(ctypes.Structure):

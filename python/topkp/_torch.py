@@ -61,7 +61,7 @@ def _host(name, t, b):
     return _core.host_rows(name, t.contiguous().numpy(), b)
 
 
-def _cpu_run(logits, rows, algo, options, want_kept, draws, seed, offset):
+def _cpu_run(logits, rows, algo, options, want_kept, draws, seed, offset, k_bound=0):
     b, v = logits.shape
     hrows = {n: _host(n, t, b) for n, t in rows.items()}
     kept = torch.empty((b, v), dtype=torch.uint8) if want_kept else None
@@ -77,7 +77,7 @@ def _cpu_run(logits, rows, algo, options, want_kept, draws, seed, offset):
     return kept if want_kept else samples
 
 
-def _gpu_run(logits, rows, algo, options, want_kept, draws, seed, offset):
+def _gpu_run(logits, rows, algo, options, want_kept, draws, seed, offset, k_bound):
     b, v = logits.shape
     dev = logits.device
     drows = {n: None if t is None else _device_row(n, t, logits) for n, t in rows.items()}
@@ -85,7 +85,8 @@ def _gpu_run(logits, rows, algo, options, want_kept, draws, seed, offset):
     fields = dict(options=options.encode(), backend=_lib.GPU, dtype=_DTYPES[logits.dtype],
                   batch=b, vocab=v, row_stride=_row_stride(logits), want_kept=int(want_kept),
                   draws=draws, row_keyed=int(keyed), has_k=int(rows["k"] is not None),
-                  has_p=int(rows["p"] is not None), has_min_p=int(rows["min_p"] is not None))
+                  has_p=int(rows["p"] is not None), has_min_p=int(rows["min_p"] is not None),
+                  k_bound=k_bound)
 
     def plan_of(name):
         key = (name, tuple(sorted(fields.items())), dev.index)
@@ -108,10 +109,11 @@ def _gpu_run(logits, rows, algo, options, want_kept, draws, seed, offset):
     return kept if want_kept else samples
 
 
-def _run(logits, rows, algo, options, want_kept, draws, seed, offset):
+def _run(logits, rows, algo, options, want_kept, draws, seed, offset, k_bound):
+    """k_bound: 0, or the scalar k every row holds (a GPU plan's bound, docs/PYTHON.md, "CUDA")."""
     check_logits(logits)
     run = _gpu_run if logits.is_cuda else _cpu_run
-    return run(logits, rows, algo, options, want_kept, draws, seed, offset)
+    return run(logits, rows, algo, options, want_kept, draws, seed, offset, k_bound)
 
 
 def generator_key(logits, increment, generator=None):
@@ -135,13 +137,13 @@ def generator_key(logits, increment, generator=None):
 
 @torch.library.custom_op("topkp::mask", mutates_args=())
 def mask_op(logits: torch.Tensor, k: Optional[torch.Tensor], p: Optional[torch.Tensor],
-            min_p: Optional[torch.Tensor], algo: str, options: str) -> torch.Tensor:
+            min_p: Optional[torch.Tensor], algo: str, options: str, k_bound: int) -> torch.Tensor:
     rows = {"k": k, "p": p, "min_p": min_p, "seeds": None, "offsets": None}
-    return _run(logits, rows, algo, options, True, 0, 0, 0)
+    return _run(logits, rows, algo, options, True, 0, 0, 0, k_bound)
 
 
 @mask_op.register_fake
-def _mask_fake(logits, k, p, min_p, algo, options):
+def _mask_fake(logits, k, p, min_p, algo, options, k_bound):
     return logits.new_empty(logits.shape, dtype=torch.uint8)
 
 
@@ -149,18 +151,28 @@ def _mask_fake(logits, k, p, min_p, algo, options):
 def sample_op(logits: torch.Tensor, k: Optional[torch.Tensor], p: Optional[torch.Tensor],
               min_p: Optional[torch.Tensor], seeds: Optional[torch.Tensor],
               offsets: Optional[torch.Tensor], algo: str, options: str, draws: int,
-              seed: int, offset: int, use_generator: bool) -> torch.Tensor:
+              seed: int, offset: int, use_generator: bool, k_bound: int) -> torch.Tensor:
     if use_generator:
         seed, offset = generator_key(logits, logits.shape[0] * draws)
     rows = {"k": k, "p": p, "min_p": min_p, "seeds": seeds, "offsets": offsets}
     return _run(logits, rows, algo, options, False, draws, seed & (2**64 - 1),
-                offset & (2**64 - 1))
+                offset & (2**64 - 1), k_bound)
 
 
 @sample_op.register_fake
 def _sample_fake(logits, k, p, min_p, seeds, offsets, algo, options, draws, seed, offset,
-                 use_generator):
+                 use_generator, k_bound):
     return logits.new_empty((logits.shape[0], draws), dtype=torch.int64)
+
+
+# A scalar that turns its filter off on every row (docs/SEMANTICS.md, "Input of one call").
+OFF_SCALAR = {"k": lambda v, vocab: v <= 0 or v >= vocab, "p": lambda v, vocab: v >= 1,
+              "min_p": lambda v, vocab: v <= 0}
+
+
+def k_bound(k, vocab):
+    """The GPU plan's top-k bound of a scalar k (0: none known)."""
+    return int(k) if isinstance(k, (int, np.integer)) and 0 < k < vocab else 0
 
 
 def as_rows(name, value, logits):
@@ -175,6 +187,8 @@ def as_rows(name, value, logits):
                             f"{type(value).__name__}")
     if name == "k" and not float(value).is_integer():
         raise TopkpError(2, f"k: expected an integer, got {value!r}")
+    if OFF_SCALAR.get(name, lambda v, n: False)(value, logits.shape[1]):
+        return None  # the filter is off on every row: the plan need not have it
     dtype = torch.int32 if name == "k" else (torch.int64 if name in ("seeds", "offsets")
                                              else torch.float32)
     return torch.full((logits.shape[0],), value, dtype=dtype, device=logits.device)

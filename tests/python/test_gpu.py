@@ -38,12 +38,12 @@ def test_cuda_mask_equals_cpu(algo, dtype):
 def test_cuda_sample_equals_cpu(algo):
     x = torch.from_numpy(logits(seed=3))
     seeds = torch.arange(6) * 5
-    rows = dict(k=[5] * 6, p=[0.9] * 6) if algo == "cake" else ROWS
-    want = topkp.sample(x, algo=algo, seeds=seeds, draws=4, **rows)
-    dev_rows = {n: torch.as_tensor(v, device="cuda") for n, v in rows.items()}
-    dev_rows["k"] = dev_rows["k"].int()
-    dev_rows = {n: (t.float() if n != "k" else t) for n, t in dev_rows.items()}
-    got = topkp.sample(x.cuda(), algo=algo, seeds=seeds.cuda(), draws=4, **dev_rows)
+    if algo == "cake":  # cake bounds its top-k set: a scalar k plans it on the GPU
+        want = topkp.sample(x, algo=algo, seeds=seeds, draws=4, k=5, p=0.9)
+        got = topkp.sample(x.cuda(), algo=algo, seeds=seeds.cuda(), draws=4, k=5, p=0.9)
+    else:
+        want = topkp.sample(x, algo=algo, seeds=seeds, draws=4, **ROWS)
+        got = topkp.sample(x.cuda(), algo=algo, seeds=seeds.cuda(), draws=4, **_rows("cuda"))
     assert torch.equal(got.cpu(), want)
 
 

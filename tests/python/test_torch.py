@@ -15,12 +15,12 @@ def test_ops_are_registered_with_fake_implementations():
     x = torch.from_numpy(logits())
     with torch._subclasses.fake_tensor.FakeTensorMode() as mode:
         fx = mode.from_tensor(x)
-        m = torch.ops.topkp.mask(fx, None, torch.full((6,), 0.9), None, "qrita", "")
-        s = torch.ops.topkp.sample(fx, None, None, None, None, None, "", "", 3, 0, 0, False)
+        m = torch.ops.topkp.mask(fx, None, torch.full((6,), 0.9), None, "qrita", "", 0)
+        s = torch.ops.topkp.sample(fx, None, None, None, None, None, "", "", 3, 0, 0, False, 0)
     assert m.shape == (6, 300) and m.dtype == torch.uint8
     assert s.shape == (6, 3) and s.dtype == torch.int64
     torch.library.opcheck(torch.ops.topkp.mask.default,
-                          (x, torch.full((6,), 5, dtype=torch.int32), None, None, "qrita", ""))
+                          (x, torch.full((6,), 5, dtype=torch.int32), None, None, "qrita", "", 5))
 
 
 def test_compile_fullgraph_mask_and_sample():
