@@ -61,7 +61,7 @@ def _host(name, t, b):
     return _core.host_rows(name, t.contiguous().numpy(), b)
 
 
-def _cpu_run(logits, rows, algo, options, want_kept, draws, seed, offset, k_bound=0):
+def _cpu_run(logits, rows, algo, options, want_kept, draws, seed, offset):
     b, v = logits.shape
     hrows = {n: _host(n, t, b) for n, t in rows.items()}
     kept = torch.empty((b, v), dtype=torch.uint8) if want_kept else None
@@ -112,8 +112,10 @@ def _gpu_run(logits, rows, algo, options, want_kept, draws, seed, offset, k_boun
 def _run(logits, rows, algo, options, want_kept, draws, seed, offset, k_bound):
     """k_bound: 0, or the scalar k every row holds (a GPU plan's bound, docs/PYTHON.md, "CUDA")."""
     check_logits(logits)
-    run = _gpu_run if logits.is_cuda else _cpu_run
-    return run(logits, rows, algo, options, want_kept, draws, seed, offset, k_bound)
+    if not logits.is_cuda:
+        return _cpu_run(logits, rows, algo, options, want_kept, draws, seed, offset)
+    with torch.cuda.device(logits.device):  # the C side plans and launches on the current one
+        return _gpu_run(logits, rows, algo, options, want_kept, draws, seed, offset, k_bound)
 
 
 def generator_key(logits, increment, generator=None):
