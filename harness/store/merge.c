@@ -58,16 +58,53 @@ static herr_t copy_attr(hid_t src, const char *name, const H5A_info_t *info, voi
     return rc ? -1 : 0;
 }
 
-/* The root of the merged file and its /config, /plan and /runs. */
-static int write_records(hid_t out, const struct merge_set *m, int argc, char **argv)
+/* Copy object `from` of shard f to `to` in the merged file; an error naming the shard. */
+static int copy_object(const struct merge_file *f, const char *from, hid_t out, const char *to,
+                       hid_t lcpl, struct tkp_error *err)
+{
+    tkp_read_guard_at(f->path);
+    if (H5Ocopy(f->f, from, out, to, H5P_DEFAULT, lcpl) >= 0)
+        return TKP_OK;
+    tkp_error_set(err, "%s: cannot copy its %s into the merged file (a damaged shard, or a full "
+                  "disk?)", f->path, from);
+    return TKP_EINVAL;
+}
+
+/* The merged file's /config, /plan (the first shard's) and every shard's /runs. */
+static int copy_records(hid_t out, const struct merge_set *m, struct tkp_error *err)
+{
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    int rc = copy_object(&m->files[0], "/config", out, "/config", lcpl, err);
+    if (rc == TKP_OK)
+        rc = copy_object(&m->files[0], "/plan", out, "/plan", lcpl, err);
+    for (int i = 0; rc == TKP_OK && i < m->n; i++)
+        for (int k = 0; rc == TKP_OK && k < m->files[i].runs; k++) {
+            char from[32], to[32];
+            snprintf(from, sizeof from, "/runs/%d", k);
+            snprintf(to, sizeof to, "/runs/%d", m->files[i].run_offset + k);
+            rc = copy_object(&m->files[i], from, out, to, lcpl, err);
+        }
+    H5Pclose(lcpl);
+    return rc;
+}
+
+/* The root of the merged file, then copy_records. */
+static int write_records(hid_t out, const struct merge_set *m, int argc, char **argv,
+                         struct tkp_error *err)
 {
     const struct merge_file *first = &m->files[0];
     tkp_read_guard_at(first->path);
     hid_t root = H5Gopen2(first->f, "/", H5P_DEFAULT);
-    int rc = root < 0 || H5Aiterate2(root, H5_INDEX_NAME, H5_ITER_INC, NULL, copy_attr,
-                                     &(hid_t){ out }) < 0;
+    int bad = root < 0 || H5Aiterate2(root, H5_INDEX_NAME, H5_ITER_INC, NULL, copy_attr,
+                                      &(hid_t){ out }) < 0;
     if (root >= 0)
         H5Gclose(root);
+    if (bad) {
+        tkp_error_set(err, "%s: cannot copy its root attributes into the merged file (a damaged "
+                      "shard, or a full disk?)", first->path);
+        return TKP_EINVAL;
+    }
     char start[64], end[64], line[4096];
     snprintf(start, sizeof start, "%s", first->start);
     snprintf(end, sizeof end, "%s", first->end);
@@ -78,24 +115,14 @@ static int write_records(hid_t out, const struct merge_set *m, int argc, char **
             snprintf(end, sizeof end, "%s", m->files[i].end);
     }
     tkp_command_line(argc, argv, line, sizeof line);
-    rc |= h5_set_attr_str(out, "start_time", start) | h5_set_attr_str(out, "end_time", end) |
-          h5_set_attr_str(out, "command_line", line) |
-          h5_set_attr_i64(out, "merged_shards", first->s.count);
-    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
-    H5Pset_create_intermediate_group(lcpl, 1);
-    rc |= H5Ocopy(first->f, "/config", out, "/config", H5P_DEFAULT, lcpl) < 0;
-    rc |= H5Ocopy(first->f, "/plan", out, "/plan", H5P_DEFAULT, lcpl) < 0;
-    for (int i = 0; i < m->n; i++) {
-        tkp_read_guard_at(m->files[i].path);
-        for (int k = 0; k < m->files[i].runs; k++) {
-            char from[32], to[32];
-            snprintf(from, sizeof from, "/runs/%d", k);
-            snprintf(to, sizeof to, "/runs/%d", m->files[i].run_offset + k);
-            rc |= H5Ocopy(m->files[i].f, from, out, to, H5P_DEFAULT, lcpl) < 0;
-        }
+    if (h5_set_attr_str(out, "start_time", start) | h5_set_attr_str(out, "end_time", end) |
+        h5_set_attr_str(out, "command_line", line) |
+        h5_set_attr_i64(out, "merged_shards", first->s.count)) {
+        tkp_error_set(err, "cannot write the merged file's root attributes (disk full or an I/O "
+                      "error?)");
+        return TKP_EINVAL;
     }
-    H5Pclose(lcpl);
-    return rc;
+    return copy_records(out, m, err);
 }
 
 /* One row to write: where its cell is in the plan, and where the row came from. */
@@ -247,11 +274,8 @@ static int write_merged(const char *path, const struct merge_set *m, int argc, c
     }
     for (size_t i = 0; fr.first && i < (size_t)runs * m->n_sweeps; i++)
         fr.first[i] = -1;
-    if (rc == TKP_OK && write_records(out, m, argc, argv)) {
-        tkp_error_set(err, "%s: cannot write the shards' records (disk full or an I/O error?)",
-                      path);
-        rc = TKP_EINVAL;
-    }
+    if (rc == TKP_OK)
+        rc = write_records(out, m, argc, argv, err);
     for (size_t s = 0; rc == TKP_OK && s < m->n_sweeps; s++) {
         rc = write_sweep(res, m, s, &fr, err);
         tkp_pause_point("merge-writing");

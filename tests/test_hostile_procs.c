@@ -1,0 +1,192 @@
+/* test_hostile_procs.c — hostile files and interruptions against the processes that read and
+ * write (docs/ROBUSTNESS.md, "Readers inside the process", "Outputs that destroy", "Signals"):
+ * damaged shards under `merge`, temporaries that are inputs or someone else's files, outputs a
+ * running sweep holds, and SIGTERM at named pause points (TKP_PAUSE_AT, interrupt.h) of
+ * `merge`, `apply`, `gen` and a `--workers` run. Randomized cases print their seed. */
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_util.h"
+#include "test.h"
+
+static char out[1 << 16];
+
+/* Twelve cells in three shards (fast on the CPU). */
+static const char *shard_config(void)
+{
+    return write_scratch("procs-shards.lua",
+                         "sweep \"a\" { algos = { \"naive_sort\", \"rtopk\" }, vocab = 400,\n"
+                         "  batch = { 1, 2, 3 }, k = 5, p = { 0.5, 1.0 },\n"
+                         "  timing = { min_reps = 2, max_reps = 2 } }\n");
+}
+
+/* Shard i of 3 of shard_config() into scratch/procs-s<i>.h5 (made once per process). */
+static const char *shard_file(int i)
+{
+    static char path[3][512];
+    if (!path[i][0]) {
+        char p[512];
+        snprintf(p, sizeof p, "procs-s%d", i);
+        if (run_into(shard_config(), p, i == 0 ? "--shard 0/3" : i == 1 ? "--shard 1/3"
+                                                                         : "--shard 2/3",
+                     path[i], sizeof path[i]) != 0)
+            path[i][0] = 0;
+    }
+    return path[i][0] ? path[i] : NULL;
+}
+
+/* Does any file named `prefix`* exist in the scratch folder (a temporary left behind)? */
+static int leftover(const char *prefix)
+{
+    DIR *d = opendir(scratch_dir());
+    int found = 0;
+    for (struct dirent *e; d && !found && (e = readdir(d));)
+        found = strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* A shard with bytes flipped or cut (seeded, printed) under `merge`: exit 0 or 1 naming a
+ * file, never a signal or a hang; the shards are left byte for byte, and a failed merge leaves
+ * no output and no temporary. */
+TEST(procs_merge_of_damaged_shards_never_crashes)
+{
+    const char *s[3] = { shard_file(0), shard_file(1), shard_file(2) };
+    REQUIRE(s[0] && s[1] && s[2], "cannot make the shards");
+    char bad[512], merged[512];
+    snprintf(bad, sizeof bad, "%s/procs-bad.h5", scratch_dir());
+    snprintf(merged, sizeof merged, "%s/procs-merged.h5", scratch_dir());
+    size_t n[3];
+    char *good[3];
+    for (int i = 0; i < 3; i++)
+        good[i] = slurp(s[i], &n[i]);
+    REQUIRE(good[0] && good[1] && good[2], "cannot read the shards");
+    const unsigned seed = 20261205;
+    srand(seed);
+    char *copy = malloc(n[0] + n[1] + n[2]);
+    for (int trial = 0; trial < 45; trial++) {
+        const int which = trial % 3;
+        size_t at;
+        REQUIRE(write_corrupt_copy(bad, good[which], copy, n[which], trial / 3, &at) == 0,
+                "cannot write %s", bad);
+        const char *in[3] = { s[0], s[1], s[2] };
+        in[which] = bad;
+        unlink(merged);
+        int rc = run_cmd(out, sizeof out, "{ timeout 60 %s merge %s %s %s %s; }", topkp_bin(),
+                         merged, in[0], in[1], in[2]);
+        CHECK(rc == 0 || (rc == 1 && (strstr(out, bad) || libhdf5_sanitizer_report(out))),
+              "seed %u trial %d (shard %d %s at %zu): merge exited %d: %.600s", seed, trial,
+              which, (trial / 3) % 3 == 0 ? "cut" : "flipped bytes from", at, rc, out);
+        CHECK(rc == 0 || (access(merged, F_OK) != 0 && !leftover("procs-merged.h5.partial")),
+              "seed %u trial %d: a failed merge left its output or temporary", seed, trial);
+        for (int i = 0; i < 3; i++)
+            CHECK(i == which || same_bytes(s[i], good[i], n[i]),
+                  "seed %u trial %d: merge changed the shard %s", seed, trial, s[i]);
+    }
+    free(copy);
+    for (int i = 0; i < 3; i++)
+        free(good[i]);
+}
+
+/* The temporary is never an input nor a file that was there: with OUT.partial a shard (and
+ * OUT.partial.1 someone's file), merge OUT OUT.partial ... leaves both byte for byte, whether
+ * the merge succeeds or fails (a missing shard). */
+TEST(procs_merge_temporary_is_never_an_input)
+{
+    const char *s[3] = { shard_file(0), shard_file(1), shard_file(2) };
+    REQUIRE(s[0] && s[1] && s[2], "cannot make the shards");
+    char merged[512], partial[600], other[600];
+    snprintf(merged, sizeof merged, "%s/procs-tmp.h5", scratch_dir());
+    snprintf(partial, sizeof partial, "%s.partial", merged);
+    snprintf(other, sizeof other, "%s.partial.1", merged);
+    size_t n;
+    char *shard = slurp(s[0], &n);
+    REQUIRE(shard && write_file(partial, shard, n) == 0 && write_file(other, "mine", 4) == 0,
+            "cannot write %s", partial);
+    for (int ok = 0; ok < 2; ok++) {
+        unlink(merged);
+        int rc = run_cmd(out, sizeof out, "%s merge %s %s %s %s", topkp_bin(), merged, partial,
+                         ok ? s[1] : s[2], ok ? s[2] : s[2]);
+        CHECK(ok ? rc == 0 : rc == 1, "merge (%s) exited %d: %s", ok ? "whole" : "a shard twice",
+              rc, out);
+        CHECK(same_bytes(partial, shard, n), "merge changed or removed its input %s: %s",
+              partial, out);
+        CHECK(same_bytes(other, "mine", 4), "merge changed or removed %s: %s", other, out);
+    }
+    free(shard);
+}
+
+/* Start `cmd` in the background (its output into log); its pid, or -1. */
+static long start_bg(const char *log, const char *cmd)
+{
+    char o[256];
+    if (run_cmd(o, sizeof o, "%s >%s 2>&1 </dev/null & echo $!", cmd, log) != 0)
+        return -1;
+    return atol(o);
+}
+
+/* Wait (bounded, 60 s) until process pid is stopped (state T in /proc); 1 when it is. */
+static int wait_stopped(long pid)
+{
+    for (int i = 0; i < 6000; i++) {
+        char path[64], st[512] = "";
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            return 0;
+        size_t got = fread(st, 1, sizeof st - 1, f);
+        fclose(f);
+        st[got] = 0;
+        const char *close_paren = strrchr(st, ')');
+        if (close_paren && close_paren[1] == ' ' && close_paren[2] == 'T')
+            return 1;
+        usleep(10000);
+    }
+    return 0;
+}
+
+/* `merge --force` onto a file that a running sweep holds (stopped at its first cell by
+ * TKP_PAUSE_AT=cell-done with SIGSTOP) is refused as in use, and the sweep's file is left as
+ * it was; so is `apply --force` and `gen --force` onto it. */
+TEST(procs_outputs_a_running_sweep_holds_are_refused)
+{
+    const char *s[3] = { shard_file(0), shard_file(1), shard_file(2) };
+    REQUIRE(s[0] && s[1] && s[2], "cannot make the shards");
+    char held[512], log[512], cmd[2048], logits[512];
+    snprintf(held, sizeof held, "%s/procs-held.h5", scratch_dir());
+    snprintf(log, sizeof log, "%s/procs-held.log", scratch_dir());
+    snprintf(logits, sizeof logits, "%s/procs-held-logits.h5", scratch_dir());
+    REQUIRE(run_cmd(out, sizeof out, "%s gen gaussian --batch 2 --vocab 50 -o %s", topkp_bin(),
+                    logits) == 0, "gen: %s", out);
+    unlink(held);
+    snprintf(cmd, sizeof cmd, "TKP_PAUSE_AT=cell-done TKP_PAUSE_SIGNAL=%d %s run %s -o %s "
+             "--backend cpu", SIGSTOP, topkp_bin(), shard_config(), held);
+    const long pid = start_bg(log, cmd);
+    REQUIRE(pid > 0 && wait_stopped(pid), "the run did not stop at its first cell (pid %ld)",
+            pid);
+    size_t n;
+    char *before = slurp(held, &n);
+    const char *writes[3] = { "merge", "apply", "gen" };
+    for (int w = 0; w < 3; w++) {
+        int rc = w == 0 ? run_cmd(out, sizeof out, "%s merge %s %s %s %s --force", topkp_bin(),
+                                  held, s[0], s[1], s[2])
+                 : w == 1 ? run_cmd(out, sizeof out, "%s apply naive_sort --k 3 --in %s --out "
+                                    "%s --force", topkp_bin(), logits, held)
+                          : run_cmd(out, sizeof out, "%s gen gaussian --batch 2 --vocab 50 -o %s "
+                                    "--force", topkp_bin(), held);
+        CHECK(rc == 1 && strstr(out, held) && strstr(out, "in use"),
+              "%s --force onto a running sweep's file: want exit 1 'in use', got %d: %s",
+              writes[w], rc, out);
+        CHECK(before && same_bytes(held, before, n), "%s changed the running sweep's file",
+              writes[w]);
+    }
+    kill((pid_t)pid, SIGKILL);
+    kill((pid_t)pid, SIGCONT);
+    free(before);
+}
