@@ -190,3 +190,72 @@ TEST(procs_outputs_a_running_sweep_holds_are_refused)
     kill((pid_t)pid, SIGCONT);
     free(before);
 }
+
+/* SIGTERM at the pause point `point` of each writer (merge between sweeps in its guarded
+ * child, apply and gen once their temporary is written): the writer ends by the signal (exit
+ * 143 through timeout), the output is not there or, written with --force over an earlier one,
+ * is that earlier one byte for byte, and no temporary is left. */
+TEST(procs_sigterm_leaves_no_half_written_output)
+{
+    const char *s[3] = { shard_file(0), shard_file(1), shard_file(2) };
+    REQUIRE(s[0] && s[1] && s[2], "cannot make the shards");
+    char logits[512], dst[512];
+    snprintf(logits, sizeof logits, "%s/procs-sig-logits.h5", scratch_dir());
+    snprintf(dst, sizeof dst, "%s/procs-sig-out.h5", scratch_dir());
+    REQUIRE(run_cmd(out, sizeof out, "%s gen gaussian --batch 2 --vocab 50 -o %s", topkp_bin(),
+                    logits) == 0, "gen: %s", out);
+    const char *names[3] = { "merge", "apply", "gen" };
+    for (int w = 0; w < 3; w++)
+        for (int over = 0; over < 2; over++) {
+            unlink(dst);
+            REQUIRE(!over || write_file(dst, "earlier", 7) == 0, "cannot write %s", dst);
+            const char *env = w ? "TKP_PAUSE_AT=output-written" : "TKP_PAUSE_AT=merge-writing";
+            const char *force = over ? "--force" : "";
+            int rc = w == 0 ? run_cmd(out, sizeof out, "{ %s timeout 60 %s merge %s %s %s %s %s; }",
+                                      env, topkp_bin(), dst, s[0], s[1], s[2], force)
+                     : w == 1 ? run_cmd(out, sizeof out, "{ %s timeout 60 %s apply naive_sort "
+                                        "--k 3 --in %s --out %s %s; }", env, topkp_bin(), logits,
+                                        dst, force)
+                              : run_cmd(out, sizeof out, "{ %s timeout 60 %s gen gaussian "
+                                        "--batch 2 --vocab 50 -o %s %s; }", env, topkp_bin(), dst,
+                                        force);
+            CHECK(rc == 128 + SIGTERM && strstr(out, "pause point"),
+                  "%s signalled at its pause point: want exit %d, got %d: %s", names[w],
+                  128 + SIGTERM, rc, out);
+            CHECK(over ? same_bytes(dst, "earlier", 7) : access(dst, F_OK) != 0,
+                  "%s signalled: the output %s is %s", names[w], dst,
+                  over ? "not the earlier one" : "there");
+            CHECK(!leftover("procs-sig-out.h5.partial"), "%s signalled left its temporary",
+                  names[w]);
+        }
+    for (int i = 0; i < 3; i++)
+        CHECK(run_cmd(out, sizeof out, "%s info %s >/dev/null", topkp_bin(), s[i]) == 0,
+              "a shard is unreadable after the signalled merge: %s", out);
+}
+
+/* A sweep over enough cells that two workers are mid-run at their first report. */
+static const char *workers_config(void)
+{
+    return write_scratch("procs-workers.lua",
+                         "sweep \"w\" { algos = { \"naive_sort\", \"rtopk\" }, vocab = 20000,\n"
+                         "  batch = { 1, 2, 3, 4, 5, 6, 7, 8 }, k = 5, p = { 0.5, 1.0 },\n"
+                         "  timing = { min_reps = 5, max_reps = 5 } }\n");
+}
+
+/* SIGTERM to a --workers parent once a worker has reported a cell (TKP_PAUSE_AT=
+ * worker-running) ends its workers and waits for them: an immediate --resume of the same
+ * command finds no shard in use and finishes the merged file. */
+TEST(procs_sigterm_to_workers_parent_releases_their_locks)
+{
+    char merged[512];
+    snprintf(merged, sizeof merged, "%s/procs-workers.h5", scratch_dir());
+    int rc = run_cmd(out, sizeof out, "{ TKP_PAUSE_AT=worker-running timeout 120 %s run %s -o "
+                     "%s --workers 2; }", topkp_bin(), workers_config(), merged);
+    CHECK(rc == 128 + SIGTERM && strstr(out, "pause point"),
+          "the signalled parent: want exit %d, got %d: %s", 128 + SIGTERM, rc, out);
+    CHECK(access(merged, F_OK) != 0, "the signalled parent wrote %s", merged);
+    rc = run_cmd(out, sizeof out, "{ timeout 120 %s run %s -o %s --workers 2 --resume; }",
+                 topkp_bin(), workers_config(), merged);
+    CHECK(rc == 0 && !strstr(out, "in use") && access(merged, F_OK) == 0,
+          "--resume right after the signal: exit %d: %s", rc, out);
+}
