@@ -259,3 +259,50 @@ TEST(procs_sigterm_to_workers_parent_releases_their_locks)
     CHECK(rc == 0 && !strstr(out, "in use") && access(merged, F_OK) == 0,
           "--resume right after the signal: exit %d: %s", rc, out);
 }
+
+/* A folder path of about 3600 bytes under the scratch folder that does not exist (each part
+ * shorter than NAME_MAX, the whole shorter than PATH_MAX). */
+static const char *long_missing_folder(void)
+{
+    static char path[4000];
+    snprintf(path, sizeof path, "%s/missing", scratch_dir());
+    while (strlen(path) < 3500) /* run_cmd formats commands into 4096 bytes */
+        strcat(path, "/0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz"
+                     "0123456789abcdefghijklmnopqrstuvwxyz");
+    return path;
+}
+
+/* Every command given a file near the path limit in a folder that does not exist ends with an
+ * error that keeps the file's name (its last part) and the reason, however long the path: the
+ * message cuts the path in its middle, not the reason off (docs/ROBUSTNESS.md, "Messages cut
+ * short"). */
+TEST(procs_messages_near_the_path_limit_keep_their_reason)
+{
+    const char *dir = long_missing_folder(), *bin = topkp_bin();
+    char logits[512], cmd[8][4400];
+    snprintf(logits, sizeof logits, "%s/procs-long-logits.h5", scratch_dir());
+    REQUIRE(run_cmd(out, sizeof out, "%s gen gaussian --batch 2 --vocab 20 -o %s", bin, logits)
+            == 0, "gen: %s", out);
+    const char *s0 = shard_file(0), *s1 = shard_file(1);
+    REQUIRE(s0 && s1, "cannot make the shards");
+    snprintf(cmd[0], sizeof cmd[0], "%s gen gaussian --batch 2 --vocab 20 -o %s/x-out.h5", bin,
+             dir);
+    snprintf(cmd[1], sizeof cmd[1], "%s apply naive_sort --k 2 --in %s --out %s/x-out.h5", bin,
+             logits, dir);
+    snprintf(cmd[2], sizeof cmd[2], "%s merge %s/x-out.h5 %s %s", bin, dir, s0, s1);
+    snprintf(cmd[3], sizeof cmd[3], "%s apply naive_sort --k 2 --in %s/x-in.h5 --out %s/o.h5",
+             bin, dir, scratch_dir());
+    snprintf(cmd[4], sizeof cmd[4], "%s export %s/x-in.h5", bin, dir);
+    snprintf(cmd[5], sizeof cmd[5], "%s info %s/x-in.h5", bin, dir);
+    snprintf(cmd[6], sizeof cmd[6], "%s compare %s/x-in.h5 %s", bin, dir, s0);
+    snprintf(cmd[7], sizeof cmd[7], "%s merge %s/o.h5 %s/x-in.h5 %s", bin, scratch_dir(), dir,
+             s1);
+    for (int c = 0; c < 8; c++) {
+        const char *name = c < 3 ? "x-out.h5" : "x-in.h5";
+        const int rc = run_cmd(out, sizeof out, "%s", cmd[c]);
+        CHECK(rc == 1 && strstr(out, name) &&
+                  (strstr(out, "does not exist") || strstr(out, "No such file")),
+              "command %d (%.40s...): want exit 1, '%s' and the reason, got %d: %s", c, cmd[c],
+              name, rc, out);
+    }
+}
