@@ -53,16 +53,14 @@ static void fit_message(char *dst, size_t n, char *text, size_t len)
     dst[n - 1] = 0;
 }
 
-void tkp_error_set(struct tkp_error *err, const char *fmt, ...)
+void tkp_error_vset(struct tkp_error *err, const char *fmt, va_list ap)
 {
     if (!err)
         return;
-    va_list ap, again;
-    va_start(ap, fmt);
+    va_list again;
     va_copy(again, ap);
     char first[sizeof err->msg]; /* not err->msg itself: an argument may be err->msg */
     const int len = vsnprintf(first, sizeof first, fmt, ap);
-    va_end(ap);
     char *text = len >= (int)sizeof first ? malloc((size_t)len + 1) : NULL;
     if (text) {
         vsnprintf(text, (size_t)len + 1, fmt, again);
@@ -72,6 +70,14 @@ void tkp_error_set(struct tkp_error *err, const char *fmt, ...)
         memcpy(err->msg, first, sizeof first);
     }
     va_end(again);
+}
+
+void tkp_error_set(struct tkp_error *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tkp_error_vset(err, fmt, ap);
+    va_end(ap);
 }
 
 const struct tkp_option *tkp_option_find(const struct tkp_algo *a, const char *name)
