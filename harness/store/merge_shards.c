@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "h5util.h"
@@ -197,6 +198,14 @@ int merge_open(struct merge_set *m, const char *const *paths, int n, struct tkp_
         return TKP_ENOMEM;
     }
     for (int i = 0; i < n; i++) {
+        struct stat a, b;
+        for (int j = 0; j < i; j++)
+            if (stat(paths[i], &a) == 0 && stat(paths[j], &b) == 0 && a.st_dev == b.st_dev &&
+                a.st_ino == b.st_ino) {
+                tkp_error_set(err, "%s and %s are the same file: each shard is merged once",
+                              paths[j], paths[i]);
+                return TKP_EINVAL;
+            }
         m->n = i + 1;
         int rc = open_one(&m->files[i], paths[i], err);
         for (int j = 0; j < i && rc == TKP_OK; j++)
