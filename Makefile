@@ -187,7 +187,7 @@ fuzz:
 # CI's fuzzing (.ci/run): each target replays its committed corpus and runs FUZZ_RUNS inputs
 # from FUZZ_SEED, one process, nothing carried over from an earlier run: the same inputs every
 # time, so it turns red only with a change (docs/ROBUSTNESS.md, "Every reader fuzzed").
-FUZZ_RUNS ?= 3000
+FUZZ_RUNS ?= 30000
 FUZZ_SEED ?= 20261205
 fuzz-ci:
 	bash scripts/install-deps.sh clang libclang-rt-dev libomp-dev
