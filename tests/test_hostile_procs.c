@@ -153,7 +153,7 @@ static int wait_stopped(long pid)
 
 /* `merge --force` onto a file that a running sweep holds (stopped at its first cell by
  * TKP_PAUSE_AT=cell-done with SIGSTOP) is refused as in use, and the sweep's file is left as
- * it was; so is `apply --force` and `gen --force` onto it. */
+ * it was; so is `apply`, `gen` and `export -o` with --force onto it. */
 TEST(procs_outputs_a_running_sweep_holds_are_refused)
 {
     const char *s[3] = { shard_file(0), shard_file(1), shard_file(2) };
@@ -172,14 +172,16 @@ TEST(procs_outputs_a_running_sweep_holds_are_refused)
             pid);
     size_t n;
     char *before = slurp(held, &n);
-    const char *writes[3] = { "merge", "apply", "gen" };
-    for (int w = 0; w < 3; w++) {
+    const char *writes[4] = { "merge", "apply", "gen", "export -o" };
+    for (int w = 0; w < 4; w++) {
         int rc = w == 0 ? run_cmd(out, sizeof out, "%s merge %s %s %s %s --force", topkp_bin(),
                                   held, s[0], s[1], s[2])
                  : w == 1 ? run_cmd(out, sizeof out, "%s apply naive_sort --k 3 --in %s --out "
                                     "%s --force", topkp_bin(), logits, held)
-                          : run_cmd(out, sizeof out, "%s gen gaussian --batch 2 --vocab 50 -o %s "
-                                    "--force", topkp_bin(), held);
+                 : w == 2 ? run_cmd(out, sizeof out, "%s gen gaussian --batch 2 --vocab 50 -o %s "
+                                    "--force", topkp_bin(), held)
+                          : run_cmd(out, sizeof out, "%s export %s -o %s --force", topkp_bin(),
+                                    s[0], held);
         CHECK(rc == 1 && strstr(out, held) && strstr(out, "in use"),
               "%s --force onto a running sweep's file: want exit 1 'in use', got %d: %s",
               writes[w], rc, out);
@@ -191,8 +193,8 @@ TEST(procs_outputs_a_running_sweep_holds_are_refused)
     free(before);
 }
 
-/* SIGTERM at the pause point `point` of each writer (merge between sweeps in its guarded
- * child, apply and gen once their temporary is written): the writer ends by the signal (exit
+/* SIGTERM at the pause point of each writer (merge between sweeps in its guarded child,
+ * apply, gen and export -o once their temporary is written): the writer ends by the signal (exit
  * 143 through timeout), the output is not there or, written with --force over an earlier one,
  * is that earlier one byte for byte, and no temporary is left. */
 TEST(procs_sigterm_leaves_no_half_written_output)
@@ -204,8 +206,8 @@ TEST(procs_sigterm_leaves_no_half_written_output)
     snprintf(dst, sizeof dst, "%s/procs-sig-out.h5", scratch_dir());
     REQUIRE(run_cmd(out, sizeof out, "%s gen gaussian --batch 2 --vocab 50 -o %s", topkp_bin(),
                     logits) == 0, "gen: %s", out);
-    const char *names[3] = { "merge", "apply", "gen" };
-    for (int w = 0; w < 3; w++)
+    const char *names[4] = { "merge", "apply", "gen", "export -o" };
+    for (int w = 0; w < 4; w++)
         for (int over = 0; over < 2; over++) {
             unlink(dst);
             REQUIRE(!over || write_file(dst, "earlier", 7) == 0, "cannot write %s", dst);
@@ -216,9 +218,11 @@ TEST(procs_sigterm_leaves_no_half_written_output)
                      : w == 1 ? run_cmd(out, sizeof out, "{ %s timeout 60 %s apply naive_sort "
                                         "--k 3 --in %s --out %s %s; }", env, topkp_bin(), logits,
                                         dst, force)
-                              : run_cmd(out, sizeof out, "{ %s timeout 60 %s gen gaussian "
+                     : w == 2 ? run_cmd(out, sizeof out, "{ %s timeout 60 %s gen gaussian "
                                         "--batch 2 --vocab 50 -o %s %s; }", env, topkp_bin(), dst,
-                                        force);
+                                        force)
+                              : run_cmd(out, sizeof out, "{ %s timeout 60 %s export %s -o %s %s; }",
+                                        env, topkp_bin(), s[0], dst, force);
             CHECK(rc == 128 + SIGTERM && strstr(out, "pause point"),
                   "%s signalled at its pause point: want exit %d, got %d: %s", names[w],
                   128 + SIGTERM, rc, out);
@@ -305,4 +309,40 @@ TEST(procs_messages_near_the_path_limit_keep_their_reason)
               "command %d (%.40s...): want exit 1, '%s' and the reason, got %d: %s", c, cmd[c],
               name, rc, out);
     }
+}
+
+/* An output that is an input by identity — a hard link or a symbolic link to it — is refused
+ * even with --force, and the input is left byte for byte: merge (a shard), apply (its logits
+ * file) and export -o (its results file). */
+TEST(procs_outputs_that_are_an_input_are_refused_by_identity)
+{
+    const char *s[3] = { shard_file(0), shard_file(1), shard_file(2) };
+    REQUIRE(s[0] && s[1] && s[2], "cannot make the shards");
+    char logits[512], alias[2][512];
+    snprintf(logits, sizeof logits, "%s/procs-id-logits.h5", scratch_dir());
+    REQUIRE(run_cmd(out, sizeof out, "%s gen gaussian --batch 2 --vocab 50 -o %s", topkp_bin(),
+                    logits) == 0, "gen: %s", out);
+    for (int w = 0; w < 3; w++)
+        for (int hard = 0; hard < 2; hard++) {
+            const char *in = w == 1 ? logits : s[0];
+            snprintf(alias[hard], sizeof alias[hard], "%s/procs-id-%d-%d.h5", scratch_dir(), w,
+                     hard);
+            unlink(alias[hard]);
+            REQUIRE((hard ? link(in, alias[hard]) : symlink(in, alias[hard])) == 0,
+                    "cannot link %s", alias[hard]);
+            size_t n;
+            char *before = slurp(in, &n);
+            int rc = w == 0 ? run_cmd(out, sizeof out, "%s merge %s %s %s %s --force",
+                                      topkp_bin(), alias[hard], s[0], s[1], s[2])
+                     : w == 1 ? run_cmd(out, sizeof out, "%s apply naive_sort --k 3 --in %s "
+                                        "--out %s --force", topkp_bin(), in, alias[hard])
+                              : run_cmd(out, sizeof out, "%s export %s -o %s --force",
+                                        topkp_bin(), in, alias[hard]);
+            CHECK(rc == 1 && strstr(out, "is the input file"),
+                  "%s onto a %s link to its input: want exit 1 'is the input file', got %d: %s",
+                  w == 0 ? "merge" : w == 1 ? "apply" : "export -o", hard ? "hard" : "symbolic",
+                  rc, out);
+            CHECK(before && same_bytes(in, before, n), "the input %s changed", in);
+            free(before);
+        }
 }
