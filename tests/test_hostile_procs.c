@@ -346,3 +346,79 @@ TEST(procs_outputs_that_are_an_input_are_refused_by_identity)
             free(before);
         }
 }
+
+/* Field `key` of /proc/<pid>/status as a hex mask (SigCgt...), or 0 when it cannot be read. */
+static unsigned long long status_mask(long pid, const char *key)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%ld/status", pid);
+    FILE *f = fopen(path, "r");
+    unsigned long long mask = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, key, strlen(key)) == 0)
+            mask = strtoull(line + strlen(key) + 1, NULL, 16);
+    if (f)
+        fclose(f);
+    return mask;
+}
+
+/* Is process pid gone or a zombie? */
+static int ended(long pid)
+{
+    char path[64], st[512] = "";
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 1;
+    size_t got = fread(st, 1, sizeof st - 1, f);
+    fclose(f);
+    st[got] = 0;
+    const char *p = strrchr(st, ')');
+    return p && p[1] == ' ' && p[2] == 'Z';
+}
+
+/* A second SIGTERM ends a --workers parent at once, even while its first one waits for workers
+ * that do not end (stopped here with SIGSTOP): the parent is stopped at worker-running, its
+ * workers stopped, then SIGTERM; once its handler runs (SIGTERM no longer caught: the handler
+ * resets on entry), a second SIGTERM must end it within 10 s. */
+TEST(procs_second_signal_ends_a_workers_parent_at_once)
+{
+    char merged[512], log[512], cmd[2048], kids[4096];
+    snprintf(merged, sizeof merged, "%s/procs-second.h5", scratch_dir());
+    snprintf(log, sizeof log, "%s/procs-second.log", scratch_dir());
+    snprintf(cmd, sizeof cmd, "TKP_PAUSE_AT=worker-running TKP_PAUSE_SIGNAL=%d %s run %s -o %s "
+             "--workers 2", SIGSTOP, topkp_bin(), workers_config(), merged);
+    const long pid = start_bg(log, cmd);
+    REQUIRE(pid > 0 && wait_stopped(pid), "the parent did not stop at worker-running");
+    run_cmd(kids, sizeof kids, "cat /proc/%ld/task/%ld/children", pid, pid);
+    for (char *k = kids; *k;) {
+        char *end;
+        const long c = strtol(k, &end, 10);
+        if (end == k)
+            break;
+        kill((pid_t)c, SIGSTOP);
+        k = end;
+    }
+    kill((pid_t)pid, SIGTERM);
+    kill((pid_t)pid, SIGCONT);
+    const unsigned long long term = 1ULL << (SIGTERM - 1);
+    int in_handler = 0;
+    for (int i = 0; i < 1000 && !in_handler; i++, usleep(10000))
+        in_handler = !(status_mask(pid, "SigCgt") & term) || ended(pid);
+    CHECK(in_handler, "the first SIGTERM never reached the parent's handler");
+    kill((pid_t)pid, SIGTERM);
+    int gone = 0;
+    for (int i = 0; i < 1000 && !gone; i++, usleep(10000))
+        gone = ended(pid);
+    CHECK(gone, "a second SIGTERM did not end the parent within 10 s (children: %s)", kids);
+    kill((pid_t)pid, SIGKILL);
+    for (char *k = kids; *k;) {
+        char *end;
+        const long c = strtol(k, &end, 10);
+        if (end == k)
+            break;
+        kill((pid_t)c, SIGKILL);
+        kill((pid_t)c, SIGCONT);
+        k = end;
+    }
+}
