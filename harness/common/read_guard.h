@@ -1,8 +1,9 @@
 /* read_guard.h — reading a file in a child process. A corrupt file can crash or hang libhdf5
  * itself, so `export`, `info`, `compare`, --resume's check, the logits reader and `merge` (its
- * shards, read and merged in one child) read it in a child limited to TKP_READ_SECONDS of wall-clock time and to CPU time in proportion to the file's
- * size (limits_files.h): a crash or a hang there is an error naming the file, never a crash of
- * topkp (docs/RESULTS.md, "Results"). */
+ * shards, read and merged in one child) read it in a child limited to TKP_READ_SECONDS of
+ * wall-clock time and to CPU time in proportion to the file's size (limits_files.h): a crash or
+ * a hang there is an error naming the file, never a crash of topkp (docs/RESULTS.md, "Results";
+ * docs/ROBUSTNESS.md, "Readers inside the process"). */
 #ifndef TKP_READ_GUARD_H
 #define TKP_READ_GUARD_H
 
