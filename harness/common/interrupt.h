@@ -15,6 +15,9 @@ void tkp_interrupt_remove(const char *path);
 /* Child processes to end (SIGTERM, then wait) on a signal; forget one once it is reaped. */
 void tkp_interrupt_child(pid_t pid);
 void tkp_interrupt_forget(pid_t pid);
+/* A cleanup of its own to run first on a signal (async-signal-safe; a peer session's worker
+ * and scratch folder, peer_cell.c); at most 4, each registered once; NULL-safe. */
+void tkp_interrupt_call(void (*fn)(void));
 /* Record this process as the one a pause point signals (main() calls it first thing). */
 void tkp_interrupt_main(void);
 /* A pause point: when TKP_PAUSE_AT names `point`, send TKP_PAUSE_SIGNAL (a number; default
