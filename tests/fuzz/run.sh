@@ -13,6 +13,8 @@
 # Each distinct (class, report, frame) is printed once with a count and one reproducer; at
 # most FUZZ_REPLAY (20) reproducers per target are replayed. Exit status 1 when any is ours.
 set -uo pipefail
+# leaks inside the system libraries are theirs (tests/fuzz/lsan-libs.supp)
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/fuzz/lsan-libs.supp:print_suppressions=0}
 build=$1 secs=$2
 shift 2
 ours=0
