@@ -3,7 +3,9 @@
  * work each repetition does, and the spread checks cost O(n log n) over n samples, not a sort
  * per sample. The sources below stop with an error once they run far past what the cap
  * allows, so a timer that does not bound fails here instead of hanging. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli_util.h"
 #include "test.h"
@@ -110,4 +112,27 @@ TEST(timing_settled_samples_stop_at_the_minimum)
     if (time_fake(&t, &f, &n, &secs) == TKP_OK)
         CHECK(n == TKP_POLICY_MIN_SAMPLES, "equal samples stopped at %lld, want %d",
               (long long)n, TKP_POLICY_MIN_SAMPLES);
+}
+
+/* The same through `topkp run` (stopped at 60 s): a tiny cell allowed a million repetitions that never settle
+ * (target_rel = 0), a warm-up of 30 s and max_seconds = 0.3 records a cell_seconds under 2 s
+ * (the cap, plus the judging of its rows). */
+TEST(timing_run_of_a_tiny_cell_ends_at_max_seconds)
+{
+    const char *cfg = write_scratch("timing-cap.lua",
+                                    "sweep \"cap\" { algos = { \"naive_sort\" }, vocab = 64,\n"
+                                    "  batch = 1, k = 3, p = 1.0, timing = { warmup = 1,\n"
+                                    "  warmup_seconds = 30, min_reps = 10, max_reps = 1000000,\n"
+                                    "  max_seconds = 0.3, target_rel = 0 } }\n");
+    char h5[512], out[1 << 14], field[64];
+    snprintf(h5, sizeof h5, "%s/timing-cap.h5", scratch_dir());
+    REQUIRE(run_cmd(out, sizeof out, "timeout 60 %s run %s -o %s --backend cpu", topkp_bin(),
+                    cfg, h5) == 0, "the run failed or ran past 60 s: %s", out);
+    REQUIRE(run_cmd(out, sizeof out, "%s export %s", topkp_bin(), h5) == 0, "export: %s", out);
+    const int col = tsv_column(out, "cell_seconds");
+    const char *row = strchr(out, '\n');
+    REQUIRE(col >= 0 && row, "no cell_seconds column or row: %s", out);
+    tsv_field(row + 1, col, field, sizeof field);
+    CHECK(atof(field) > 0 && atof(field) < 2.0, "the cell took %s s, want under 2 (max_seconds "
+          "0.3)", field);
 }
