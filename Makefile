@@ -20,7 +20,8 @@
 #                   results/<device>-<date>/, then the report (scripts/reproduce.sh, docs/CAMPAIGN.md)
 #   make figures RESULTS=file.h5 [X=k BY=p FACET=mode]  draw plots/out/*.png and *.pdf from a results file
 #   make SAN=1 test (or make test-san)  the CPU suite under ASan+UBSan, built in build/san
-#   make fuzz FUZZ_SECONDS=60  libFuzzer on the config, logits and results readers (tests/fuzz/)
+#   make fuzz FUZZ_SECONDS=60  libFuzzer on the config, logits, results and merge readers (tests/fuzz/)
+#   make fuzz-ci               the same for a fixed number of inputs from a fixed seed (CI)
 .DELETE_ON_ERROR:
 SHELL := /bin/bash
 .SHELLFLAGS := -e -o pipefail -c
@@ -88,7 +89,7 @@ LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(CU_OBJS)
 TEST_SRCS := $(wildcard tests/*.c)
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps test-deps real-logits run test test-san fuzz fuzz-run test-gpu gpu-bundle check-headers figures paper reproduce clean
+.PHONY: all deps test-deps real-logits run test test-san fuzz fuzz-ci fuzz-run test-gpu gpu-bundle check-headers figures paper reproduce clean
 all: $(BUILD)/topkp
 
 # Rebuild everything when the flags change (e.g. CUDA appears or CPU_ONLY is set).
@@ -205,17 +206,27 @@ test-san:
 # this repository's code (tests/fuzz/run.sh sorts them). New inputs go to
 # $(BUILD)/corpus/<target>, reproducers to $(BUILD)/findings/ (docs/USAGE.md, "Robustness checks").
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= config logits results
+FUZZ_TARGETS ?= config logits results merge
 fuzz:
 	bash scripts/install-deps.sh clang libclang-rt-dev libomp-dev
 	bash scripts/install-deps.sh
 	$(MAKE) FUZZ=1 fuzz-run
 
+# CI's fuzzing (.ci/run): each target replays its committed corpus and runs FUZZ_RUNS inputs
+# from FUZZ_SEED, one process, nothing carried over from an earlier run: the same inputs every
+# time, so it turns red only with a change (docs/ROBUSTNESS.md, "Every reader fuzzed").
+FUZZ_RUNS ?= 30000
+FUZZ_SEED ?= 20261205
+fuzz-ci:
+	bash scripts/install-deps.sh clang libclang-rt-dev libomp-dev
+	bash scripts/install-deps.sh
+	$(MAKE) FUZZ=1 fuzz-run FUZZ_FIXED="$(FUZZ_RUNS) $(FUZZ_SEED)"
+
 $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/libtopkp.a
 	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(LDLIBS)
 
 fuzz-run: $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
-	bash tests/fuzz/run.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+	FUZZ_FIXED="$(FUZZ_FIXED)" bash tests/fuzz/run.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 gpu-bundle: deps
 	@test -n "$(NVCC)" || { echo "gpu-bundle needs nvcc" >&2; exit 1; }
