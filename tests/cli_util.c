@@ -294,3 +294,60 @@ int results_with_added_rows(const char *src, const char *dst, const char *export
         fprintf(stderr, "  cannot write %s: %s\n", dst, err.msg);
     return rc ? -1 : 0;
 }
+
+int write_file(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t w = fwrite(data, 1, n, f);
+    fclose(f);
+    return w == n ? 0 : -1;
+}
+
+/* Does `path` hold exactly `want` (n bytes)? */
+int same_bytes(const char *path, const char *want, size_t n)
+{
+    size_t m = 0;
+    char *now = slurp(path, &m);
+    int same = now && m == n && memcmp(now, want, n) == 0;
+    free(now);
+    return same;
+}
+
+/* Is `out` a sanitizer's report (the SAN=1 build) whose first frame outside the sanitizer is in
+ * libhdf5: the library's own error on a corrupt file, which the plain build turns into an
+ * error naming the file (export.c reads in a child process)? */
+int libhdf5_sanitizer_report(const char *out)
+{
+    if (!strstr(out, "Sanitizer"))
+        return 0;
+    for (const char *line = strstr(out, "    #"); line; line = strstr(line + 1, "    #")) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char frame[512];
+        snprintf(frame, sizeof frame, "%.*s", (int)(len < sizeof frame ? len : sizeof frame - 1),
+                 line);
+        if (strstr(frame, "sanitizer") || strstr(frame, "interceptor"))
+            continue;
+        return strstr(frame, "libhdf5") != NULL;
+    }
+    return 0;
+}
+
+/* Trial `trial` of a corruption loop: a copy of good[0..n) written to `path`, truncated at a
+ * random byte *at (every third trial) or with 1-16 random bits flipped (rand(), seeded by the
+ * caller). 0, or -1 when the file cannot be written. */
+int write_corrupt_copy(const char *path, const char *good, char *copy, size_t n,
+                              int trial, size_t *at)
+{
+    memcpy(copy, good, n);
+    size_t len = n;
+    *at = (size_t)rand() % n;
+    if (trial % 3 == 0)
+        len = *at;
+    else
+        for (int flips = 1 + rand() % 16; flips-- > 0;)
+            copy[(size_t)rand() % n] ^= (char)(1 << (rand() % 8));
+    return write_file(path, copy, len);
+}

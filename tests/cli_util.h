@@ -1,7 +1,7 @@
 /* cli_util.h — helpers for tests that drive the topkp binary ($TOPKP, default build/topkp):
  * run a shell command capturing its output and exit status, write small files in a scratch
  * folder, read a whole file, run a config into one, export without the timing columns, kill a
- * run with -9 part way, copy a results file with rows added. */
+ * run with -9 part way, copy a results file with rows added, corrupt a copy of a file. */
 #ifndef TKP_CLI_UTIL_H
 #define TKP_CLI_UTIL_H
 
@@ -54,5 +54,18 @@ typedef int (*row_adder)(struct tkp_results *r, const char *header, const char *
                          struct tkp_error *err);
 int results_with_added_rows(const char *src, const char *dst, const char *export_args,
                             row_adder add);
+
+/* Write n bytes to path (0, or -1). */
+int write_file(const char *path, const void *data, size_t n);
+/* Does `path` hold exactly `want` (n bytes)? */
+int same_bytes(const char *path, const char *want, size_t n);
+/* Is `out` a sanitizer's report whose first frame outside the sanitizer is in libhdf5 (the
+ * library's own fault on a corrupt file, under SAN=1)? */
+int libhdf5_sanitizer_report(const char *out);
+/* Trial `trial` of a corruption loop: a copy of good[0..n) written to `path`, truncated at a
+ * random byte *at (every third trial) or with 1-16 random bits flipped (rand(), seeded by the
+ * caller). 0, or -1 when the file cannot be written. */
+int write_corrupt_copy(const char *path, const char *good, char *copy, size_t n, int trial,
+                       size_t *at);
 
 #endif

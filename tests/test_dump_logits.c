@@ -215,3 +215,32 @@ TEST(dump_logits_missing_text_file_is_an_error_naming_it)
     snprintf(never, sizeof never, "%s/never.h5", scratch_dir());
     CHECK(access(never, F_OK) != 0, "an output file was written anyway");
 }
+
+/* SIGTERM once the file is written to its temporary, before the rename (TKP_PAUSE_AT=
+ * output-written, docs/ROBUSTNESS.md, "Signals"): the script ends by the signal, and neither the
+ * output nor its temporary is left; an earlier output given again stays as it was. */
+TEST(dump_logits_sigterm_leaves_no_half_written_output)
+{
+    if (!python_ready())
+        return;
+    char path[512], out[4096];
+    snprintf(path, sizeof path, "%s/tiny-signalled.h5", scratch_dir());
+    for (int earlier = 0; earlier < 2; earlier++) {
+        FILE *f = earlier ? fopen(path, "w") : NULL;
+        if (f) {
+            fputs("earlier", f);
+            fclose(f);
+        } else {
+            unlink(path);
+        }
+        int rc = run_cmd(out, sizeof out, "{ TKP_PAUSE_AT=output-written %s %s %s -o %s; }",
+                         PYTHON, SCRIPT, TINY_ARGS, path);
+        CHECK(rc == 128 + 15, "signalled: want exit %d, got %d: %s", 128 + 15, rc, out);
+        char *now = slurp(path, NULL);
+        CHECK(earlier ? now && strcmp(now, "earlier") == 0 : !now,
+              "signalled: %s is %s", path, earlier ? "not the earlier file" : "there");
+        free(now);
+        CHECK(run_cmd(out, sizeof out, "ls %s.tmp-* 2>/dev/null | wc -l", path) == 0 &&
+                  atoi(out) == 0, "signalled: a temporary is left: %s", out);
+    }
+}

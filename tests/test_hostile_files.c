@@ -31,26 +31,6 @@ static const char *quick_config(void)
                          "  timing = { min_reps = 3, max_reps = 3 } }\n");
 }
 
-static int write_file(const char *path, const void *data, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return -1;
-    size_t w = fwrite(data, 1, n, f);
-    fclose(f);
-    return w == n ? 0 : -1;
-}
-
-/* Does `path` hold exactly `want` (n bytes)? */
-static int same_bytes(const char *path, const char *want, size_t n)
-{
-    size_t m = 0;
-    char *now = slurp(path, &m);
-    int same = now && m == n && memcmp(now, want, n) == 0;
-    free(now);
-    return same;
-}
-
 /* A chunked dataset of any declared shape (nothing is allocated until written). */
 static void create_dataset(hid_t f, const char *name, hid_t type, int rank, const hsize_t *dims)
 {
@@ -489,43 +469,6 @@ TEST(hostile_files_long_keys_do_not_collide)
     CHECK(strlen(keys[0]) > 0 && strcmp(keys[0], keys[1]) != 0, "the two cells share key %s",
           keys[0]);
     CHECK(strcmp(sets[0], sets[1]) != 0, "both rows name dataset %s", sets[0]);
-}
-
-/* Is `out` a sanitizer's report (the SAN=1 build) whose first frame outside the sanitizer is in
- * libhdf5: the library's own error on a corrupt file, which the plain build turns into an
- * error naming the file (export.c reads in a child process)? */
-static int libhdf5_sanitizer_report(const char *out)
-{
-    if (!strstr(out, "Sanitizer"))
-        return 0;
-    for (const char *line = strstr(out, "    #"); line; line = strstr(line + 1, "    #")) {
-        const char *end = strchr(line, '\n');
-        size_t len = end ? (size_t)(end - line) : strlen(line);
-        char frame[512];
-        snprintf(frame, sizeof frame, "%.*s", (int)(len < sizeof frame ? len : sizeof frame - 1),
-                 line);
-        if (strstr(frame, "sanitizer") || strstr(frame, "interceptor"))
-            continue;
-        return strstr(frame, "libhdf5") != NULL;
-    }
-    return 0;
-}
-
-/* Trial `trial` of a corruption loop: a copy of good[0..n) written to `path`, truncated at a
- * random byte *at (every third trial) or with 1-16 random bits flipped (rand(), seeded by the
- * caller). 0, or -1 when the file cannot be written. */
-static int write_corrupt_copy(const char *path, const char *good, char *copy, size_t n,
-                              int trial, size_t *at)
-{
-    memcpy(copy, good, n);
-    size_t len = n;
-    *at = (size_t)rand() % n;
-    if (trial % 3 == 0)
-        len = *at;
-    else
-        for (int flips = 1 + rand() % 16; flips-- > 0;)
-            copy[(size_t)rand() % n] ^= (char)(1 << (rand() % 8));
-    return write_file(path, copy, len);
 }
 
 /* Truncate and flip bytes of a small results file: export, info and run --resume exit 0 or 1

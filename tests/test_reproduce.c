@@ -184,3 +184,34 @@ TEST(reproduce_workers_run_a_file_as_one_sharded_run)
     run_cmd(shards, sizeof shards, "ls %s/workers/tiny.shard-*.h5 | wc -l", scratch_dir());
     CHECK(atoi(shards) == 2, "%d shard files beside tiny.h5, want 2", atoi(shards));
 }
+
+/* SIGTERM to reproduce.sh while a chunk runs (TKP_PAUSE_AT=chunk-running, docs/ROBUSTNESS.md,
+ * "Signals"): the script passes it to the chunk's run and ends by it, leaving no temporary and a
+ * results file that reads; an immediate second call finds no run holding it and finishes
+ * every chunk, each cell once. */
+TEST(reproduce_sigterm_ends_the_chunk_and_resumes)
+{
+    static char out[1 << 14];
+    char cfg[600], chunks[600];
+    snprintf(cfg, sizeof cfg, "%s", write_scratch("tiny.lua", tiny_config));
+    snprintf(chunks, sizeof chunks, "%s", tiny_chunks(cfg));
+    int signalled = run_cmd(out, sizeof out, "{ TKP_PAUSE_AT=chunk-running TOPKP=%s "
+                            "REAL_GLOB='%s/no-such-*.h5' timeout 120 bash " SCRIPT " --backend cpu "
+                            "--no-paper --allow-dirty --chunks %s --out %s/signalled; }",
+                            topkp_bin(), scratch_dir(), chunks, scratch_dir());
+    CHECK(signalled == 128 + 15, "signalled: want exit %d, got %d: %s", 128 + 15, signalled, out);
+    static char left[4096];
+    run_cmd(left, sizeof left, "ls -A %s/signalled | grep -E 'partial|tmp' || true",
+            scratch_dir());
+    CHECK(left[0] == 0, "signalled: temporaries left: %s", left);
+    REQUIRE(reproduce(out, sizeof out, "signalled", "") == 0, "the call after the signal: %s",
+            out);
+    char status[512];
+    chunk_status("signalled", "rest", status, sizeof status);
+    CHECK(strcmp(status, "ok") == 0, "rest after the signal and a second call: '%s'\n%s", status,
+          out);
+    int cells, keys;
+    count_cells("signalled", &cells, &keys);
+    CHECK(cells == 24 && keys == 24, "tiny.h5 after the signal: %d cells, %d keys; want 24 of "
+          "each", cells, keys);
+}

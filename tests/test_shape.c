@@ -143,7 +143,7 @@ TEST(shape_harness_rooms_include_only_downward)
 
 /* The folders whose sources are held to the limits (every .c, .h, .cu, .cuh below them).
  * algos/ joins once its CUDA files are cut to size. */
-static const char *const size_roots[] = { "harness", "datasets", "algos", "peers", NULL };
+static const char *const size_roots[] = { "harness", "datasets", "algos", "peers", "capi", NULL };
 #define MAX_FILE_LINES 700
 #define MAX_FUNCTION_LINES 80
 

@@ -11,13 +11,73 @@
 #include "../tkp.h"
 #include "gate.h"
 
-void tkp_error_set(struct tkp_error *err, const char *fmt, ...)
+/* Bytes kept at each end of a long word (a path, most often) that a message shortens. */
+#define WORD_KEEP 48
+
+/* Cut the longest word (run of bytes other than spaces) of text[0..*len) longer than
+ * 2 * WORD_KEEP + 3 in its middle, "..." in place of what goes; 0 when there is none. */
+static int cut_longest_word(char *text, size_t *len)
+{
+    size_t best = 0, best_len = 0;
+    for (size_t i = 0; i < *len;) {
+        size_t j = i;
+        while (j < *len && text[j] != ' ')
+            j++;
+        if (j - i > best_len)
+            best = i, best_len = j - i;
+        i = j + 1;
+    }
+    if (best_len <= 2 * WORD_KEEP + 3)
+        return 0;
+    char *from = text + best + best_len - WORD_KEEP, *to = text + best + WORD_KEEP;
+    memcpy(to, "...", 3);
+    memmove(to + 3, from, (size_t)(text + *len - from) + 1);
+    *len -= best_len - (2 * WORD_KEEP + 3);
+    return 1;
+}
+
+/* text into dst[n]: whole when it fits; else its long words (paths) cut in their middles,
+ * longest first, so that the reason around them is kept (docs/ROBUSTNESS.md, "Messages cut
+ * short"); else its head and its tail around "...". */
+static void fit_message(char *dst, size_t n, char *text, size_t len)
+{
+    while (len >= n && cut_longest_word(text, &len))
+        ;
+    if (len < n) {
+        memcpy(dst, text, len + 1);
+        return;
+    }
+    const size_t head = (n - 4) / 2, tail = n - 4 - head;
+    memcpy(dst, text, head);
+    memcpy(dst + head, "...", 3);
+    memcpy(dst + head + 3, text + len - tail, tail);
+    dst[n - 1] = 0;
+}
+
+void tkp_error_vset(struct tkp_error *err, const char *fmt, va_list ap)
 {
     if (!err)
         return;
+    va_list again;
+    va_copy(again, ap);
+    char first[sizeof err->msg]; /* not err->msg itself: an argument may be err->msg */
+    const int len = vsnprintf(first, sizeof first, fmt, ap);
+    char *text = len >= (int)sizeof first ? malloc((size_t)len + 1) : NULL;
+    if (text) {
+        vsnprintf(text, (size_t)len + 1, fmt, again);
+        fit_message(err->msg, sizeof err->msg, text, (size_t)len);
+        free(text);
+    } else {
+        memcpy(err->msg, first, sizeof first);
+    }
+    va_end(again);
+}
+
+void tkp_error_set(struct tkp_error *err, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    tkp_error_vset(err, fmt, ap);
     va_end(ap);
 }
 

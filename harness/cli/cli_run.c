@@ -1,8 +1,8 @@
 /* cli_run.c — the commands that compute and write (docs/DESIGN.md, "The command line"): `run`
  * (a config's sweeps into a results file: runner.c), `apply` (one module on a logits file, a
  * contract: docs/USAGE.md, "A five-minute tour") and `gen` (a logits file from a dataset). `apply`
- * and `gen` refuse to write over their input or, without --force, an existing output, and
- * write OUT.partial, then rename it over OUT. */
+ * and `gen` write their output as out_file.h says: never over their input, over an existing
+ * output only with --force, through a temporary renamed over it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,58 +18,9 @@
 #include "limits_config.h"
 #include "logits_file.h"
 #include "multi_gpu.h"
+#include "out_file.h"
 #include "runner.h"
 #include "timing.h"
-
-/* May `out` be written? Never when it is the input `in` (the same st_dev/st_ino, whatever the
- * path), and only with --force when it exists (docs/USAGE.md, "A five-minute tour"). */
-static int output_allowed(const char *cmd, const char *in, const char *out, int force)
-{
-    struct stat so, si;
-    if (stat(out, &so) != 0)
-        return 1;
-    if (in && stat(in, &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
-        fprintf(stderr, "topkp %s: %s is the input file %s; refusing to write over it (even "
-                "with --force)\n", cmd, out, in);
-        return 0;
-    }
-    if (!force) {
-        fprintf(stderr, "topkp %s: %s exists; pass --force to overwrite it\n", cmd, out);
-        return 0;
-    }
-    return 1;
-}
-
-/* Write through `out`.partial and rename it over `out`, so that a failed write leaves any
- * earlier `out` as it was and no half-written file behind. */
-static void partial_path(const char *out, char *buf, size_t n)
-{
-    snprintf(buf, n, "%s.partial", out);
-}
-
-/* "OUT: not written (OUT.partial: what failed); OUT is left as it was". */
-static void keep_partial_message(struct tkp_error *err, const char *out)
-{
-    char why[sizeof err->msg];
-    snprintf(why, sizeof why, "%s", err->msg);
-    tkp_error_set(err, "%s: not written (%s); %s is left as it was", out, why, out);
-}
-
-/* After `partial` was written (rc: how that went): rename it over `out`, or remove it and say
- * that `out` was not written. A rename that fails (`out` became a folder, say) keeps the
- * complete output in `partial` and says so. Returns rc, or TKP_EINVAL when the rename failed. */
-static int finish_output(const char *partial, const char *out, int rc, struct tkp_error *err)
-{
-    if (rc) {
-        keep_partial_message(err, out);
-        unlink(partial);
-    } else if (rename(partial, out) != 0) {
-        tkp_error_set(err, "%s: not written: cannot rename %s to it (%s); the complete output "
-                      "is kept in %s", out, partial, strerror(errno), partial);
-        rc = TKP_EINVAL;
-    }
-    return rc;
-}
 
 /* rows x cols elements of `elem` bytes each, or 0 when that overflows or passes `limit`
  * elements. */
@@ -399,7 +350,7 @@ static void apply_report(const char *algo, const struct apply_args *x, const str
 
 /* Run the module on the batch and write the output file. */
 static int apply_run(const struct tkp_algo *a, const void *opts, const struct apply_args *x,
-                     struct tkp_batch *b, struct tkp_error *err)
+                     struct tkp_batch *b, struct tkp_out *o, struct tkp_error *err)
 {
     const int32_t draws = (a->outputs & TKP_OUT_SAMPLE) ? x->draws : 0;
     const size_t kept_bytes = checked_bytes(b->batch, b->vocab, 1, TKP_MAX_LOGITS_ELEMS);
@@ -418,12 +369,11 @@ static int apply_run(const struct tkp_algo *a, const void *opts, const struct ap
         rc = tkp_apply(a, opts, x->backend, b, kept, samples, draws, x->seed, x->offset, NULL, err);
     const double us = tkp_now_us() - t0;
     if (rc == TKP_OK) {
-        char options[512], partial[1100];
+        char options[512];
         tkp_options_format(a, opts, options, sizeof options);
-        partial_path(x->out, partial, sizeof partial);
-        rc = tkp_apply_write(partial, b->batch, b->vocab, kept, samples, draws, a->name,
+        rc = tkp_apply_write(o->tmp, b->batch, b->vocab, kept, samples, draws, a->name,
                              x->backend == TKP_GPU ? "gpu" : "cpu", options, err);
-        rc = finish_output(partial, x->out, rc, err);
+        rc = tkp_out_finish(o, rc, err);
     }
     if (rc == TKP_OK)
         apply_report(a->name, x, b, kept, draws, us);
@@ -453,11 +403,12 @@ int cmd_apply(int argc, char **argv)
         return fail("apply", "out of host memory for the options");
     tkp_options_defaults(a, opts);
     int rc = apply_parse(argc, argv, &x, a, opts);
-    if (rc || !output_allowed("apply", x.in, x.out, x.force)) {
-        free(opts);
-        return rc ? rc : 1;
-    }
     struct tkp_error err = { "" };
+    struct tkp_out o;
+    if (rc || tkp_out_begin(&o, x.out, &x.in, 1, x.force, &err)) {
+        free(opts);
+        return rc ? rc : fail("apply", err.msg);
+    }
     struct tkp_batch b;
     rc = tkp_logits_read(x.in, x.k, x.p, &b, &err);
     if (rc == TKP_OK && x.dtype_given && x.dtype != b.dtype) {
@@ -473,9 +424,10 @@ int cmd_apply(int argc, char **argv)
         if (rc)
             tkp_error_set(&err, "out of host memory for --min-p");
         else
-            rc = apply_run(a, opts, &x, &b, &err);
+            rc = apply_run(a, opts, &x, &b, &o, &err);
         tkp_batch_free(&b);
     }
+    tkp_out_abandon(&o);
     free(opts);
     return rc ? fail("apply", err.msg) : 0;
 }
@@ -608,23 +560,26 @@ int cmd_gen(int argc, char **argv)
     int rc = gen_parse(argc, argv, &g);
     if (rc)
         return rc;
-    if (!output_allowed("gen", NULL, g.out, g.force))
-        return 1;
     struct tkp_error err = { "" };
-    struct tkp_batch b;
-    if (gen_alloc(&g, &b, &err))
+    struct tkp_out o;
+    if (tkp_out_begin(&o, g.out, NULL, 0, g.force, &err))
         return fail("gen", err.msg);
+    struct tkp_batch b;
+    if (gen_alloc(&g, &b, &err)) {
+        tkp_out_abandon(&o);
+        return fail("gen", err.msg);
+    }
     rc = tkp_dataset_generate(g.dataset, g.seed, g.batch, g.vocab, b.logits, &err);
     if (rc == TKP_OK)
         rc = tkp_batch_to_dtype(&b, g.dtype, &err);
-    char seed_text[32], partial[1100];
+    char seed_text[32];
     snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)g.seed);
     const char *attrs[] = { "dataset", g.dataset, "seed", seed_text, NULL };
-    partial_path(g.out, partial, sizeof partial);
     if (rc == TKP_OK) {
-        rc = tkp_logits_write(partial, &b, attrs, &err);
-        rc = finish_output(partial, g.out, rc, &err);
+        rc = tkp_logits_write(o.tmp, &b, attrs, &err);
+        rc = tkp_out_finish(&o, rc, &err);
     }
+    tkp_out_abandon(&o);
     tkp_batch_free(&b);
     return rc ? fail("gen", err.msg) : 0;
 }

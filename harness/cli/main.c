@@ -13,6 +13,7 @@
 #include "../algos/common/gate.h"
 #include "cli.h"
 #include "h5util.h"
+#include "interrupt.h"
 #include "provenance.h"
 #include "version.h"
 
@@ -83,6 +84,7 @@ int main(int argc, char **argv)
     /* Every file is closed explicitly; HDF5's exit handler would only close again a results
      * file whose write failed, and HDF5 1.10 crashes doing that (tkp_results_close). */
     H5dont_atexit();
+    tkp_interrupt_main();
     /* A file-size limit (RLIMIT_FSIZE) fails the write with EFBIG, reported, not the process. */
     signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {

@@ -1,5 +1,6 @@
 /* file_error.c — see file_error.h. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -8,7 +9,7 @@
 
 void tkp_create_error(struct tkp_error *err, const char *path, int errnum)
 {
-    char dir[512];
+    char dir[PATH_MAX + 1];
     const char *slash = strrchr(path, '/');
     if (!slash)
         snprintf(dir, sizeof dir, ". (the current folder)");

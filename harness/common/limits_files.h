@@ -31,7 +31,7 @@
 /* Most bytes an attribute of a results file may hold when it is copied (merge). */
 #define TKP_H5_MAX_ATTR_BYTES (1 << 20)
 /* Seconds a reader in a child process (read_guard.h: export, info, compare, --resume's check,
- * logits files) may read a file before it is taken for corrupt. */
+ * logits files, merge) may read a file before it is taken for corrupt. */
 #define TKP_READ_SECONDS 600
 /* CPU seconds such a reader may spend (read_guard.c): this many, plus one for every
  * TKP_READ_CPU_BYTES_PER_S bytes of the file (a results file of 3 MiB: 13 s). A results

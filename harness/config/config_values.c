@@ -21,12 +21,12 @@ static const char *const timing_keys[] = { "warmup", "warmup_seconds", "min_reps
 /* luaL_error with C printf formats (%g...); the message gets the config's file:line. */
 int config_error(lua_State *L, const char *fmt, ...)
 {
-    char msg[768];
+    struct tkp_error e; /* a long path is cut in its middle, the reason kept (tkp.h) */
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    tkp_error_vset(&e, fmt, ap);
     va_end(ap);
-    return luaL_error(L, "%s", msg);
+    return luaL_error(L, "%s", e.msg);
 }
 
 static int key_allowed(const char *key, const char *const *allowed)

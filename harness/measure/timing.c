@@ -55,23 +55,30 @@ int tkp_time_settled(const struct tkp_timing *t, const double *us, int64_t n)
     return s.median > 0 && (s.q3 - s.q1) / s.median < t->target_rel;
 }
 
-int tkp_time_should_stop(const struct tkp_timing *t, const double *us, int64_t n,
-                         double total_us)
-{
-    if (n >= t->max_reps)
-        return 1;
-    if (n < t->min_reps)
-        return 0;
-    if (total_us >= t->max_seconds * 1e6)
-        return 1;
-    return tkp_time_settled(t, us, n);
-}
-
 double tkp_now_us(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+/* Warm-up: timing->warmup calls, then more until warmup_seconds have passed (at most
+ * TKP_WARMUP_MAX_CALLS), none once the cell's wall-clock cap `cap` has passed. */
+static int warm_up(const struct tkp_timing *timing, const struct tkp_rep_source *src, double cap,
+                   struct tkp_error *err)
+{
+    const double start = tkp_now_us();
+    for (int w = 0; w < timing->warmup ||
+                    (timing->warmup > 0 && w < TKP_WARMUP_MAX_CALLS &&
+                     tkp_now_us() - start < timing->warmup_seconds * 1e6);
+         w++) {
+        if (w > 0 && tkp_now_us() >= cap)
+            break;
+        int rc = src->warm(src->ctx, err);
+        if (rc)
+            return rc;
+    }
+    return TKP_OK;
 }
 
 int tkp_time_repetitions(const struct tkp_timing *timing, const struct tkp_rep_source *src,
@@ -80,35 +87,31 @@ int tkp_time_repetitions(const struct tkp_timing *timing, const struct tkp_rep_s
 {
     *samples = malloc(sizeof(double) * (size_t)timing->max_reps);
     *n = *throttled = 0;
-    const double warm_start = tkp_now_us();
-    for (int w = 0; w < timing->warmup ||
-                    (timing->warmup > 0 && w < TKP_WARMUP_MAX_CALLS &&
-                     tkp_now_us() - warm_start < timing->warmup_seconds * 1e6);
-         w++) {
-        int rc = src->warm(src->ctx, err);
-        if (rc)
-            return rc;
-    }
-    if (src->ready) {
-        int rc = src->ready(src->ctx, err);
-        if (rc)
-            return rc;
-    }
-    double total = 0;
-    int attempts = 0;
-    while (!tkp_time_should_stop(timing, *samples, *n, total) && attempts++ < 4 * timing->max_reps) {
-        double dt, clock = 0;
-        int rc = src->take(src->ctx, timing->cold, &dt, &clock, err);
-        if (rc)
-            return rc;
-        total += dt;
-        if (clock > 0 && max_clock_mhz > 0 && clock < 0.9 * max_clock_mhz) {
-            (*throttled)++;
-            continue;
+    const double cap = tkp_now_us() + timing->max_seconds * 1e6;
+    int rc = warm_up(timing, src, cap, err);
+    if (rc == TKP_OK && src->ready)
+        rc = src->ready(src->ctx, err);
+    int64_t next_check = timing->min_reps;
+    for (int attempts = 0; rc == TKP_OK && *n < timing->max_reps &&
+                           attempts < 4 * timing->max_reps;
+         attempts++) {
+        if (*n > 0 && tkp_now_us() >= cap)
+            break;
+        /* the spread is checked at n = min_reps, then each time n grew by a sixteenth: the
+         * sorts then cost O(n log n) in all, not one sort per sample */
+        if (*n >= next_check) {
+            if (tkp_time_settled(timing, *samples, *n))
+                break;
+            next_check = *n + (*n / 16 > 1 ? *n / 16 : 1);
         }
-        (*samples)[(*n)++] = dt;
+        double dt, clock = 0;
+        rc = src->take(src->ctx, timing->cold, &dt, &clock, err);
+        if (rc == TKP_OK && clock > 0 && max_clock_mhz > 0 && clock < 0.9 * max_clock_mhz)
+            (*throttled)++;
+        else if (rc == TKP_OK)
+            (*samples)[(*n)++] = dt;
     }
-    return TKP_OK;
+    return rc;
 }
 
 char *tkp_format_us(double us, char *buf, size_t n)

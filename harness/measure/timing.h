@@ -1,6 +1,8 @@
 /* timing.h — repetition statistics and the stopping rule shared by the CPU and GPU timers:
- * repeat until min_reps and either max_seconds of measured time or a relative IQR below
- * target_rel, at most max_reps; report median, quartiles, min, max, mean, stdev. */
+ * repeat until min_reps and a relative IQR below target_rel, at most max_reps, and never past
+ * max_seconds of the cell's wall-clock time (warm-up, untimed work and the spread checks
+ * included; docs/ROBUSTNESS.md, "Limits that bound"); report median, quartiles, min, max,
+ * mean, stdev. */
 #ifndef TKP_TIMING_H
 #define TKP_TIMING_H
 
@@ -25,9 +27,6 @@ void tkp_time_summarize(const double *us, int64_t n, struct tkp_time_stats *out)
  * relative IQR below target_rel? A cell whose timer stopped without it (time or repetition
  * cap) is `noisy`. */
 int tkp_time_settled(const struct tkp_timing *t, const double *us, int64_t n);
-/* Should a timer that has taken n samples (total_us of measured time) stop? */
-int tkp_time_should_stop(const struct tkp_timing *t, const double *us, int64_t n,
-                         double total_us);
 double tkp_now_us(void); /* monotonic clock */
 /* A time for people to read, in the unit that suits it: "12.3 us", "150.4 ms", "1.50 s",
  * "2 min 05 s", "1 h 03 min"; "-" for a negative or non-finite time. Every time the CLI
@@ -47,7 +46,9 @@ struct tkp_rep_source {
 
 /* The timer policy of docs/DESIGN.md shared by modules and peers: timing->warmup untimed runs and
  * more until timing->warmup_seconds have passed (the first cell of a run warms the process as
- * much as any other: clocks, page faults, lazily loaded kernels), then repetitions until tkp_time_should_stop; a sample taken below 90% of max_clock_mhz is
+ * much as any other: clocks, page faults, lazily loaded kernels), then repetitions until the
+ * rule above stops them (the spread checked at min_reps, then each time the count grew by a
+ * sixteenth; one sample at least); a sample taken below 90% of max_clock_mhz is
  * counted in *throttled and left out. *samples is malloc'd (timing->max_reps entries). */
 int tkp_time_repetitions(const struct tkp_timing *timing, const struct tkp_rep_source *src,
                          double max_clock_mhz, double **samples, int64_t *n, int64_t *throttled,

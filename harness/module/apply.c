@@ -198,7 +198,7 @@ static int instance_workspace(struct tkp_instance *in, struct tkp_error *err)
     return TKP_ENOMEM;
 }
 
-int tkp_instance_open(struct tkp_instance *in, const struct tkp_algo *a, const void *opts,
+int tkp_instance_plan(struct tkp_instance *in, const struct tkp_algo *a, const void *opts,
                       const struct tkp_problem *pb, struct tkp_error *err)
 {
     memset(in, 0, sizeof *in);
@@ -234,10 +234,15 @@ int tkp_instance_open(struct tkp_instance *in, const struct tkp_algo *a, const v
         free(in->opts);
         free(in->state);
         in->opts = in->state = NULL;
-        return rc;
     }
-    rc = instance_workspace(in, err);
-    if (rc)
+    return rc;
+}
+
+int tkp_instance_open(struct tkp_instance *in, const struct tkp_algo *a, const void *opts,
+                      const struct tkp_problem *pb, struct tkp_error *err)
+{
+    int rc = tkp_instance_plan(in, a, opts, pb, err);
+    if (rc == TKP_OK && (rc = instance_workspace(in, err)) != TKP_OK)
         tkp_instance_close(in);
     return rc;
 }

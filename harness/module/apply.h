@@ -51,6 +51,11 @@ int tkp_capable(const struct tkp_algo *a, const struct tkp_problem *pb, struct t
 /* tkp_capable, then the module's supports() and its backend implementation's
  * (TKP_EUNSUPPORTED with the reason), init, allocate. `opts` may be NULL for the defaults; it
  * is copied. A peer is TKP_EUNSUPPORTED: it runs in `topkp run`. */
+/* tkp_instance_open without the workspace: in->workspace_bytes says what a run needs, and
+ * the caller brings it (the C entry point of include/topkp_ops.h, whose caller owns memory and
+ * stream). tkp_instance_close frees nothing it did not allocate. */
+int tkp_instance_plan(struct tkp_instance *in, const struct tkp_algo *a, const void *opts,
+                      const struct tkp_problem *pb, struct tkp_error *err);
 int tkp_instance_open(struct tkp_instance *in, const struct tkp_algo *a, const void *opts,
                       const struct tkp_problem *pb, struct tkp_error *err);
 int tkp_instance_run(struct tkp_instance *in, const struct tkp_io *io, struct tkp_error *err);

@@ -12,6 +12,7 @@
 #include "axes.h"
 #include "cell_row.h"
 #include "gpu.h"
+#include "interrupt.h"
 #include "peer_cell.h"
 #include "timing.h"
 
@@ -45,15 +46,14 @@ static void remove_scratch(const char *dir, int files)
     rmdir(dir);
 }
 
-static void on_fatal_signal(int sig)
+/* On SIGINT, SIGTERM or SIGHUP (interrupt.h, which then ends the process). */
+static void on_fatal_signal(void)
 {
     struct tkp_peer_session *s = signalled;
     if (s && s->worker.pid > 0)
         kill(-s->worker.pid, SIGKILL);
     if (s && s->scratch[0])
         remove_scratch(s->scratch, s->files);
-    signal(sig, SIG_DFL);
-    raise(sig);
 }
 
 /* Is process `pid` running (a zombie, killed but not yet waited for, is not)? */
@@ -121,9 +121,7 @@ static int scratch_ready(struct tkp_peer_session *s, struct tkp_error *err)
         return TKP_EINVAL;
     }
     signalled = s;
-    signal(SIGTERM, on_fatal_signal);
-    signal(SIGINT, on_fatal_signal);
-    signal(SIGHUP, on_fatal_signal);
+    tkp_interrupt_call(on_fatal_signal);
     return TKP_OK;
 }
 

@@ -14,7 +14,7 @@ struct tkp_timing {
     int warmup;         /* untimed runs first ... */
     double warmup_seconds; /* ... and more of them until this much time has passed (timing.h) */
     int min_reps, max_reps;
-    double max_seconds; /* stop repeating after this much measured time */
+    double max_seconds; /* the cell's wall-clock cap: warm-up, repetitions and checks (timing.h) */
     double target_rel;  /* stop once the relative IQR of the times is below this */
     int cold;           /* GPU: flush L2 before every repetition */
     int graph;          /* GPU: capture the launch once as a CUDA graph and time replays */

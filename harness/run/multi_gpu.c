@@ -16,6 +16,7 @@
 
 #include "../algos/common/gate.h"
 #include "gpu.h"
+#include "interrupt.h"
 #include "merge.h"
 #include "multi_gpu.h"
 #include "progress.h"
@@ -143,6 +144,7 @@ static int start_child(const struct tkp_run_args *a, struct child *c, int i, int
         tkp_error_set(err, "cannot start shard %d/%d: %s", i, n, strerror(errno));
         return TKP_EINVAL;
     }
+    tkp_interrupt_child(c->pid); /* a signal to this process ends it too (interrupt.h) */
     c->fd = p[0];
     c->total = -1;
     return TKP_OK;
@@ -189,6 +191,8 @@ static int read_progress(struct child *c)
             long long d, t;
             if (sscanf(c->pending, "cells %lld %lld", &d, &t) == 2)
                 c->done = d, c->total = t;
+            if (c->done > 0)
+                tkp_pause_point("worker-running");
             c->pending[0] = 0;
         }
         at += len + (at[len] == '\n');
@@ -215,9 +219,11 @@ static void follow(struct child *c, int n, const char *what)
             print_progress(c, n, what, 0);
         }
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         while (waitpid(c[i].pid, &c[i].status, 0) < 0 && errno == EINTR)
             ;
+        tkp_interrupt_forget(c[i].pid);
+    }
     print_progress(c, n, what, 1);
 }
 

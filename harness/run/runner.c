@@ -14,6 +14,7 @@
 #include "axes.h"
 #include "cell_row.h"
 #include "gpu.h"
+#include "interrupt.h"
 #include "logits_file.h"
 #include "peer_cell.h"
 #include "progress.h"
@@ -568,6 +569,7 @@ static int run_cells(struct run_state *s, struct tkp_error *err)
         if (rc) /* not recorded: the error says why, and no progress line claims the cell */
             break;
         tkp_progress_done(&s->prog, i, &row, (tkp_now_us() - t0) * 1e-6, stderr);
+        tkp_pause_point("cell-done");
     }
     return rc;
 }

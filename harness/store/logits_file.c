@@ -319,8 +319,8 @@ static int read_here(const char *path, int32_t k_default, float p_default, struc
     memset(b, 0, sizeof *b);
     h5_quiet();
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) {
-        tkp_error_set(err, "%s: not a readable HDF5 file", path);
+    if (f < 0) { /* missing, locked or not HDF5, said as such */
+        tkp_read_open_failed(path, err);
         return TKP_EINVAL;
     }
     int rc = TKP_EINVAL;

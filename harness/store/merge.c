@@ -5,18 +5,18 @@
  * shard's /runs/<k>, in shard order, as /runs/<offset + k> with the rows' `run` column moved
  * the same way and each record's `first_rows` recomputed; each sweep's rows in plan order (a
  * cell's rows in its file's order), their samples copied and samples_offset set anew. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "h5util.h"
+#include "interrupt.h"
 #include "limits_files.h"
 #include "merge.h"
 #include "merge_shards.h"
+#include "out_file.h"
 #include "provenance.h"
+#include "read_guard.h"
 
 /* Root attributes that describe one shard, not the merged whole. */
 static int shard_own(const char *name)
@@ -58,15 +58,53 @@ static herr_t copy_attr(hid_t src, const char *name, const H5A_info_t *info, voi
     return rc ? -1 : 0;
 }
 
-/* The root of the merged file and its /config, /plan and /runs. */
-static int write_records(hid_t out, const struct merge_set *m, int argc, char **argv)
+/* Copy object `from` of shard f to `to` in the merged file; an error naming the shard. */
+static int copy_object(const struct merge_file *f, const char *from, hid_t out, const char *to,
+                       hid_t lcpl, struct tkp_error *err)
+{
+    tkp_read_guard_at(f->path);
+    if (H5Ocopy(f->f, from, out, to, H5P_DEFAULT, lcpl) >= 0)
+        return TKP_OK;
+    tkp_error_set(err, "%s: cannot copy its %s into the merged file (a damaged shard, or a full "
+                  "disk?)", f->path, from);
+    return TKP_EINVAL;
+}
+
+/* The merged file's /config, /plan (the first shard's) and every shard's /runs. */
+static int copy_records(hid_t out, const struct merge_set *m, struct tkp_error *err)
+{
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    int rc = copy_object(&m->files[0], "/config", out, "/config", lcpl, err);
+    if (rc == TKP_OK)
+        rc = copy_object(&m->files[0], "/plan", out, "/plan", lcpl, err);
+    for (int i = 0; rc == TKP_OK && i < m->n; i++)
+        for (int k = 0; rc == TKP_OK && k < m->files[i].runs; k++) {
+            char from[32], to[32];
+            snprintf(from, sizeof from, "/runs/%d", k);
+            snprintf(to, sizeof to, "/runs/%d", m->files[i].run_offset + k);
+            rc = copy_object(&m->files[i], from, out, to, lcpl, err);
+        }
+    H5Pclose(lcpl);
+    return rc;
+}
+
+/* The root of the merged file, then copy_records. */
+static int write_records(hid_t out, const struct merge_set *m, int argc, char **argv,
+                         struct tkp_error *err)
 {
     const struct merge_file *first = &m->files[0];
+    tkp_read_guard_at(first->path);
     hid_t root = H5Gopen2(first->f, "/", H5P_DEFAULT);
-    int rc = root < 0 || H5Aiterate2(root, H5_INDEX_NAME, H5_ITER_INC, NULL, copy_attr,
-                                     &(hid_t){ out }) < 0;
+    int bad = root < 0 || H5Aiterate2(root, H5_INDEX_NAME, H5_ITER_INC, NULL, copy_attr,
+                                      &(hid_t){ out }) < 0;
     if (root >= 0)
         H5Gclose(root);
+    if (bad) {
+        tkp_error_set(err, "%s: cannot copy its root attributes into the merged file (a damaged "
+                      "shard, or a full disk?)", first->path);
+        return TKP_EINVAL;
+    }
     char start[64], end[64], line[4096];
     snprintf(start, sizeof start, "%s", first->start);
     snprintf(end, sizeof end, "%s", first->end);
@@ -77,22 +115,14 @@ static int write_records(hid_t out, const struct merge_set *m, int argc, char **
             snprintf(end, sizeof end, "%s", m->files[i].end);
     }
     tkp_command_line(argc, argv, line, sizeof line);
-    rc |= h5_set_attr_str(out, "start_time", start) | h5_set_attr_str(out, "end_time", end) |
-          h5_set_attr_str(out, "command_line", line) |
-          h5_set_attr_i64(out, "merged_shards", first->s.count);
-    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
-    H5Pset_create_intermediate_group(lcpl, 1);
-    rc |= H5Ocopy(first->f, "/config", out, "/config", H5P_DEFAULT, lcpl) < 0;
-    rc |= H5Ocopy(first->f, "/plan", out, "/plan", H5P_DEFAULT, lcpl) < 0;
-    for (int i = 0; i < m->n; i++)
-        for (int k = 0; k < m->files[i].runs; k++) {
-            char from[32], to[32];
-            snprintf(from, sizeof from, "/runs/%d", k);
-            snprintf(to, sizeof to, "/runs/%d", m->files[i].run_offset + k);
-            rc |= H5Ocopy(m->files[i].f, from, out, to, H5P_DEFAULT, lcpl) < 0;
-        }
-    H5Pclose(lcpl);
-    return rc;
+    if (h5_set_attr_str(out, "start_time", start) | h5_set_attr_str(out, "end_time", end) |
+        h5_set_attr_str(out, "command_line", line) |
+        h5_set_attr_i64(out, "merged_shards", first->s.count)) {
+        tkp_error_set(err, "cannot write the merged file's root attributes (disk full or an I/O "
+                      "error?)");
+        return TKP_EINVAL;
+    }
+    return copy_records(out, m, err);
 }
 
 /* One row to write: where its cell is in the plan, and where the row came from. */
@@ -174,6 +204,7 @@ static int write_sweep(struct tkp_results *res, const struct merge_set *m, size_
     for (size_t i = 0; rc == TKP_OK && i < k; i++) {
         const struct merge_file *src = &m->files[items[i].file];
         struct tkp_cell_row row = rows[items[i].file][items[i].row];
+        tkp_read_guard_at(src->path);
         double *samples = read_samples(src->f, name, &row);
         if (!samples) {
             tkp_error_set(err, "%s: /sweeps/%s/samples: cannot read the %lld samples of cell %s",
@@ -243,13 +274,12 @@ static int write_merged(const char *path, const struct merge_set *m, int argc, c
     }
     for (size_t i = 0; fr.first && i < (size_t)runs * m->n_sweeps; i++)
         fr.first[i] = -1;
-    if (rc == TKP_OK && write_records(out, m, argc, argv)) {
-        tkp_error_set(err, "%s: cannot write the shards' records (disk full or an I/O error?)",
-                      path);
-        rc = TKP_EINVAL;
-    }
-    for (size_t s = 0; rc == TKP_OK && s < m->n_sweeps; s++)
+    if (rc == TKP_OK)
+        rc = write_records(out, m, argc, argv, err);
+    for (size_t s = 0; rc == TKP_OK && s < m->n_sweeps; s++) {
         rc = write_sweep(res, m, s, &fr, err);
+        tkp_pause_point("merge-writing");
+    }
     if (rc == TKP_OK && (write_first_rows(out, m, &fr) ||
                          H5Fflush(out, H5F_SCOPE_GLOBAL) < 0)) {
         tkp_error_set(err, "%s: cannot write the run records' first rows", path);
@@ -261,52 +291,46 @@ static int write_merged(const char *path, const struct merge_set *m, int argc, c
     return rc;
 }
 
-/* OUT may be written: never over a shard, and when it exists only with force. */
-static int output_allowed(const struct tkp_merge_args *a, struct tkp_error *err)
+/* What the merging child gets: the command's arguments and the temporary to write. */
+struct merge_job {
+    const struct tkp_merge_args *a;
+    const char *tmp;
+};
+
+/* The guarded child (read_guard.h): read the shards, check them, write the merged file into
+ * the temporary. `first` (the first shard) is unused: the job names every file. */
+static int merge_in_child(const char *first, const void *arg, FILE *out, struct tkp_error *err)
 {
-    struct stat so, si;
-    if (stat(a->out, &so) != 0)
-        return TKP_OK;
-    for (int i = 0; i < a->n_shards; i++)
-        if (stat(a->shards[i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
-            tkp_error_set(err, "%s is the shard file %s; refusing to write over it (even with "
-                          "--force)", a->out, a->shards[i]);
-            return TKP_EINVAL;
-        }
-    if (!a->force) {
-        tkp_error_set(err, "%s exists; pass --force to overwrite it", a->out);
-        return TKP_EINVAL;
-    }
-    return TKP_OK;
+    (void)first;
+    (void)out;
+    const struct merge_job *j = arg;
+    struct merge_set m;
+    int rc = merge_open(&m, j->a->shards, j->a->n_shards, err);
+    if (rc == TKP_OK)
+        rc = merge_check(&m, err);
+    if (rc == TKP_OK)
+        rc = write_merged(j->tmp, &m, j->a->argc, j->a->argv, err);
+    if (rc == TKP_OK)
+        fprintf(stderr, "merged %d shards (%zu cells) into %s\n", m.n, m.n_plan, j->a->out);
+    merge_close(&m);
+    return rc;
 }
 
 int tkp_merge(const struct tkp_merge_args *a, struct tkp_error *err)
 {
-    int rc = output_allowed(a, err);
+    struct tkp_out o;
+    int rc = tkp_out_begin(&o, a->out, a->shards, a->n_shards, a->force, err);
     if (rc)
         return rc;
-    struct merge_set m;
-    rc = merge_open(&m, a->shards, a->n_shards, err);
-    if (rc == TKP_OK)
-        rc = merge_check(&m, err);
-    char partial[1100];
-    snprintf(partial, sizeof partial, "%s.partial", a->out);
-    if (rc == TKP_OK) {
-        unlink(partial); /* a merge that failed earlier left it; it is ours */
-        rc = write_merged(partial, &m, a->argc, a->argv, err);
-        if (rc) {
-            char why[sizeof err->msg];
-            snprintf(why, sizeof why, "%s", err->msg);
-            tkp_error_set(err, "%s: not written (%s); %s is left as it was", a->out, why, a->out);
-            unlink(partial);
-        } else if (rename(partial, a->out) != 0) {
-            tkp_error_set(err, "%s: not written: cannot rename %s to it (%s); the merged file is "
-                          "kept in %s", a->out, partial, strerror(errno), partial);
-            rc = TKP_EINVAL;
-        }
+    const struct merge_job job = { a, o.tmp };
+    /* it reads every shard and writes about as much: twice the CPU of a reader */
+    const struct tkp_guard g = { merge_in_child, a->shards, a->n_shards, 2 };
+    int crashed;
+    rc = tkp_run_guarded(&g, &job, stderr, err, &crashed);
+    if (crashed) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        tkp_error_set(err, "%s; not merged", why);
     }
-    if (rc == TKP_OK)
-        fprintf(stderr, "merged %d shards (%zu cells) into %s\n", m.n, m.n_plan, a->out);
-    merge_close(&m);
-    return rc;
+    return tkp_out_finish(&o, rc, err);
 }

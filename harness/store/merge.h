@@ -3,8 +3,9 @@
  * (export, compare, info, figures, the paper, --resume) reads as if one run had made it. The
  * shards must share their config (config_hash), binary (binary_id), N and plan (plan_hash);
  * every cell of the plan must be in exactly one of them (missing and doubled cells are listed:
- * sweep, algo, variant, key). OUT is written as OUT.partial and renamed, never over an input,
- * and over an existing OUT only with force. */
+ * sweep, algo, variant, key). The shards are read and OUT's temporary written in a guarded child
+ * (read_guard.h), so a damaged shard is an error naming it; OUT is written as out_file.h says:
+ * never over an input, over an existing OUT only with force and when no run holds it. */
 #ifndef TKP_MERGE_H
 #define TKP_MERGE_H
 

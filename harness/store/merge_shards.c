@@ -5,11 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../algos/common/gate.h"
 #include "h5util.h"
 #include "merge_shards.h"
+#include "read_guard.h"
 
 #define LIST_MAX 50 /* cells listed on stderr per kind; the rest are counted */
 
@@ -45,11 +47,7 @@ static int open_one(struct merge_file *x, const char *path, struct tkp_error *er
     memset(x, 0, sizeof *x);
     x->path = path;
     x->f = x->fd = -1;
-    struct tkp_error crash;
-    if (tkp_results_read_crashes(path, &crash)) {
-        tkp_error_set(err, "%s; not merged", crash.msg);
-        return TKP_EINVAL;
-    }
+    tkp_read_guard_at(path); /* merge reads in a guarded child (merge.c) */
     x->fd = open(path, O_RDONLY | O_CLOEXEC);
     if (x->fd < 0) {
         tkp_error_set(err, "%s: cannot open: %s", path, strerror(errno));
@@ -201,6 +199,14 @@ int merge_open(struct merge_set *m, const char *const *paths, int n, struct tkp_
         return TKP_ENOMEM;
     }
     for (int i = 0; i < n; i++) {
+        struct stat a, b;
+        for (int j = 0; j < i; j++)
+            if (stat(paths[i], &a) == 0 && stat(paths[j], &b) == 0 && a.st_dev == b.st_dev &&
+                a.st_ino == b.st_ino) {
+                tkp_error_set(err, "%s and %s are the same file: each shard is merged once",
+                              paths[j], paths[i]);
+                return TKP_EINVAL;
+            }
         m->n = i + 1;
         int rc = open_one(&m->files[i], paths[i], err);
         for (int j = 0; j < i && rc == TKP_OK; j++)
@@ -235,6 +241,7 @@ int merge_read_rows(const struct merge_file *f, const char *sweep, struct tkp_ce
 {
     *rows = NULL;
     *n = 0;
+    tkp_read_guard_at(f->path);
     if (!h5_exists(f->f, "/sweeps"))
         return TKP_OK;
     hid_t g = H5Gopen2(f->f, "/sweeps", H5P_DEFAULT);

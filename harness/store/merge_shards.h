@@ -29,8 +29,8 @@ struct merge_set {
     size_t n_sweeps;
 };
 
-/* Open every shard (read in a child first: a corrupt file crashing libhdf5 is an error naming
- * it) and check that they share config, binary, N and plan, once per shard index. */
+/* Open every shard (merge.c calls it in a guarded child: a corrupt file crashing libhdf5 is
+ * an error naming it) and check that they share config, binary, N and plan, once per shard index. */
 int merge_open(struct merge_set *m, const char *const *paths, int n, struct tkp_error *err);
 void merge_close(struct merge_set *m);
 /* Every row of every file in the plan and in its own shard; every cell held; the missing and

@@ -251,8 +251,9 @@ int tkp_results_open(struct tkp_results **out, const char *path, int resume,
             tkp_error_set(err, "%s exists: pass --resume to continue it, or remove it", path);
             rc = TKP_EINVAL;
         } else if (kind == EXISTING_PARTIAL) {
-            fprintf(stderr, "%s holds no cells and no run records (a run stopped before its first "
-                    "flush?): starting it afresh\n", path);
+            if (st.st_size > 0 || resume) /* else a name out_file.h reserved (merge) */
+                fprintf(stderr, "%s holds no cells and no run records (a run stopped before "
+                        "its first flush?): starting it afresh\n", path);
             rc = create_file(r, err);
         } else {
             hid_t fapl = unlocked_fapl();

@@ -1,8 +1,10 @@
-/* fuzz_results.c — libFuzzer target for the results readers behind `topkp export` and
- * `topkp info` (harness/store/export.c, tkp_results_export and tkp_results_info): the input is a
- * results file's bytes (seeds under tests/fuzz/corpus/results/: a tiny `topkp run` from before
+/* fuzz_results.c — libFuzzer target for the results readers behind `topkp export`, `topkp
+ * info`, `topkp compare` and `run --resume` (harness/store/export.c, compare.c and
+ * results_open.c: tkp_results_export, tkp_results_info, tkp_compare_files of the file with
+ * itself, tkp_results_open with resume): the input is a results file's bytes (seeds under tests/fuzz/corpus/results/: a tiny `topkp run` from before
  * the tables were deflated, and its `h5repack -f GZIP=6` copy, whose chunks inflate). The text
  * goes to /dev/null. Built by `make fuzz` (docs/USAGE.md, "Robustness checks"). */
+#include "compare.h"
 #include "results.h"
 #include "fuzz_file.h"
 
@@ -17,6 +19,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct tkp_error err = { { 0 } };
     tkp_results_export(path, NULL, sink, &err);
     tkp_results_info(path, sink, &err);
+    tkp_compare_files(path, path, NULL, 0.1, sink, &err);
+    struct tkp_results *r;
+    if (tkp_results_open(&r, path, 1, &err) == TKP_OK)
+        tkp_results_close(r);
     unlink(path);
     return 0;
 }

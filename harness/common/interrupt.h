@@ -1,0 +1,28 @@
+/* interrupt.h — what SIGINT, SIGTERM and SIGHUP leave behind (docs/ROBUSTNESS.md, "Signals"):
+ * the first one removes the temporary output this process created and has not finished, ends
+ * the child processes it started (a --workers shard, a guarded reader: read_guard.h) and waits
+ * for them, so that their locks are released, then ends this process by the same signal; a
+ * second one, while that cleaning runs, ends it at once. Nothing else is written on the way
+ * out: what is complete stays (a results file's flushed cells, a renamed output). Also the
+ * pause points the tests use to signal a process at a named place, not after a sleep. */
+#ifndef TKP_INTERRUPT_H
+#define TKP_INTERRUPT_H
+
+#include <sys/types.h>
+
+/* The temporary output to remove on a signal (NULL: none). One at a time per process. */
+void tkp_interrupt_remove(const char *path);
+/* Child processes to end (SIGTERM, then wait) on a signal; forget one once it is reaped. */
+void tkp_interrupt_child(pid_t pid);
+void tkp_interrupt_forget(pid_t pid);
+/* A cleanup of its own to run first on a signal (async-signal-safe; a peer session's worker
+ * and scratch folder, peer_cell.c); at most 4, each registered once; NULL-safe. */
+void tkp_interrupt_call(void (*fn)(void));
+/* Record this process as the one a pause point signals (main() calls it first thing). */
+void tkp_interrupt_main(void);
+/* A pause point: when TKP_PAUSE_AT names `point`, send TKP_PAUSE_SIGNAL (a number; default
+ * SIGTERM) to the main process, as a user's `kill` would. In a forked child (a guarded reader
+ * or writer) the child then waits to be ended by its parent. Otherwise a no-op. */
+void tkp_pause_point(const char *point);
+
+#endif

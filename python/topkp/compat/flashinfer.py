@@ -1,0 +1,121 @@
+"""topkp.compat.flashinfer — FlashInfer's sampling calls (flashinfer/sampling.py) with their
+signatures, dtypes and return types: samples int32 [B] (or the dtype of `indices`), renormed
+probabilities and masked logits as new tensors of the input's dtype, a top_k / top_p that is
+a scalar or a [B] tensor (a 0-d, 2-D or wrongly sized one is a ValueError, as there).
+filter_apply_order "top_k_first" is topkp's order; "joint" keeps the tokens that both filters
+keep on the whole row, then draws from them. Every kernel is deterministic (`deterministic`
+has no effect). Probability inputs follow docs/SEMANTICS.md, "Probabilities". Seeds: an int
+seed and offset key the batch; [B] (or [1]) int64 tensors key each row (per-row keying,
+docs/SEMANTICS.md, "Sampling: two keying modes"); without them the generator's key
+(docs/PYTHON.md, "Seeds and offsets"), a CUDA generator's offset advanced by B * 32 rounded up
+to 4, as FlashInfer advances it."""
+from typing import Optional, Union
+
+import torch
+
+from .. import TopkpError, sample, top_k_top_p_mask
+from .._torch import generator_key
+
+_PARAM_DTYPES = {"top_k": torch.int32, "top_p": torch.float32}
+
+
+def _param(value, batch, name):
+    """A scalar, or a [batch] tensor of the op's dtype; FlashInfer's refusals otherwise."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    if value.dim() == 0:
+        raise ValueError(f"Expected a 1D tensor of shape (batch_size,) or scalar for {name}, "
+                         "got a 0-dimensional tensor")
+    if value.dim() > 1:
+        raise ValueError(f"Expected a 1D tensor or scalar for {name}, got a {value.dim()}D "
+                         "tensor")
+    if value.shape[0] != batch:
+        raise ValueError(f"Sampling parameter tensor batch size mismatch: {name} has "
+                         f"{value.shape[0]} values, the batch {batch} rows")
+    return value.to(_PARAM_DTYPES[name])
+
+
+def _probs_logits(probs, check_nan):
+    """The logits a row of probabilities means (docs/SEMANTICS.md, "Probabilities")."""
+    if check_nan and bool(torch.isnan(probs).any()):
+        raise ValueError("Input probs contains NaN.")
+    return torch.log(probs.float())
+
+
+def _key_rows(value, batch, device):
+    """A seed or offset: an int (batch keying) or a [1] / [B] tensor (one per row)."""
+    if value is None or not isinstance(value, torch.Tensor):
+        return value, None
+    if value.dim() != 1 or value.shape[0] not in (1, batch):
+        raise TopkpError(2, f"seed/offset tensor of shape {tuple(value.shape)}: expected (1,) "
+                            f"or ({batch},)")
+    return None, value.to(device=device, dtype=torch.int64).expand(batch).contiguous()
+
+
+def _sample(logits, top_k, top_p, indices, order, generator, seed, offset, algo):
+    if order not in ("top_k_first", "joint"):
+        raise ValueError(f"Invalid filter_apply_order: {order}")
+    if indices is not None:
+        logits = logits.index_select(0, indices.to(torch.long))
+    b = logits.shape[0]
+    top_k, top_p = _param(top_k, b, "top_k"), _param(top_p, b, "top_p")
+    if order == "joint":  # each filter on the whole row; draw from what both keep
+        both = top_k_top_p_mask(logits, k=top_k) & top_k_top_p_mask(logits, p=top_p)
+        logits, top_k, top_p = logits.float().masked_fill(~both, float("-inf")), None, None
+    s, seeds = _key_rows(seed, b, logits.device)
+    o, offsets = _key_rows(offset, b, logits.device)
+    if seed is None and offset is None:
+        s, o = generator_key(logits, b * 32, generator)
+    out = sample(logits, k=top_k, p=top_p, seeds=seeds, offsets=offsets, algo=algo,
+                 seed=s or 0, offset=o or 0, draws=1)
+    return out[:, 0].to(indices.dtype if indices is not None else torch.int32)
+
+
+def top_k_top_p_sampling_from_logits(
+        logits: torch.Tensor, top_k: Union[torch.Tensor, int], top_p: Union[torch.Tensor, float],
+        indices: Optional[torch.Tensor] = None, filter_apply_order: str = "top_k_first",
+        deterministic: bool = True, generator: Optional[torch.Generator] = None,
+        check_nan: bool = False, seed=None, offset=None, algo: Optional[str] = None):
+    if check_nan and bool(torch.isnan(logits).any()):
+        raise ValueError("Input logits contains NaN.")
+    return _sample(logits, top_k, top_p, indices, filter_apply_order, generator, seed, offset,
+                   algo)
+
+
+def top_k_top_p_sampling_from_probs(
+        probs: torch.Tensor, top_k: Union[torch.Tensor, int], top_p: Union[torch.Tensor, float],
+        indices: Optional[torch.Tensor] = None, filter_apply_order: str = "top_k_first",
+        deterministic: bool = True, generator: Optional[torch.Generator] = None,
+        check_nan: bool = False, seed=None, offset=None, return_valid: bool = False,
+        algo: Optional[str] = None):
+    samples = _sample(_probs_logits(probs, check_nan), top_k, top_p, indices,
+                      filter_apply_order, generator, seed, offset, algo)
+    return (samples, samples >= 0) if return_valid else samples
+
+
+def _renorm(probs, **filters):
+    b = probs.shape[0]
+    filters = {n: _param(v, b, "top_k" if n == "k" else "top_p") for n, v in filters.items()}
+    kept = top_k_top_p_mask(_probs_logits(probs, False), **filters)
+    out = torch.where(kept, probs, torch.zeros((), dtype=probs.dtype, device=probs.device))
+    total = out.sum(dim=-1, keepdim=True, dtype=torch.float32)
+    return (out.float() / total).to(probs.dtype)
+
+
+def top_p_renorm_probs(probs: torch.Tensor, top_p: Union[torch.Tensor, float],
+                       is_deterministic: bool = False) -> torch.Tensor:
+    return _renorm(probs, p=top_p)
+
+
+def top_k_renorm_probs(probs: torch.Tensor, top_k: Union[torch.Tensor, int],
+                       is_deterministic: bool = False) -> torch.Tensor:
+    return _renorm(probs, k=top_k)
+
+
+def top_k_mask_logits(logits: torch.Tensor, top_k: Union[torch.Tensor, int]) -> torch.Tensor:
+    k = _param(top_k, logits.shape[0], "top_k")
+    return top_k_top_p_mask(logits, k=k, output="logits")
+
+
+top_k_renorm_prob = top_k_renorm_probs  # the older names FlashInfer still answers to
+top_p_renorm_prob = top_p_renorm_probs

@@ -1,0 +1,131 @@
+"""test_compat.py — the adapters take vLLM's and FlashInfer's call shapes and give their
+return types, dtypes and in-place behaviour, with topkp's kept sets and draws
+(docs/PYTHON.md, "The adapters"; docs/SEMANTICS.md, "Probabilities")."""
+import numpy as np
+import pytest
+
+import topkp
+from conftest import logits
+
+torch = pytest.importorskip("torch")
+from topkp.compat import flashinfer, vllm  # noqa: E402
+
+X = torch.from_numpy(logits(batch=4, vocab=64, seed=21))
+
+
+def test_vllm_masks_in_place_and_returns_the_logits():
+    x = X.clone()
+    k = torch.tensor([3, 64, 10, 1], dtype=torch.long)
+    p = torch.tensor([0.9, 0.5, 1.0, 0.3])
+    out = vllm.apply_top_k_top_p(x, k, p)
+    assert out.data_ptr() == x.data_ptr() and out.dtype == torch.float32
+    assert torch.equal(torch.isfinite(out), topkp.top_k_top_p_mask(X, k=k, p=p))
+    assert vllm.apply_top_k_top_p(X, None, None) is X
+
+
+def test_flashinfer_sampling_from_logits_shapes_and_keys():
+    s = flashinfer.top_k_top_p_sampling_from_logits(X, 5, 0.9, seed=3, offset=8)
+    assert s.shape == (4,) and s.dtype == torch.int32
+    want = topkp.sample(X, k=5, p=0.9, seed=3, offset=8, algo="rejection")[:, 0]
+    assert torch.equal(s.long(), want)
+    idx = torch.tensor([0, 0, 3], dtype=torch.int64)
+    si = flashinfer.top_k_top_p_sampling_from_logits(X, 5, 0.9, indices=idx, seed=3)
+    assert si.shape == (3,) and si.dtype == torch.int64
+    rows = flashinfer.top_k_top_p_sampling_from_logits(
+        X, torch.full((4,), 5, dtype=torch.int32), torch.full((4,), 0.9),
+        seed=torch.arange(4), offset=torch.tensor([7]))
+    assert torch.equal(rows.long(), topkp.sample(X, k=5, p=0.9, seeds=torch.arange(4),
+                                                 offsets=torch.full((4,), 7))[:, 0])
+
+
+def test_flashinfer_generator_keys_each_call():
+    g = torch.Generator().manual_seed(4)
+    a = flashinfer.top_k_top_p_sampling_from_logits(X, 10, 0.95, generator=g)
+    b = flashinfer.top_k_top_p_sampling_from_logits(X, 10, 0.95, generator=g)
+    g.manual_seed(4)
+    assert torch.equal(flashinfer.top_k_top_p_sampling_from_logits(X, 10, 0.95, generator=g), a)
+    assert not torch.equal(a, b)
+
+
+def test_flashinfer_joint_order_draws_from_what_both_filters_keep():
+    both = topkp.top_k_top_p_mask(X, k=5) & topkp.top_k_top_p_mask(X, p=0.5)
+    for seed in range(20):
+        s = flashinfer.top_k_top_p_sampling_from_logits(X, 5, 0.5, filter_apply_order="joint",
+                                                        seed=seed)
+        assert both[torch.arange(4), s.long()].all()
+    with pytest.raises(ValueError, match="Invalid filter_apply_order"):
+        flashinfer.top_k_top_p_sampling_from_logits(X, 5, 0.9, filter_apply_order="other")
+
+
+@pytest.mark.parametrize("bad, text", [
+    (torch.tensor(3, dtype=torch.int), r"Expected a 1D tensor of shape \(batch_size,\) or "
+                                       r"scalar.*got a 0-dimensional tensor"),
+    (torch.ones(4, 2, dtype=torch.int), r"Expected a 1D tensor or scalar.*got a 2D tensor"),
+    (torch.tensor([3], dtype=torch.int), "Sampling parameter tensor batch size mismatch")])
+def test_flashinfer_parameter_tensors_are_checked_as_flashinfer_does(bad, text):
+    probs = torch.softmax(X, dim=-1)
+    for call in (lambda: flashinfer.top_k_renorm_probs(probs, bad),
+                 lambda: flashinfer.top_p_renorm_probs(probs, bad),
+                 lambda: flashinfer.top_k_mask_logits(X, bad),
+                 lambda: flashinfer.top_k_top_p_sampling_from_logits(X, bad, 0.9, seed=1)):
+        with pytest.raises(ValueError, match=text):
+            call()
+    int_p = flashinfer.top_p_renorm_probs(probs, torch.zeros(4, dtype=torch.int))
+    assert int_p.shape == probs.shape  # an int tensor of p is read as float, as there
+
+
+def test_vllm_broadcasts_one_value_and_writes_a_strided_view():
+    backing = torch.full((4, 72), -1000.0)
+    view = backing[:, :64]
+    view.copy_(X)
+    out = vllm.apply_top_k_top_p_triton(view, torch.tensor([5]), None)
+    assert out.data_ptr() == view.data_ptr() and not out.is_contiguous()
+    assert (torch.isfinite(out).sum(-1) == 5).all() and (backing[:, 64:] == -1000).all()
+    same = vllm.apply_top_k_top_p_pytorch(X.clone(), torch.full((4,), 5), torch.tensor([1.0]))
+    assert torch.equal(same, out)
+
+
+def test_flashinfer_probs_calls():
+    probs = torch.softmax(X, dim=-1)
+    kept = topkp.top_k_top_p_mask(torch.log(probs), k=6, p=0.8)
+    s, valid = flashinfer.top_k_top_p_sampling_from_probs(probs, 6, 0.8, seed=1,
+                                                          return_valid=True)
+    assert s.dtype == torch.int32 and valid.all()
+    assert kept[torch.arange(4), s.long()].all()
+    for renorm, kw in ((flashinfer.top_k_renorm_probs, {"top_k": 6}),
+                       (flashinfer.top_p_renorm_probs, {"top_p": 0.8})):
+        for dtype in (torch.float32, torch.bfloat16, torch.float16):
+            pr = probs.to(dtype)
+            out = renorm(pr, **kw)
+            assert out.dtype == dtype and out.data_ptr() != pr.data_ptr()
+            assert torch.allclose(out.float().sum(-1), torch.ones(4), atol=1e-2)
+    mask_k = topkp.top_k_top_p_mask(torch.log(probs), k=6)
+    assert torch.equal(flashinfer.top_k_renorm_probs(probs, 6) > 0, mask_k)
+    with pytest.raises(ValueError, match="NaN"):
+        bad = probs.clone()
+        bad[1, 2] = float("nan")
+        flashinfer.top_k_top_p_sampling_from_probs(bad, 6, 0.8, check_nan=True)
+
+
+def test_flashinfer_top_k_mask_logits_keeps_the_dtype_and_the_input():
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        x = X.to(dtype)
+        out = flashinfer.top_k_mask_logits(x, 7)
+        assert out.dtype == dtype and out.data_ptr() != x.data_ptr()
+        assert (torch.isfinite(out).sum(-1) == 7).all() and torch.isfinite(x).all()
+
+
+def test_the_documented_differences_hold():
+    """The examples of docs/PYTHON.md, "Where the semantics differ", and docs/SEMANTICS.md,
+    "Probabilities"."""
+    ties = torch.tensor([[2.0, 1.0, 1.0, 0.0]])
+    assert topkp.top_k_top_p_mask(ties, k=2).tolist() == [[True, True, False, False]]
+    boundary = torch.log(torch.tensor([[0.5, 0.25, 0.25]]))
+    assert topkp.top_k_top_p_mask(boundary, p=0.75).tolist() == [[True, True, False]]
+    nan = torch.tensor([[2.0, float("nan"), 1.0, 0.0]])
+    assert topkp.top_k_top_p_mask(nan, k=2).tolist() == [[True, False, True, False]]
+    a = np.float32(1e-6)
+    probs = torch.tensor([[a, np.nextafter(a, np.float32(1))]])
+    assert flashinfer.top_k_renorm_probs(probs, 1).tolist() == [[1.0, 0.0]]
+    zero = torch.tensor([[0.0, 0.0, 0.0]])
+    assert flashinfer.top_k_top_p_sampling_from_probs(zero, 2, 0.9, seed=0).tolist() == [-1]
