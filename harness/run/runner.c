@@ -16,6 +16,7 @@
 #include "gpu.h"
 #include "logits_file.h"
 #include "peer_cell.h"
+#include "peers.h"
 #include "progress.h"
 #include "provenance.h"
 #include "results.h"
@@ -262,7 +263,8 @@ static int run_module(const struct tkp_cell *cell, struct run_env *env, const st
         struct tkp_stats stats;
         tkp_instance_stats(&in, &stats);
         tkp_row_stats(row, a, &stats);
-        int exact = !(a->approximate && a->approximate(cell->opts));
+        /* a native peer's rows are reported, as a bridged peer's (docs/PEERS.md) */
+        int exact = !(a->flags & TKP_PEER) && !(a->approximate && a->approximate(cell->opts));
         rc = tkp_row_judge(row, b, kept, drawn, draws, cell->verify_rows, exact, memo, err);
     }
     tkp_instance_close(&in);
@@ -341,7 +343,7 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
         e->memo[b.dtype] = tkp_judge_memo_new(e->rows, MEMO_BYTES);
     if (!rc)
         rc = tkp_graph_refusal(cell->graph, env->backend, a->name, &err);
-    if (!rc && (a->flags & TKP_PEER))
+    if (!rc && tkp_peer_bridged(a))
         rc = run_peer(cell, env, e, &b, kept, drawn, draws, row, samples, n_samples, &err);
     else if (!rc)
         rc = run_module(cell, env, &b, kept, drawn, draws, row, samples, n_samples,
