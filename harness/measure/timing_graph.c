@@ -12,8 +12,8 @@ int tkp_graph_refusal(int graph, enum tkp_backend backend, const char *algo,
     if (!graph || backend != TKP_CPU)
         return TKP_OK;
     tkp_error_set(err, "graph = 1: %s would be timed as CUDA graph replays, which the CPU "
-                  "backend has not; it times eager calls only (docs/DESIGN.md, \"A run, step "
-                  "by step\")", algo);
+                  "backend has not; it times eager calls only "
+                  "(docs/DESIGN.md, \"A run, step by step\")", algo);
     return TKP_EUNSUPPORTED;
 }
 
