@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli_util.h"
+#include "peers_util.h"
 #include "plan.h"
 #include "results.h"
 #include "test.h"
@@ -127,4 +128,26 @@ TEST(graph_column_reads_0_in_files_written_before_it)
     char v[16];
     tsv_field(strchr(out, '\n') + 1, c, v, sizeof v);
     CHECK(strcmp(v, "0") == 0, "%s: graph '%s' in a file written before the column", old, v);
+}
+
+/* The worker's side (peers/worker.py, docs/PEERS.md "Graph mode"): `graph` on a cell opened on
+ * the CPU answers unsupported with the reason (the harness itself refuses CPU graph cells before
+ * any request; this is the worker's own guard). */
+TEST(graph_worker_refuses_capture_without_cuda)
+{
+    if (!torch_ready())
+        return;
+    float rows[2][8] = { { 1, 5, 2, 8, 3, 0, 7, 4 }, { 9, 1, 1, 2, 6, 3, 5, 0 } };
+    char path[600], out[4096];
+    snprintf(path, sizeof path, "%s/graph-worker.f32", scratch_dir());
+    FILE *f = fopen(path, "wb");
+    REQUIRE(f && fwrite(rows, sizeof rows, 1, f) == 1 && fclose(f) == 0, "cannot write %s", path);
+    const int rc = run_cmd(out, sizeof out,
+                           "printf 'open\\tpeer=torch.topk\\tlogits=%s\\trows=2\\tdevice=cpu\\t"
+                           "flush_bytes=0\\tvocab=8\\tbatch=2\\tk=3\\tp=1\\tseed=1\\tdtype=f32\\t"
+                           "graph=1\\toptions=\\ngraph\\nquit\\n' | " PYTHON " peers/worker.py",
+                           path);
+    CHECK(rc == 0 && strstr(out, "ok\tcrc=") && strstr(out, "unsupported\tmsg=torch.topk: "
+                                                             "graph = 1 needs CUDA"),
+          "worker: rc %d, replies:\n%s", rc, out);
 }
