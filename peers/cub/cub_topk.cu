@@ -96,9 +96,10 @@ static cudaError_t row_call(void *d_temp, size_t &bytes, const struct tkp_proble
                             const T *logits, T *keys, int32_t *idx, int32_t k, int64_t r,
                             cudaStream_t stream)
 {
+    /* 32-bit counts (V < 2^31, cub_topk_supports): CUB then indexes with 32-bit offsets */
     return cub::DeviceTopK::MaxPairs(d_temp, bytes, logits + r * pb->stride, keys + r * k,
                                      cuda::counting_iterator<int32_t>{ 0 }, idx + r * k,
-                                     pb->vocab, (int64_t)k, topk_env(stream));
+                                     (int32_t)pb->vocab, k, topk_env(stream));
 }
 
 /* The selected indices into the kept mask (cleared before): one thread an index. */
