@@ -12,7 +12,7 @@ vLLM is not installed: --vllm-src holds its Sampler files and stand-ins for the 
 assembled by scripts/vllm-sampler-files.sh (git-ignored, never committed). No model runs.
 
     python3 scripts/vllm_sampler_client.py --vllm-src .vllm-src --logits datasets/real/X.h5 \
-        [--batch 64 --vocab 128256] [--out results/vllm-client/NAME]   # writes NAME.json, .tsv
+        [--batch 64 --vocab 128256] [--out results/vllm-client/<name>.json]   # and <name>.tsv
 Exits 0 when every check passes, 1 when one fails, 2 on a usage error."""
 import argparse
 import glob
@@ -58,12 +58,14 @@ def parse(argv):
     ap.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default=None,
-                    help="write OUT.json and OUT.tsv (default on a GPU: "
-                         "results/vllm-client/<gpu>-<date>; on a CPU: none)")
+                    help="write NAME.json and NAME.tsv beside it (default on a GPU: "
+                         "results/vllm-client/<gpu>-<date>.json; on a CPU: none)")
     args = ap.parse_args(argv)
     if args.logits is None:
         args.logits = sorted(glob.glob(os.path.join(ROOT, "datasets", "real", "*.h5")))
     args.logits = [f for f in args.logits if f != "none"]
+    if args.out is not None and not args.out.endswith(".json"):
+        ap.error(f"--out {args.out}: name a .json file (its .tsv goes beside it)")
     for name in ("dist_rows", "draws", "chunk", "reps"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be at least 1")
@@ -357,6 +359,7 @@ def report(res, info):
 
 
 def write(out, info, results, lines):
+    out = out[: -len(".json")]
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out + ".json", "w") as f:
         json.dump({"info": info, "batches": results}, f, indent=1)
@@ -394,7 +397,7 @@ def main(argv):
     out = args.out
     if out is None and cuda:
         gpu = info["device"].replace("NVIDIA ", "").replace(" ", "-")
-        out = os.path.join(ROOT, "results", "vllm-client", f"{gpu}-{info['date']}")
+        out = os.path.join(ROOT, "results", "vllm-client", f"{gpu}-{info['date']}.json")
     if out:
         write(out, info, results, lines)
     return 0 if ok else 1
