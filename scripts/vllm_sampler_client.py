@@ -294,8 +294,8 @@ def describe(torch, device):
     try:
         commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"],
                                 capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
+    except (OSError, subprocess.CalledProcessError):  # a copy of the tree without .git
+        commit = os.environ.get("TOPKP_COMMIT", "unknown")
     return {"device": torch.cuda.get_device_name(device) if cuda else "CPU",
             "timer": "CUDA events" if cuda else "CPU wall time (time.perf_counter)",
             "torch": torch.__version__, "commit": commit,
