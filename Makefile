@@ -15,6 +15,7 @@
 #                   a public-domain text, datasets/real/README.md) that table1_real and fig2_real read
 #   make gpu-bundle sm_90a binary + its shared libraries under build/gpu/ (rpath $ORIGIN/lib)
 #   make check-headers  every device header (algos/*/*.cuh) compiles alone (nvcc, no GPU)
+#   make cccl-headers  CUB 3.3+'s headers (PyPI nvidia-cuda-cccl 13.3) into .cccl-133/ for cub.topk
 #   make test-gpu   on the GPU machine: GPU tests (bitwise CPU = GPU) and compute-sanitizer
 #   make reproduce [REPRODUCE_ARGS=...]  every sweep of the report, one commit, into
 #                   results/<device>-<date>/, then the report (scripts/reproduce.sh, docs/CAMPAIGN.md)
@@ -79,23 +80,35 @@ CUDA_C_SRCS  :=
 NO_CUDA_SRCS := harness/device/gpu_none.c
 endif
 
+# cub.topk, the native peer over CUB's AIR top-k (docs/PEERS.md, "cub.topk"): CUB 3.3+'s headers
+# come from PyPI's nvidia-cuda-cccl 13.3 (`make cccl-headers` unpacks them into .cccl-133/; or
+# CCCL_133=<folder holding cub/ cuda/ thrust/>). One translation unit sees them, first on its
+# include path, so they never meet the toolkit's CUB; without them (or without CUDA) cub.topk is
+# in the peer list but `unsupported`, saying how to build it.
+CCCL_133 ?= $(wildcard .cccl-133/include/cccl)
+CUB_PEER_OBJS :=
+ifneq ($(and $(NVCC),$(CU_SRCS),$(CCCL_133)),)
+CFLAGS        += -DTKP_HAVE_CCCL133
+CUB_PEER_OBJS := $(BUILD)/peers/cub/cub_topk.o
+endif
+
 # The command line (harness/cli/: main.c, the table of commands; cli_*.c, the commands) links
 # into topkp only; every other harness/*/*.c goes into libtopkp.a, which the tests link too.
 CLI_SRCS  := $(wildcard harness/cli/*.c)
 LIB_SRCS  := $(filter-out $(GPU_IMPL_SRCS),$(wildcard algos/common/*.c algos/*/*.c datasets/*.c)) \
              $(filter-out $(CLI_SRCS) harness/device/gpu_none.c,$(wildcard harness/*/*.c)) \
              $(CUDA_C_SRCS) $(NO_CUDA_SRCS)
-LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(CU_OBJS)
+LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(CU_OBJS) $(CUB_PEER_OBJS)
 TEST_SRCS := $(wildcard tests/*.c)
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps test-deps real-logits run test test-san fuzz fuzz-ci fuzz-run test-gpu gpu-bundle check-headers figures paper reproduce clean
+.PHONY: all deps test-deps real-logits run test test-san fuzz fuzz-ci fuzz-run test-gpu gpu-bundle check-headers cccl-headers figures paper reproduce clean
 all: $(BUILD)/topkp
 
 # Rebuild everything when the flags change (e.g. CUDA appears or CPU_ONLY is set).
 $(BUILD)/flags.txt: FORCE
 	@mkdir -p $(BUILD)
-	@echo '$(CC) $(CFLAGS) $(NVCC) $(NVFLAGS)' > $@.tmp; cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+	@echo '$(CC) $(CFLAGS) $(NVCC) $(NVFLAGS) $(CCCL_133)' > $@.tmp; cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 
 $(BUILD)/%.o: %.c $(BUILD)/flags.txt
 	@mkdir -p $(dir $@)
@@ -104,6 +117,15 @@ $(BUILD)/%.o: %.c $(BUILD)/flags.txt
 $(BUILD)/%.o: %.cu $(BUILD)/flags.txt
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -Iharness -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+
+# CCCL_133's headers first: the toolkit's own CUB (3.0) is never reached from this unit.
+$(BUILD)/peers/cub/cub_topk.o: peers/cub/cub_topk.cu $(BUILD)/flags.txt
+	@mkdir -p $(dir $@)
+	$(NVCC) -I$(CCCL_133) $(NVFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+
+# CUB 3.3+'s headers for cub.topk (scripts/fetch-cccl.sh; pip download, no install).
+cccl-headers:
+	bash scripts/fetch-cccl.sh .cccl-133
 
 $(BUILD)/libtopkp.a: $(LIB_OBJS) Makefile
 	rm -f $@ && ar rcs $@ $^

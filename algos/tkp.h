@@ -53,8 +53,9 @@ enum { TKP_OUT_SET = 1u, TKP_OUT_SAMPLE = 2u };
 /* backends */
 enum tkp_backend { TKP_CPU = 1u, TKP_GPU = 2u };
 /* flags */
-/* TKP_PEER: a peer library run through the Python bridge, the struct tkp_algo inside a struct
- * tkp_peer (harness/module/peers.h, docs/PEERS.md); it has no implementations, and the harness reports
+/* TKP_PEER: a peer library, the struct tkp_algo inside a struct tkp_peer
+ * (harness/module/peers.h, docs/PEERS.md), run through the Python bridge with no
+ * implementations, or native (its GPU implementation here, run in-process); the harness reports
  * its exactness instead of failing it. No module sets it. */
 enum { TKP_EXACT = 1u, TKP_DETERMINISTIC = 2u, TKP_NOT_IMPLEMENTED = 4u, TKP_PEER = 8u };
 

@@ -20,7 +20,10 @@ Requests (replies are `ok ...`, `unsupported msg=...`, `oom msg=...` or `error m
                                     cast=<what the peer does with 16-bit logits>
                                  (fields in any order; vocab= ... dtype= are the sweep axes
                                  harness/plan/axes.def marks TKP_AXIS_PEER, all in Cell.request)
-  rep flush=0|1                  one timed call -> ok us=<microseconds>
+  graph                          (a cell opened with graph=1, after its warm-up) capture the
+                                 peer's call once as a CUDA graph; `rep` and `fetch` then
+                                 replay it -> ok, or unsupported msg=<why it cannot be captured>
+  rep flush=0|1                  one timed call (or replay) -> ok us=<microseconds>
   fetch kept=PATH samples=PATH draws=N
                                  an untimed call whose output is written to PATH(s)
                                  -> ok extra_bytes=<peak device bytes beyond the inputs>
@@ -107,6 +110,7 @@ class Session:
         self.cell_key = None  # the files key of the open cell
         self.cell = None
         self.call = None
+        self.graph = None  # (torch.cuda.CUDAGraph, its output) once `graph` captured the call
         self.peer = None
         self.flush = None
         self.cycles_per_us = None
@@ -174,6 +178,7 @@ class Session:
             self.cell.logits.add_(1.0)
         call = self.call
         call.reset()
+        run = self.graph[0].replay if self.graph else call.run
         if self.cell.device.type != "cuda":
             t0 = time.perf_counter_ns()
             call.run()
@@ -185,10 +190,31 @@ class Session:
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         start.record()
-        call.run()
+        run()
         end.record()
         end.synchronize()
         return {"us": f"{start.elapsed_time(end) * 1e3:.3f}"}
+
+    def capture(self, f):
+        """Graph mode (docs/PEERS.md, "Graph mode"): the peer's call captured once as a CUDA
+        graph on torch's capture stream, after the harness's eager warm-up calls; a call that
+        cannot be captured (a host synchronisation, a generator torch cannot capture...) is
+        unsupported, with the reason, and never timed eagerly instead."""
+        torch, call = self.torch, self.call
+        if self.cell.device.type != "cuda":
+            raise Unsupported(f"{self.peer}: graph = 1 needs CUDA (the CPU times eager calls)")
+        call.reset()
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph):
+                out = call.run()
+        except Exception as e:  # noqa: BLE001 - any refusal of the capture is the answer
+            torch.cuda.synchronize()
+            raise Unsupported(f"{self.peer}: CUDA graph capture failed, so it is not timed "
+                              f"(graph = 1 times replays only): {type(e).__name__}: {e}") from e
+        self.graph = (graph, out)
+        return {}
 
     def hold(self):
         """Keep the GPU busy for about HOLD_US after the flush, so that the start event is
@@ -221,7 +247,7 @@ class Session:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
             base = torch.cuda.memory_allocated()
-        out = call.run()
+        out = self.replay() if self.graph else call.run()
         extra = 0
         if cuda:
             torch.cuda.synchronize()
@@ -234,10 +260,16 @@ class Session:
             columns = [call.sample(out).to(torch.int64).cpu()]
             for _ in range(draws - 1):
                 call.reset()
-                columns.append(call.sample(call.run()).to(torch.int64).cpu())
+                columns.append(call.sample(self.replay() if self.graph else call.run())
+                               .to(torch.int64).cpu())
             torch.stack(columns, dim=1).numpy().tofile(f["samples"])
         self.check_input_intact()
         return {"extra_bytes": int(extra)}
+
+    def replay(self):
+        """One replay of the captured call: its output tensors, rewritten in place."""
+        self.graph[0].replay()
+        return self.graph[1]
 
     def check_input_intact(self):
         """The cached logits are shared by every later cell of the file: a peer that wrote
@@ -251,7 +283,7 @@ class Session:
                                "the harness's file is reloaded for the next cell")
 
     def close(self):
-        self.cell = self.call = None
+        self.cell = self.call = self.graph = None
         if self.torch is not None and self.torch.cuda.is_available() and self.torch.cuda.is_initialized():
             self.torch.cuda.empty_cache()  # the next cell's peer starts from the same pool
 
@@ -284,7 +316,8 @@ def error_reply(e, session):
 
 def main():
     session = Session()
-    handlers = {"probe": session.probe, "open": session.open, "rep": session.rep,
+    handlers = {"probe": session.probe, "open": session.open, "graph": session.capture,
+                "rep": session.rep,
                 "fetch": session.fetch, "close": lambda f: session.close() or {}}
     for line in sys.stdin:
         command, fields = parse(line)

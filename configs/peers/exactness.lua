@@ -14,7 +14,7 @@ local peers = {
     "torch.sort", "torch.sample", "torch.topk", "vllm.pytorch", "vllm.triton",
     "flashinfer.sampling", { "flashinfer.sampling", order = "joint" },
     "flashinfer.sampling_probs", "flashinfer.top_k_mask", "flashinfer.renorm", "flashinfer.topk",
-    "flashinfer.cake", "sglang.via_flashinfer",
+    "flashinfer.cake", "sglang.via_flashinfer", "cub.topk",
 }
 local modules = { "naive_sort", "rtopk", "qrita", "cake", "rejection" }
 local algos = {}

@@ -113,7 +113,9 @@ static void list_peers(int probe)
         for (int j = 0; j < found.n; j++)
             if (strcmp(found.peer[j].name, a->name) == 0)
                 p = &found.peer[j];
-        if (probe && rc)
+        if (tkp_peer_of(a)->native)
+            printf("    native (no Python): %s\n", a->gpu ? "built here" : tkp_peer_of(a)->native);
+        else if (probe && rc)
             printf("    importable here: unknown (%s)\n", err.msg);
         else if (probe && !p)
             printf("    importable here: unknown (peers/catalog.py does not list it)\n");

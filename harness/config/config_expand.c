@@ -155,6 +155,26 @@ static void read_axis(lua_State *L, int idx, const char *what, const struct tkp_
                          integer ? a->max : fmin(a->max, FLT_MAX));
 }
 
+/* `timing = { graph = true }` is the sweep-wide spelling of the graph axis (graph = 1 in every
+ * cell; docs/DESIGN.md, "A run, step by step"): folded into that axis's values here, so that the
+ * cell, its key and its results column say it. Both spellings in one sweep are an error. */
+static void graph_from_timing(lua_State *L, int idx, const char *what, struct tkp_timing *timing,
+                              struct axis_values *values)
+{
+    if (!timing->graph)
+        return;
+    lua_getfield(L, idx, "graph");
+    const int both = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    if (both)
+        config_error(L, "%s: timing.graph and the graph axis are one setting: give one of them",
+                     what);
+    for (int i = 0; tkp_axes[i].name; i++)
+        if (strcmp(tkp_axes[i].name, "graph") == 0)
+            values[i] = (struct axis_values){ .n = 1, .num = { 1 } };
+    timing->graph = 0; /* the cell's graph axis holds it now */
+}
+
 /* Advance the odometer at[0..n) over sizes[0..n), the last digit fastest; 0 past the end. */
 static int odometer_next(int *at, const int *sizes, int n)
 {
@@ -206,6 +226,7 @@ void config_expand(lua_State *L, int idx, const char *sweep, const char *what,
     int verify = (int)v[0];
     struct tkp_timing timing;
     config_read_timing(L, idx, what, &timing);
+    graph_from_timing(L, idx, what, &timing, values);
     lua_getfield(L, idx, "where");
     int where = lua_gettop(L);
     if (!lua_isnil(L, where) && !lua_isfunction(L, where))

@@ -319,6 +319,7 @@ int config_parse_algo_list(lua_State *L, int idx, const char *what, struct algo_
 {
     idx = lua_absindex(L, idx);
     if (lua_type(L, idx) == LUA_TSTRING) {
+        memset(&out[0], 0, sizeof out[0]); /* no variant label: "", as in the list form */
         config_parse_algo(L, idx, what, &out[0]);
         return 1;
     }

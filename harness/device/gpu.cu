@@ -189,15 +189,35 @@ extern "C" int tkp_gpu_timer_use_graph(struct tkp_gpu_timer *t, tkp_gpu_launch f
 {
     cudaStream_t s = (cudaStream_t)tkp_gpu_stream();
     cudaGraph_t graph;
+    tkp_gpu_timer_drop_graph(t);
     TKP_CUDA_TRY(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), err);
     int rc = fn(ctx, err);
     cudaError_t end = cudaStreamEndCapture(s, &graph);
-    if (rc)
-        return rc;
-    TKP_CUDA_TRY(end, err);
-    TKP_CUDA_TRY(cudaGraphInstantiate(&t->graph, graph, 0), err);
+    if (rc || end != cudaSuccess) {
+        (void)cudaGetLastError(); /* a refused capture's error is not sticky: clear it */
+        if (end == cudaSuccess)
+            cudaGraphDestroy(graph);
+        if (!rc)
+            tkp_error_set(err, "CUDA error: %s", cudaGetErrorString(end));
+        return rc ? rc : TKP_EDEVICE;
+    }
+    cudaError_t made = cudaGraphInstantiate(&t->graph, graph, 0);
     cudaGraphDestroy(graph);
+    if (made != cudaSuccess) {
+        t->graph = NULL;
+        (void)cudaGetLastError();
+        tkp_error_set(err, "CUDA error: %s", cudaGetErrorString(made));
+        return TKP_EDEVICE;
+    }
     return TKP_OK;
+}
+
+extern "C" void tkp_gpu_timer_drop_graph(struct tkp_gpu_timer *t)
+{
+    if (t && t->graph)
+        cudaGraphExecDestroy(t->graph);
+    if (t)
+        t->graph = NULL;
 }
 
 extern "C" int tkp_gpu_time(struct tkp_gpu_timer *t, int flush, tkp_gpu_launch fn, void *ctx,

@@ -45,9 +45,13 @@ typedef int (*tkp_gpu_launch)(void *ctx, struct tkp_error *err);
 struct tkp_gpu_timer;
 int tkp_gpu_timer_open(struct tkp_gpu_timer **t, struct tkp_error *err);
 void tkp_gpu_timer_close(struct tkp_gpu_timer *t);
-/* Capture fn once into a CUDA graph; later tkp_gpu_time calls replay it. */
+/* Capture fn once into a CUDA graph; later tkp_gpu_time calls replay it until
+ * tkp_gpu_timer_drop_graph (a graph the timer held before is dropped first). A capture that
+ * fails leaves no graph, and no CUDA error behind it. */
 int tkp_gpu_timer_use_graph(struct tkp_gpu_timer *t, tkp_gpu_launch fn, void *ctx,
                             struct tkp_error *err);
+/* Drop the captured graph: later tkp_gpu_time calls run fn again (the next cell's). */
+void tkp_gpu_timer_drop_graph(struct tkp_gpu_timer *t);
 /* One sample: optionally flush L2, then events around fn (or the graph). us = elapsed
  * microseconds, clock_mhz = the SM clock read right after (0 when unknown). */
 int tkp_gpu_time(struct tkp_gpu_timer *t, int flush, tkp_gpu_launch fn, void *ctx, double *us,

@@ -27,6 +27,7 @@ int tkp_gpu_timer_use_graph(struct tkp_gpu_timer *t, tkp_gpu_launch fn, void *ct
     (void)t, (void)fn, (void)ctx;
     return no_cuda(err);
 }
+void tkp_gpu_timer_drop_graph(struct tkp_gpu_timer *t) { (void)t; }
 int tkp_gpu_time(struct tkp_gpu_timer *t, int flush, tkp_gpu_launch fn, void *ctx, double *us,
                  double *clock_mhz, struct tkp_error *err)
 {

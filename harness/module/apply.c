@@ -7,6 +7,7 @@
 #include "../algos/common/gate.h"
 #include "../algos/common/prob.h"
 #include "apply.h"
+#include "peers.h"
 #include "gpu.h"
 
 int tkp_validate_rows(const struct tkp_batch *b, struct tkp_error *err)
@@ -116,7 +117,7 @@ static int dtype_readable(const struct tkp_algo *a, const struct tkp_problem *pb
                           struct tkp_error *err)
 {
     const struct tkp_impl *impl = tkp_algo_impl(a, pb->backend);
-    if (pb->dtype == TKP_F32 || (a->flags & TKP_PEER) ||
+    if (pb->dtype == TKP_F32 || tkp_peer_bridged(a) ||
         (tkp_impl_dtypes(a, impl) & TKP_DTYPE_BIT(pb->dtype)))
         return TKP_OK;
     if (!tkp_dtype_name(pb->dtype)) {
@@ -207,12 +208,16 @@ int tkp_instance_plan(struct tkp_instance *in, const struct tkp_algo *a, const v
     int capable = tkp_capable(a, pb, err);
     if (capable)
         return capable;
-    if (a->flags & TKP_PEER) {
+    if (tkp_peer_bridged(a)) {
         tkp_error_set(err, "%s is a peer library: it runs inside `topkp run`, through the "
                       "Python bridge (docs/PEERS.md)", a->name);
         return TKP_EUNSUPPORTED;
     }
     in->impl = tkp_algo_impl(a, pb->backend);
+    if (!in->impl) { /* a native peer built without its code */
+        tkp_error_set(err, "%s", tkp_peer_of(a)->native);
+        return TKP_EUNSUPPORTED;
+    }
     in->opts = calloc(1, a->opts_size);
     in->state = calloc(1, in->impl->state_size ? in->impl->state_size : 1);
     if (!in->opts || !in->state) {

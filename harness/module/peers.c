@@ -2,7 +2,7 @@
  * `struct tkp_peer` each (peers.h): its module table, flagged TKP_PEER, with the ops, outputs
  * and options that `topkp list` prints and config checks use, then its package and backends.
  * Their code is Python (peers/catalog.py names the same peers); `topkp run` calls them through
- * the worker of peer_worker.c. */
+ * the worker of peer_worker.c; a native peer's (cub.topk) is compiled in and runs as a module's. */
 #include <stddef.h>
 
 #include "peers.h"
@@ -87,8 +87,29 @@ PEER(sglang_via_flashinfer, "sglang.via_flashinfer", "flashinfer-python",
      "SGLang calls no kernel there)",
      ALL_OPS, TKP_OUT_SAMPLE, TKP_GPU, input_options);
 
+/* cub.topk: native, its code in peers/cub/cub_topk.cu, built only with CUDA and CUB 3.3+'s
+ * headers (Makefile CCCL_133). */
+#ifdef TKP_HAVE_CCCL133
+extern const struct tkp_impl tkp_peer_cub_topk_gpu;
+#define CUB_TOPK_GPU (&tkp_peer_cub_topk_gpu)
+#else
+#define CUB_TOPK_GPU ((const struct tkp_impl *)0)
+#endif
+static const struct tkp_peer cub_topk = {
+    .algo = { .abi = TKP_ABI, .name = "cub.topk",
+              .summary = "CUB's AIR top-k (cub::DeviceBatchedTopK for V <= 8192, else "
+                         "cub::DeviceTopK a row), native C/CUDA; ties at the k-th logit as CUB "
+                         "leaves them",
+              .ops = TKP_TOPK, .outputs = TKP_OUT_SET, .flags = TKP_PEER,
+              .options = no_options, .opts_size = sizeof(struct peer_opts), .gpu = CUB_TOPK_GPU },
+    .package = "nvidia-cuda-cccl 13.3 (CUB headers, compiled in)",
+    .backends = TKP_GPU,
+    .native = "cub.topk is not in this build: it needs a CUDA build with CUB 3.3+'s headers "
+              "(`make cccl-headers`, or make CCCL_133=<folder>; docs/PEERS.md, \"cub.topk\")",
+};
+
 const struct tkp_peer *const tkp_peers[] = {
     &torch_sort,    &torch_sample, &torch_topk, &vllm_pytorch, &vllm_triton,
     &fi_sampling,   &fi_sampling_probs, &fi_min_p, &fi_top_k_mask, &fi_renorm, &fi_topk,
-    &fi_cake,       &sglang_via_flashinfer, NULL,
+    &fi_cake,       &sglang_via_flashinfer, &cub_topk, NULL,
 };

@@ -31,6 +31,12 @@ const struct tkp_peer *tkp_peer_of(const struct tkp_algo *a)
     return a && (a->flags & TKP_PEER) ? (const struct tkp_peer *)a : NULL;
 }
 
+int tkp_peer_bridged(const struct tkp_algo *a)
+{
+    const struct tkp_peer *peer = tkp_peer_of(a);
+    return peer && !peer->native;
+}
+
 unsigned tkp_algo_backends(const struct tkp_algo *a)
 {
     const struct tkp_peer *peer = tkp_peer_of(a);

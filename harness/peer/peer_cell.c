@@ -266,6 +266,16 @@ static int peer_take(void *ctx, int cold, double *us, double *clock_mhz, struct 
     return rc;
 }
 
+/* After the warm-up of a graph = 1 cell: the worker captures the peer's call as a CUDA graph
+ * (torch.cuda.CUDAGraph) and replays it from then on, or answers `unsupported` with the reason
+ * (docs/PEERS.md, "Graph mode"); never timed eagerly instead. */
+static int peer_capture(void *ctx, struct tkp_error *err)
+{
+    struct peer_reps *p = ctx;
+    struct tkp_peer_reply r;
+    return request(p->s, "graph", p->deadline_us, &r, err);
+}
+
 /* Read `bytes` bytes of a file the worker wrote. */
 static int read_output(const char *path, void *dst, size_t bytes, struct tkp_error *err)
 {
@@ -399,7 +409,8 @@ int tkp_peer_cell(struct tkp_peer_session *s, const struct tkp_cell *cell,
         return rc;
     struct peer_reps reps = { s, tkp_now_us() + cell->timing.timeout * 1e6 };
     rc = open_cell(s, cell, in, b->dtype, reps.deadline_us, err);
-    struct tkp_rep_source src = { peer_warm, NULL, peer_take, &reps };
+    struct tkp_rep_source src = { peer_warm, cell->graph ? peer_capture : NULL, peer_take,
+                                  &reps };
     struct tkp_timing timing = cell->timing;
     if (timing.warmup < 1)
         timing.warmup = 1; /* a peer's first call compiles (Triton) or allocates its caches */

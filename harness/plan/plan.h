@@ -17,7 +17,8 @@ struct tkp_timing {
     double max_seconds; /* the cell's wall-clock cap: warm-up, repetitions and checks (timing.h) */
     double target_rel;  /* stop once the relative IQR of the times is below this */
     int cold;           /* GPU: flush L2 before every repetition */
-    int graph;          /* GPU: capture the launch once as a CUDA graph and time replays */
+    int graph;          /* the config's timing.graph, folded into the cells' graph axis
+                           (config_expand.c); the runner reads tkp_cell.graph */
     double timeout;     /* peers: seconds a cell may take before its worker is killed */
 };
 

@@ -17,12 +17,14 @@
 #include "interrupt.h"
 #include "logits_file.h"
 #include "peer_cell.h"
+#include "peers.h"
 #include "progress.h"
 #include "provenance.h"
 #include "results.h"
 #include "run_record.h"
 #include "runner.h"
 #include "timing.h"
+#include "timing_graph.h"
 
 /* Generated or read logits, kept between cells: one entry per (dataset, seed, vocab), holding
  * as many rows as the largest batch any cell of the plan asks of it, so that the cells of a
@@ -203,23 +205,26 @@ static int launch_timed(void *ctx, int cold, double *us, double *clock_mhz, stru
     return rc;
 }
 
-/* After the warm-up: capture the launch as a CUDA graph, whose replays the timer then times. */
+/* After the warm-up, with graph = 1: capture the launch as a CUDA graph, whose replays the
+ * timer then times (timing_graph.h: a failed capture is `unsupported`). */
 static int capture_graph(void *ctx, struct tkp_error *err)
 {
     struct launch *l = ctx;
-    return tkp_gpu_timer_use_graph(l->gpu, launch_once, l, err);
+    return tkp_graph_capture(l->gpu, launch_once, l, l->in->algo->name, err);
 }
 
 /* Time repetitions of one opened instance under the shared timer policy (timing.h). */
-static int time_cell(struct tkp_instance *in, const struct tkp_io *io,
-                     const struct tkp_timing *timing, struct tkp_gpu_timer *gpu,
-                     double max_clock_mhz, double **samples, int64_t *n, int64_t *throttled,
-                     struct tkp_error *err)
+static int time_cell(struct tkp_instance *in, const struct tkp_io *io, const struct tkp_cell *cell,
+                     struct tkp_gpu_timer *gpu, double max_clock_mhz, double **samples,
+                     int64_t *n, int64_t *throttled, struct tkp_error *err)
 {
     struct launch l = { in, io, gpu };
-    struct tkp_rep_source src = { launch_once, gpu && timing->graph ? capture_graph : NULL,
+    struct tkp_rep_source src = { launch_once, gpu && cell->graph ? capture_graph : NULL,
                                   launch_timed, &l };
-    return tkp_time_repetitions(timing, &src, max_clock_mhz, samples, n, throttled, err);
+    int rc = tkp_time_repetitions(&cell->timing, &src, max_clock_mhz, samples, n, throttled, err);
+    if (gpu)
+        tkp_graph_release(gpu);
+    return rc;
 }
 
 /* What the whole run shares between cells. */
@@ -247,8 +252,8 @@ static int run_module(const struct tkp_cell *cell, struct run_env *env, const st
     struct tkp_staged st;
     rc = tkp_stage(&st, b, backend, kept, drawn, draws, cell->seed, 0, err);
     if (!rc)
-        rc = time_cell(&in, &st.io, &cell->timing, env->gpu, env->max_clock_mhz, samples,
-                       n_samples, &row->throttled, err);
+        rc = time_cell(&in, &st.io, cell, env->gpu, env->max_clock_mhz, samples, n_samples,
+                       &row->throttled, err);
     if (!rc)
         rc = tkp_staged_fetch(&st, err);
     row->workspace_bytes = (int64_t)in.workspace_bytes;
@@ -259,7 +264,8 @@ static int run_module(const struct tkp_cell *cell, struct run_env *env, const st
         struct tkp_stats stats;
         tkp_instance_stats(&in, &stats);
         tkp_row_stats(row, a, &stats);
-        int exact = !(a->approximate && a->approximate(cell->opts));
+        /* a native peer's rows are reported, as a bridged peer's (docs/PEERS.md) */
+        int exact = !(a->flags & TKP_PEER) && !(a->approximate && a->approximate(cell->opts));
         rc = tkp_row_judge(row, b, kept, drawn, draws, cell->verify_rows, exact, memo, err);
     }
     tkp_instance_close(&in);
@@ -336,7 +342,9 @@ static void run_cell(const struct tkp_plan *plan, const struct tkp_cell *cell, s
         rc = tkp_validate_rows(&b, &err);
     if (!rc && !e->memo[b.dtype]) /* none (out of memory): every row judged afresh */
         e->memo[b.dtype] = tkp_judge_memo_new(e->rows, MEMO_BYTES);
-    if (!rc && (a->flags & TKP_PEER))
+    if (!rc)
+        rc = tkp_graph_refusal(cell->graph, env->backend, a->name, &err);
+    if (!rc && tkp_peer_bridged(a))
         rc = run_peer(cell, env, e, &b, kept, drawn, draws, row, samples, n_samples, &err);
     else if (!rc)
         rc = run_module(cell, env, &b, kept, drawn, draws, row, samples, n_samples,
