@@ -4,8 +4,7 @@
 -- two keying modes"). Every variant of a sampler runs in one sweep, so one results file holds
 -- the same-run comparison: min_p and row_keys are columns, and `topkp compare` or the export
 -- pair the cells that differ only in them. On the GPU the full vocabulary (Llama 3's 128256);
--- on the CPU a CPU-sized grid. Until the kernels read the per-row arrays the GPU cells with
--- row_keys = 1 or min_p > 0 are recorded `unsupported` (harness/module/apply.c, tkp_capable).
+-- on the CPU a CPU-sized grid. scripts/minp-cost.py puts the old build's run beside this one.
 local SMALL = backend == "cpu" -- the CPU-sized grid on the CPU backend, the full one on the GPU
 local timing = SMALL and { min_reps = 5, max_reps = 20, max_seconds = 0.3 }
     or { warmup = 3, min_reps = 20, max_reps = 200, max_seconds = 1.0, target_rel = 0.01 }
