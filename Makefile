@@ -139,7 +139,8 @@ $(BUILD)/topkp-tests: $(TEST_OBJS) $(BUILD)/libtopkp.a
 # The Python package's shared object (include/topkp_ops.h, docs/PYTHON.md): the modules, the
 # registry, apply's planning, the device layer and the C entry point capi/, position
 # independent, in $(BUILD)/pic; no HDF5 and no Lua. With nvcc (and without CPU_ONLY) the
-# kernels too, for CUDA_ARCH only (a GPU of another kind is refused by name).
+# kernels too, for CUDA_ARCH only (a GPU of another kind is refused by name). The peers are
+# not in it: cub.topk's unit stays out (-UTKP_HAVE_CCCL133), as every peer's.
 OPS_C_SRCS := capi/topkp_ops.c harness/module/apply.c harness/module/registry.c \
               harness/module/peers.c \
               $(filter-out $(GPU_IMPL_SRCS),$(wildcard algos/common/*.c algos/*/*.c)) \
@@ -148,7 +149,7 @@ OPS_OBJS   := $(OPS_C_SRCS:%.c=$(BUILD)/pic/%.o) $(if $(CU_OBJS),$(CU_SRCS:%.cu=
 OPS_CC     := $(shell echo $(CUDA_ARCH) | tr -dc 0-9)
 $(BUILD)/pic/%.o: %.c $(BUILD)/flags.txt
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden $(if $(OPS_CC),-DTOPKP_OPS_CC=$(OPS_CC)) -c $< -o $@
+	$(CC) $(CFLAGS) -UTKP_HAVE_CCCL133 -fPIC -fvisibility=hidden $(if $(OPS_CC),-DTOPKP_OPS_CC=$(OPS_CC)) -c $< -o $@
 $(BUILD)/pic/%.o: %.cu $(BUILD)/flags.txt
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -Xcompiler -fPIC,-fvisibility=hidden -Iharness -MMD -MP -MF $(@:.o=.d) -c $< -o $@

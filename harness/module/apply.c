@@ -17,11 +17,20 @@ int tkp_validate_rows(const struct tkp_batch *b, struct tkp_error *err)
                       (long long)TKP_MAX_VOCAB);
         return TKP_EINVAL;
     }
-    for (int64_t r = 0; r < b->batch; r++)
+    for (int64_t r = 0; r < b->batch; r++) {
         if (isnan(b->p[r]) || (b->min_p && isnan(b->min_p[r]))) {
             tkp_error_set(err, "row %lld: %s is NaN", (long long)r, isnan(b->p[r]) ? "p" : "min_p");
             return TKP_EINVAL;
         }
+        /* an infinity is refused as at every other door (docs/ROBUSTNESS.md) */
+        char what[48];
+        snprintf(what, sizeof what, "row %lld: p", (long long)r);
+        if (tkp_gate_number(&tkp_dom_p, what, b->p[r], err))
+            return TKP_EINVAL;
+        snprintf(what, sizeof what, "row %lld: min_p", (long long)r);
+        if (b->min_p && tkp_gate_number(&tkp_dom_min_p, what, b->min_p[r], err))
+            return TKP_EINVAL;
+    }
     return TKP_OK;
 }
 

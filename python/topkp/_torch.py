@@ -4,6 +4,7 @@ CPU backend on their own memory, CUDA tensors the kernels on the current stream 
 plan and workspace (docs/PYTHON.md, "PyTorch")."""
 from typing import Optional
 
+import math
 import numpy as np
 import torch
 
@@ -189,8 +190,9 @@ def as_rows(name, value, logits):
                             f"{type(value).__name__}")
     if name == "k" and not float(value).is_integer():
         raise TopkpError(2, f"k: expected an integer, got {value!r}")
-    if OFF_SCALAR.get(name, lambda v, n: False)(value, logits.shape[1]):
-        return None  # the filter is off on every row: the plan need not have it
+    if math.isfinite(value) and OFF_SCALAR.get(name, lambda v, n: False)(value, logits.shape[1]):
+        return None  # the filter is off on every row: the plan need not have it (an infinity
+        # goes on to the C side, which refuses it by name)
     dtype = torch.int32 if name == "k" else (torch.int64 if name in ("seeds", "offsets")
                                              else torch.float32)
     return torch.full((logits.shape[0],), value, dtype=dtype, device=logits.device)

@@ -76,6 +76,8 @@ ERRORS = [
     (lambda: topkp.top_k_top_p_mask(T, p=float("nan")), "row 0: p is NaN"),
     (lambda: topkp.top_k_top_p_mask(X, p=[0.5, float("nan")]), "row 1: p is NaN"),
     (lambda: topkp.top_k_top_p_mask(T, min_p=float("nan")), "row 0: min_p is NaN"),
+    (lambda: topkp.top_k_top_p_mask(T, p=float("inf")), "row 0: p = inf is not finite"),
+    (lambda: topkp.top_k_top_p_mask(X, min_p=[0.1, float("-inf")]), "row 1: min_p = -inf is not finite"),
     (lambda: topkp.top_k_top_p_mask(T, k=1, algo="nope"), "unknown algorithm 'nope'"),
     (lambda: topkp.top_k_top_p_mask(T, k=1, bogus=1), "has no option 'bogus'"),
     (lambda: topkp.top_k_top_p_mask(T, k=1, search="fast"), "fast"),
