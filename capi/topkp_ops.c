@@ -10,6 +10,7 @@
 
 #include "../harness/module/apply.h"
 #include "../algos/common/prob.h"
+#include "../algos/common/gate.h"
 #include "../include/topkp_ops.h"
 #include "gpu.h"
 
@@ -75,9 +76,14 @@ static int check_spec(const struct topkp_ops_spec *s, struct tkp_error *err)
     if (s->draws < 0 || (!s->want_kept && !s->draws))
         return tkp_error_set(err, "ask for a kept mask or for draws >= 1 (draws %d)",
                              (int)s->draws), TKP_EINVAL;
-    if (!s->algo || !tkp_algo_find(s->algo))
-        return tkp_error_set(err, "unknown algorithm '%s' (see `topkp list`)",
-                             s->algo ? s->algo : "(null)"), TKP_EINVAL;
+    if (!s->algo)
+        return tkp_error_set(err, "no algorithm named (see `topkp list`)"), TKP_EINVAL;
+    /* the name passes the one gate for names before it is looked up or echoed (escaped) */
+    if (tkp_gate_name("algorithm name", s->algo, strlen(s->algo), NULL, err))
+        return TKP_EINVAL;
+    if (!tkp_algo_find(s->algo))
+        return tkp_error_set(err, "unknown algorithm '%s' (see `topkp list`)", s->algo),
+               TKP_EINVAL;
     if ((!s->k) != (!s->p))
         return tkp_error_set(err, "spec: give both host rows k and p, or neither"), TKP_EINVAL;
     return TKP_OK;

@@ -79,6 +79,8 @@ ERRORS = [
     (lambda: topkp.top_k_top_p_mask(T, p=float("inf")), "row 0: p = inf is not finite"),
     (lambda: topkp.top_k_top_p_mask(X, min_p=[0.1, float("-inf")]), "row 1: min_p = -inf is not finite"),
     (lambda: topkp.top_k_top_p_mask(T, k=1, algo="nope"), "unknown algorithm 'nope'"),
+    (lambda: topkp.top_k_top_p_mask(T, k=1, algo="qr\nita"), "byte 3 is \\x0A"),
+    (lambda: topkp.top_k_top_p_mask(T, k=1, algo="q" * 64), "a name is 1-63 bytes"),
     (lambda: topkp.top_k_top_p_mask(T, k=1, bogus=1), "has no option 'bogus'"),
     (lambda: topkp.top_k_top_p_mask(T, k=1, search="fast"), "fast"),
     (lambda: topkp.top_k_top_p_mask(T, k=1, search="a,b"), "holds no ','"),
