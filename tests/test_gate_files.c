@@ -188,7 +188,7 @@ TEST(gate_outputs_escape_hostile_names_of_older_files)
 {
     static const char *const names[] = { "new\nline", "tab\there", "quote\"and,comma",
                                          "back\\slash \\input{x} \\write18{id}",
-                                         "ctl\x01\x1b\x7f", "bad\xff\xc3utf8", "bom\xef\xbb\xbfsep\xe2\x80\xa8" };
+                                         "ctl\x01\x1b\x7f", "apo'strophe", "bad\xff\xc3utf8", "bom\xef\xbb\xbfsep\xe2\x80\xa8" };
     const int count = sizeof names / sizeof names[0];
     char path[1024], out[1 << 16];
     REQUIRE(hostile_results(path, sizeof path, names, count) == 0, "cannot write the results");
@@ -211,6 +211,17 @@ TEST(gate_outputs_escape_hostile_names_of_older_files)
     CHECK(run_cmd(out, sizeof out, "%s export %s --format json | python3 -c 'import json, sys; "
                   "r = json.load(sys.stdin); assert len(r) == %d and \"new\\nline\" in {x[\"sweep\"] for x in r}, r'",
                   topkp_bin(), path, count + 1) == 0, "export (JSON) does not parse: %s", out);
+    /* the figures: every hostile sweep name and the ablation's label reach gnuplot's titles and
+     * keys as text; the script must draw them all with no gnuplot error (a string that broke
+     * out of its quotes is one: "line N: ..."; one vocabulary gives only 'empty x range'
+     * warnings, which are not about the names) */
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s/hostile-figs", scratch_dir());
+    const int drawn = run_cmd(out, sizeof out, "TOPKP=%s bash scripts/figures.sh %s %s 2>&1 "
+                              "&& ls %s", topkp_bin(), path, dir, dir);
+    CHECK(drawn == 0 && strstr(out, ".png") && !strcasestr(out, "error") &&
+              !strstr(out, ", line ") && !strcasestr(out, "invalid"),
+          "figures of hostile names: rc %d: %s", drawn, out);
 }
 
 /* What is left of a LaTeX escaper's line once its escapes are taken out: a special character
