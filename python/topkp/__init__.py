@@ -61,8 +61,9 @@ def top_k_top_p_mask(logits, k=None, p=None, min_p=None, algo="qrita", output="m
     if _is_torch(logits):
         _torch.check_logits(logits)
         rows = [_torch.as_rows(n, v, logits) for n, v in (("k", k), ("p", p), ("min_p", min_p))]
-        kept = _torch_mod.ops.topkp.mask(logits, *rows, algo, opts,
-                                         _torch.k_bound(k, logits.shape[1])).bool()
+        call = _torch.mask_eager if _torch.eager_ok(logits, *rows) else _torch_mod.ops.topkp.mask
+        kept = call(logits, *rows, algo, opts, _torch.k_bound(k, logits.shape[1]))
+        kept = kept.view(_torch_mod.bool)  # 0/1 bytes: a view, no conversion kernel
         if output == "mask":
             return kept
         return logits.masked_fill(~kept, float("-inf"))
@@ -96,9 +97,10 @@ def sample(logits, k=None, p=None, min_p=None, seeds=None, offsets=None, algo=No
         _torch.check_logits(logits)
         rows = [_torch.as_rows(n, v, logits) for n, v in
                 (("k", k), ("p", p), ("min_p", min_p), ("seeds", seeds), ("offsets", offsets))]
-        return _torch_mod.ops.topkp.sample(logits, *rows, algo or "", opts, draws,
-                                           _signed(seed), _signed(offset), use_gen,
-                                           _torch.k_bound(k, logits.shape[1]))
+        call = (_torch.sample_eager if _torch.eager_ok(logits, *rows)
+                else _torch_mod.ops.topkp.sample)
+        return call(logits, *rows, algo or "", opts, draws, _signed(seed), _signed(offset),
+                    use_gen, _torch.k_bound(k, logits.shape[1]))
     arr, code = _np_logits(logits, dtype)
     b, v = arr.shape
     if use_gen:

@@ -138,11 +138,24 @@ def generator_key(logits, increment, generator=None):
     return seed & (2**64 - 1), offset & (2**64 - 1)
 
 
+def mask_eager(logits, k, p, min_p, algo, options, k_bound):
+    """topkp::mask's body, called directly in eager mode (eager_ok) and by the op."""
+    rows = {"k": k, "p": p, "min_p": min_p, "seeds": None, "offsets": None}
+    return _run(logits, rows, algo, options, True, 0, 0, 0, k_bound)
+
+
+def eager_ok(*tensors):
+    """True where a call may skip the dispatcher (docs/PYTHON.md, "Overhead"): not under
+    torch.compile's tracing and only plain tensors (no fake, functional or other subclass); the
+    op itself stays what torch.compile and torch.library see."""
+    return not torch.compiler.is_compiling() and all(
+        type(t) is torch.Tensor for t in tensors if t is not None)
+
+
 @torch.library.custom_op("topkp::mask", mutates_args=())
 def mask_op(logits: torch.Tensor, k: Optional[torch.Tensor], p: Optional[torch.Tensor],
             min_p: Optional[torch.Tensor], algo: str, options: str, k_bound: int) -> torch.Tensor:
-    rows = {"k": k, "p": p, "min_p": min_p, "seeds": None, "offsets": None}
-    return _run(logits, rows, algo, options, True, 0, 0, 0, k_bound)
+    return mask_eager(logits, k, p, min_p, algo, options, k_bound)
 
 
 @mask_op.register_fake
@@ -150,16 +163,23 @@ def _mask_fake(logits, k, p, min_p, algo, options, k_bound):
     return logits.new_empty(logits.shape, dtype=torch.uint8)
 
 
-@torch.library.custom_op("topkp::sample", mutates_args=())
-def sample_op(logits: torch.Tensor, k: Optional[torch.Tensor], p: Optional[torch.Tensor],
-              min_p: Optional[torch.Tensor], seeds: Optional[torch.Tensor],
-              offsets: Optional[torch.Tensor], algo: str, options: str, draws: int,
-              seed: int, offset: int, use_generator: bool, k_bound: int) -> torch.Tensor:
+def sample_eager(logits, k, p, min_p, seeds, offsets, algo, options, draws, seed, offset,
+                 use_generator, k_bound):
+    """topkp::sample's body, called directly in eager mode (eager_ok) and by the op."""
     if use_generator:
         seed, offset = generator_key(logits, logits.shape[0] * draws)
     rows = {"k": k, "p": p, "min_p": min_p, "seeds": seeds, "offsets": offsets}
     return _run(logits, rows, algo, options, False, draws, seed & (2**64 - 1),
                 offset & (2**64 - 1), k_bound)
+
+
+@torch.library.custom_op("topkp::sample", mutates_args=())
+def sample_op(logits: torch.Tensor, k: Optional[torch.Tensor], p: Optional[torch.Tensor],
+              min_p: Optional[torch.Tensor], seeds: Optional[torch.Tensor],
+              offsets: Optional[torch.Tensor], algo: str, options: str, draws: int,
+              seed: int, offset: int, use_generator: bool, k_bound: int) -> torch.Tensor:
+    return sample_eager(logits, k, p, min_p, seeds, offsets, algo, options, draws, seed, offset,
+                        use_generator, k_bound)
 
 
 @sample_op.register_fake
@@ -195,4 +215,24 @@ def as_rows(name, value, logits):
         # goes on to the C side, which refuses it by name)
     dtype = torch.int32 if name == "k" else (torch.int64 if name in ("seeds", "offsets")
                                              else torch.float32)
-    return torch.full((logits.shape[0],), value, dtype=dtype, device=logits.device)
+    if torch.compiler.is_compiling():
+        return torch.full((logits.shape[0],), value, dtype=dtype, device=logits.device)
+    return _scalar_rows(value, logits.shape[0], dtype, logits.device)
+
+
+_SCALAR_ROWS = {}  # (value, batch, dtype, device) -> a read-only [batch] tensor
+
+
+def _scalar_rows(value, batch, dtype, device):
+    """A scalar's [batch] tensor, made once and reused: an eager call launches no fill kernel
+    and allocates nothing for it (docs/PYTHON.md, "Overhead"); the ops never write their rows."""
+    key = (value, batch, dtype, device)
+    rows = _SCALAR_ROWS.get(key)
+    if rows is None and device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        # made inside a capture, its fill runs only at replay: never reuse it outside the graph
+        return torch.full((batch,), value, dtype=dtype, device=device)
+    if rows is None:
+        if len(_SCALAR_ROWS) >= 256:
+            _SCALAR_ROWS.clear()
+        rows = _SCALAR_ROWS[key] = torch.full((batch,), value, dtype=dtype, device=device)
+    return rows
