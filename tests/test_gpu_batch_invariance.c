@@ -17,17 +17,6 @@
 #include "cases.h"
 #include "test.h"
 
-struct graph_ctx {
-    struct tkp_instance *in;
-    const struct tkp_io *io;
-};
-
-static int graph_launch(void *ctx, struct tkp_error *err)
-{
-    struct graph_ctx *g = ctx;
-    return tkp_instance_run(g->in, g->io, err);
-}
-
 /* min_p of row r at replay rep: off on some rows, small, large and 1 on others, a new mix at
  * every replay (the first row always on, so the problem has min-p when the graph is made). */
 static float replay_min_p(size_t r, int rep)
@@ -39,8 +28,8 @@ static float replay_min_p(size_t r, int rep)
 /* Replay `rep` of the graph: new seeds and offsets (and min_p values, when the case has them)
  * written where the captured run reads them, then the draws against the CPU's with the same
  * keys. */
-static int replay_once(struct tkp_gpu_timer *timer, struct graph_ctx *ctx, struct tkp_staged *st,
-                       struct test_case *c, const char *algo, int32_t draws, int rep,
+static int replay_once(struct tkp_gpu_timer *timer, struct tkp_instance_call *ctx,
+                       struct tkp_staged *st, struct test_case *c, const char *algo, int32_t draws, int rep,
                        int64_t *sg, struct tkp_error *err)
 {
     const size_t rows = (size_t)c->b.batch, n = rows * (size_t)draws;
@@ -58,7 +47,7 @@ static int replay_once(struct tkp_gpu_timer *timer, struct graph_ctx *ctx, struc
         rc = tkp_gpu_upload((void *)st->io.min_p, c->b.min_p, sizeof(float) * rows, err);
     double us, mhz;
     if (rc == TKP_OK)
-        rc = tkp_gpu_time(timer, 0, graph_launch, ctx, &us, &mhz, err);
+        rc = tkp_gpu_time(timer, 0, tkp_instance_call_launch, ctx, &us, &mhz, err);
     if (rc == TKP_OK)
         rc = tkp_staged_fetch(st, err);
     if (rc == TKP_OK)
@@ -98,9 +87,9 @@ static void graph_replay_gpu(const void *arg)
         staged = 1;
     if (rc == TKP_OK)
         rc = tkp_gpu_timer_open(&timer, &err);
-    struct graph_ctx ctx = { &in, &st.io };
+    struct tkp_instance_call ctx = { &in, &st.io };
     if (rc == TKP_OK)
-        rc = tkp_gpu_timer_use_graph(timer, graph_launch, &ctx, &err);
+        rc = tkp_gpu_timer_use_graph(timer, tkp_instance_call_launch, &ctx, &err);
     for (int rep = 0; rc == TKP_OK && rep < 3; rep++)
         rc = replay_once(timer, &ctx, &st, &c, algo, draws, rep, sg, &err);
     CHECK(rc == TKP_OK, "%s graph replay with per-row keys: %s", algo, err.msg);

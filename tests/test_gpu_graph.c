@@ -17,20 +17,10 @@
 #include "test.h"
 #include "timing_graph.h"
 
-struct graph_ctx {
-    struct tkp_instance *in;
-    const struct tkp_io *io;
-};
-
-static int launch(void *ctx, struct tkp_error *err)
-{
-    struct graph_ctx *g = ctx;
-    return tkp_instance_run(g->in, g->io, err);
-}
-
 /* The outputs of one call on the host: eager (timer NULL) or a replay of its graph. */
-static int call_once(struct tkp_gpu_timer *timer, struct graph_ctx *ctx, struct tkp_staged *st,
-                     size_t kept_bytes, size_t sample_bytes, struct tkp_error *err)
+static int call_once(struct tkp_gpu_timer *timer, struct tkp_instance_call *ctx,
+                     struct tkp_staged *st, size_t kept_bytes, size_t sample_bytes,
+                     struct tkp_error *err)
 {
     int rc = TKP_OK;
     if (kept_bytes)
@@ -39,7 +29,8 @@ static int call_once(struct tkp_gpu_timer *timer, struct graph_ctx *ctx, struct 
         rc = tkp_gpu_fill(st->io.samples, 0xAB, sample_bytes, err);
     double us, mhz;
     if (!rc)
-        rc = timer ? tkp_gpu_time(timer, 1, launch, ctx, &us, &mhz, err) : launch(ctx, err);
+        rc = timer ? tkp_gpu_time(timer, 1, tkp_instance_call_launch, ctx, &us, &mhz, err)
+                   : tkp_instance_call_launch(ctx, err);
     if (!rc)
         rc = tkp_gpu_sync(err);
     return rc ? rc : tkp_staged_fetch(st, err);
@@ -71,7 +62,7 @@ static void replay_equals_eager(const void *arg)
     }
     if (!rc && !(rc = tkp_stage(&st, &c.b, TKP_GPU, kept, drawn, draws, 7, 0, &err)))
         staged = 1;
-    struct graph_ctx ctx = { &in, &st.io };
+    struct tkp_instance_call ctx = { &in, &st.io };
     if (!rc)
         rc = call_once(NULL, &ctx, &st, kb, sb, &err);
     if (kb && !rc)
@@ -81,7 +72,7 @@ static void replay_equals_eager(const void *arg)
     if (!rc)
         rc = tkp_gpu_timer_open(&timer, &err);
     if (!rc)
-        rc = tkp_graph_capture(timer, launch, &ctx, a->name, &err);
+        rc = tkp_graph_capture(timer, tkp_instance_call_launch, &ctx, a->name, &err);
     for (int rep = 0; !rc && rep < 3; rep++) {
         rc = call_once(timer, &ctx, &st, kb, sb, &err);
         CHECK(rc || !kb || memcmp(kept, kept_eager, kb) == 0,

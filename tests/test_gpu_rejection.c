@@ -364,17 +364,6 @@ TEST(gpu_rejection_same_seed_same_draws)
     free_case(&c);
 }
 
-struct graph_ctx {
-    struct tkp_instance *in;
-    const struct tkp_io *io;
-};
-
-static int graph_launch(void *ctx, struct tkp_error *err)
-{
-    struct graph_ctx *g = ctx;
-    return tkp_instance_run(g->in, g->io, err);
-}
-
 /* Capture one run into a CUDA graph, replay it twice over poisoned outputs: the same draws as
  * the CPU each time. */
 TEST(gpu_rejection_graph_replay_matches_cpu)
@@ -403,15 +392,15 @@ TEST(gpu_rejection_graph_replay_matches_cpu)
         staged = 1;
     if (rc == TKP_OK)
         rc = tkp_gpu_timer_open(&timer, &err);
-    struct graph_ctx ctx = { &in, &st.io };
+    struct tkp_instance_call ctx = { &in, &st.io };
     if (rc == TKP_OK)
-        rc = tkp_gpu_timer_use_graph(timer, graph_launch, &ctx, &err);
+        rc = tkp_gpu_timer_use_graph(timer, tkp_instance_call_launch, &ctx, &err);
     for (int rep = 0; rc == TKP_OK && rep < 2; rep++) {
         double us, mhz;
         memset(sg, 0, sizeof(int64_t) * n);
         rc = tkp_gpu_fill(st.io.samples, 0xAB, sizeof(int64_t) * n, &err);
         if (rc == TKP_OK)
-            rc = tkp_gpu_time(timer, 0, graph_launch, &ctx, &us, &mhz, &err);
+            rc = tkp_gpu_time(timer, 0, tkp_instance_call_launch, &ctx, &us, &mhz, &err);
         if (rc == TKP_OK)
             rc = tkp_staged_fetch(&st, &err);
         if (rc == TKP_OK)

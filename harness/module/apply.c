@@ -267,6 +267,12 @@ int tkp_instance_run(struct tkp_instance *in, const struct tkp_io *io, struct tk
                          in->pb.backend == TKP_GPU ? tkp_gpu_stream() : NULL, err);
 }
 
+int tkp_instance_call_launch(void *ctx, struct tkp_error *err)
+{
+    const struct tkp_instance_call *call = ctx;
+    return tkp_instance_run(call->in, call->io, err);
+}
+
 void tkp_instance_stats(const struct tkp_instance *in, struct tkp_stats *out)
 {
     memset(out, 0, sizeof *out);

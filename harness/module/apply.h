@@ -59,6 +59,13 @@ int tkp_instance_plan(struct tkp_instance *in, const struct tkp_algo *a, const v
 int tkp_instance_open(struct tkp_instance *in, const struct tkp_algo *a, const void *opts,
                       const struct tkp_problem *pb, struct tkp_error *err);
 int tkp_instance_run(struct tkp_instance *in, const struct tkp_io *io, struct tkp_error *err);
+/* One run of an instance in the shape the GPU timer and the graph capture call back
+ * (int (*)(void *ctx, struct tkp_error *)): ctx is a struct tkp_instance_call. */
+struct tkp_instance_call {
+    struct tkp_instance *in;
+    const struct tkp_io *io;
+};
+int tkp_instance_call_launch(void *ctx, struct tkp_error *err);
 /* The statistics of the instance's last run (algos/tkp.h, struct tkp_impl); zero when its
  * implementation has none or its module is older than TKP_ABI_STATISTICS (stats() is not
  * called). */
