@@ -29,8 +29,8 @@ static float replay_min_p(size_t r, int rep)
  * written where the captured run reads them, then the draws against the CPU's with the same
  * keys. */
 static int replay_once(struct tkp_gpu_timer *timer, struct tkp_instance_call *ctx,
-                       struct tkp_staged *st, struct test_case *c, const char *algo, int32_t draws, int rep,
-                       int64_t *sg, struct tkp_error *err)
+                       struct tkp_staged *st, struct test_case *c, const char *algo,
+                       int32_t draws, int rep, int64_t *sg, struct tkp_error *err)
 {
     const size_t rows = (size_t)c->b.batch, n = rows * (size_t)draws;
     for (size_t r = 0; r < rows; r++) {
