@@ -1,5 +1,6 @@
 /* progress.c — see progress.h. */
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,19 @@ static void assign_groups(struct tkp_progress *p, struct keyed *k, size_t n)
     p->unknown_left = (int64_t)n;
 }
 
+
+/* The descriptor a parent set for its worker's progress lines (TKP_PROGRESS_FD_ENV): a whole
+ * decimal number of an open descriptor above stderr, else none (-1): a damaged value never
+ * sends the lines to stdin, stdout or stderr. */
+static int report_fd_of(const char *text)
+{
+    char *end = NULL;
+    long fd = text && *text ? strtol(text, &end, 10) : -1;
+    if (!end || *end || fd <= 2 || fd > INT_MAX || fcntl((int)fd, F_GETFD) < 0)
+        return -1;
+    return (int)fd;
+}
+
 int tkp_progress_init(struct tkp_progress *p, const struct tkp_plan *plan, struct tkp_error *err)
 {
     memset(p, 0, sizeof *p);
@@ -65,8 +79,7 @@ int tkp_progress_init(struct tkp_progress *p, const struct tkp_plan *plan, struc
     assign_groups(p, k, plan->n);
     free(k);
     p->started_us = tkp_now_us();
-    const char *fd = getenv(TKP_PROGRESS_FD_ENV);
-    p->report_fd = fd && *fd ? atoi(fd) : -1;
+    p->report_fd = report_fd_of(getenv(TKP_PROGRESS_FD_ENV));
     if (p->report_fd >= 0) /* for this process only: a peer worker it starts gets none */
         fcntl(p->report_fd, F_SETFD, FD_CLOEXEC);
     return TKP_OK;
