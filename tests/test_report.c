@@ -472,3 +472,41 @@ TEST(report_verdicts_follow_the_stated_rules)
         line += *line == '\n';
     }
 }
+
+/* 1 when `name` is a whole line of the runner's --list output. */
+static int listed_test(const char *list, const char *name)
+{
+    const size_t n = strlen(name);
+    for (const char *at = strstr(list, name); at; at = strstr(at + 1, name))
+        if ((at == list || at[-1] == '\n') && (at[n] == '\n' || at[n] == 0))
+            return 1;
+    return 0;
+}
+
+/* A claim judged by tests (paper/claims.tsv, a `tests NAME...` column) names tests that this
+ * runner has: a renamed test would leave the claim "no data" in every campaign. */
+TEST(report_claims_name_tests_that_exist)
+{
+    char self[512] = "", list[1 << 16], line[8192];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    REQUIRE(len > 0, "cannot read /proc/self/exe");
+    self[len] = 0;
+    REQUIRE(run_cmd(list, sizeof list, "%s --list", self) == 0, "--list failed: %s", list);
+    FILE *f = fopen("paper/claims.tsv", "r");
+    REQUIRE(f, "cannot open paper/claims.tsv");
+    int named = 0;
+    while (fgets(line, sizeof line, f)) {
+        for (char *field = strtok(line, "\t\n"); field; field = strtok(NULL, "\t\n")) {
+            if (strncmp(field, "tests ", 6) != 0)
+                continue;
+            for (char *name = strtok(field + 6, " "); name; name = strtok(NULL, " ")) {
+                CHECK(listed_test(list, name), "paper/claims.tsv names test %s, which the runner "
+                      "does not have (renamed?)", name);
+                named++;
+            }
+            break; /* strtok's state moved to the names; one `tests` column a claim */
+        }
+    }
+    fclose(f);
+    CHECK(named > 0, "no claim names a test: the column's form changed?");
+}
