@@ -500,9 +500,13 @@ TEST(report_claims_name_tests_that_exist)
             if (strncmp(field, "tests ", 6) != 0)
                 continue;
             for (char *name = strtok(field + 6, " "); name; name = strtok(NULL, " ")) {
+                named++;
+#ifndef TKP_HAVE_CUDA
+                if (strncmp(name, "gpu_", 4) == 0)
+                    continue; /* a CPU-only build registers only some of the GPU tests */
+#endif
                 CHECK(listed_test(list, name), "paper/claims.tsv names test %s, which the runner "
                       "does not have (renamed?)", name);
-                named++;
             }
             break; /* strtok's state moved to the names; one `tests` column a claim */
         }
