@@ -179,18 +179,12 @@ static void cache_free(struct batch_cache *c)
         cache_entry_free(&c->entry[i]);
 }
 
-/* What one timed launch needs. */
+/* What one timed launch needs. `call` comes first: the timer's plain launch callback,
+ * tkp_instance_call_launch (apply.h), receives the whole struct as its struct tkp_instance_call. */
 struct launch {
-    struct tkp_instance *in;
-    const struct tkp_io *io;
+    struct tkp_instance_call call;
     struct tkp_gpu_timer *gpu; /* NULL on the CPU */
 };
-
-static int launch_once(void *ctx, struct tkp_error *err)
-{
-    struct launch *l = ctx;
-    return tkp_instance_run(l->in, l->io, err);
-}
 
 /* One timed launch: CUDA events (L2 flushed first when cold, graph replay when captured) on
  * the GPU, the host clock on the CPU. */
@@ -198,9 +192,10 @@ static int launch_timed(void *ctx, int cold, double *us, double *clock_mhz, stru
 {
     struct launch *l = ctx;
     if (l->gpu)
-        return tkp_gpu_time(l->gpu, cold, launch_once, l, us, clock_mhz, err);
+        return tkp_gpu_time(l->gpu, cold, tkp_instance_call_launch, &l->call, us, clock_mhz,
+                            err);
     double t0 = tkp_now_us();
-    int rc = launch_once(l, err);
+    int rc = tkp_instance_call_launch(&l->call, err);
     *us = tkp_now_us() - t0;
     return rc;
 }
@@ -210,7 +205,8 @@ static int launch_timed(void *ctx, int cold, double *us, double *clock_mhz, stru
 static int capture_graph(void *ctx, struct tkp_error *err)
 {
     struct launch *l = ctx;
-    return tkp_graph_capture(l->gpu, launch_once, l, l->in->algo->name, err);
+    return tkp_graph_capture(l->gpu, tkp_instance_call_launch, &l->call, l->call.in->algo->name,
+                             err);
 }
 
 /* Time repetitions of one opened instance under the shared timer policy (timing.h). */
@@ -218,9 +214,9 @@ static int time_cell(struct tkp_instance *in, const struct tkp_io *io, const str
                      struct tkp_gpu_timer *gpu, double max_clock_mhz, double **samples,
                      int64_t *n, int64_t *throttled, struct tkp_error *err)
 {
-    struct launch l = { in, io, gpu };
-    struct tkp_rep_source src = { launch_once, gpu && cell->graph ? capture_graph : NULL,
-                                  launch_timed, &l };
+    struct launch l = { { in, io }, gpu };
+    struct tkp_rep_source src = { tkp_instance_call_launch,
+                                  gpu && cell->graph ? capture_graph : NULL, launch_timed, &l };
     int rc = tkp_time_repetitions(&cell->timing, &src, max_clock_mhz, samples, n, throttled, err);
     if (gpu)
         tkp_graph_release(gpu);
