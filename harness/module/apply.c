@@ -22,14 +22,16 @@ int tkp_validate_rows(const struct tkp_batch *b, struct tkp_error *err)
             tkp_error_set(err, "row %lld: %s is NaN", (long long)r, isnan(b->p[r]) ? "p" : "min_p");
             return TKP_EINVAL;
         }
-        /* an infinity is refused as at every other door (docs/ROBUSTNESS.md) */
-        char what[48];
-        snprintf(what, sizeof what, "row %lld: p", (long long)r);
-        if (tkp_gate_number(&tkp_dom_p, what, b->p[r], err))
+        /* an infinity is refused as at every other door, in the gate's words
+         * (docs/ROBUSTNESS.md); the message is formed only for that row */
+        const int p_bad = !isfinite(b->p[r]);
+        if (p_bad || (b->min_p && !isfinite(b->min_p[r]))) {
+            char what[48];
+            snprintf(what, sizeof what, "row %lld: %s", (long long)r, p_bad ? "p" : "min_p");
+            tkp_gate_number(p_bad ? &tkp_dom_p : &tkp_dom_min_p, what,
+                            p_bad ? b->p[r] : b->min_p[r], err);
             return TKP_EINVAL;
-        snprintf(what, sizeof what, "row %lld: min_p", (long long)r);
-        if (b->min_p && tkp_gate_number(&tkp_dom_min_p, what, b->min_p[r], err))
-            return TKP_EINVAL;
+        }
     }
     return TKP_OK;
 }
