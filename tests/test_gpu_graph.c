@@ -92,6 +92,19 @@ out:
     free(c.b.logits), free(c.b.k), free(c.b.p);
 }
 
+/* `topkp run` of `config` on the GPU into scratch/<name>.h5, then its export into out; 0 when
+ * both succeeded (else the failing command's output stays in out). */
+static int run_and_export(const char *name, const char *config, char *out, size_t n)
+{
+    char cfg[80], path[512];
+    snprintf(cfg, sizeof cfg, "%s.lua", name);
+    snprintf(path, sizeof path, "%s/%s.h5", scratch_dir(), name);
+    if (run_cmd(out, n, "%s run %s -o %s --backend gpu", topkp_bin(), write_scratch(cfg, config),
+                path))
+        return -1;
+    return run_cmd(out, n, "%s export %s", topkp_bin(), path) ? -1 : 0;
+}
+
 /* One sweep over every module and cub.topk, graph = {1, 0}: the eager cell after each graph
  * cell runs its own call (a stale graph would write another module's outputs). */
 static const char *run_config =
@@ -105,12 +118,8 @@ static const char *run_config =
 TEST(gpu_graph_run_records_the_column_and_judges_the_replays)
 {
     REQUIRE_GPU();
-    char out[1 << 16], path[512];
-    snprintf(path, sizeof path, "%s/graph.h5", scratch_dir());
-    const char *cfg = write_scratch("graph.lua", run_config);
-    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend gpu", topkp_bin(), cfg, path) == 0,
-            "topkp run: %s", out);
-    REQUIRE(run_cmd(out, sizeof out, "%s export %s", topkp_bin(), path) == 0, "export: %s", out);
+    char out[1 << 16];
+    REQUIRE(run_and_export("graph", run_config, out, sizeof out) == 0, "run or export: %s", out);
     const int c_algo = tsv_column(out, "algo"), c_graph = tsv_column(out, "graph"),
               c_status = tsv_column(out, "status"), c_msg = tsv_column(out, "message");
     REQUIRE(c_algo >= 0 && c_graph >= 0 && c_status >= 0, "export lacks algo/graph/status");
@@ -144,12 +153,9 @@ static const char *peer_config =
 TEST(gpu_graph_peers_replay_or_say_why)
 {
     REQUIRE_GPU();
-    char out[1 << 16], path[512];
-    snprintf(path, sizeof path, "%s/graph_peers.h5", scratch_dir());
-    const char *cfg = write_scratch("graph_peers.lua", peer_config);
-    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s --backend gpu", topkp_bin(), cfg, path) == 0,
-            "topkp run: %s", out);
-    REQUIRE(run_cmd(out, sizeof out, "%s export %s", topkp_bin(), path) == 0, "export: %s", out);
+    char out[1 << 16];
+    REQUIRE(run_and_export("graph_peers", peer_config, out, sizeof out) == 0,
+            "run or export: %s", out);
     const int c_algo = tsv_column(out, "algo"), c_graph = tsv_column(out, "graph"),
               c_status = tsv_column(out, "status"), c_msg = tsv_column(out, "message"),
               c_n = tsv_column(out, "n_samples");

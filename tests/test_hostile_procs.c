@@ -131,20 +131,30 @@ static long start_bg(const char *log, const char *cmd)
     return atol(o);
 }
 
+/* Process pid's state letter in /proc/<pid>/stat (after its name's closing parenthesis), '?'
+ * when the line cannot be read so, 0 when the process is gone. */
+static char proc_state(long pid)
+{
+    char path[64], st[512] = "";
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t got = fread(st, 1, sizeof st - 1, f);
+    fclose(f);
+    st[got] = 0;
+    const char *close_paren = strrchr(st, ')');
+    return close_paren && close_paren[1] == ' ' && close_paren[2] ? close_paren[2] : '?';
+}
+
 /* Wait (bounded, 60 s) until process pid is stopped (state T in /proc); 1 when it is. */
 static int wait_stopped(long pid)
 {
     for (int i = 0; i < 6000; i++) {
-        char path[64], st[512] = "";
-        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-        FILE *f = fopen(path, "r");
-        if (!f)
+        const char state = proc_state(pid);
+        if (!state)
             return 0;
-        size_t got = fread(st, 1, sizeof st - 1, f);
-        fclose(f);
-        st[got] = 0;
-        const char *close_paren = strrchr(st, ')');
-        if (close_paren && close_paren[1] == ' ' && close_paren[2] == 'T')
+        if (state == 'T')
             return 1;
         usleep(10000);
     }
@@ -365,16 +375,8 @@ static unsigned long long status_mask(long pid, const char *key)
 /* Is process pid gone or a zombie? */
 static int ended(long pid)
 {
-    char path[64], st[512] = "";
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 1;
-    size_t got = fread(st, 1, sizeof st - 1, f);
-    fclose(f);
-    st[got] = 0;
-    const char *p = strrchr(st, ')');
-    return p && p[1] == ' ' && p[2] == 'Z';
+    const char state = proc_state(pid);
+    return !state || state == 'Z';
 }
 
 /* A second SIGTERM ends a --workers parent at once, even while its first one waits for workers
