@@ -127,7 +127,10 @@ out=${out:-${RESULTS_ROOT:-results}/$slug-$(date -u +%F)}
 # One commit: a clean tree (tracked files) and a binary built from it.
 if ((!allow_dirty)); then
     if git rev-parse --git-dir >/dev/null 2>&1; then
-        [[ -z $(git status --porcelain --untracked-files=no) ]] ||
+        # a tree copied to another machine keeps its index's stale stat data (and may lose
+        # the files' modes): refresh it, and compare contents only
+        git update-index -q --refresh >/dev/null 2>&1 || true
+        [[ -z $(git -c core.fileMode=false status --porcelain --untracked-files=no) ]] ||
             die "the tree has uncommitted changes (git status): commit them or pass --allow-dirty"
         head=$(git rev-parse --short=12 HEAD)
         [[ $commit == "$head" ]] ||
