@@ -110,8 +110,11 @@ static int spec_problem(const struct topkp_ops_spec *s, struct tkp_problem *pb,
         pb->ops = (s->has_k ? TKP_TOPK : 0u) | (s->has_p ? TKP_TOPP : 0u) |
                   (s->has_k && s->has_p ? TKP_TOPK_TOPP : 0u) | (s->has_min_p ? TKP_MINP : 0u);
         pb->k_max = s->has_k ? (int32_t)(s->vocab > 1 ? s->vocab - 1 : 1) : 0;
-        if (s->has_k && s->k_bound > 0 && s->k_bound < s->vocab)
+        if (s->has_k && s->k_bound > 0 && s->k_bound < s->vocab) {
+            /* the promise: every row's top-k on, so no row is top-p alone (cake plans it) */
             pb->k_max = s->k_bound, pb->set_max = s->k_bound;
+            pb->ops &= ~(unsigned)TKP_TOPP;
+        }
     }
     pb->row_keyed = s->row_keyed != 0;
     return TKP_OK;

@@ -23,4 +23,13 @@ done
 for lib in "$dest"/lib/*; do
     patchelf --set-rpath '$ORIGIN' "$lib"
 done
+# The source the binary was built from: its commit and that commit's tree (the content of
+# every tracked file), so that a copy of the tree whose .git is older than the binary (the
+# GPU machine's) can still be matched to it (reproduce.sh, docs/CAMPAIGN.md "On a GPU machine").
+if git rev-parse --git-dir >/dev/null 2>&1; then
+    clean=yes
+    [[ -z $(git status --porcelain --untracked-files=no) ]] || clean=no
+    printf 'commit\t%s\ntree\t%s\nclean\t%s\n' "$(git rev-parse HEAD)" "$(git rev-parse 'HEAD^{tree}')" \
+        "$clean" > "$dest/SOURCE"
+fi
 echo "bundled $(ls "$dest/lib" | wc -l) libraries into $dest ($(du -sh "$dest" | cut -f1))"

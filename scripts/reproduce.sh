@@ -124,17 +124,43 @@ else
 fi
 out=${out:-${RESULTS_ROOT:-results}/$slug-$(date -u +%F)}
 
+# The tree of every file git does not ignore (tracked or not), as a commit would record it:
+# through a throw-away index, so that the repository's own is left alone.
+worktree_tree() {
+    local idx rc
+    idx=$(mktemp) && rm -f "$idx"
+    GIT_INDEX_FILE=$idx git add -A . >/dev/null 2>&1 && GIT_INDEX_FILE=$idx git write-tree
+    rc=$?
+    rm -f "$idx"
+    return $rc
+}
+
+# Is the tree here the source of a bundled binary? Its SOURCE file (scripts/bundle.sh) names
+# the commit and that commit's tree; a copy of the tree whose .git is older than the binary
+# (a GPU machine's) matches by content.
+matches_bundle_source() {
+    local src want
+    src=$(dirname "$TOPKP")/SOURCE
+    [[ -f $src ]] && grep -qx $'clean\tyes' "$src" || return 1
+    [[ $(awk -F'\t' '$1 == "commit" { print $2 }' "$src") == "$commit"* ]] || return 1
+    want=$(awk -F'\t' '$1 == "tree" { print $2 }' "$src")
+    [[ -n $want && $(worktree_tree) == "$want" ]] || return 1
+    echo "the tree's content is that of $commit (tree $want), the bundle's source"
+}
+
 # One commit: a clean tree (tracked files) and a binary built from it.
 if ((!allow_dirty)); then
     if git rev-parse --git-dir >/dev/null 2>&1; then
         # a tree copied to another machine keeps its index's stale stat data (and may lose
         # the files' modes): refresh it, and compare contents only
         git update-index -q --refresh >/dev/null 2>&1 || true
-        [[ -z $(git -c core.fileMode=false status --porcelain --untracked-files=no) ]] ||
-            die "the tree has uncommitted changes (git status): commit them or pass --allow-dirty"
         head=$(git rev-parse --short=12 HEAD)
-        [[ $commit == "$head" ]] ||
+        if [[ -n $(git -c core.fileMode=false status --porcelain --untracked-files=no) ||
+              $commit != "$head" ]] && ! matches_bundle_source; then
+            [[ -z $(git -c core.fileMode=false status --porcelain --untracked-files=no) ]] ||
+                die "the tree has uncommitted changes (git status): commit them or pass --allow-dirty"
             die "$TOPKP was built at $commit but the tree is at $head: rebuild (make) or pass --allow-dirty"
+        fi
     fi
     [[ $commit != *+dirty* && -n $commit ]] ||
         die "$TOPKP was built from a dirty tree ($commit): commit, rebuild, or pass --allow-dirty"

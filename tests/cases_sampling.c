@@ -2,8 +2,9 @@
  * "min-p" and "Sampling: two keying modes"), appended to the suite by cases_build: ties at
  * the min-p boundary (in at min_p = their ratio, out one float above), min_p tiny, near 1, 1
  * and above, +inf and NaN rows under min-p, a one-ulp inversion of the weight at the
- * boundary, and rows keyed by their own seeds 0 and 2^64 - 1
- * and offsets at both ends of their range. Each cycles through the standard (k, p) mix. */
+ * boundary, the same on rows long and odd enough that the GPU splits them (unaligned), and
+ * rows keyed by their own seeds 0 and 2^64 - 1 and offsets at both ends of their range. Each
+ * cycles through the standard (k, p) mix. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -129,6 +130,17 @@ int cases_sampling(struct test_case *c)
     case_alloc(&c[n], "minp_weight_inversion", 3007, 33, 96);
     fill_inversion(&c[n], 3007);
     set_minp(&c[n++], inv_minp);
+    /* rows long enough that the GPU's fold splits them over several blocks (gpu_minp.cuh),
+     * of odd lengths, so that rows start unaligned and chunks end mid-vector */
+    case_alloc(&c[n], "minp_split_boundary_ties", 3008, 34, 9999);
+    fill_boundary_ties(&c[n], 3008);
+    set_minp(&c[n++], tie_minp);
+    case_alloc(&c[n], "minp_split_inversion", 3009, 33, 12289);
+    fill_inversion(&c[n], 3009);
+    set_minp(&c[n++], inv_minp);
+    case_alloc(&c[n], "minp_split_inf_nan_rows", 3010, 34, 8195);
+    fill_special(&c[n], 3010);
+    set_minp(&c[n++], NULL);
     case_alloc(&c[n], "row_keys_no_minp", 3006, 17, 256);
     for (int64_t i = 0; i < 17 * 256; i++)
         c[n].b.logits[i] = case_gauss(&(uint64_t){ 3006 + (uint64_t)i });

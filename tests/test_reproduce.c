@@ -5,7 +5,7 @@
  * `missing` with why; a chunk stopped by --budget records `missing` and the next call resumes it
  * into the same file without doubling a cell; with --workers a file's chunks are one sharded
  * run; a folder of another binary and a tree with uncommitted changes are refused, naming what
- * differs. */
+ * differs, unless the tree's content is the bundled binary's source (a copy with an older .git). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +165,41 @@ TEST(reproduce_refuses_another_binary_and_a_dirty_tree)
                  "--no-paper --chunks chunks.tsv --out x", topkp_bin(), scratch_dir(),
                  tiny_chunks(cfg));
     CHECK(rc == 2 && strstr(out, "uncommitted changes"), "a dirty tree: exit %d, %s", rc, out);
+}
+
+/* A shell command that makes scratch repo `dir` of two commits, leaves its HEAD at the first
+ * (`git reset --soft`: the stale .git of a tree copied to a GPU machine) and the files at the
+ * second, and a fake binary of the second commit with a bundle SOURCE (scripts/bundle.sh) in
+ * dir.bin; then runs `edit` in the repo, and reproduce.sh. */
+static int stale_git_run(char *out, size_t n, const char *dir, const char *edit)
+{
+    return run_cmd(out, n,
+                   "d=%s/%s && rm -rf $d $d.bin && mkdir -p $d/scripts $d.bin && cp " SCRIPT
+                   " $d/scripts/ && cd $d && printf '# none\n' > chunks.tsv && echo 1 > a && "
+                   "git init -q && git add . && g='git -c user.email=t@t -c user.name=t' && "
+                   "$g commit -qm one && echo 2 > a && $g commit -qam two && "
+                   "c=$(git rev-parse HEAD) && printf 'commit\t%%s\ntree\t%%s\nclean\tyes\n' "
+                   "$c $(git rev-parse 'HEAD^{tree}') > $d.bin/SOURCE && "
+                   "printf '#!/bin/sh\necho \"topkp 0 (commit %%s)\"\n' $(echo $c | cut -c1-12) "
+                   "> $d.bin/topkp && chmod +x $d.bin/topkp && git reset -q --soft HEAD~1 && %s && "
+                   "TOPKP=$d.bin/topkp bash scripts/reproduce.sh --backend cpu --no-paper "
+                   "--chunks chunks.tsv --out x",
+                   scratch_dir(), dir, edit);
+}
+
+/* A tree copied with an older .git is matched to the binary by content, through the bundle's
+ * SOURCE (docs/CAMPAIGN.md, "On a GPU machine"); a changed or an added file is refused. */
+TEST(reproduce_matches_a_stale_git_tree_to_the_bundle_source)
+{
+    static char out[1 << 14];
+    int rc = stale_git_run(out, sizeof out, "stale_same", "true");
+    CHECK(rc == 0 && strstr(out, "the bundle's source"), "same content: exit %d, %s", rc, out);
+    rc = stale_git_run(out, sizeof out, "stale_changed", "echo 3 > a");
+    CHECK(rc == 2 && strstr(out, "uncommitted changes"), "a changed file: exit %d, %s", rc, out);
+    rc = stale_git_run(out, sizeof out, "stale_added", "echo x > new");
+    CHECK(rc == 2 && strstr(out, "uncommitted changes"), "an added file: exit %d, %s", rc, out);
+    rc = stale_git_run(out, sizeof out, "stale_no_source", "rm ../stale_no_source.bin/SOURCE");
+    CHECK(rc == 2, "no SOURCE: exit %d, %s", rc, out);
 }
 
 TEST(reproduce_workers_run_a_file_as_one_sharded_run)

@@ -50,6 +50,26 @@ def test_a_plan_without_rows_and_a_k_bound_equals_the_exact_plan():
         _run(bound, [5, 9, 9], p=[0.5, 1, 1])  # top-p: a filter the plan does not have
 
 
+def test_a_k_bound_plans_cake_with_top_p_beside_its_top_k():
+    """With the k_bound promise (every row's top-k on) no row is top-p alone, so cake, which
+    refuses top-p alone past its slab, plans top-k then top-p at V = 4096 (the GPU's way for
+    a scalar k and per-row p, docs/PYTHON.md "CUDA")."""
+    x = logits(batch=3, vocab=4096, seed=32)
+    k, p = np.full(3, 50, np.int32), np.array([0.5, 0.9, 1.0], np.float32)
+    kw = dict(vocab=4096, row_stride=4096)
+    exact = _lib.Plan(_spec(k=k.ctypes.data, p=p.ctypes.data, **kw))
+    bound = _lib.Plan(_spec(has_k=1, has_p=1, k_bound=50, **kw))
+
+    def run(plan, k):
+        kept, work = np.zeros((3, 4096), np.uint8), np.empty(max(plan.workspace_bytes, 1), np.uint8)
+        io = _lib.IO(logits=x.ctypes.data, k=k.ctypes.data, p=p.ctypes.data, kept=kept.ctypes.data)
+        plan.run(io, work.ctypes.data)
+        return kept
+    assert np.array_equal(run(bound, k), run(exact, k))
+    with pytest.raises(TopkpError, match="more than the plan was made for"):
+        run(bound, np.array([50, 0, 50], np.int32))  # a top-p-only row breaks the promise
+
+
 def test_cake_refuses_a_plan_for_any_top_k_by_name():
     with pytest.raises(TopkpError, match="cake") as e:
         _lib.Plan(_spec(vocab=4096, row_stride=4096, has_k=1))
