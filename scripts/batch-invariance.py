@@ -9,7 +9,8 @@ torch generator) as the contrast:
   others    every other row replaced by new logits: the rows kept must draw what they drew;
   alone     rows drawn alone (B = 1) must draw what they drew inside the batch.
 Writes one line per (sampler, keying, check): the rows compared, how many drew the same, and
-`invariant` or `varies`. Exit status 1 when a per-row-keyed sampler varies."""
+`invariant` or `varies` (or `error`, the sampler's refusal printed). Exit status 1 when a
+per-row-keyed sampler varies or any sampler refuses."""
 import argparse
 import sys
 
@@ -82,16 +83,16 @@ def make_rows(batch, vocab, device, filters, seed):
     them) and per-row keys (seeds spread over 64 bits, offsets that wrap near 2^64)."""
     g = torch.Generator().manual_seed(seed)
     x = (torch.randn(batch, vocab, generator=g) * 3).to(device)
-    r = torch.arange(batch)
+    r, on = torch.arange(batch), filters.split()
     rows = {
-        "k": (10 + r % 90).int() if "k" in filters.split() else torch.zeros(batch, dtype=torch.int32),
-        "p": (0.5 + 0.45 * (r % 7) / 6).float() if "p" in filters else torch.ones(batch),
-        "min_p": (0.02 + 0.1 * (r % 5) / 4).float() if "min_p" in filters else torch.zeros(batch),
+        "k": (10 + r % 90).int() if "k" in on else torch.zeros(batch, dtype=torch.int32),
+        "p": (0.5 + 0.45 * (r % 7) / 6).float() if "p" in on else torch.ones(batch),
+        "min_p": (0.02 + 0.1 * (r % 5) / 4).float() if "min_p" in on else torch.zeros(batch),
         "seed": torch.randint(-2**63, 2**63 - 1, (batch,), generator=g, dtype=torch.int64),
         "offset": torch.randint(0, 2**20, (batch,), generator=g, dtype=torch.int64),
     }
     rows = {n: v.to(device) for n, v in rows.items()}
-    if "k50" in filters.split():
+    if "k50" in on:
         rows["k"] = 50
     return x, rows
 

@@ -125,11 +125,15 @@ fi
 out=${out:-${RESULTS_ROOT:-results}/$slug-$(date -u +%F)}
 
 # The tree of every file git does not ignore (tracked or not), as a commit would record it:
-# through a throw-away index, so that the repository's own is left alone.
+# through a throw-away index seeded from HEAD, so that the repository's own is left alone and a
+# file keeps HEAD's mode where the copy lost it (core.fileMode off); contents, added and
+# removed files all count.
 worktree_tree() {
     local idx rc
     idx=$(mktemp) && rm -f "$idx"
-    GIT_INDEX_FILE=$idx git add -A . >/dev/null 2>&1 && GIT_INDEX_FILE=$idx git write-tree
+    GIT_INDEX_FILE=$idx git read-tree HEAD >/dev/null 2>&1 &&
+        GIT_INDEX_FILE=$idx git -c core.fileMode=false add -A . >/dev/null 2>&1 &&
+        GIT_INDEX_FILE=$idx git write-tree
     rc=$?
     rm -f "$idx"
     return $rc

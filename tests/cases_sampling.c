@@ -8,6 +8,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../algos/common/prob.h"
 #include "cases.h"
@@ -93,6 +94,23 @@ static void fill_inversion(struct test_case *c, uint64_t s)
     }
 }
 
+/* Rotate each row r by a row-dependent shift, so that its largest value, its boundary ties and
+ * its inversion pair (placed near the row's start by the fills above) land in any of the
+ * chunks the GPU's split fold reads (gpu_minp.cuh). */
+static void rotate_rows(struct test_case *c)
+{
+    const int64_t v = c->b.vocab;
+    float *tmp = malloc(sizeof(float) * (size_t)v);
+    for (int64_t r = 0; tmp && r < c->b.batch; r++) {
+        float *x = c->b.logits + r * v;
+        const int64_t shift = (r * 2999 + 4099) % v;
+        for (int64_t i = 0; i < v; i++)
+            tmp[(i + shift) % v] = x[i];
+        memcpy(x, tmp, sizeof(float) * (size_t)v);
+    }
+    free(tmp);
+}
+
 /* Per-row seeds and offsets at the ends of their ranges. */
 static void set_row_keys(struct test_case *c)
 {
@@ -131,15 +149,19 @@ int cases_sampling(struct test_case *c)
     fill_inversion(&c[n], 3007);
     set_minp(&c[n++], inv_minp);
     /* rows long enough that the GPU's fold splits them over several blocks (gpu_minp.cuh),
-     * of odd lengths, so that rows start unaligned and chunks end mid-vector */
+     * of odd lengths, so that rows start unaligned and a row's last chunk ends mid-vector,
+     * rotated so that what decides a row lies in any of its chunks */
     case_alloc(&c[n], "minp_split_boundary_ties", 3008, 34, 9999);
     fill_boundary_ties(&c[n], 3008);
+    rotate_rows(&c[n]);
     set_minp(&c[n++], tie_minp);
     case_alloc(&c[n], "minp_split_inversion", 3009, 33, 12289);
     fill_inversion(&c[n], 3009);
+    rotate_rows(&c[n]);
     set_minp(&c[n++], inv_minp);
     case_alloc(&c[n], "minp_split_inf_nan_rows", 3010, 34, 8195);
     fill_special(&c[n], 3010);
+    rotate_rows(&c[n]);
     set_minp(&c[n++], NULL);
     case_alloc(&c[n], "row_keys_no_minp", 3006, 17, 256);
     for (int64_t i = 0; i < 17 * 256; i++)

@@ -175,7 +175,8 @@ static int stale_git_run(char *out, size_t n, const char *dir, const char *edit)
 {
     return run_cmd(out, n,
                    "d=%s/%s && rm -rf $d $d.bin && mkdir -p $d/scripts $d.bin && cp " SCRIPT
-                   " $d/scripts/ && cd $d && printf '# none\n' > chunks.tsv && echo 1 > a && "
+                   " $d/scripts/ && chmod +x $d/scripts/reproduce.sh && cd $d && printf '# none\n' > chunks.tsv && "
+                   "echo 1 > a && "
                    "git init -q && git add . && g='git -c user.email=t@t -c user.name=t' && "
                    "$g commit -qm one && echo 2 > a && $g commit -qam two && "
                    "c=$(git rev-parse HEAD) && printf 'commit\t%%s\ntree\t%%s\nclean\tyes\n' "
@@ -188,7 +189,9 @@ static int stale_git_run(char *out, size_t n, const char *dir, const char *edit)
 }
 
 /* A tree copied with an older .git is matched to the binary by content, through the bundle's
- * SOURCE (docs/CAMPAIGN.md, "On a GPU machine"); a changed or an added file is refused. */
+ * SOURCE (docs/CAMPAIGN.md, "On a GPU machine"), also when the copy lost a file's executable
+ * bit; a changed or an added file, a SOURCE of a dirty tree or of another commit, and no SOURCE
+ * are refused. */
 TEST(reproduce_matches_a_stale_git_tree_to_the_bundle_source)
 {
     static char out[1 << 14];
@@ -200,6 +203,14 @@ TEST(reproduce_matches_a_stale_git_tree_to_the_bundle_source)
     CHECK(rc == 2 && strstr(out, "uncommitted changes"), "an added file: exit %d, %s", rc, out);
     rc = stale_git_run(out, sizeof out, "stale_no_source", "rm ../stale_no_source.bin/SOURCE");
     CHECK(rc == 2, "no SOURCE: exit %d, %s", rc, out);
+    rc = stale_git_run(out, sizeof out, "stale_mode", "chmod -x scripts/reproduce.sh");
+    CHECK(rc == 0 && strstr(out, "the bundle's source"), "a lost mode: exit %d, %s", rc, out);
+    rc = stale_git_run(out, sizeof out, "stale_dirty_source",
+                       "sed -i 's/^clean.*/clean\tno/' ../stale_dirty_source.bin/SOURCE");
+    CHECK(rc == 2, "a SOURCE of a dirty tree: exit %d, %s", rc, out);
+    rc = stale_git_run(out, sizeof out, "stale_other_commit",
+                       "sed -i 's/^commit.*/commit\t0123456789abcdef/' ../stale_other_commit.bin/SOURCE");
+    CHECK(rc == 2, "a SOURCE of another commit: exit %d, %s", rc, out);
 }
 
 TEST(reproduce_workers_run_a_file_as_one_sharded_run)

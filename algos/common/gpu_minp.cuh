@@ -44,6 +44,8 @@ constexpr int64_t kTkpMinpFill = 264;
 template <class E, class F>
 __device__ __forceinline__ void tkp_minp_each(const void *x, int64_t begin, int64_t end, F &&f)
 {
+    if (begin >= end) /* an empty chunk (none with today's sizes: see tkp_minp_splits) */
+        return;
     int64_t i = begin + threadIdx.x;
     if (tkp_vec4_ok<E>(x, begin)) {
         const int64_t whole = begin + ((end - begin) & ~(int64_t)3);
