@@ -221,3 +221,14 @@ int tkp_env_cluster(const char *name, int *size, struct tkp_error *err)
     *size = (int)c;
     return TKP_OK;
 }
+
+const char *const tkp_cluster_choices[] = { "auto", "1", "2", "4", "8", "16", NULL };
+
+int tkp_forced_cluster(int option, const char *env, int *size, struct tkp_error *err)
+{
+    if (option > 0 && option <= 5) {
+        *size = 1 << (option - 1);
+        return TKP_OK;
+    }
+    return tkp_env_cluster(env, size, err);
+}
