@@ -185,3 +185,61 @@ TEST(dispatch_tables_awk_refuses_malformed_tables_naming_file_line_field)
     CHECK(generate("Example.tsv", head) != 0 && strstr(out, "Example.tsv:1: a table is named"),
           "%s", out);
 }
+
+/* A synthetic `topkp export` of the fit config's two sweeps: cake f32 at V = 1000, k = 50,
+ * variants cluster=1 and cluster=4 (topp_launch the same everywhere, so not a variant); fit
+ * cells B = 1 (4 wins) and 16 (1 wins), a bf16 cell that was not timed (left out),
+ * held-out B = 8 with the times `held` gives. */
+#define FITC "dispatch_fit\tcake\ttopp_launch=fused,"
+#define HELD "dispatch_heldout\tcake\ttopp_launch=fused,"
+
+static const char *synthetic_export(const char *name, const char *held)
+{
+    static char text[2048];
+    const char *head = "sweep\talgo\toptions\tdtype\tbatch\tvocab\tk\tstatus\tmedian_us\n";
+    snprintf(text, sizeof text,
+             "%s" FITC "cluster=1\tf32\t1\t1000\t50\tok\t10\n"
+             FITC "cluster=4\tf32\t1\t1000\t50\tok\t5\n"
+             FITC "cluster=1\tf32\t16\t1000\t50\tok\t5\n"
+             FITC "cluster=4\tf32\t16\t1000\t50\tok\t9\n"
+             FITC "cluster=4\tbf16\t16\t1000\t50\tunsupported\tnan\n"
+             "%s",
+             head, held);
+    return write_scratch(name, text);
+}
+
+TEST(dispatch_fit_script_picks_the_fastest_and_checks_held_out_cells)
+{
+    if (access(PYTHON, X_OK) != 0 ||
+        run_cmd(NULL, 0, "%s -c 'import h5py, numpy'", PYTHON) != 0) {
+        test_skip("no " PYTHON " with h5py and numpy");
+        return;
+    }
+    const char *good = synthetic_export(
+        "fit_good.tsv", HELD "cluster=1\tf32\t8\t1000\t50\tok\t10\n"
+                        HELD "cluster=4\tf32\t8\t1000\t50\tok\t10.4\n");
+    char table[512];
+    snprintf(table, sizeof table, "%s/x100.tsv", scratch_dir());
+    REQUIRE(run_cmd(out, sizeof out, "%s scripts/fit-dispatch.py %s x100 > %s", PYTHON, good,
+                    table) == 0, "fit: %s", out);
+    char *fitted = slurp(table, NULL);
+    REQUIRE(fitted, "no table");
+    CHECK(strstr(fitted, "module\tdtype\tbatch_max\tvocab_max\tk_max\toptions\n"
+                         "cake\tf32\t1\t1000\t50\tcluster=4\n"
+                         "cake\tf32\t16\t1000\t50\tcluster=1\n") &&
+              !strstr(fitted, "bf16"),
+          "%s", fitted);
+    free(fitted);
+    CHECK(run_cmd(out, sizeof out, "awk -f scripts/dispatch-tables.awk /dev/null %s", table) == 0,
+          "the fitted table does not compile: %s", out);
+    CHECK(run_cmd(out, sizeof out, "%s scripts/fit-dispatch.py %s x100 --check", PYTHON, good) ==
+                  0 && strstr(out, "cake\tf32\t8\t1000\t50\tcluster=1\tcluster=1\t1.000"),
+          "%s", out);
+    const char *slow = synthetic_export(
+        "fit_slow.tsv", HELD "cluster=1\tf32\t8\t1000\t50\tok\t11\n"
+                        HELD "cluster=4\tf32\t8\t1000\t50\tok\t10\n");
+    CHECK(run_cmd(out, sizeof out, "%s scripts/fit-dispatch.py %s x100 --check", PYTHON, slow) ==
+                  1 && strstr(out, "cake\tf32\t8\t1000\t50\tcluster=1\tcluster=4\t1.100") &&
+              strstr(out, "1 past 1.05"),
+          "%s", out);
+}
