@@ -8,6 +8,7 @@
 #include <lua.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -187,8 +188,10 @@ void config_parse_algo(lua_State *L, int idx, const char *what, struct algo_entr
         }
         if (rc)
             config_error(L, "%s: %s", what, err.msg);
-        if (lua_type(L, -2) == LUA_TSTRING)
-            e->given |= 1u << (tkp_option_find(e->algo, lua_tostring(L, -2)) - e->algo->options);
+        const ptrdiff_t at = lua_type(L, -2) == LUA_TSTRING
+            ? tkp_option_find(e->algo, lua_tostring(L, -2)) - e->algo->options : 32;
+        if (at < 32) /* the bits of struct tkp_cell.given (a module has fewer options) */
+            e->given |= 1u << at;
         lua_pop(L, 1);
     }
 }

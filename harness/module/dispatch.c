@@ -70,16 +70,16 @@ int tkp_dispatch_apply(const struct tkp_algo *a, void *opts, unsigned given,
                        const struct tkp_dispatch_row *row, struct tkp_error *err)
 {
     char assignment[128];
-    for (const char *at = row->options; *at; at += strcspn(at, ",") + (at[strcspn(at, ",")] != 0)) {
+    for (const char *at = row->options; *at;) {
         const size_t len = strcspn(at, ",");
-        if (is_given(a, given, at, strcspn(at, "=")))
-            continue;
         snprintf(assignment, sizeof assignment, "%.*s", (int)len, at);
         struct tkp_error why;
-        if (tkp_option_assign(a, opts, assignment, &why) != TKP_OK) {
+        if (!is_given(a, given, at, strcspn(assignment, "=")) &&
+            tkp_option_assign(a, opts, assignment, &why) != TKP_OK) {
             tkp_error_set(err, "%s: %s", row->where, why.msg);
             return TKP_EINVAL;
         }
+        at += len + (at[len] != 0);
     }
     return TKP_OK;
 }
