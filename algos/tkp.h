@@ -64,7 +64,11 @@ struct tkp_error {
 };
 
 /* ---- options: a static table the generic code parses, prints and validates ---- */
-enum tkp_opt_type { TKP_OPT_INT, TKP_OPT_DOUBLE, TKP_OPT_ENUM };
+/* TKP_OPT_ENUM_QUIET: an enum left out of the options text (tkp_options_format) while at its
+ * default, so that an option added later leaves the keys of the cells that do not set it as
+ * they were (`topkp compare` and `--resume` pair cells by key, which holds the options). */
+enum tkp_opt_type { TKP_OPT_INT, TKP_OPT_DOUBLE, TKP_OPT_ENUM, TKP_OPT_ENUM_QUIET };
+#define TKP_OPT_IS_ENUM(o) ((o)->type == TKP_OPT_ENUM || (o)->type == TKP_OPT_ENUM_QUIET)
 
 struct tkp_option {
     const char *name, *help;

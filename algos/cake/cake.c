@@ -59,7 +59,7 @@ static const struct tkp_option cake_options[] = {
       TKP_OPT_ENUM, offsetof(struct cake_opts, topp_launch), 0, 0, 0, launch_choices },
     { "cluster", "GPU only (the CPU ignores it): CTAs per row, or auto (the dispatch table of "
       "the device, else the cost model); a size the device cannot run takes the cost model",
-      TKP_OPT_ENUM, offsetof(struct cake_opts, cluster), 0, 0, 0, tkp_cluster_choices },
+      TKP_OPT_ENUM_QUIET, offsetof(struct cake_opts, cluster), 0, 0, 0, tkp_cluster_choices },
     { NULL },
 };
 

@@ -130,7 +130,7 @@ static int set_number(const struct tkp_algo *a, void *opts, const char *name, do
     const struct tkp_option *o = tkp_option_find(a, name);
     char text[32];
     snprintf(text, sizeof text, "%.0f", v);
-    if (o && o->type == TKP_OPT_ENUM && v == floor(v) && fabs(v) < 1e9)
+    if (o && TKP_OPT_IS_ENUM(o) && v == floor(v) && fabs(v) < 1e9)
         for (int i = 0; o->choices[i]; i++)
             if (strcmp(o->choices[i], text) == 0)
                 return tkp_option_set(a, opts, name, text, err);
