@@ -98,7 +98,7 @@ CLI_SRCS  := $(wildcard harness/cli/*.c)
 LIB_SRCS  := $(filter-out $(GPU_IMPL_SRCS),$(wildcard algos/common/*.c algos/*/*.c datasets/*.c)) \
              $(filter-out $(CLI_SRCS) harness/device/gpu_none.c,$(wildcard harness/*/*.c)) \
              $(CUDA_C_SRCS) $(NO_CUDA_SRCS)
-LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(CU_OBJS) $(CUB_PEER_OBJS)
+LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(CU_OBJS) $(CUB_PEER_OBJS) $(BUILD)/dispatch_tables.o
 TEST_SRCS := $(wildcard tests/*.c)
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
@@ -126,6 +126,16 @@ $(BUILD)/peers/cub/cub_topk.o: peers/cub/cub_topk.cu $(BUILD)/flags.txt
 # CUB 3.3+'s headers for cub.topk (scripts/fetch-cccl.sh; pip download, no install).
 cccl-headers:
 	bash scripts/fetch-cccl.sh .cccl-133
+
+# The dispatch tables (docs/DESIGN.md, "Variants and the dispatch table"), compiled in: a
+# malformed dispatch/*.tsv stops the build with file:line and the field. The folder is a
+# prerequisite so that a table added or removed rebuilds it.
+DISPATCH_TSVS := $(sort $(wildcard dispatch/*.tsv))
+$(BUILD)/dispatch_tables.c: $(DISPATCH_TSVS) scripts/dispatch-tables.awk $(wildcard dispatch)
+	@mkdir -p $(BUILD)
+	awk -f scripts/dispatch-tables.awk /dev/null $(DISPATCH_TSVS) > $@.tmp && mv $@.tmp $@
+$(BUILD)/dispatch_tables.o: $(BUILD)/dispatch_tables.c $(BUILD)/flags.txt
+	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libtopkp.a: $(LIB_OBJS) Makefile
 	rm -f $@ && ar rcs $@ $^

@@ -64,7 +64,11 @@ struct tkp_error {
 };
 
 /* ---- options: a static table the generic code parses, prints and validates ---- */
-enum tkp_opt_type { TKP_OPT_INT, TKP_OPT_DOUBLE, TKP_OPT_ENUM };
+/* TKP_OPT_ENUM_QUIET: an enum left out of the options text (tkp_options_format) while at its
+ * default, so that an option added later leaves the keys of the cells that do not set it as
+ * they were (`topkp compare` and `--resume` pair cells by key, which holds the options). */
+enum tkp_opt_type { TKP_OPT_INT, TKP_OPT_DOUBLE, TKP_OPT_ENUM, TKP_OPT_ENUM_QUIET };
+#define TKP_OPT_IS_ENUM(o) ((o)->type == TKP_OPT_ENUM || (o)->type == TKP_OPT_ENUM_QUIET)
 
 struct tkp_option {
     const char *name, *help;
@@ -238,6 +242,14 @@ void tkp_option_value(const struct tkp_option *o, const void *opts, char *buf, s
  * GPU samplers): *size = 0 when it is unset or empty, else 1, 2, 4, 8 or 16; any other value
  * is TKP_EINVAL with a message naming the variable and the value. */
 int tkp_env_cluster(const char *name, int *size, struct tkp_error *err);
+/* The choices of a GPU sampler's `cluster` option (docs/DESIGN.md, "Variants and the dispatch
+ * table"): "auto" (index 0: the module's cost model), then the sizes 1, 2, 4, 8 and 16. */
+extern const char *const tkp_cluster_choices[];
+/* The cluster size a plan is asked for: the `cluster` option's (its index into
+ * tkp_cluster_choices) when it is not auto, else environment variable `env`'s
+ * (tkp_env_cluster); *size = 0 when neither asks. The module takes it where the device can run
+ * it, else its cost model. */
+int tkp_forced_cluster(int option, const char *env, int *size, struct tkp_error *err);
 
 void tkp_error_set(struct tkp_error *err, const char *fmt, ...)
 #if defined(__GNUC__)

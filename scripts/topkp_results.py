@@ -86,6 +86,40 @@ def load(path, sweep=None):
     return [row for p in parts for row in _records(p)]
 
 
+def records(path):
+    """Every cell as a list of dicts of plain Python values: from a results file (load()), or
+    from the TSV `topkp export FILE` prints (a path ending in .tsv; numbers parsed, "nan" a
+    float NaN), so that a script can be tried on a synthetic export without a GPU run."""
+    if not path.endswith(".tsv"):
+        table = load(path)
+        rows = table.to_dict("records") if pandas is not None else table
+        return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in rows]
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    if not lines:
+        raise ValueError("%s: empty, not a `topkp export` TSV" % path)
+    header = lines[0].split("\t")
+    out = []
+    for number, line in enumerate(lines[1:], 2):
+        fields = line.split("\t")
+        if len(fields) != len(header):
+            raise ValueError("%s:%d: %d fields, the header has %d"
+                             % (path, number, len(fields), len(header)))
+        out.append({name: _parse(value) for name, value in zip(header, fields)})
+    return out
+
+
+def _parse(text):
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 def samples(path, sweep, cell):
     """The repetition times (us) of one cell: a row of load() (a dict or a pandas row)."""
     n, offset = int(cell["n_samples"]), int(cell["samples_offset"])

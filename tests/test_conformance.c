@@ -127,7 +127,7 @@ static void table(const void *arg)
         CHECK(o->help && o->help[0], "%s option %s: no help", a->name, o->name);
         CHECK(o->offset + size <= a->opts_size, "%s option %s: offset %zu past opts_size %zu",
               a->name, o->name, o->offset, a->opts_size);
-        if (o->type == TKP_OPT_ENUM) {
+        if (TKP_OPT_IS_ENUM(o)) {
             int n = 0;
             while (o->choices && o->choices[n])
                 n++;

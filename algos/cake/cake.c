@@ -57,6 +57,9 @@ static const struct tkp_option cake_options[] = {
     { "topp_launch", "GPU: top-p, mask and draws in rank 0 of each cluster (fused), or in a "
       "second kernel chained by programmatic dependent launch (chained; measured slower)",
       TKP_OPT_ENUM, offsetof(struct cake_opts, topp_launch), 0, 0, 0, launch_choices },
+    { "cluster", "GPU only (the CPU ignores it): CTAs per row, or auto (the dispatch table of "
+      "the device, else the cost model); a size the device cannot run takes the cost model",
+      TKP_OPT_ENUM_QUIET, offsetof(struct cake_opts, cluster), 0, 0, 0, tkp_cluster_choices },
     { NULL },
 };
 
@@ -87,7 +90,7 @@ static int cake_init(void *state, const struct tkp_problem *pb, const void *opts
                      size_t *workspace_bytes, struct tkp_error *err)
 {
     (void)err;
-    (void)opts; /* topp_launch: GPU only */
+    (void)opts; /* topp_launch, cluster: GPU only */
     struct cake_state *s = state;
     s->pb = *pb;
     *workspace_bytes = tkp_cpu_row_scratch_bytes(pb) + 2 * CAKE_SLAB * sizeof(uint64_t) +

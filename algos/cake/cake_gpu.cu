@@ -236,10 +236,11 @@ extern "C" int cake_gpu_plan(const struct tkp_problem *pb, const void *opts, voi
     if (rc != TKP_OK)
         return rc;
     plan->cluster = ck_choose_cluster(plan, batch, vocab);
-    /* TKP_CAKE_CLUSTER=1|2|4|8|16 forces a size (experiments, tests) when the device holds
-     * at least one such cluster; another value is refused. */
+    /* The option cluster=1|2|4|8|16, else TKP_CAKE_CLUSTER (experiments, tests), forces a size
+     * when the device holds at least one such cluster; another env value is refused. */
     int forced = 0;
-    rc = tkp_env_cluster("TKP_CAKE_CLUSTER", &forced, err);
+    rc = tkp_forced_cluster(opts ? ((const struct cake_opts *)opts)->cluster : 0,
+                            "TKP_CAKE_CLUSTER", &forced, err);
     if (rc != TKP_OK)
         return rc;
     if (forced && plan->max_clusters[ck_cluster_index(forced)] >= 1)

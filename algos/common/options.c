@@ -137,7 +137,7 @@ int tkp_option_set_number(const struct tkp_algo *a, void *opts, const char *name
     const struct tkp_option *o = find_or_fail(a, name, err);
     if (!o)
         return TKP_EINVAL;
-    if (o->type == TKP_OPT_ENUM) {
+    if (TKP_OPT_IS_ENUM(o)) {
         int count = 0;
         while (o->choices[count])
             count++;
@@ -164,7 +164,7 @@ int tkp_option_set(const struct tkp_algo *a, void *opts, const char *name, const
     const struct tkp_option *o = find_or_fail(a, name, err);
     if (!o)
         return TKP_EINVAL;
-    if (o->type == TKP_OPT_ENUM) {
+    if (TKP_OPT_IS_ENUM(o)) {
         for (int i = 0; o->choices[i]; i++)
             if (strcmp(o->choices[i], value) == 0)
                 return tkp_option_set_number(a, opts, name, i, err);
@@ -186,7 +186,7 @@ int tkp_option_set(const struct tkp_algo *a, void *opts, const char *name, const
 void tkp_option_value(const struct tkp_option *o, const void *opts, char *buf, size_t n)
 {
     double v = load(o, opts);
-    if (o->type == TKP_OPT_ENUM)
+    if (TKP_OPT_IS_ENUM(o))
         snprintf(buf, n, "%s", o->choices[(int)v]);
     else if (o->type == TKP_OPT_INT)
         snprintf(buf, n, "%d", (int)v);
@@ -200,6 +200,8 @@ void tkp_options_format(const struct tkp_algo *a, const void *opts, char *buf, s
     buf[0] = 0;
     for (const struct tkp_option *o = a->options; o && o->name && used < n; o++) {
         char val[64];
+        if (o->type == TKP_OPT_ENUM_QUIET && (int)load(o, opts) == (int)o->def)
+            continue;
         tkp_option_value(o, opts, val, sizeof val);
         used += (size_t)snprintf(buf + used, n - used, "%s%s=%s", used ? "," : "", o->name, val);
     }
@@ -220,4 +222,15 @@ int tkp_env_cluster(const char *name, int *size, struct tkp_error *err)
     }
     *size = (int)c;
     return TKP_OK;
+}
+
+const char *const tkp_cluster_choices[] = { "auto", "1", "2", "4", "8", "16", NULL };
+
+int tkp_forced_cluster(int option, const char *env, int *size, struct tkp_error *err)
+{
+    if (option > 0 && option <= 5) {
+        *size = 1 << (option - 1);
+        return TKP_OK;
+    }
+    return tkp_env_cluster(env, size, err);
 }

@@ -47,6 +47,9 @@ struct rej_row {
 static const struct tkp_option rej_options[] = {
     { "max_rounds", "rejection rounds per draw; the last one samples the exact kept set",
       TKP_OPT_INT, offsetof(struct rej_opts, max_rounds), 32, 1, 4096, NULL },
+    { "cluster", "GPU only (the CPU ignores it): CTAs per row, or auto (the dispatch table of "
+      "the device, else the cost model); a size the device cannot run takes the cost model",
+      TKP_OPT_ENUM_QUIET, offsetof(struct rej_opts, cluster), 0, 0, 0, tkp_cluster_choices },
     { NULL },
 };
 

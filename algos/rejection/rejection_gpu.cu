@@ -137,9 +137,10 @@ int active_clusters(Kernel kernel, int c, int64_t slice)
  * the H200 (README "Cluster variant"): every cluster barrier and exchange costs more with more
  * CTAs, so the smallest cluster whose slice fits wins (B = 1, V = 128256: 8 CTAs 26.8 us, 16
  * CTAs 32.4); clusters of 4 or more CTAs filling the device lose to smaller ones or to one CTA
- * per row (B = 16, V = 128256: 8 CTAs 51.4 us, one CTA 43.9). forced (TKP_REJ_CLUSTER, 0 when
- * unset) takes that size at any vocabulary whose slice fits and the device holds, else one CTA
- * per row (for tests). *active gets the number of co-resident clusters of that size. */
+ * per row (B = 16, V = 128256: 8 CTAs 51.4 us, one CTA 43.9). forced (the cluster option, else
+ * TKP_REJ_CLUSTER; 0 when neither) takes that size at any vocabulary whose slice fits and the
+ * device holds, else the cost model. *active gets the number of co-resident clusters of that
+ * size. */
 int choose_cluster(const struct tkp_problem *pb, int forced, int *active)
 {
     *active = 0;
@@ -177,7 +178,7 @@ int choose_cluster(const struct tkp_problem *pb, int forced, int *active)
             return c;
         }
     }
-    return 1;
+    return forced ? choose_cluster(pb, 0, active) : 1;
 }
 
 /* The workspace's statistics slots, rounded up to 256 bytes (the rows' k with min-p folded in,
@@ -230,8 +231,9 @@ extern "C" int rej_gpu_plan(const struct tkp_problem *pb, const void *opts, void
                             size_t *workspace_bytes, struct tkp_error *err)
 {
     struct rej_gpu_plan *plan = (struct rej_gpu_plan *)plan_out;
-    int forced = 0; /* TKP_REJ_CLUSTER: a cluster size forced for tests and experiments */
-    const int rc = tkp_env_cluster("TKP_REJ_CLUSTER", &forced, err);
+    int forced = 0; /* the cluster option, else TKP_REJ_CLUSTER (tests and experiments) */
+    const int rc = tkp_forced_cluster(((const struct rej_opts *)opts)->cluster,
+                                      "TKP_REJ_CLUSTER", &forced, err);
     if (rc != TKP_OK)
         return rc;
     rej_gpu_plan_for(pb, forced, plan);

@@ -9,6 +9,7 @@
 
 struct rej_opts {
     int max_rounds;
+    int cluster; /* index into tkp_cluster_choices (GPU only; algos/tkp.h) */
 };
 
 /* The statistics both backends count (algos/tkp.h, struct tkp_stat): X(id, name, unit,

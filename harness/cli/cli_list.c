@@ -28,7 +28,7 @@ static void print_options(const struct tkp_algo *a)
 {
     for (const struct tkp_option *opt = a->options; opt && opt->name; opt++) {
         char range[256];
-        if (opt->type == TKP_OPT_ENUM) {
+        if (TKP_OPT_IS_ENUM(opt)) {
             size_t used = 0;
             for (int c = 0; opt->choices[c]; c++)
                 used += (size_t)snprintf(range + used, sizeof range - used, "%s%s",

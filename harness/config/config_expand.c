@@ -196,6 +196,7 @@ static void make_cell(lua_State *L, const char *sweep, const char *what, const i
     c->algo = algos[at[0]].algo;
     snprintf(c->variant, sizeof c->variant, "%s", algos[at[0]].variant);
     c->opts = algos[at[0]].opts;
+    c->given = algos[at[0]].given;
     for (int i = 0; tkp_axes[i].name; i++) {
         const struct tkp_axis *a = &tkp_axes[i];
         const struct axis_values *v = &values[i];

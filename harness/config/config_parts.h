@@ -55,6 +55,7 @@ static inline struct load_ctx *ctx_of(lua_State *L)
 struct algo_entry {
     const struct tkp_algo *algo;
     void *opts;
+    unsigned given; /* bit i: the entry sets option i of algo's table (struct tkp_cell) */
     char variant[64];
 };
 

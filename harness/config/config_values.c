@@ -8,6 +8,7 @@
 #include <lua.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -121,6 +122,21 @@ static void *entry_opts(lua_State *L, size_t size)
     return p;
 }
 
+/* A number for option `name`: an enum with a choice spelled as that number takes it (cluster = 4
+ * is the choice "4"), any other enum takes it as a choice index, a number option as it is. */
+static int set_number(const struct tkp_algo *a, void *opts, const char *name, double v,
+                      struct tkp_error *err)
+{
+    const struct tkp_option *o = tkp_option_find(a, name);
+    char text[32];
+    snprintf(text, sizeof text, "%.0f", v);
+    if (o && TKP_OPT_IS_ENUM(o) && v == floor(v) && fabs(v) < 1e9)
+        for (int i = 0; o->choices[i]; i++)
+            if (strcmp(o->choices[i], text) == 0)
+                return tkp_option_set(a, opts, name, text, err);
+    return tkp_option_set_number(a, opts, name, v, err);
+}
+
 void config_parse_algo(lua_State *L, int idx, const char *what, struct algo_entry *e)
 {
     idx = lua_absindex(L, idx);
@@ -139,6 +155,7 @@ void config_parse_algo(lua_State *L, int idx, const char *what, struct algo_entr
     if (!e->algo)
         config_error(L, "%s: unknown algorithm '%s' (see `topkp list`)", what, name);
     e->opts = entry_opts(L, e->algo->opts_size);
+    e->given = 0;
     tkp_options_defaults(e->algo, e->opts);
     if (!lua_istable(L, idx))
         return;
@@ -160,8 +177,7 @@ void config_parse_algo(lua_State *L, int idx, const char *what, struct algo_entr
             rc = tkp_option_set(e->algo, e->opts, lua_tostring(L, -2), lua_tostring(L, -1),
                                 &err);
         } else if (lua_type(L, -1) == LUA_TNUMBER) {
-            rc = tkp_option_set_number(e->algo, e->opts, lua_tostring(L, -2),
-                                       lua_tonumber(L, -1), &err);
+            rc = set_number(e->algo, e->opts, lua_tostring(L, -2), lua_tonumber(L, -1), &err);
         } else if (lua_type(L, -1) == LUA_TBOOLEAN) {
             const char *v = lua_toboolean(L, -1) ? "on" : "off";
             rc = tkp_option_set(e->algo, e->opts, lua_tostring(L, -2), v, &err);
@@ -172,6 +188,10 @@ void config_parse_algo(lua_State *L, int idx, const char *what, struct algo_entr
         }
         if (rc)
             config_error(L, "%s: %s", what, err.msg);
+        const ptrdiff_t at = lua_type(L, -2) == LUA_TSTRING
+            ? tkp_option_find(e->algo, lua_tostring(L, -2)) - e->algo->options : 32;
+        if (at < 32) /* the bits of struct tkp_cell.given (a module has fewer options) */
+            e->given |= 1u << at;
         lua_pop(L, 1);
     }
 }

@@ -1,13 +1,16 @@
 /* plan.c — what a planned cell says of itself (plan.h): the name of its filter mode, as the
  * results' `mode` column and the plan lines print it (docs/RESULTS.md, "Results"), and its key, the
- * column --resume, shards and merges know it by (results_row.h); and the rule that a plan has
- * each cell once (docs/ROBUSTNESS.md, "Duplicates"). */
+ * column --resume, shards and merges know it by (results_row.h); the rule that a plan has each
+ * cell once (docs/ROBUSTNESS.md, "Duplicates"); and the options its GPU's dispatch table gives
+ * it (docs/DESIGN.md, "Variants and the dispatch table"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../algos/common/prob.h"
+#include "../algos/common/half.h"
 #include "axes.h"
+#include "dispatch.h"
 #include "plan.h"
 #include "results_row.h"
 
@@ -122,4 +125,31 @@ size_t tkp_plan_merge_duplicates(struct tkp_plan *plan, const char *config, FILE
     free(order), free(drop), free(dup_keys);
     dup_keys = NULL;
     return merged;
+}
+
+/* plan.h: each cell takes the options of its row of `slug`'s table that its config left unset,
+ * and c->options shows them (the results' options column, the key, --dry-run's lines). */
+int tkp_plan_dispatch(struct tkp_plan *plan, const char *slug, const struct tkp_dispatch_row *rows,
+                      size_t n, struct tkp_error *err)
+{
+    for (size_t i = 0; i < plan->n; i++) {
+        struct tkp_cell *c = &plan->cells[i];
+        const char *dtype = tkp_dtype_name((enum tkp_dtype)c->dtype);
+        const struct tkp_dispatch_row *row = tkp_dispatch_lookup(
+            rows, n, slug, c->algo->name, dtype ? dtype : "", c->batch, c->vocab, c->k);
+        if (!row)
+            continue;
+        const int rc = tkp_dispatch_apply(c->algo, c->opts, c->given, row, err);
+        if (rc != TKP_OK)
+            return rc;
+        char text[1024];
+        tkp_options_format(c->algo, c->opts, text, sizeof text);
+        if (strlen(text) >= sizeof c->options) {
+            tkp_error_set(err, "%s: the options '%.60s...' are too long (the limit is %zu)",
+                          row->where, text, sizeof c->options - 1);
+            return TKP_EINVAL;
+        }
+        memcpy(c->options, text, strlen(text) + 1);
+    }
+    return TKP_OK;
 }

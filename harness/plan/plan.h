@@ -36,6 +36,8 @@ struct tkp_cell {
     const struct tkp_algo *algo;
     void *opts;               /* owned; algo->opts_size bytes */
     char options[256];        /* the full option string, defaults included */
+    unsigned given;           /* bit i: the config set option i of algo's table (the others
+                                 a dispatch table may set: harness/module/dispatch.h) */
     char variant[64];         /* the ablation label, or "" */
     /* one field per axis of harness/plan/axes.def, of its type: dataset, vocab, batch, k, p (and
      * p_declared), draws, seed, dtype (an enum tkp_dtype, algos/common/half.h) */
@@ -99,5 +101,13 @@ void tkp_cell_key(const struct tkp_cell *c, enum tkp_backend backend,
  * `notes` (NULL: none) naming the config, the sweep and the cell. Returns how many were
  * dropped. */
 size_t tkp_plan_merge_duplicates(struct tkp_plan *plan, const char *config, FILE *notes);
+
+/* Each cell takes the options of its row of the dispatch table of GPU `slug` (rows[0..n), the
+ * compiled-in tkp_dispatch_rows in a run: harness/module/dispatch.h) that its config left unset
+ * (tkp_cell.given); its options text shows them. TKP_EINVAL naming the row when they do not
+ * parse. Call tkp_plan_merge_duplicates after: two cells may now say the same. */
+struct tkp_dispatch_row;
+int tkp_plan_dispatch(struct tkp_plan *plan, const char *slug, const struct tkp_dispatch_row *rows,
+                      size_t n, struct tkp_error *err);
 
 #endif

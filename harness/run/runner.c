@@ -13,6 +13,7 @@
 #include "apply.h"
 #include "axes.h"
 #include "cell_row.h"
+#include "dispatch.h"
 #include "gpu.h"
 #include "interrupt.h"
 #include "logits_file.h"
@@ -444,6 +445,15 @@ static int plan_of(const struct tkp_run_args *args, struct tkp_plan *plan,
     int rc = tkp_config_load(args->config, args->backend, plan, err);
     if (rc)
         return rc;
+    char slug[64]; /* a GPU run: its device's dispatch table (docs/DESIGN.md, "Variants and the
+                      dispatch table") */
+    if (args->backend == TKP_GPU && tkp_dispatch_device_slug(slug, sizeof slug)) {
+        if ((rc = tkp_plan_dispatch(plan, slug, tkp_dispatch_rows, tkp_dispatch_count, err))) {
+            tkp_plan_free(plan);
+            return rc;
+        }
+        tkp_plan_merge_duplicates(plan, args->config, stderr);
+    }
     if ((args->only && (rc = keep_listed(plan, args->only, "--only", cell_algo, args->config,
                                           err)) != TKP_OK) ||
         (args->sweeps && (rc = keep_listed(plan, args->sweeps, "--sweep", cell_sweep,

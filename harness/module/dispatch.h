@@ -1,0 +1,49 @@
+/* dispatch.h — the fitted dispatch tables (docs/DESIGN.md, "Variants and the dispatch table"):
+ * one TSV per GPU under dispatch/, named by the device's slug, compiled into the binary
+ * (scripts/dispatch-tables.awk writes $(BUILD)/dispatch_tables.c), the row a cell falls under
+ * and the setting of its options; a plan's cells take them in harness/plan/plan.c. */
+#ifndef TKP_DISPATCH_H
+#define TKP_DISPATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../algos/tkp.h"
+
+/* One row of a table: a cell of `module` and `dtype` ("f32", "bf16", "f16" or "*") with
+ * batch <= batch_max, vocab <= vocab_max and k <= k_max takes `options` ("name=value,..."). */
+struct tkp_dispatch_row {
+    const char *slug, *module, *dtype;
+    int64_t batch_max, vocab_max, k_max;
+    const char *options;
+    const char *where; /* "dispatch/h100.tsv:3", for messages */
+};
+
+/* The tables of the TSVs under dispatch/, in file order (generated; no row without a table). */
+extern const struct tkp_dispatch_row tkp_dispatch_rows[];
+extern const size_t tkp_dispatch_count;
+
+/* The slug of a GPU name, scripts/reproduce.sh's rule: the first token of the lower-cased name
+ * (tokens split at anything other than a-z and 0-9) matching ^[a-z]+[0-9]+[a-z]*$ ("h100" from
+ * "NVIDIA H100 80GB HBM3"); "" when none does. */
+void tkp_dispatch_slug(const char *gpu_name, char *slug, size_t n);
+
+/* The first row of `slug`'s table, in table order, that holds this cell (its options are the
+ * cell's); NULL when none does (the module's options stay as they are). */
+const struct tkp_dispatch_row *tkp_dispatch_lookup(const struct tkp_dispatch_row *rows, size_t n,
+                                                   const char *slug, const char *module,
+                                                   const char *dtype, int64_t batch,
+                                                   int64_t vocab, int64_t k);
+
+/* Set on opts (module a's) each option of row->options whose bit in `given` is clear (bit i:
+ * the config set option i of a's table: an explicit option always wins). TKP_EINVAL naming
+ * row->where when an option does not parse for the module. */
+int tkp_dispatch_apply(const struct tkp_algo *a, void *opts, unsigned given,
+                       const struct tkp_dispatch_row *row, struct tkp_error *err);
+
+/* The slug whose table a GPU run takes: TKP_DISPATCH_SLUG's when set (a dry run on another
+ * machine; tests), else the current device's (tkp_dispatch_slug); 0 when there is none (no
+ * device, a name with no slug). */
+int tkp_dispatch_device_slug(char *slug, size_t n);
+
+#endif

@@ -1,0 +1,245 @@
+/* test_dispatch.c — the variants and the dispatch table (docs/DESIGN.md, "Variants and the
+ * dispatch table"): the cluster option of cake and rejection and its precedence over the
+ * TKP_*_CLUSTER hook; a device's slug; the first row at or above a cell; a plan's cells take the
+ * options of their row that the config left unset, shown in their options text; the compiled-in
+ * tables parse; scripts/dispatch-tables.awk refuses a malformed table naming file:line and the
+ * field; scripts/fit-dispatch.py on a synthetic export (fastest variant per fit cell, --check). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dispatch.h"
+#include "plan.h"
+#include "cli_util.h"
+#include "test.h"
+
+#define PYTHON "/usr/bin/python3"
+
+static char out[1 << 16];
+
+/* A test table of GPU "t100": rows in ascending order, as the fit writes them. */
+static const struct tkp_dispatch_row rows[] = {
+    { "t100", "cake", "f32", 1, 32768, 50, "cluster=1", "t100.tsv:2" },
+    { "t100", "cake", "*", 4, 131072, 1000, "cluster=4", "t100.tsv:3" },
+    { "t100", "rejection", "f32", 4, 131072, 1000, "cluster=8,max_rounds=16", "t100.tsv:4" },
+    { "t200", "cake", "*", 1024, 262144, 1000, "cluster=16", "t200.tsv:2" },
+};
+static const size_t n_rows = sizeof rows / sizeof rows[0];
+
+TEST(dispatch_slug_is_reproduce_sh_folder_rule)
+{
+    static const char *const names[][2] = {
+        { "NVIDIA H100 80GB HBM3", "h100" }, { "NVIDIA H200", "h200" },
+        { "Tesla A100-SXM4-40GB", "a100" },  { "NVIDIA L40S", "l40s" },
+        { "NVIDIA GB200", "gb200" },         { "NVIDIA GeForce RTX 4090", "" },
+        { "", "" },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char slug[16];
+        tkp_dispatch_slug(names[i][0], slug, sizeof slug);
+        CHECK(strcmp(slug, names[i][1]) == 0, "'%s': slug '%s', not '%s'", names[i][0], slug,
+              names[i][1]);
+    }
+}
+
+TEST(dispatch_lookup_takes_the_first_row_at_or_above_the_cell)
+{
+    static const struct {
+        const char *slug, *module, *dtype;
+        int64_t b, v, k;
+        int row; /* -1: none */
+    } cells[] = {
+        { "t100", "cake", "f32", 1, 32768, 50, 0 },   { "t100", "cake", "f32", 1, 32769, 50, 1 },
+        { "t100", "cake", "f32", 2, 100, 0, 1 },      { "t100", "cake", "bf16", 1, 32768, 50, 1 },
+        { "t100", "cake", "f32", 4, 131072, 1000, 1 }, { "t100", "cake", "f32", 5, 1000, 50, -1 },
+        { "t100", "cake", "f32", 1, 1000, 1001, -1 }, { "t100", "rejection", "bf16", 1, 1, 1, -1 },
+        { "t100", "qrita", "f32", 1, 1, 1, -1 },      { "t200", "cake", "f16", 1000, 1, 1, 3 },
+        { "h100", "cake", "f32", 1, 1, 1, -1 },
+    };
+    for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
+        const struct tkp_dispatch_row *r =
+            tkp_dispatch_lookup(rows, n_rows, cells[i].slug, cells[i].module, cells[i].dtype,
+                                cells[i].b, cells[i].v, cells[i].k);
+        CHECK(r == (cells[i].row < 0 ? NULL : &rows[cells[i].row]),
+              "%s %s %s B=%lld V=%lld k=%lld: row %d, not %d", cells[i].slug, cells[i].module,
+              cells[i].dtype, (long long)cells[i].b, (long long)cells[i].v, (long long)cells[i].k,
+              r ? (int)(r - rows) : -1, cells[i].row);
+    }
+}
+
+/* The options text of the plan's cell of `algo` (variant label) at batch b. */
+static const char *options_of(const struct tkp_plan *plan, const char *variant, int64_t b)
+{
+    for (size_t i = 0; i < plan->n; i++)
+        if (strcmp(plan->cells[i].variant, variant) == 0 && plan->cells[i].batch == b)
+            return plan->cells[i].options;
+    return "(no such cell)";
+}
+
+/* An explicit option always wins; a number names the cluster choice it spells (cluster = 4 is
+ * "4", not the choice at index 4, "8"). */
+TEST(dispatch_plan_sets_only_the_options_the_config_left_unset)
+{
+    struct tkp_plan plan;
+    struct tkp_error err = { 0 };
+    int rc = tkp_config_load(write_scratch("dispatch_plan.lua",
+        "ablation 'd' { base = { vocab = 32768, batch = { 1, 8 }, k = 50 },\n"
+        "  variants = { auto = 'cake', four = { 'cake', cluster = 4 },\n"
+        "               rej = { 'rejection', max_rounds = 8 } } }\n"), TKP_CPU, &plan, &err);
+    REQUIRE(rc == TKP_OK, "%s", err.msg);
+    CHECK(strcmp(options_of(&plan, "four", 1), "topp_launch=fused,cluster=4") == 0, "%s",
+          options_of(&plan, "four", 1));
+    rc = tkp_plan_dispatch(&plan, "t100", rows, n_rows, &err);
+    CHECK(rc == TKP_OK, "%s", err.msg);
+    static const char *const want[][3] = {
+        { "auto", "1", "topp_launch=fused,cluster=1" },
+        { "auto", "8", "topp_launch=fused" }, /* B = 8: past every row; auto is quiet */
+        { "four", "1", "topp_launch=fused,cluster=4" },
+        { "rej", "1", "max_rounds=8,cluster=8" },
+        { "rej", "8", "max_rounds=8" },
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const char *got = options_of(&plan, want[i][0], atoi(want[i][1]));
+        CHECK(strcmp(got, want[i][2]) == 0, "%s B=%s: '%s', not '%s'", want[i][0], want[i][1],
+              got, want[i][2]);
+    }
+    static const struct tkp_dispatch_row bad[] = {
+        { "t100", "cake", "*", 1, 32768, 50, "cluster=3", "bad.tsv:7" },
+    };
+    rc = tkp_plan_dispatch(&plan, "t100", bad, 1, &err);
+    CHECK(rc == TKP_EINVAL && strstr(err.msg, "bad.tsv:7") && strstr(err.msg, "cluster"),
+          "rc %d: %s", rc, err.msg);
+    tkp_plan_free(&plan);
+}
+
+TEST(cluster_option_wins_over_the_env_hook)
+{
+    struct tkp_error err = { 0 };
+    int size = -1;
+    setenv("TKP_TEST_CLUSTER", "2", 1);
+    CHECK(tkp_forced_cluster(0, "TKP_TEST_CLUSTER", &size, &err) == TKP_OK && size == 2,
+          "auto with the hook at 2: %d", size);
+    for (int i = 1; tkp_cluster_choices[i]; i++)
+        CHECK(tkp_forced_cluster(i, "TKP_TEST_CLUSTER", &size, &err) == TKP_OK &&
+                  size == atoi(tkp_cluster_choices[i]),
+              "cluster=%s: %d", tkp_cluster_choices[i], size);
+    unsetenv("TKP_TEST_CLUSTER");
+    CHECK(tkp_forced_cluster(0, "TKP_TEST_CLUSTER", &size, &err) == TKP_OK && size == 0,
+          "auto, no hook: %d", size);
+    const char *const modules[] = { "cake", "rejection" };
+    for (int m = 0; m < 2; m++) {
+        const struct tkp_algo *a = tkp_algo_find(modules[m]);
+        REQUIRE(a && tkp_option_find(a, "cluster"), "%s has no cluster option", modules[m]);
+        CHECK(strstr(tkp_option_find(a, "cluster")->help, "CPU ignores it") != NULL,
+              "%s: the help does not say the CPU ignores it", modules[m]);
+    }
+}
+
+/* Every row compiled in from dispatch/ names a module with those options. */
+TEST(dispatch_compiled_tables_name_modules_and_options)
+{
+    for (size_t i = 0; i < tkp_dispatch_count; i++) {
+        const struct tkp_dispatch_row *r = &tkp_dispatch_rows[i];
+        const struct tkp_algo *a = tkp_algo_find(r->module);
+        REQUIRE(a, "%s: no module '%s'", r->where, r->module);
+        char opts[512];
+        REQUIRE(a->opts_size <= sizeof opts, "%s: options struct too large", r->module);
+        tkp_options_defaults(a, opts);
+        struct tkp_error err = { 0 };
+        CHECK(tkp_dispatch_apply(a, opts, 0, r, &err) == TKP_OK, "%s", err.msg);
+    }
+    CHECK(tkp_dispatch_rows[tkp_dispatch_count].slug == NULL, "the table has no end row");
+}
+
+/* scripts/dispatch-tables.awk on a table `text` named `name`: its exit status, output in out. */
+static int generate(const char *name, const char *text)
+{
+    return run_cmd(out, sizeof out, "awk -f scripts/dispatch-tables.awk /dev/null %s",
+                   write_scratch(name, text));
+}
+
+TEST(dispatch_tables_awk_refuses_malformed_tables_naming_file_line_field)
+{
+    const char *head = "# comment\nmodule\tdtype\tbatch_max\tvocab_max\tk_max\toptions\n";
+    char text[512];
+    snprintf(text, sizeof text, "%scake\tbf16\t4\t32768\t50\tcluster=4\n", head);
+    CHECK(generate("t100.tsv", text) == 0 &&
+              strstr(out, "{ \"t100\", \"cake\", \"bf16\", 4, 32768, 50, \"cluster=4\", ") &&
+              strstr(out, "t100.tsv:3\" }") && strstr(out, "tkp_dispatch_count = 1;"),
+          "%s", out);
+    static const char *const bad[][2] = {
+        { "cake\tf64\t4\t32768\t50\tcluster=4\n", ":3: field dtype: 'f64'" },
+        { "cake\tf32\t4\tx\t50\tcluster=4\n", ":3: field vocab_max: 'x'" },
+        { "cake\tf32\t0\t32768\t50\tcluster=4\n", ":3: field batch_max: '0'" },
+        { "cake\tf32\t4\t32768\t50\tcluster 4\n", ":3: field options: 'cluster 4'" },
+        { "Cake\tf32\t4\t32768\t50\tcluster=4\n", ":3: field module: 'Cake'" },
+        { "cake\tf32\t4\t32768\tcluster=4\n", ":3: 5 fields, not 6" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text, "%s%s", head, bad[i][0]);
+        CHECK(generate("t100.tsv", text) != 0 && strstr(out, "t100.tsv") &&
+                  strstr(out, bad[i][1]), "%s: %s", bad[i][1], out);
+    }
+    CHECK(generate("t100.tsv", "module\tdtype\n") != 0 && strstr(out, "t100.tsv:1: the header"),
+          "%s", out);
+    CHECK(generate("Example.tsv", head) != 0 && strstr(out, "Example.tsv:1: a table is named"),
+          "%s", out);
+}
+
+/* A synthetic `topkp export` of the fit config's two sweeps: cake f32 at V = 1000, k = 50,
+ * variants cluster=1 and cluster=4 (topp_launch the same everywhere, so not a variant); fit
+ * cells B = 1 (4 wins) and 16 (1 wins), a bf16 cell that was not timed (left out),
+ * held-out B = 8 with the times `held` gives. */
+#define FITC "dispatch_fit\tcake\ttopp_launch=fused,"
+#define HELD "dispatch_heldout\tcake\ttopp_launch=fused,"
+
+static const char *synthetic_export(const char *name, const char *held)
+{
+    static char text[2048];
+    const char *head = "sweep\talgo\toptions\tdtype\tbatch\tvocab\tk\tstatus\tmedian_us\n";
+    snprintf(text, sizeof text,
+             "%s" FITC "cluster=1\tf32\t1\t1000\t50\tok\t10\n"
+             FITC "cluster=4\tf32\t1\t1000\t50\tok\t5\n"
+             FITC "cluster=1\tf32\t16\t1000\t50\tok\t5\n"
+             FITC "cluster=4\tf32\t16\t1000\t50\tok\t9\n"
+             FITC "cluster=4\tbf16\t16\t1000\t50\tunsupported\tnan\n"
+             "%s",
+             head, held);
+    return write_scratch(name, text);
+}
+
+TEST(dispatch_fit_script_picks_the_fastest_and_checks_held_out_cells)
+{
+    if (access(PYTHON, X_OK) != 0 ||
+        run_cmd(NULL, 0, "%s -c 'import h5py, numpy'", PYTHON) != 0) {
+        test_skip("no " PYTHON " with h5py and numpy");
+        return;
+    }
+    const char *good = synthetic_export(
+        "fit_good.tsv", HELD "cluster=1\tf32\t8\t1000\t50\tok\t10\n"
+                        HELD "cluster=4\tf32\t8\t1000\t50\tok\t10.4\n");
+    char table[512];
+    snprintf(table, sizeof table, "%s/x100.tsv", scratch_dir());
+    REQUIRE(run_cmd(out, sizeof out, "%s scripts/fit-dispatch.py %s x100 > %s", PYTHON, good,
+                    table) == 0, "fit: %s", out);
+    char *fitted = slurp(table, NULL);
+    REQUIRE(fitted, "no table");
+    CHECK(strstr(fitted, "module\tdtype\tbatch_max\tvocab_max\tk_max\toptions\n"
+                         "cake\tf32\t1\t1000\t50\tcluster=4\n"
+                         "cake\tf32\t16\t1000\t50\tcluster=1\n") &&
+              !strstr(fitted, "bf16"),
+          "%s", fitted);
+    free(fitted);
+    CHECK(run_cmd(out, sizeof out, "awk -f scripts/dispatch-tables.awk /dev/null %s", table) == 0,
+          "the fitted table does not compile: %s", out);
+    CHECK(run_cmd(out, sizeof out, "%s scripts/fit-dispatch.py %s x100 --check", PYTHON, good) ==
+                  0 && strstr(out, "cake\tf32\t8\t1000\t50\tcluster=1\tcluster=1\t1.000"),
+          "%s", out);
+    const char *slow = synthetic_export(
+        "fit_slow.tsv", HELD "cluster=1\tf32\t8\t1000\t50\tok\t11\n"
+                        HELD "cluster=4\tf32\t8\t1000\t50\tok\t10\n");
+    CHECK(run_cmd(out, sizeof out, "%s scripts/fit-dispatch.py %s x100 --check", PYTHON, slow) ==
+                  1 && strstr(out, "cake\tf32\t8\t1000\t50\tcluster=1\tcluster=4\t1.100") &&
+              strstr(out, "1 past 1.05"),
+          "%s", out);
+}
