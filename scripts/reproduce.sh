@@ -159,9 +159,9 @@ if ((!allow_dirty)); then
         # the files' modes): refresh it, and compare contents only
         git update-index -q --refresh >/dev/null 2>&1 || true
         head=$(git rev-parse --short=12 HEAD)
-        if [[ -n $(git -c core.fileMode=false status --porcelain --untracked-files=no) ||
-              $commit != "$head" ]] && ! matches_bundle_source; then
-            [[ -z $(git -c core.fileMode=false status --porcelain --untracked-files=no) ]] ||
+        changed=$(git -c core.fileMode=false status --porcelain --untracked-files=no)
+        if [[ -n $changed || $commit != "$head" ]] && ! matches_bundle_source; then
+            [[ -z $changed ]] ||
                 die "the tree has uncommitted changes (git status): commit them or pass --allow-dirty"
             die "$TOPKP was built at $commit but the tree is at $head: rebuild (make) or pass --allow-dirty"
         fi

@@ -65,6 +65,34 @@ __device__ __forceinline__ unsigned long long tkp_minp_counts(float v, float m, 
     return tkp_is_valid(v) && tkp_weight(v, m) >= t;
 }
 
+/* The block's largest order key over elements [begin, end) of row x (0: none valid), in every
+ * thread; both shapes' pass 1. */
+template <class E>
+__device__ __forceinline__ unsigned long long tkp_minp_block_max(
+    const void *x, int64_t begin, int64_t end, unsigned long long (*scratch)[kTkpMinpWarps])
+{
+    unsigned long long unused = 0, kmax = 0;
+    tkp_minp_each<E>(x, begin, end, [&](float v) {
+        const unsigned long long key = tkp_order_key(v);
+        kmax = key > kmax ? key : kmax;
+    });
+    tkp_block_sum_max<kTkpMinpWarps>(unused, kmax, scratch);
+    return kmax;
+}
+
+/* The block's count of elements of [begin, end) reaching threshold t against the row's
+ * largest value m (tkp_minp_counts); both shapes' pass 2. */
+template <class E>
+__device__ __forceinline__ unsigned long long tkp_minp_block_count(
+    const void *x, int64_t begin, int64_t end, float m, uint64_t t,
+    unsigned long long (*scratch)[kTkpMinpWarps])
+{
+    unsigned long long n[1] = { 0 };
+    tkp_minp_each<E>(x, begin, end, [&](float v) { n[0] += tkp_minp_counts(v, m, t); });
+    tkp_block_sums<kTkpMinpWarps>(n, scratch);
+    return n[0];
+}
+
 /* Row blockIdx.x: k_out[r] = tkp_minp_fold(k[r], n, vocab), n as above. */
 template <class E>
 __global__ void __launch_bounds__(kTkpMinpThreads)
@@ -81,21 +109,15 @@ __global__ void __launch_bounds__(kTkpMinpThreads)
         return;
     }
     const void *x = tkp_row_ptr<E>(logits, stride, r);
-    unsigned long long unused = 0, kmax = 0;
-    tkp_minp_each<E>(x, 0, vocab, [&](float v) {
-        const unsigned long long key = tkp_order_key(v);
-        kmax = key > kmax ? key : kmax;
-    });
-    tkp_block_sum_max<kTkpMinpWarps>(unused, kmax, scratch);
-    /* kmax == 0: no valid token, so no count pass and n = 0 (tkp_minp_fold keeps k) */
-    const float m = tkp_key_value((uint32_t)kmax);
-    const uint64_t t = tkp_minp_threshold(mp);
-    unsigned long long n[1] = { 0 };
-    if (kmax != 0)
-        tkp_minp_each<E>(x, 0, vocab, [&](float v) { n[0] += tkp_minp_counts(v, m, t); });
-    tkp_block_sums<kTkpMinpWarps>(n, scratch);
+    const unsigned long long kmax = tkp_minp_block_max<E>(x, 0, vocab, scratch);
+    /* kmax == 0 (the same in every thread): no valid token, so no count pass and n = 0
+     * (tkp_minp_fold keeps k) */
+    const unsigned long long n =
+        kmax == 0 ? 0
+                  : tkp_minp_block_count<E>(x, 0, vocab, tkp_key_value((uint32_t)kmax),
+                                            tkp_minp_threshold(mp), scratch);
     if (threadIdx.x == 0)
-        k_out[r] = tkp_minp_fold(k[r], (int64_t)n[0], vocab);
+        k_out[r] = tkp_minp_fold(k[r], (int64_t)n, vocab);
 }
 
 /* The split fold's state of a row: its largest valid order key and its count, each met by
@@ -119,13 +141,8 @@ __global__ void __launch_bounds__(kTkpMinpThreads)
     if (!tkp_minp_on(min_p[r]))
         return;
     const int64_t end = begin + chunk < vocab ? begin + chunk : vocab;
-    const void *x = tkp_row_ptr<E>(logits, stride, r);
-    unsigned long long unused = 0, kmax = 0;
-    tkp_minp_each<E>(x, begin, end, [&](float v) {
-        const unsigned long long key = tkp_order_key(v);
-        kmax = key > kmax ? key : kmax;
-    });
-    tkp_block_sum_max<kTkpMinpWarps>(unused, kmax, scratch);
+    const unsigned long long kmax =
+        tkp_minp_block_max<E>(tkp_row_ptr<E>(logits, stride, r), begin, end, scratch);
     if (threadIdx.x == 0 && kmax != 0)
         atomicMax(&rows[r].kmax, (unsigned int)kmax);
 }
@@ -138,20 +155,17 @@ __global__ void __launch_bounds__(kTkpMinpThreads)
                           int64_t chunk, const float *__restrict__ min_p,
                           TkpMinpRow *__restrict__ rows)
 {
-    __shared__ unsigned long long scratch[1][kTkpMinpWarps];
+    __shared__ unsigned long long scratch[2][kTkpMinpWarps];
     const int64_t r = blockIdx.y, begin = (int64_t)blockIdx.x * chunk;
     const unsigned int kmax = rows[r].kmax;
     if (!tkp_minp_on(min_p[r]) || kmax == 0) /* no valid token: n = 0 */
         return;
     const int64_t end = begin + chunk < vocab ? begin + chunk : vocab;
-    const void *x = tkp_row_ptr<E>(logits, stride, r);
-    const float m = tkp_key_value(kmax);
-    const uint64_t t = tkp_minp_threshold(min_p[r]);
-    unsigned long long n[1] = { 0 };
-    tkp_minp_each<E>(x, begin, end, [&](float v) { n[0] += tkp_minp_counts(v, m, t); });
-    tkp_block_sums<kTkpMinpWarps>(n, scratch);
-    if (threadIdx.x == 0 && n[0] != 0)
-        atomicAdd(&rows[r].count, (unsigned int)n[0]);
+    const unsigned long long n =
+        tkp_minp_block_count<E>(tkp_row_ptr<E>(logits, stride, r), begin, end,
+                                tkp_key_value(kmax), tkp_minp_threshold(min_p[r]), scratch);
+    if (threadIdx.x == 0 && n != 0)
+        atomicAdd(&rows[r].count, (unsigned int)n);
 }
 
 /* Last: each row's k with its count folded in (or its k, min-p off). */
