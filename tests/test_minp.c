@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../algos/common/cpu_row.h"
 #include "../algos/common/prob.h"
 #include "apply.h"
 #include "test.h"
@@ -119,4 +120,69 @@ TEST(minp_is_refused_by_name_where_a_module_lacks_it)
                   strstr(err.msg, "min-p"),
               "%s: min-p was not refused by name (%s)", a->name, err.msg);
     }
+}
+
+/* Canonical order (value descending, index ascending) of a row's valid tokens, for qsort. */
+static const float *sort_row;
+static int by_canonical_order(const void *a, const void *b)
+{
+    const int i = *(const int *)a, j = *(const int *)b;
+    if (sort_row[i] != sort_row[j])
+        return sort_row[i] > sort_row[j] ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+/* tkp_minp_fold_part, the fold a GPU module makes from the top of its row (docs/SEMANTICS.md,
+ * "min-p"), against the count over the whole row (tkp_minp_fold_k): from every prefix of the
+ * canonical order, on random rows crowded at the threshold, with ties and the one-ulp
+ * inversion pair, it either gives the row's fold or declines (-1); it must not decline where
+ * the prefix's last value weighs under half the threshold (the certificate's business). */
+TEST(minp_fold_from_a_prefix_equals_the_fold_over_the_row)
+{
+    enum { V = 48 };
+    const uint64_t seed = 20261205;
+    uint64_t s = seed;
+    float x[V];
+    int order[V], bad = 0;
+    int64_t settled = 0, declined_far = 0;
+    for (int row = 0; row < 3000 && bad < 5; row++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        const float min_p = row % 5 == 0 ? tkp_weight_float(-0x1.fd029cp-7f, 0.0f)
+                                         : (float)(s % 999 + 1) / 1000.0f;
+        const float edge = logf(min_p);
+        for (int i = 0; i < V; i++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            const int pick = (int)(s % 8);
+            x[i] = pick == 0 ? -INFINITY
+                 : pick == 1 ? edge
+                 : pick == 2 ? nextafterf(edge, 0.0f)
+                 : (float)((int)((s >> 8) % 2000) - 1000) / 250.0f;
+        }
+        x[row % V] = 0.0f; /* the largest */
+        if (row % 5 == 0)
+            x[(row + 7) % V] = -0x1.fd029cp-7f, x[(row + 3) % V] = nextafterf(-0x1.fd029cp-7f, 0.0f);
+        const int32_t k = (int32_t)(s >> 30) % (V + 2);
+        const int32_t want = tkp_minp_fold_k(x, V, 0.0f, k, &min_p, 0);
+        const uint64_t t = tkp_minp_threshold(min_p);
+        int valid = 0;
+        for (int i = 0; i < V; i++)
+            if (tkp_is_valid(x[i]))
+                order[valid++] = i;
+        sort_row = x;
+        qsort(order, (size_t)valid, sizeof order[0], by_canonical_order);
+        int64_t n_part = 0;
+        for (int j = 0; j < valid && bad < 5; j++) {
+            n_part += tkp_weight(x[order[j]], 0.0f) >= t;
+            const int32_t got = tkp_minp_fold_part(k, n_part, V, x[order[j]], 0.0f, t);
+            settled += got >= 0;
+            declined_far += got < 0 && tkp_weight(x[order[j]], 0.0f) < t / 2;
+            if (got >= 0 && got != want) {
+                CHECK(0, "seed %llu, row %d, prefix %d: fold from the prefix %d, over the row %d",
+                      (unsigned long long)seed, row, j + 1, got, want);
+                bad++;
+            }
+        }
+    }
+    CHECK(settled > 10000 && declined_far == 0, "%lld prefixes settled, %lld declined far below",
+          (long long)settled, (long long)declined_far);
 }

@@ -124,3 +124,68 @@ TEST(fixed_point_weight_equals_its_double_definition)
           "a row holding +inf");
     CHECK(tkp_weight(-100.0f, 0.0f) == 0, "exp(-100) is below the fixed-point unit");
 }
+
+/* TKP_EXPF_REACH's claim over every float d in [-87, 0], ascending: each float's running
+ * maximum of tkp_expf (itself included) is reached within TKP_EXPF_REACH floats above it.
+ * The min-p certificate (tkp_minp_none_at_or_below) rests on it. */
+TEST(expf_running_maximum_is_reached_within_reach_floats)
+{
+    const uint32_t lowest = 0xC2AE0000u; /* -87.0f; the bits fall as the value rises */
+    float best = -1.0f;
+    int64_t pending = -1, reach = 0, worst = -1, inversions = 0;
+    for (uint32_t u = lowest;; u--) {
+        const float e = tkp_expf(float_of(u));
+        const int64_t i = (int64_t)(lowest - u);
+        if (e >= best) {
+            if (pending >= 0 && i - pending > reach)
+                reach = i - pending, worst = pending;
+            pending = -1;
+            best = e;
+        } else {
+            pending = pending < 0 ? i : pending;
+            inversions++;
+        }
+        if (u == 0x80000000u)
+            break;
+    }
+    CHECK(pending < 0, "the running maximum is never reached again above %a",
+          (double)float_of(lowest - (uint32_t)pending));
+    CHECK(reach <= TKP_EXPF_REACH, "tkp_expf(%a)'s running maximum lies %lld floats up (> %d)",
+          (double)float_of(lowest - (uint32_t)worst), (long long)reach, TKP_EXPF_REACH);
+    CHECK(inversions > 0, "no inversion at all: the scan read nothing");
+}
+
+/* The certificate against its definition: whenever it says no token at or below y passes,
+ * y and the 64 floats below it, and random values below, weigh less than t. Random rows
+ * around the threshold m + ln(min_p), the inversion pair of cases_sampling.c among them. */
+TEST(minp_certificate_never_excludes_a_passing_token)
+{
+    const uint64_t seed = 20261205;
+    uint64_t s = seed;
+    int bad = 0, certified = 0;
+    for (int i = 0; i < 200000 && bad < 5; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        const float m = (float)((int)(s % 2001) - 1000) / 16.0f;
+        const float min_p = (float)((s >> 20) % 1000 + 1) / 1001.0f;
+        const uint64_t t = tkp_minp_threshold(min_p);
+        const float edge = m + logf(min_p);
+        float y = edge + (float)((int)((s >> 40) % 200) - 100) * 1e-6f * (1.0f + fabsf(edge));
+        y = i % 7 == 0 ? -0x1.fd029cp-7f + m : y; /* the inversion, shifted by m */
+        if (!tkp_minp_none_at_or_below(y, m, t))
+            continue;
+        certified++;
+        float x = y;
+        for (int j = 0; j < 64 && !bad; j++, x = nextafterf(x, -INFINITY))
+            if (tkp_weight(x, m) >= t) {
+                CHECK(0, "seed %llu, draw %d: certified y %a (m %a, min_p %a) but %a passes",
+                      (unsigned long long)seed, i, (double)y, (double)m, (double)min_p, (double)x);
+                bad++;
+            }
+    }
+    CHECK(certified > 1000, "only %d rows certified: the test reads nothing", certified);
+    CHECK(tkp_minp_none_at_or_below(-INFINITY, 3.0f, 1) && !tkp_minp_none_at_or_below(3.0f, 3.0f, 1),
+          "-inf is certified, the largest never");
+    CHECK(tkp_minp_none_at_or_below(1e30f, INFINITY, 1) &&
+              !tkp_minp_none_at_or_below(INFINITY, INFINITY, TKP_FIX_ONE),
+          "a +inf row: only +inf tokens pass");
+}

@@ -155,6 +155,46 @@ TKP_HD int32_t tkp_minp_fold(int32_t k, int64_t n, int64_t vocab)
         return k;
     return (int32_t)n;
 }
+/* How far up tkp_expf's running maximum can lie (docs/SEMANTICS.md, "min-p"): for every float d
+ * in [-87, 0), no d' <= d has tkp_expf(d') above tkp_expf of the float TKP_EXPF_REACH steps above
+ * d. tkp_expf is monotone but at one-ulp inversions; tests/test_prob.c proves the bound over
+ * every such float. */
+#define TKP_EXPF_REACH 1
+
+/* The certificate that lets a module fold min-p from part of a row: 1 when no valid token of
+ * value x <= y reaches the min-p threshold t (>= 1) in a row whose largest valid value is m,
+ * ties at y included; 0 when that is not certain. y is a valid value or -inf. Exact by
+ * TKP_EXPF_REACH: x <= y gives x - m <= y - m (rounding is monotone), and every weight at or
+ * below y - m is at most the weight TKP_EXPF_REACH floats above it. */
+TKP_HD int tkp_minp_none_at_or_below(float y, float m, uint64_t t)
+{
+    if (m == INFINITY) /* only the +inf tokens pass */
+        return y < INFINITY;
+    const float d = y - m;
+    if (!(d >= -87.0f)) /* tkp_expf is 0 there and below */
+        return 1;
+    if (!(d < 0.0f)) /* y is the row's largest: it passes */
+        return 0;
+    union { float f; uint32_t u; } up;
+    up.f = d;
+    up.u -= TKP_EXPF_REACH; /* a negative float's bits fall as it rises toward -0.0 */
+    return tkp_fix_of(tkp_expf(up.f)) < t;
+}
+
+/* min-p folded into top-k from part of a row (docs/SEMANTICS.md, "min-p"): n_part is the
+ * number of passing tokens (fixed weight >= t) in a set holding every valid token of value > y,
+ * maybe some <= y. Returns tkp_minp_fold's k when that settles it — top-k keeps at most n_part,
+ * or no token at or below y passes — and -1 when only a count over the whole row does. */
+TKP_HD int32_t tkp_minp_fold_part(int32_t k, int64_t n_part, int64_t vocab, float y, float m,
+                                  uint64_t t)
+{
+    if (tkp_topk_on(k, vocab) && (int64_t)k <= n_part)
+        return k;
+    if (tkp_minp_none_at_or_below(y, m, t))
+        return tkp_minp_fold(k, n_part, vocab);
+    return -1;
+}
+
 /* Is the top-p filter on for this row? */
 TKP_HD int tkp_topp_on(float p) { return p < 1.0f; }
 
