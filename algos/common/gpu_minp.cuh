@@ -20,6 +20,7 @@
 
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "../tkp.h"
 #include "cuda_util.h"
@@ -177,6 +178,18 @@ __global__ void tkp_minp_finish_kernel(int64_t batch, int64_t vocab, const int32
     const int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (r < batch)
         k_out[r] = tkp_minp_on(min_p[r]) ? tkp_minp_fold(k[r], (int64_t)rows[r].count, vocab) : k[r];
+}
+
+/* TKP_MINP_FORCE_COUNT=1 in the environment: every module that folds min-p from part of its
+ * row (tkp_minp_fold_part, prob.h) takes its fallback, the count over the whole row, on every
+ * min-p row, so that the GPU tests reach that path on every case (read once a process). */
+inline bool tkp_minp_force_count()
+{
+    static const int forced = [] {
+        const char *v = getenv("TKP_MINP_FORCE_COUNT");
+        return v && *v && *v != '0' ? 1 : 0;
+    }();
+    return forced != 0;
 }
 
 /* Chunks a row is split into: enough blocks to fill the GPU, none under kTkpMinpMinChunk
