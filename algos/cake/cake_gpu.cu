@@ -26,7 +26,8 @@
  *  4b. otherwise passes 2 and 3 of cake.c on the candidate list (or, where it overflowed, on
  *     the slice streamed again), and the keys above the pivot plus this CTA's share of the
  *     pivot ties (the ties of lower ranks come first: index order) go to rank 0;
- *  5. rank 0: sort, top-p, kept mask, draws; or (topp_launch=chained) rank 0 leaves the
+ *  5. rank 0: sort, min-p (the row's k with min-p folded in, from the sorted slab's weights:
+ *     cake_gpu_finish.cuh, ck_minp_cut), top-p, kept mask, draws; or (topp_launch=chained) rank 0 leaves the
  *     gathered entries in the workspace and cake_topp_kernel, chained by programmatic
  *     dependent launch, does step 5 with the same code.
  * This file holds the kernels and the launcher; the device code is in the layers that
@@ -36,7 +37,8 @@
  * and fp16 rows are read directly (16-byte vectors of eight) and converted exactly in
  * registers, so slab, kept set and samples are those of the float32 upcast bit for bit
  * (docs/SEMANTICS.md, "16-bit logits"); ck_kernel_for is the one place that picks the
- * instantiation. cake_topp_kernel reads only the gathered keys and is not templated. */
+ * instantiation. cake_topp_kernel reads only the gathered keys (and a min-p row that its slab
+ * does not settle, with a runtime switch on the type) and is not templated. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,10 +251,9 @@ extern "C" int cake_gpu_plan(const struct tkp_problem *pb, const void *opts, voi
     /* Top-p launch: fused unless asked (measured on the H200 at k = 50, 256 and 1000: the
      * chained launch is slower everywhere; README "GPU") */
     plan->chained = topp_launch == CAKE_TOPP_CHAINED;
-    /* the chained launch's slab and counts, then the rows' k with min-p folded in */
+    /* the chained launch's slab and counts (min-p needs none: step 5 folds it in) */
     plan->workspace_bytes =
         plan->chained ? (size_t)batch * (CK_GATHER * sizeof(u64) + sizeof(uint2)) : 0;
-    plan->workspace_bytes += tkp_gpu_minp_bytes(pb);
     *workspace_bytes = plan->workspace_bytes;
     if (plan->chained) {
         /* the sort's shared memory is static; this only checks that the kernel loads */
@@ -287,11 +288,8 @@ extern "C" int cake_gpu_run(const void *plan_in, const struct tkp_io *io, void *
     a.ws_count = plan->chained
                      ? (uint2 *)((char *)workspace + (size_t)batch * CK_GATHER * sizeof(u64))
                      : nullptr;
-    const size_t chained_bytes = plan->workspace_bytes - tkp_gpu_minp_bytes(&plan->pb);
-    const int rc = tkp_gpu_minp_k(&plan->pb, io, (int32_t *)((char *)workspace + chained_bytes),
-                                  (cudaStream_t)stream, &a.io.k, err); /* min-p folded in */
-    if (rc != TKP_OK)
-        return rc;
+    a.dtype = plan->pb.dtype;
+    a.minp_force = tkp_minp_force_count();
 
     TKP_CUDA_TRY(tkp_launch_cluster(kernel, (int)plan->cluster,
                                     dim3((unsigned)(batch * plan->cluster)), dim3(CK_THREADS),

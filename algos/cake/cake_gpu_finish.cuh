@@ -5,6 +5,7 @@
 #define TKP_CAKE_GPU_FINISH_CUH
 
 #include "../common/gpu_block.cuh"
+#include "../common/gpu_minp.cuh"
 #include "../common/gpu_warp.cuh"
 #include "../common/philox.h"
 #include "../common/prob.h"
@@ -17,6 +18,50 @@
 __device__ __forceinline__ u64 ck_weight_of(u64 c, float top)
 {
     return tkp_weight(tkp_key_value((uint32_t)(c >> 32)), top);
+}
+
+/* Row r's min-p threshold (docs/SEMANTICS.md, "min-p"): 0 when its min-p is off. */
+__device__ __forceinline__ uint64_t ck_minp_threshold(const ck_args &a, int64_t r)
+{
+    return a.io.min_p ? tkp_minp_threshold(a.io.min_p[r]) : 0;
+}
+
+/* The entries of row r's sorted slab that stay before top-p once min-p is folded into its k
+ * (docs/SEMANTICS.md, "min-p"; the same k' as cake.c's tkp_minp_fold_k): the slab's first n
+ * entries are the row's top n in the canonical order, every valid token of the row when n is
+ * below its k; n_part of them reach the threshold thr (against top, the row's largest); y is
+ * the value of entry n - 1. min(n, k'), with k' from the slab (tkp_minp_fold_part) or, when
+ * that does not settle it, from row_count(): the count over the whole row, which every thread
+ * calls (its barriers) since everything it depends on is the same in each. */
+template <class Count>
+__device__ __forceinline__ uint32_t ck_minp_cut(const ck_args &a, int64_t r, uint32_t n,
+                                                uint32_t n_part, float y, float top, uint64_t thr,
+                                                Count &&row_count)
+{
+    const int32_t k = a.io.k[r];
+    const bool whole = !tkp_topk_on(k, a.vocab) || n < (uint32_t)k;
+    int32_t folded =
+        a.minp_force ? -1
+                     : tkp_minp_fold_part(k, n_part, a.vocab, whole ? -INFINITY : y, top, thr);
+    if (folded < 0)
+        folded = tkp_minp_fold(k, (int64_t)row_count(), a.vocab);
+    return tkp_topk_on(folded, a.vocab) ? min(n, (uint32_t)folded) : n;
+}
+
+/* The count over row r that ck_minp_cut falls back on, by the CTA's NTH threads. */
+template <int NTH>
+__device__ uint32_t ck_minp_block_count(const ck_args &a, int64_t r, float top, uint64_t thr)
+{
+    __shared__ uint32_t total;
+    if (threadIdx.x == 0)
+        total = 0;
+    __syncthreads();
+    const uint32_t mine = (uint32_t)tkp_minp_row_share(a.dtype, a.io.logits, a.stride, r,
+                                                       a.vocab, top, thr, threadIdx.x, NTH);
+    if (mine)
+        atomicAdd(&total, mine);
+    __syncthreads();
+    return total;
 }
 
 /* The kept mask's ones and the draws of row r from its sorted slab and the inclusive prefix
@@ -73,6 +118,14 @@ __device__ void ck_finish(const ck_args &a, int64_t r, float p, const u64 *slab,
     if (j1 < n)
         incl[j1] = before + w0 + w1;
     __syncthreads();
+    const uint64_t thr = ck_minp_threshold(a, r);
+    if (thr) { /* the same in every thread: min-p cuts the slab to its first n entries */
+        const uint32_t n_part = __syncthreads_count(j0 < n && w0 >= thr) +
+                                __syncthreads_count(j1 < n && w1 >= thr);
+        const float y = tkp_key_value((uint32_t)(slab[n - 1] >> 32));
+        n = ck_minp_cut(a, r, n, n_part, y, top, thr,
+                        [&] { return ck_minp_block_count<NTH>(a, r, top, thr); });
+    }
     const uint64_t target = tkp_topp_target(p, incl[n - 1]);
     /* kept = 1 + #{j in [1, n): incl[j-1] < target}; incl is non-decreasing, so this is the
      * CPU's walk. */
@@ -83,6 +136,29 @@ __device__ void ck_finish(const ck_args &a, int64_t r, float p, const u64 *slab,
     __syncthreads();
     const uint32_t kept = 1 + *cnt;
     ck_mark_and_draw(a, r, slab, incl, kept, t, NTH);
+}
+
+/* ck_minp_cut for ck_finish_warp's lanes, which hold slab entries 4 lane .. 4 lane + 3 sorted
+ * in v and their weights in w (0 from entry n on). */
+static __device__ uint32_t ck_finish_warp_minp(const ck_args &a, int64_t r, const u64 v[4],
+                                               const u64 w[4], uint32_t n, float top,
+                                               uint64_t thr)
+{
+    const uint32_t lane = threadIdx.x;
+    uint32_t mine = 0;
+    u64 last = 0; /* entry n - 1, from the lane that holds it */
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        mine += w[e] >= thr && 4 * lane + e < n;
+        last = 4 * lane + e == n - 1 ? v[e] : last;
+    }
+    const uint32_t n_part = __reduce_add_sync(kTkpFullWarp, mine);
+    last = __shfl_sync(kTkpFullWarp, last, (n - 1) / 4);
+    return ck_minp_cut(a, r, n, n_part, tkp_key_value((uint32_t)(last >> 32)), top, thr, [&] {
+        const uint32_t share = (uint32_t)tkp_minp_row_share(a.dtype, a.io.logits, a.stride, r,
+                                                            a.vocab, top, thr, lane, 32);
+        return __reduce_add_sync(kTkpFullWarp, share);
+    });
 }
 
 /* Step 5 when rank 0 gathered at most 128 entries (k <= 128 on the usual rows) and the row
@@ -109,6 +185,13 @@ static __device__ void ck_finish_warp(const ck_args &a, int64_t r, float p, u64 
     for (int e = 0; e < 4; e++) {
         const uint32_t j = 4 * lane + e;
         w[e] = j < n ? ck_weight_of(v[e], top) : 0;
+    }
+    const uint64_t thr = ck_minp_threshold(a, r); /* 0 on the mass tail's call (min-p off) */
+    if (thr) /* the same in every lane: min-p cuts the slab to its first n entries */
+        n = ck_finish_warp_minp(a, r, v, w, n, top, thr);
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        w[e] = 4 * lane + e < n ? w[e] : 0;
         sum += w[e];
     }
     /* The lane's inclusive prefix: tkp_warp_incl_scan's scan, with the lane taken as threadIdx.x
@@ -298,7 +381,8 @@ __device__ __forceinline__ void ck_finish_rank0(const ck_args &a, int64_t r, ck_
      * and finishing; taken for every m > 128, it made flat rows (k = 50, B = 1, V = 128256,
      * fewer than 1024 entries) 15.8 -> 18.8 us. The sort's cost grows as m log^2 m, so below
      * 1024 entries it is taken to be the cheaper one (inferred, not measured). */
-    if (m > 1024 && a.draws <= 32 && tkp_topp_on(p) && ck_mass_tail(a, r, p, slab, m, n, sm))
+    if (m > 1024 && a.draws <= 32 && tkp_topp_on(p) && !ck_minp_threshold(a, r) &&
+        ck_mass_tail(a, r, p, slab, m, n, sm)) /* min-p needs the sorted slab's weights */
         return;
     const uint32_t size = ck_sort_size(m);
     for (uint32_t i = m + t; i < max(size, 128u); i += CK_THREADS)

@@ -55,6 +55,8 @@ struct ck_args {
     int64_t vocab, stride;
     int32_t draws;
     uint32_t slice;
+    enum tkp_dtype dtype; /* of io.logits: min-p's count over a row reads it (cake_gpu_finish.cuh) */
+    int minp_force;  /* TKP_MINP_FORCE_COUNT: min-p's count over the row on every min-p row */
     int chained;     /* cake_topp_kernel does step 5 from ws_slab / ws_count */
     u64 *ws_slab;    /* chained: CK_GATHER gathered entries per row (unsorted) */
     uint2 *ws_count; /* chained: (m gathered, n slab entries) per row */

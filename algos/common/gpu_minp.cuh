@@ -66,6 +66,39 @@ __device__ __forceinline__ unsigned long long tkp_minp_counts(float v, float m, 
     return tkp_is_valid(v) && tkp_weight(v, m) >= t;
 }
 
+/* This thread's share (elements tid, tid + nth, ...) of the count of row x's tokens reaching
+ * threshold t against the row's largest value m, one element a load. */
+template <class E>
+__device__ unsigned long long tkp_minp_share_of(const void *x, int64_t vocab, float m, uint64_t t,
+                                                uint32_t tid, uint32_t nth)
+{
+    unsigned long long n = 0;
+    for (int64_t i = tid; i < vocab; i += nth)
+        n += tkp_minp_counts(tkp_load1<E>(x, i), m, t);
+    return n;
+}
+
+/* tkp_minp_share_of on row r of logits of `dtype`: the count over the whole row that a module
+ * folding min-p from part of its row (tkp_minp_fold_part, prob.h) falls back on, in whatever
+ * block shape it has (the caller sums the threads' shares). It runs on the rare rows the fold
+ * from part of the row cannot settle, and on every min-p row under TKP_MINP_FORCE_COUNT. */
+__device__ __forceinline__ unsigned long long tkp_minp_row_share(enum tkp_dtype dtype,
+                                                                 const void *logits,
+                                                                 int64_t stride, int64_t r,
+                                                                 int64_t vocab, float m,
+                                                                 uint64_t t, uint32_t tid,
+                                                                 uint32_t nth)
+{
+    if (dtype == TKP_BF16)
+        return tkp_minp_share_of<TkpBF16>(tkp_row_ptr<TkpBF16>(logits, stride, r), vocab, m, t,
+                                          tid, nth);
+    if (dtype == TKP_F16)
+        return tkp_minp_share_of<TkpF16>(tkp_row_ptr<TkpF16>(logits, stride, r), vocab, m, t,
+                                         tid, nth);
+    return tkp_minp_share_of<TkpF32>(tkp_row_ptr<TkpF32>(logits, stride, r), vocab, m, t, tid,
+                                     nth);
+}
+
 /* The block's largest order key over elements [begin, end) of row x (0: none valid), in every
  * thread; both shapes' pass 1. */
 template <class E>
