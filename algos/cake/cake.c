@@ -210,6 +210,20 @@ static void cake_sample(const uint64_t *slab, const uint64_t *incl, int64_t kept
     }
 }
 
+/* min-p on the sorted slab's n entries (docs/SEMANTICS.md, "min-p"): its first min(n, k')
+ * stay, k' the row's k with min-p folded in (tkp_minp_fold_k). The selection ran with the
+ * row's own k, as on the GPU, which folds k' from the slab (cake_gpu_finish.cuh): the first
+ * k' of the canonical order are the first k' of the top k, so the set is the same. */
+static int64_t cake_minp_cut(const float *x, int64_t vocab, const struct tkp_io *io, int64_t r,
+                             int64_t n)
+{
+    if (!io->min_p)
+        return n;
+    const int32_t folded =
+        tkp_minp_fold_k(x, vocab, tkp_row_scan(x, vocab).max, io->k[r], io->min_p, r);
+    return tkp_topk_on(folded, vocab) && folded < n ? folded : n;
+}
+
 static void cake_row(struct cake_state *s, const struct tkp_io *io, int64_t r,
                      const struct cake_work *w)
 {
@@ -218,10 +232,7 @@ static void cake_row(struct cake_state *s, const struct tkp_io *io, int64_t r,
     uint8_t *kept_mask = io->kept ? io->kept + r * vocab : NULL;
     int64_t *samples = io->samples ? io->samples + r * s->pb.draws : NULL;
     int64_t valid = cake_keys(x, vocab, w->keys);
-    const int32_t k_row = io->min_p ? tkp_minp_fold_k(x, vocab, tkp_row_scan(x, vocab).max,
-                                                     io->k[r], io->min_p, r)
-                                    : io->k[r];
-    int64_t k = tkp_topk_on(k_row, vocab) ? k_row : vocab; /* <= 1024: cake_supports */
+    int64_t k = tkp_topk_on(io->k[r], vocab) ? io->k[r] : vocab; /* <= 1024: cake_supports */
     if (k > valid)
         k = valid;
 
@@ -230,6 +241,7 @@ static void cake_row(struct cake_state *s, const struct tkp_io *io, int64_t r,
         struct cake_pivot pv = cake_radix_select(w->keys, vocab, k, w->hist);
         n = cake_collect(w->keys, vocab, pv, w->slab);
         cake_bitonic_sort(w->slab, n);
+        n = cake_minp_cut(x, vocab, io, r, n);
         kept = cake_topp(w->slab, n, io->p[r], w->incl);
         s->stats.total[CAKE_STAT_ITERATIONS] += pv.passes;
         s->stats.total[CAKE_STAT_HIT_RATE] += pv.passes < CAKE_PASSES;

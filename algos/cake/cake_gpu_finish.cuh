@@ -48,16 +48,20 @@ __device__ __forceinline__ uint32_t ck_minp_cut(const ck_args &a, int64_t r, uin
     return tkp_topk_on(folded, a.vocab) ? min(n, (uint32_t)folded) : n;
 }
 
-/* The count over row r that ck_minp_cut falls back on, by the CTA's NTH threads. */
+/* The count over row r that ck_minp_cut falls back on, by the CTA's NTH threads (out of
+ * line, as ck_minp_warp_count; the arguments by value, so that no copy of ck_args goes to the
+ * stack). */
 template <int NTH>
-__device__ uint32_t ck_minp_block_count(const ck_args &a, int64_t r, float top, uint64_t thr)
+__device__ __noinline__ uint32_t ck_minp_block_count(enum tkp_dtype dtype, const void *logits,
+                                                     int64_t stride, int64_t vocab, int64_t r,
+                                                     float top, uint64_t thr)
 {
     __shared__ uint32_t total;
     if (threadIdx.x == 0)
         total = 0;
     __syncthreads();
-    const uint32_t mine = (uint32_t)tkp_minp_row_share(a.dtype, a.io.logits, a.stride, r,
-                                                       a.vocab, top, thr, threadIdx.x, NTH);
+    const uint32_t mine = (uint32_t)tkp_minp_row_share(dtype, logits, stride, r, vocab, top, thr,
+                                                       threadIdx.x, NTH);
     if (mine)
         atomicAdd(&total, mine);
     __syncthreads();
@@ -124,7 +128,10 @@ __device__ void ck_finish(const ck_args &a, int64_t r, float p, const u64 *slab,
                                 __syncthreads_count(j1 < n && w1 >= thr);
         const float y = tkp_key_value((uint32_t)(slab[n - 1] >> 32));
         n = ck_minp_cut(a, r, n, n_part, y, top, thr,
-                        [&] { return ck_minp_block_count<NTH>(a, r, top, thr); });
+                        [&] {
+                            return ck_minp_block_count<NTH>(a.dtype, a.io.logits, a.stride,
+                                                            a.vocab, r, top, thr);
+                        });
     }
     const uint64_t target = tkp_topp_target(p, incl[n - 1]);
     /* kept = 1 + #{j in [1, n): incl[j-1] < target}; incl is non-decreasing, so this is the
@@ -136,6 +143,18 @@ __device__ void ck_finish(const ck_args &a, int64_t r, float p, const u64 *slab,
     __syncthreads();
     const uint32_t kept = 1 + *cnt;
     ck_mark_and_draw(a, r, slab, incl, kept, t, NTH);
+}
+
+/* The count over row r that ck_minp_cut falls back on, by warp 0 (out of line: it runs on
+ * rare rows, and inlined it costs the 16-bit kernels registers). */
+static __device__ __noinline__ uint32_t ck_minp_warp_count(enum tkp_dtype dtype,
+                                                           const void *logits, int64_t stride,
+                                                           int64_t vocab, int64_t r, float top,
+                                                           uint64_t thr)
+{
+    const uint32_t share = (uint32_t)tkp_minp_row_share(dtype, logits, stride, r, vocab, top, thr,
+                                                        threadIdx.x, 32);
+    return __reduce_add_sync(kTkpFullWarp, share);
 }
 
 /* ck_minp_cut for ck_finish_warp's lanes, which hold slab entries 4 lane .. 4 lane + 3 sorted
@@ -154,11 +173,11 @@ static __device__ uint32_t ck_finish_warp_minp(const ck_args &a, int64_t r, cons
     }
     const uint32_t n_part = __reduce_add_sync(kTkpFullWarp, mine);
     last = __shfl_sync(kTkpFullWarp, last, (n - 1) / 4);
-    return ck_minp_cut(a, r, n, n_part, tkp_key_value((uint32_t)(last >> 32)), top, thr, [&] {
-        const uint32_t share = (uint32_t)tkp_minp_row_share(a.dtype, a.io.logits, a.stride, r,
-                                                            a.vocab, top, thr, lane, 32);
-        return __reduce_add_sync(kTkpFullWarp, share);
-    });
+    return ck_minp_cut(a, r, n, n_part, tkp_key_value((uint32_t)(last >> 32)), top, thr,
+                       [&] {
+                           return ck_minp_warp_count(a.dtype, a.io.logits, a.stride, a.vocab, r,
+                                                     top, thr);
+                       });
 }
 
 /* Step 5 when rank 0 gathered at most 128 entries (k <= 128 on the usual rows) and the row
@@ -381,7 +400,8 @@ __device__ __forceinline__ void ck_finish_rank0(const ck_args &a, int64_t r, ck_
      * and finishing; taken for every m > 128, it made flat rows (k = 50, B = 1, V = 128256,
      * fewer than 1024 entries) 15.8 -> 18.8 us. The sort's cost grows as m log^2 m, so below
      * 1024 entries it is taken to be the cheaper one (inferred, not measured). */
-    if (m > 1024 && a.draws <= 32 && tkp_topp_on(p) && !ck_minp_threshold(a, r) &&
+    const bool minp = a.io.min_p && tkp_minp_on(a.io.min_p[r]);
+    if (m > 1024 && a.draws <= 32 && tkp_topp_on(p) && !minp &&
         ck_mass_tail(a, r, p, slab, m, n, sm)) /* min-p needs the sorted slab's weights */
         return;
     const uint32_t size = ck_sort_size(m);
