@@ -11,8 +11,9 @@
  *    whose key equals Kb", which the index-order pass of step 3 decides by itself, so no
  *    index permutation is needed (and the sort's stability does not matter).
  * 3. naive_finish, one 512-thread block per row, on the sorted keys of the row:
- *    valid = number of non-zero keys (a block-parallel partition search), n = min(k, valid),
- *    m = the value of the first key; top-p over the first n sorted keys with exactly the CPU
+ *    valid = number of non-zero keys (a block-parallel partition search), m = the value of
+ *    the first key, k with min-p folded in (fin_minp_k: the passing tokens counted from the
+ *    top of the sorted keys until the count settles it), n = min(k, valid); top-p over the first n sorted keys with exactly the CPU
  *    rule (fixed-point weights tkp_weight, target tkp_topp_target, keep j iff j == 0 or the
  *    exclusive prefix < target) -> nk kept and their total weight; Kb = sorted[nk-1] and the
  *    number of ties at Kb to keep; then one pass over the row in index order writes every
@@ -35,7 +36,6 @@
 
 #include "../common/cuda_util.h"
 #include "../common/gpu_logits.cuh"
-#include "../common/gpu_minp.cuh"
 #include "../common/prob.h"
 #include "naive_sort_gpu.h"
 #include "naive_sort_gpu_finish.cuh"
@@ -73,7 +73,8 @@ __global__ void __launch_bounds__(KEY_THREADS)
 template <class E>
 __global__ void __launch_bounds__(FIN_THREADS, 2)
     naive_finish(const void *__restrict__ logits, int64_t stride, int64_t vocab,
-                 const int32_t *__restrict__ kk, const float *__restrict__ pp, int64_t row0,
+                 const int32_t *__restrict__ kk, const float *__restrict__ pp,
+                 const float *__restrict__ min_p, int64_t row0,
                  const uint32_t *__restrict__ sorted_keys, uint8_t *__restrict__ kept,
                  int64_t *__restrict__ samples, int draws, const FinKeys keys)
 {
@@ -82,16 +83,17 @@ __global__ void __launch_bounds__(FIN_THREADS, 2)
     const int64_t row = row0 + blockIdx.x;
     const uint32_t *srt = sorted_keys + (int64_t)blockIdx.x * vocab;
     const void *x = tkp_row_ptr<E>(logits, stride, row);
-    const int32_t k = kk[row];
     const float p = pp[row];
     const bool sampling = samples != nullptr && draws > 0;
 
     /* valid tokens = non-zero keys, which the descending sort put first */
     const int64_t valid = block_partition_point(0, vocab, [&](int64_t j) { return srt[j] != 0u; });
+    const float m = valid ? tkp_key_value(srt[0]) : 0.0f;
+    const uint64_t thr = min_p ? tkp_minp_threshold(min_p[row]) : 0; /* 0: min-p off */
+    const int32_t k = thr ? fin_minp_k(sh, srt, valid, vocab, m, kk[row], thr) : kk[row];
     int64_t n = valid;
     if (tkp_topk_on(k, vocab) && (int64_t)k < n)
         n = k;
-    const float m = valid ? tkp_key_value(srt[0]) : 0.0f;
 
     /* Total weight of the first n sorted tokens (top-p, or the sampling total). */
     uint64_t total = 0;
@@ -155,8 +157,8 @@ int naive_sort_low_bit(enum tkp_dtype dtype)
  * a kernel has the same type: the logits are untyped). */
 struct NaiveKernels {
     void (*keys)(const void *, int64_t, int64_t, int64_t, int, uint32_t *, int *);
-    void (*finish)(const void *, int64_t, int64_t, const int32_t *, const float *, int64_t,
-                   const uint32_t *, uint8_t *, int64_t *, int, const FinKeys);
+    void (*finish)(const void *, int64_t, int64_t, const int32_t *, const float *, const float *,
+                   int64_t, const uint32_t *, uint8_t *, int64_t *, int, const FinKeys);
 };
 
 /* The kernels for the problem's element type: the one place that dispatches on pb->dtype;
@@ -199,7 +201,6 @@ extern "C" int naive_gpu_plan(const struct tkp_problem *pb, const void *opts, vo
                  err);
     plan->temp_bytes = temp;
     char *cur = nullptr;
-    tkp_carve(&cur, tkp_gpu_minp_bytes(pb));
     tkp_carve(&cur, sizeof(int) * (size_t)(rows + 1));
     tkp_carve(&cur, sizeof(uint32_t) * (size_t)items);
     tkp_carve(&cur, sizeof(uint32_t) * (size_t)items);
@@ -219,7 +220,6 @@ extern "C" int naive_gpu_run(const void *plan_in, const struct tkp_io *io, void 
     if (batch == 0 || (!io->kept && !io->samples))
         return TKP_OK;
     char *cur = (char *)workspace;
-    int32_t *k_ws = (int32_t *)tkp_carve(&cur, tkp_gpu_minp_bytes(pb));
     int *offsets = (int *)tkp_carve(&cur, sizeof(int) * (size_t)(plan->chunk_rows + 1));
     uint32_t *buf0 = (uint32_t *)tkp_carve(&cur, sizeof(uint32_t) * (size_t)(plan->chunk_rows * vocab));
     uint32_t *buf1 = (uint32_t *)tkp_carve(&cur, sizeof(uint32_t) * (size_t)(plan->chunk_rows * vocab));
@@ -231,10 +231,6 @@ extern "C" int naive_gpu_run(const void *plan_in, const struct tkp_io *io, void 
                       (int)pb->dtype);
         return TKP_EINVAL;
     }
-    const int32_t *k = nullptr; /* io->k, min-p folded in */
-    const int rc = tkp_gpu_minp_k(pb, io, k_ws, st, &k, err);
-    if (rc != TKP_OK)
-        return rc;
     const FinKeys fkeys = { io->row_seed, io->row_offset, io->seed, io->offset };
 
     for (int64_t row0 = 0; row0 < batch; row0 += plan->chunk_rows) {
@@ -252,7 +248,7 @@ extern "C" int naive_gpu_run(const void *plan_in, const struct tkp_io *io, void 
                          naive_sort_low_bit(pb->dtype), 32, st),
                      err);
         kn.finish<<<(unsigned)rows, FIN_THREADS, 0, st>>>(
-            io->logits, pb->stride, vocab, k, io->p, row0, keys.Current(), io->kept,
+            io->logits, pb->stride, vocab, io->k, io->p, io->min_p, row0, keys.Current(), io->kept,
             io->samples, draws, fkeys);
         TKP_LAUNCH_CHECK(err);
     }

@@ -76,6 +76,33 @@ __device__ __forceinline__ uint64_t fin_sorted_total(FinShared &sh, const uint32
     return block_sum<RedW>(sh.tmp.rw, sh.bc_u64, mine);
 }
 
+/* The row's k with min-p folded in (docs/SEMANTICS.md, "min-p"; tkp_minp_fold_k's on the
+ * CPU) from its sorted keys: the tokens reaching threshold thr against the row's largest m,
+ * counted a tile at a time from the top until tkp_minp_fold_part settles it — top-k keeps no
+ * more than the count, or no token at or below the tile's last passes — at the latest at the
+ * last of the `valid` keys, where the count is the row's. */
+__device__ int32_t fin_minp_k(FinShared &sh, const uint32_t *srt, int64_t valid, int64_t vocab,
+                              float m, int32_t k, uint64_t thr)
+{
+    const int tid = threadIdx.x;
+    int64_t counted = 0;
+    for (int64_t base = 0; base < valid; base += FIN_TILE) {
+        int mine = 0;
+#pragma unroll
+        for (int j = 0; j < FIN_ITEMS; j++) {
+            const int64_t idx = base + (int64_t)j * FIN_THREADS + tid;
+            mine += idx < valid && tkp_weight(tkp_key_value(srt[idx]), m) >= thr;
+        }
+        counted += block_sum<RedI>(sh.tmp.ri, sh.bc_int, mine);
+        const int64_t end = base + FIN_TILE < valid ? base + FIN_TILE : valid;
+        const float y = end == valid ? -INFINITY : tkp_key_value(srt[end - 1]);
+        const int32_t folded = tkp_minp_fold_part(k, counted, vocab, y, m, thr);
+        if (folded >= 0)
+            return folded;
+    }
+    return k; /* no valid token */
+}
+
 /* Top-p on the first n sorted keys: nk = #{j < n : j == 0 or (mass before j) < target}, a
  * prefix of the order, and kept_total = their weight. */
 __device__ __forceinline__ void fin_topp_prefix(FinShared &sh, const uint32_t *srt, int64_t n,
