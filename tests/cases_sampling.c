@@ -163,6 +163,14 @@ int cases_sampling(struct test_case *c)
     fill_special(&c[n], 3010);
     rotate_rows(&c[n]);
     set_minp(&c[n++], NULL);
+    /* the pair's lower value three times: a top-k slab may end inside the tie, whose ratio is
+     * min-p's (tkp_minp_none_at_or_below must see that the tie passes) */
+    case_alloc(&c[n], "minp_inversion_tied", 3011, 51, 2000);
+    fill_inversion(&c[n], 3011);
+    for (int64_t r = 0; r < 51; r++)
+        c[n].b.logits[r * 2000 + (r * 5 + 11) % 2000] =
+            c[n].b.logits[r * 2000 + (r * 5 + 13) % 2000] = inv_x1;
+    set_minp(&c[n++], inv_minp);
     case_alloc(&c[n], "row_keys_no_minp", 3006, 17, 256);
     for (int64_t i = 0; i < 17 * 256; i++)
         c[n].b.logits[i] = case_gauss(&(uint64_t){ 3006 + (uint64_t)i });

@@ -135,8 +135,9 @@ static int by_canonical_order(const void *a, const void *b)
 /* tkp_minp_fold_part, the fold a GPU module makes from the top of its row (docs/SEMANTICS.md,
  * "min-p"), against the count over the whole row (tkp_minp_fold_k): from every prefix of the
  * canonical order, on random rows crowded at the threshold, with ties and the one-ulp
- * inversion pair, it either gives the row's fold or declines (-1); it must not decline where
- * the prefix's last value weighs under half the threshold (the certificate's business). */
+ * inversion pair (its lower value tied, so that a prefix may split the tie), it either gives
+ * the row's fold or declines (-1); it must not decline where the prefix's last value weighs
+ * under half the threshold (the certificate's business). */
 TEST(minp_fold_from_a_prefix_equals_the_fold_over_the_row)
 {
     enum { V = 48 };
@@ -159,8 +160,10 @@ TEST(minp_fold_from_a_prefix_equals_the_fold_over_the_row)
                  : (float)((int)((s >> 8) % 2000) - 1000) / 250.0f;
         }
         x[row % V] = 0.0f; /* the largest */
-        if (row % 5 == 0)
-            x[(row + 7) % V] = -0x1.fd029cp-7f, x[(row + 3) % V] = nextafterf(-0x1.fd029cp-7f, 0.0f);
+        if (row % 5 == 0) { /* the pair x1 < x0, x1 twice (a prefix may split the tie) */
+            x[(row + 7) % V] = x[(row + 11) % V] = -0x1.fd029cp-7f;
+            x[(row + 3) % V] = nextafterf(-0x1.fd029cp-7f, 0.0f);
+        }
         const int32_t k = (int32_t)(s >> 30) % (V + 2);
         const int32_t want = tkp_minp_fold_k(x, V, 0.0f, k, &min_p, 0);
         const uint64_t t = tkp_minp_threshold(min_p);

@@ -126,8 +126,8 @@ TEST(fixed_point_weight_equals_its_double_definition)
 }
 
 /* TKP_EXPF_REACH's claim over every float d in [-87, 0], ascending: each float's running
- * maximum of tkp_expf (itself included) is reached within TKP_EXPF_REACH floats above it.
- * The min-p certificate (tkp_minp_none_at_or_below) rests on it. */
+ * maximum of tkp_expf is reached again by d itself or one of the TKP_EXPF_REACH floats above
+ * it. The min-p certificate (tkp_minp_none_at_or_below) rests on it. */
 TEST(expf_running_maximum_is_reached_within_reach_floats)
 {
     const uint32_t lowest = 0xC2AE0000u; /* -87.0f; the bits fall as the value rises */
@@ -165,12 +165,15 @@ TEST(minp_certificate_never_excludes_a_passing_token)
     int bad = 0, certified = 0;
     for (int i = 0; i < 200000 && bad < 5; i++) {
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        const float m = (float)((int)(s % 2001) - 1000) / 16.0f;
-        const float min_p = (float)((s >> 20) % 1000 + 1) / 1001.0f;
-        const uint64_t t = tkp_minp_threshold(min_p);
+        float m = (float)((int)(s % 2001) - 1000) / 16.0f;
+        float min_p = (float)((s >> 20) % 1000 + 1) / 1001.0f;
         const float edge = m + logf(min_p);
         float y = edge + (float)((int)((s >> 40) % 200) - 100) * 1e-6f * (1.0f + fabsf(edge));
-        y = i % 7 == 0 ? -0x1.fd029cp-7f + m : y; /* the inversion, shifted by m */
+        if (i % 7 == 0) { /* y = x1 of cases_sampling.c's inversion pair, min_p at its ratio */
+            m = 0.0f, y = -0x1.fd029cp-7f;
+            min_p = tkp_weight_float(y, 0.0f) * (1.0f - (float)(i % 3) * 1e-7f);
+        }
+        const uint64_t t = tkp_minp_threshold(min_p);
         if (!tkp_minp_none_at_or_below(y, m, t))
             continue;
         certified++;

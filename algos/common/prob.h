@@ -155,17 +155,17 @@ TKP_HD int32_t tkp_minp_fold(int32_t k, int64_t n, int64_t vocab)
         return k;
     return (int32_t)n;
 }
-/* How far up tkp_expf's running maximum can lie (docs/SEMANTICS.md, "min-p"): for every float d
- * in [-87, 0), no d' <= d has tkp_expf(d') above tkp_expf of the float TKP_EXPF_REACH steps above
- * d. tkp_expf is monotone but at one-ulp inversions; tests/test_prob.c proves the bound over
- * every such float. */
+/* How far up tkp_expf's running maximum is reached again (docs/SEMANTICS.md, "min-p"): for
+ * every float d in [-87, 0), no d' <= d has tkp_expf(d') above the largest tkp_expf of d and
+ * the TKP_EXPF_REACH floats above it. tkp_expf is monotone but at one-ulp inversions;
+ * tests/test_prob.c proves the bound over every such float. */
 #define TKP_EXPF_REACH 1
 
 /* The certificate that lets a module fold min-p from part of a row: 1 when no valid token of
  * value x <= y reaches the min-p threshold t (>= 1) in a row whose largest valid value is m,
  * ties at y included; 0 when that is not certain. y is a valid value or -inf. Exact by
- * TKP_EXPF_REACH: x <= y gives x - m <= y - m (rounding is monotone), and every weight at or
- * below y - m is at most the weight TKP_EXPF_REACH floats above it. */
+ * TKP_EXPF_REACH: x <= y gives x - m <= y - m = d (rounding is monotone), and every tkp_expf at
+ * or below d is at most the largest of d's and its TKP_EXPF_REACH next floats'. */
 TKP_HD int tkp_minp_none_at_or_below(float y, float m, uint64_t t)
 {
     if (m == INFINITY) /* only the +inf tokens pass */
@@ -177,8 +177,13 @@ TKP_HD int tkp_minp_none_at_or_below(float y, float m, uint64_t t)
         return 0;
     union { float f; uint32_t u; } up;
     up.f = d;
-    up.u -= TKP_EXPF_REACH; /* a negative float's bits fall as it rises toward -0.0 */
-    return tkp_fix_of(tkp_expf(up.f)) < t;
+    float most = tkp_expf(d);
+    for (int j = 0; j < TKP_EXPF_REACH && up.u > 0x80000000u; j++) {
+        up.u -= 1; /* a negative float's bits fall as it rises toward -0.0 */
+        const float e = tkp_expf(up.f);
+        most = e > most ? e : most;
+    }
+    return tkp_fix_of(most) < t;
 }
 
 /* min-p folded into top-k from part of a row (docs/SEMANTICS.md, "min-p"): n_part is the
