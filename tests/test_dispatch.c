@@ -1,9 +1,10 @@
 /* test_dispatch.c — the variants and the dispatch table (docs/DESIGN.md, "Variants and the
  * dispatch table"): the cluster option of cake and rejection and its precedence over the
- * TKP_*_CLUSTER hook; a device's slug; the first row at or above a cell; a plan's cells take the
- * options of their row that the config left unset, shown in their options text; the compiled-in
- * tables parse; scripts/dispatch-tables.awk refuses a malformed table naming file:line and the
- * field; scripts/fit-dispatch.py on a synthetic export (fastest variant per fit cell, --check). */
+ * TKP_*_CLUSTER hook; a device's slug; the lookup (log-log interpolation between grid points,
+ * clamping outside the grid, a variant missing at a corner, the nearest k); a plan's cells take
+ * the options the config left unset, shown in a --dry-run; the compiled-in tables parse;
+ * scripts/dispatch-tables.awk refuses a malformed table naming file:line and the field;
+ * scripts/fit-dispatch.py on a synthetic export, and the committed H100 check is the binary's. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,12 +20,12 @@ static char out[1 << 16];
 
 /* A test table of GPU "t100": cake f32 on a grid B {2, 32} x V {1000, 100000} at k = 50, where
  * cluster=4 is the faster at B = 2 and cluster=1 at B = 32; cluster=8, the fastest of all, only
- * at (2, 1000); cluster=2 alone at k = 1000. In log-log, B = 4 is a quarter of the way from 2 to
+ * at (2, 1000), and first (no time elsewhere must not make it win); cluster=2 alone at k = 1000. In log-log, B = 4 is a quarter of the way from 2 to
  * 32 (cluster=1 ~ 8.4 us, cluster=4 ~ 5.8), B = 16 three quarters (5.9 and 7.8). */
 static const struct tkp_dispatch_row rows[] = {
-    { "t100", "cake", "f32", 2, 1000, 50, "cluster=1", 10, "t100.tsv:2" },
-    { "t100", "cake", "f32", 2, 1000, 50, "cluster=4", 5, "t100.tsv:3" },
-    { "t100", "cake", "f32", 2, 1000, 50, "cluster=8", 1, "t100.tsv:4" },
+    { "t100", "cake", "f32", 2, 1000, 50, "cluster=8", 1, "t100.tsv:2" },
+    { "t100", "cake", "f32", 2, 1000, 50, "cluster=1", 10, "t100.tsv:3" },
+    { "t100", "cake", "f32", 2, 1000, 50, "cluster=4", 5, "t100.tsv:4" },
     { "t100", "cake", "f32", 2, 100000, 50, "cluster=1", 10, "t100.tsv:5" },
     { "t100", "cake", "f32", 2, 100000, 50, "cluster=4", 5, "t100.tsv:6" },
     { "t100", "cake", "f32", 32, 1000, 50, "cluster=1", 5, "t100.tsv:7" },
@@ -63,16 +64,16 @@ TEST(dispatch_lookup_interpolates_log_log_between_grid_points)
         int64_t b, v, k;
         int row; /* -1: none */
     } cells[] = {
-        { "t100", "cake", "f32", 2, 1000, 50, 2 },       /* on the grid: cluster=8 */
-        { "t100", "cake", "f32", 2, 2000, 50, 1 },       /* cluster=8 missing at V = 1e5 */
-        { "t100", "cake", "f32", 4, 5000, 50, 1 },       /* B = 2's winner, at a quarter */
-        { "t100", "cake", "f32", 16, 5000, 50, 0 },      /* B = 32's winner, at 3/4 */
-        { "t100", "cake", "f32", 1, 500, 50, 2 },        /* clamped to (2, 1000) */
+        { "t100", "cake", "f32", 2, 1000, 50, 0 },       /* on the grid: cluster=8 */
+        { "t100", "cake", "f32", 2, 2000, 50, 2 },       /* cluster=8 missing at V = 1e5 */
+        { "t100", "cake", "f32", 4, 5000, 50, 2 },       /* B = 2's winner, at a quarter */
+        { "t100", "cake", "f32", 16, 5000, 50, 1 },      /* B = 32's winner, at 3/4 */
+        { "t100", "cake", "f32", 1, 500, 50, 0 },        /* clamped to (2, 1000) */
         { "t100", "cake", "f32", 1, 1000000, 50, 4 },    /* clamped to (2, 1e5) */
         { "t100", "cake", "f32", 4096, 1000000, 50, 7 }, /* clamped to (32, 1e5) */
         { "t100", "cake", "f32", 64, 5000, 600, 9 },     /* k 600: nearer 1000 in log */
-        { "t100", "cake", "f32", 4, 5000, 200, 1 },      /* k 200: nearer 50 */
-        { "t100", "cake", "f32", 4, 5000, 0, 1 },        /* k 0 counts as 1 */
+        { "t100", "cake", "f32", 4, 5000, 200, 2 },      /* k 200: nearer 50 */
+        { "t100", "cake", "f32", 4, 5000, 0, 2 },        /* k 0 counts as 1 */
         { "t100", "cake", "bf16", 4, 5000, 50, -1 },     { "t100", "rejection", "bf16", 9, 9, 9, 10 },
         { "t100", "qrita", "f32", 1, 1, 1, -1 },         { "t200", "cake", "f16", 1, 1, 1, 11 },
         { "h100", "cake", "f32", 1, 1, 1, -1 },
@@ -89,7 +90,7 @@ TEST(dispatch_lookup_interpolates_log_log_between_grid_points)
     double us = 0; /* B = 8, V = 1e4: halfway in both, cluster=4's sqrt(5 * 9) beats sqrt(50) */
     const struct tkp_dispatch_row *r =
         tkp_dispatch_lookup(rows, n_rows, "t100", "cake", "f32", 8, 10000, 50, &us);
-    CHECK(r == &rows[1] && us > 6.7082 && us < 6.7083, "row %d, %.6f us",
+    CHECK(r == &rows[2] && us > 6.7082 && us < 6.7083, "row %d, %.6f us",
           r ? (int)(r - rows) : -1, us);
 }
 
@@ -298,4 +299,27 @@ TEST(dispatch_h100_check_is_the_binary_lookup_on_the_committed_fit)
     CHECK(strcmp(out, committed) == 0 && strstr(out, "\n# 32 held-out cells, "),
           "%s differs from --check --topkp:\n%s", path, out);
     free(committed);
+}
+
+/* `topkp run --dry-run --backend gpu` shows the variant a GPU's table gives each cell, in a
+ * build without CUDA too (it only plans): TKP_DISPATCH_SLUG=h100 names the compiled-in H100
+ * table; the explicit cluster = 2 wins; a slug with no table leaves the cell at auto. */
+TEST(dispatch_dry_run_shows_the_variant_a_cell_takes)
+{
+    const char *cfg = write_scratch("dispatch_dry.lua",
+        "ablation 'd' { base = { vocab = 151936, batch = 8, k = 1000 },\n"
+        "  variants = { auto = 'cake', two = { 'cake', cluster = 2 } } }\n");
+    const struct tkp_dispatch_row *r = tkp_dispatch_lookup(
+        tkp_dispatch_rows, tkp_dispatch_count, "h100", "cake", "f32", 8, 151936, 1000, NULL);
+    REQUIRE(r, "dispatch/h100.tsv gives cake f32 B=8 V=151936 k=1000 no variant");
+    char want[160];
+    snprintf(want, sizeof want, "\tcake:auto\ttopp_launch=fused,%s\t", r->options);
+    CHECK(run_cmd(out, sizeof out, "TKP_DISPATCH_SLUG=h100 %s run %s --dry-run --backend gpu",
+                  topkp_bin(), cfg) == 0 &&
+              strstr(out, want) && strstr(out, "\tcake:two\ttopp_launch=fused,cluster=2\t"),
+          "want '%s': %s", want, out);
+    CHECK(run_cmd(out, sizeof out, "TKP_DISPATCH_SLUG=zz000 %s run %s --dry-run --backend gpu",
+                  topkp_bin(), cfg) == 0 &&
+              strstr(out, "\tcake:auto\ttopp_launch=fused\t"),
+          "%s", out);
 }
