@@ -1,9 +1,10 @@
 /* test_dispatch.c — the variants and the dispatch table (docs/DESIGN.md, "Variants and the
  * dispatch table"): the cluster option of cake and rejection and its precedence over the
- * TKP_*_CLUSTER hook; a device's slug; the first row at or above a cell; a plan's cells take the
- * options of their row that the config left unset, shown in their options text; the compiled-in
- * tables parse; scripts/dispatch-tables.awk refuses a malformed table naming file:line and the
- * field; scripts/fit-dispatch.py on a synthetic export (fastest variant per fit cell, --check). */
+ * TKP_*_CLUSTER hook; a device's slug; the lookup (log-log interpolation between grid points,
+ * clamping outside the grid, a variant missing at a corner, the nearest k); a plan's cells take
+ * the options the config left unset, shown in a --dry-run; the compiled-in tables parse;
+ * scripts/dispatch-tables.awk refuses a malformed table naming file:line and the field;
+ * scripts/fit-dispatch.py on a synthetic export, and the committed H100 check is the binary's. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,12 +18,23 @@
 
 static char out[1 << 16];
 
-/* A test table of GPU "t100": rows in ascending order, as the fit writes them. */
+/* A test table of GPU "t100": cake f32 on a grid B {2, 32} x V {1000, 100000} at k = 50, where
+ * cluster=4 is the faster at B = 2 and cluster=1 at B = 32; cluster=8, the fastest of all, only
+ * at (2, 1000), and first (no time elsewhere must not make it win); cluster=2 alone at k = 1000. In log-log, B = 4 is a quarter of the way from 2 to
+ * 32 (cluster=1 ~ 8.4 us, cluster=4 ~ 5.8), B = 16 three quarters (5.9 and 7.8). */
 static const struct tkp_dispatch_row rows[] = {
-    { "t100", "cake", "f32", 1, 32768, 50, "cluster=1", "t100.tsv:2" },
-    { "t100", "cake", "*", 4, 131072, 1000, "cluster=4", "t100.tsv:3" },
-    { "t100", "rejection", "f32", 4, 131072, 1000, "cluster=8,max_rounds=16", "t100.tsv:4" },
-    { "t200", "cake", "*", 1024, 262144, 1000, "cluster=16", "t200.tsv:2" },
+    { "t100", "cake", "f32", 2, 1000, 50, "cluster=8", 1, "t100.tsv:2" },
+    { "t100", "cake", "f32", 2, 1000, 50, "cluster=1", 10, "t100.tsv:3" },
+    { "t100", "cake", "f32", 2, 1000, 50, "cluster=4", 5, "t100.tsv:4" },
+    { "t100", "cake", "f32", 2, 100000, 50, "cluster=1", 10, "t100.tsv:5" },
+    { "t100", "cake", "f32", 2, 100000, 50, "cluster=4", 5, "t100.tsv:6" },
+    { "t100", "cake", "f32", 32, 1000, 50, "cluster=1", 5, "t100.tsv:7" },
+    { "t100", "cake", "f32", 32, 1000, 50, "cluster=4", 9, "t100.tsv:8" },
+    { "t100", "cake", "f32", 32, 100000, 50, "cluster=1", 5, "t100.tsv:9" },
+    { "t100", "cake", "f32", 32, 100000, 50, "cluster=4", 9, "t100.tsv:10" },
+    { "t100", "cake", "f32", 2, 1000, 1000, "cluster=2", 3, "t100.tsv:11" },
+    { "t100", "rejection", "*", 2, 1000, 50, "cluster=8,max_rounds=16", 1, "t100.tsv:12" },
+    { "t200", "cake", "*", 1024, 262144, 1000, "cluster=16", 2, "t200.tsv:3" },
 };
 static const size_t n_rows = sizeof rows / sizeof rows[0];
 
@@ -42,29 +54,44 @@ TEST(dispatch_slug_is_reproduce_sh_folder_rule)
     }
 }
 
-TEST(dispatch_lookup_takes_the_first_row_at_or_above_the_cell)
+/* Between grid points whose winners disagree, the interpolated times decide; outside the grid
+ * the nearest end does; a variant missing at a corner is no candidate; k goes to the nearest in
+ * log; a table with no row for the module and dtype gives none. */
+TEST(dispatch_lookup_interpolates_log_log_between_grid_points)
 {
     static const struct {
         const char *slug, *module, *dtype;
         int64_t b, v, k;
         int row; /* -1: none */
     } cells[] = {
-        { "t100", "cake", "f32", 1, 32768, 50, 0 },   { "t100", "cake", "f32", 1, 32769, 50, 1 },
-        { "t100", "cake", "f32", 2, 100, 0, 1 },      { "t100", "cake", "bf16", 1, 32768, 50, 1 },
-        { "t100", "cake", "f32", 4, 131072, 1000, 1 }, { "t100", "cake", "f32", 5, 1000, 50, -1 },
-        { "t100", "cake", "f32", 1, 1000, 1001, -1 }, { "t100", "rejection", "bf16", 1, 1, 1, -1 },
-        { "t100", "qrita", "f32", 1, 1, 1, -1 },      { "t200", "cake", "f16", 1000, 1, 1, 3 },
+        { "t100", "cake", "f32", 2, 1000, 50, 0 },       /* on the grid: cluster=8 */
+        { "t100", "cake", "f32", 2, 2000, 50, 2 },       /* cluster=8 missing at V = 1e5 */
+        { "t100", "cake", "f32", 4, 5000, 50, 2 },       /* B = 2's winner, at a quarter */
+        { "t100", "cake", "f32", 16, 5000, 50, 1 },      /* B = 32's winner, at 3/4 */
+        { "t100", "cake", "f32", 1, 500, 50, 0 },        /* clamped to (2, 1000) */
+        { "t100", "cake", "f32", 1, 1000000, 50, 4 },    /* clamped to (2, 1e5) */
+        { "t100", "cake", "f32", 4096, 1000000, 50, 7 }, /* clamped to (32, 1e5) */
+        { "t100", "cake", "f32", 64, 5000, 600, 9 },     /* k 600: nearer 1000 in log */
+        { "t100", "cake", "f32", 4, 5000, 200, 2 },      /* k 200: nearer 50 */
+        { "t100", "cake", "f32", 4, 5000, 0, 2 },        /* k 0 counts as 1 */
+        { "t100", "cake", "bf16", 4, 5000, 50, -1 },     { "t100", "rejection", "bf16", 9, 9, 9, 10 },
+        { "t100", "qrita", "f32", 1, 1, 1, -1 },         { "t200", "cake", "f16", 1, 1, 1, 11 },
         { "h100", "cake", "f32", 1, 1, 1, -1 },
     };
     for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
         const struct tkp_dispatch_row *r =
             tkp_dispatch_lookup(rows, n_rows, cells[i].slug, cells[i].module, cells[i].dtype,
-                                cells[i].b, cells[i].v, cells[i].k);
+                                cells[i].b, cells[i].v, cells[i].k, NULL);
         CHECK(r == (cells[i].row < 0 ? NULL : &rows[cells[i].row]),
               "%s %s %s B=%lld V=%lld k=%lld: row %d, not %d", cells[i].slug, cells[i].module,
               cells[i].dtype, (long long)cells[i].b, (long long)cells[i].v, (long long)cells[i].k,
               r ? (int)(r - rows) : -1, cells[i].row);
     }
+    double us = 0; /* B = 8, V = 1e4: halfway in both, cluster=4's sqrt(5 * 9) beats sqrt(50) */
+    const struct tkp_dispatch_row *r =
+        tkp_dispatch_lookup(rows, n_rows, "t100", "cake", "f32", 8, 10000, 50, &us);
+    CHECK(r == &rows[2] && us > 6.7082 && us < 6.7083, "row %d, %.6f us",
+          r ? (int)(r - rows) : -1, us);
 }
 
 /* The options text of the plan's cell of `algo` (variant label) at batch b. */
@@ -83,7 +110,7 @@ TEST(dispatch_plan_sets_only_the_options_the_config_left_unset)
     struct tkp_plan plan;
     struct tkp_error err = { 0 };
     int rc = tkp_config_load(write_scratch("dispatch_plan.lua",
-        "ablation 'd' { base = { vocab = 32768, batch = { 1, 8 }, k = 50 },\n"
+        "ablation 'd' { base = { vocab = 32768, batch = { 1, 16 }, k = 50 },\n"
         "  variants = { auto = 'cake', four = { 'cake', cluster = 4 },\n"
         "               rej = { 'rejection', max_rounds = 8 } } }\n"), TKP_CPU, &plan, &err);
     REQUIRE(rc == TKP_OK, "%s", err.msg);
@@ -92,11 +119,10 @@ TEST(dispatch_plan_sets_only_the_options_the_config_left_unset)
     rc = tkp_plan_dispatch(&plan, "t100", rows, n_rows, &err);
     CHECK(rc == TKP_OK, "%s", err.msg);
     static const char *const want[][3] = {
-        { "auto", "1", "topp_launch=fused,cluster=1" },
-        { "auto", "8", "topp_launch=fused" }, /* B = 8: past every row; auto is quiet */
-        { "four", "1", "topp_launch=fused,cluster=4" },
+        { "auto", "1", "topp_launch=fused,cluster=4" },
+        { "auto", "16", "topp_launch=fused,cluster=1" },
+        { "four", "16", "topp_launch=fused,cluster=4" },
         { "rej", "1", "max_rounds=8,cluster=8" },
-        { "rej", "8", "max_rounds=8" },
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const char *got = options_of(&plan, want[i][0], atoi(want[i][1]));
@@ -104,7 +130,7 @@ TEST(dispatch_plan_sets_only_the_options_the_config_left_unset)
               got, want[i][2]);
     }
     static const struct tkp_dispatch_row bad[] = {
-        { "t100", "cake", "*", 1, 32768, 50, "cluster=3", "bad.tsv:7" },
+        { "t100", "cake", "*", 1, 32768, 50, "cluster=3", 1, "bad.tsv:7" },
     };
     rc = tkp_plan_dispatch(&plan, "t100", bad, 1, &err);
     CHECK(rc == TKP_EINVAL && strstr(err.msg, "bad.tsv:7") && strstr(err.msg, "cluster"),
@@ -160,20 +186,24 @@ static int generate(const char *name, const char *text)
 
 TEST(dispatch_tables_awk_refuses_malformed_tables_naming_file_line_field)
 {
-    const char *head = "# comment\nmodule\tdtype\tbatch_max\tvocab_max\tk_max\toptions\n";
+    const char *head = "# comment\nmodule\tdtype\tbatch\tvocab\tk\toptions\tus\n";
     char text[512];
-    snprintf(text, sizeof text, "%scake\tbf16\t4\t32768\t50\tcluster=4\n", head);
+    snprintf(text, sizeof text, "%scake\tbf16\t4\t32768\t50\tcluster=4\t12.5\n", head);
     CHECK(generate("t100.tsv", text) == 0 &&
-              strstr(out, "{ \"t100\", \"cake\", \"bf16\", 4, 32768, 50, \"cluster=4\", ") &&
+              strstr(out, "{ \"t100\", \"cake\", \"bf16\", 4, 32768, 50, \"cluster=4\", 12.5, ") &&
               strstr(out, "t100.tsv:3\" }") && strstr(out, "tkp_dispatch_count = 1;"),
           "%s", out);
     static const char *const bad[][2] = {
-        { "cake\tf64\t4\t32768\t50\tcluster=4\n", ":3: field dtype: 'f64'" },
-        { "cake\tf32\t4\tx\t50\tcluster=4\n", ":3: field vocab_max: 'x'" },
-        { "cake\tf32\t0\t32768\t50\tcluster=4\n", ":3: field batch_max: '0'" },
-        { "cake\tf32\t4\t32768\t50\tcluster 4\n", ":3: field options: 'cluster 4'" },
-        { "Cake\tf32\t4\t32768\t50\tcluster=4\n", ":3: field module: 'Cake'" },
-        { "cake\tf32\t4\t32768\tcluster=4\n", ":3: 5 fields, not 6" },
+        { "cake\tf64\t4\t32768\t50\tcluster=4\t1\n", ":3: field dtype: 'f64'" },
+        { "cake\tf32\t4\tx\t50\tcluster=4\t1\n", ":3: field vocab: 'x'" },
+        { "cake\tf32\t0\t32768\t50\tcluster=4\t1\n", ":3: field batch: '0'" },
+        { "cake\tf32\t4\t32768\t50\tcluster 4\t1\n", ":3: field options: 'cluster 4'" },
+        { "Cake\tf32\t4\t32768\t50\tcluster=4\t1\n", ":3: field module: 'Cake'" },
+        { "cake\tf32\t4\t32768\t50\tcluster=4\t0\n", ":3: field us: '0'" },
+        { "cake\tf32\t4\t32768\t50\tcluster=4\tfast\n", ":3: field us: 'fast'" },
+        { "cake\tf32\t4\t32768\t50\tcluster=4\n", ":3: 6 fields, not 7" },
+        { "cake\tf32\t4\t32768\t50\tcluster=4\t1\ncake\tf32\t4\t32768\t50\tcluster=4\t2\n",
+          ":4: the variant cluster=4 at cake f32 B=4 V=32768 k=50 is also " },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(text, sizeof text, "%s%s", head, bad[i][0]);
@@ -188,8 +218,8 @@ TEST(dispatch_tables_awk_refuses_malformed_tables_naming_file_line_field)
 
 /* A synthetic `topkp export` of the fit config's two sweeps: cake f32 at V = 1000, k = 50,
  * variants cluster=1 and cluster=4 (topp_launch the same everywhere, so not a variant); fit
- * cells B = 1 (4 wins) and 16 (1 wins), a bf16 cell that was not timed (left out),
- * held-out B = 8 with the times `held` gives. */
+ * cells B = 1 (4 wins) and 16 (1 wins, and is the faster at B = 8 in log-log), a bf16 cell
+ * that was not timed (left out), held-out B = 8 with the times `held` gives. */
 #define FITC "dispatch_fit\tcake\ttopp_launch=fused,"
 #define HELD "dispatch_heldout\tcake\ttopp_launch=fused,"
 
@@ -224,9 +254,11 @@ TEST(dispatch_fit_script_picks_the_fastest_and_checks_held_out_cells)
                     table) == 0, "fit: %s", out);
     char *fitted = slurp(table, NULL);
     REQUIRE(fitted, "no table");
-    CHECK(strstr(fitted, "module\tdtype\tbatch_max\tvocab_max\tk_max\toptions\n"
-                         "cake\tf32\t1\t1000\t50\tcluster=4\n"
-                         "cake\tf32\t16\t1000\t50\tcluster=1\n") &&
+    CHECK(strstr(fitted, "module\tdtype\tbatch\tvocab\tk\toptions\tus\n"
+                         "cake\tf32\t1\t1000\t50\tcluster=1\t10.0000\n"
+                         "cake\tf32\t1\t1000\t50\tcluster=4\t5.0000\n"
+                         "cake\tf32\t16\t1000\t50\tcluster=1\t5.0000\n"
+                         "cake\tf32\t16\t1000\t50\tcluster=4\t9.0000\n") &&
               !strstr(fitted, "bf16"),
           "%s", fitted);
     free(fitted);
@@ -241,5 +273,53 @@ TEST(dispatch_fit_script_picks_the_fastest_and_checks_held_out_cells)
     CHECK(run_cmd(out, sizeof out, "%s scripts/fit-dispatch.py %s x100 --check", PYTHON, slow) ==
                   1 && strstr(out, "cake\tf32\t8\t1000\t50\tcluster=1\tcluster=4\t1.100") &&
               strstr(out, "1 past 1.05"),
+          "%s", out);
+    CHECK(run_cmd(out, sizeof out, "%s scripts/fit-dispatch.py %s x100 --check --topkp %s",
+                  PYTHON, good, topkp_bin()) == 1 &&
+              strstr(out, "the binary takes None, the fit cluster=1"),
+          "a binary with no table for x100 agrees with the fit: %s", out);
+}
+
+/* The committed H100 check is the binary's: its compiled-in dispatch/h100.tsv and C lookup give
+ * every held-out cell of the committed fit run the variant the check names, and the file is
+ * what --check prints today (dispatch/h100.tsv is not stale against the results). */
+TEST(dispatch_h100_check_is_the_binary_lookup_on_the_committed_fit)
+{
+    if (access(PYTHON, X_OK) != 0 ||
+        run_cmd(NULL, 0, "%s -c 'import h5py, numpy'", PYTHON) != 0) {
+        test_skip("no " PYTHON " with h5py and numpy");
+        return;
+    }
+    const char *dir = "results/h100-2026-12-05/dispatch";
+    char *committed = NULL, path[256];
+    snprintf(path, sizeof path, "%s/check.tsv", dir);
+    REQUIRE((committed = slurp(path, NULL)) != NULL, "no %s", path);
+    run_cmd(out, sizeof out, "%s scripts/fit-dispatch.py %s/dispatch_fit.h5 h100 --check --topkp %s",
+            PYTHON, dir, topkp_bin());
+    CHECK(strcmp(out, committed) == 0 && strstr(out, "\n# 32 held-out cells, "),
+          "%s differs from --check --topkp:\n%s", path, out);
+    free(committed);
+}
+
+/* `topkp run --dry-run --backend gpu` shows the variant a GPU's table gives each cell, in a
+ * build without CUDA too (it only plans): TKP_DISPATCH_SLUG=h100 names the compiled-in H100
+ * table; the explicit cluster = 2 wins; a slug with no table leaves the cell at auto. */
+TEST(dispatch_dry_run_shows_the_variant_a_cell_takes)
+{
+    const char *cfg = write_scratch("dispatch_dry.lua",
+        "ablation 'd' { base = { vocab = 151936, batch = 8, k = 1000 },\n"
+        "  variants = { auto = 'cake', two = { 'cake', cluster = 2 } } }\n");
+    const struct tkp_dispatch_row *r = tkp_dispatch_lookup(
+        tkp_dispatch_rows, tkp_dispatch_count, "h100", "cake", "f32", 8, 151936, 1000, NULL);
+    REQUIRE(r, "dispatch/h100.tsv gives cake f32 B=8 V=151936 k=1000 no variant");
+    char want[160];
+    snprintf(want, sizeof want, "\tcake:auto\ttopp_launch=fused,%s\t", r->options);
+    CHECK(run_cmd(out, sizeof out, "TKP_DISPATCH_SLUG=h100 %s run %s --dry-run --backend gpu",
+                  topkp_bin(), cfg) == 0 &&
+              strstr(out, want) && strstr(out, "\tcake:two\ttopp_launch=fused,cluster=2\t"),
+          "want '%s': %s", want, out);
+    CHECK(run_cmd(out, sizeof out, "TKP_DISPATCH_SLUG=zz000 %s run %s --dry-run --backend gpu",
+                  topkp_bin(), cfg) == 0 &&
+              strstr(out, "\tcake:auto\ttopp_launch=fused\t"),
           "%s", out);
 }

@@ -26,7 +26,10 @@ unsigned long long u64_arg(const char *cmd, const char *flag, const char *v);
 struct tkp_domain;
 float float_arg(const char *cmd, const char *flag, const char *v, const struct tkp_domain *d);
 enum tkp_backend default_backend(void);
-enum tkp_backend backend_arg(const char *cmd, const char *v);
+/* --backend's value; gpu in a build without CUDA exits 2, unless plan_only (a --dry-run, which
+ * only plans: the dispatch table of a GPU shows there, docs/DESIGN.md "Variants and the
+ * dispatch table"). */
+enum tkp_backend backend_arg(const char *cmd, const char *v, int plan_only);
 
 /* The commands: usage text (`topkp help CMD`) and function, given the arguments after CMD. */
 extern const char LIST_USAGE[], RUN_USAGE[], APPLY_USAGE[], GEN_USAGE[], EXPORT_USAGE[],

@@ -144,12 +144,15 @@ enum tkp_backend default_backend(void)
 #endif
 }
 
-enum tkp_backend backend_arg(const char *cmd, const char *v)
+enum tkp_backend backend_arg(const char *cmd, const char *v, int plan_only)
 {
+    (void)plan_only; /* a build with CUDA plans and runs alike */
     if (v && strcmp(v, "cpu") == 0)
         return TKP_CPU;
     if (v && strcmp(v, "gpu") == 0) {
 #ifndef TKP_HAVE_CUDA
+        if (plan_only)
+            return TKP_GPU;
         fprintf(stderr, "topkp %s: this build has no CUDA support (rebuild with nvcc)\n", cmd);
         exit(2);
 #endif

@@ -133,12 +133,13 @@ int cmd_run(int argc, char **argv)
                               .argv = argv - 2 }; /* the whole command line */
     struct tkp_multi_args m = { NULL, 0 };
     int backend_given = 0;
+    const char *backend = NULL; /* --backend's value: a dry run may plan for a GPU it lacks */
     for (int i = 0; i < argc; i++) {
         int rc = 0;
         if (strcmp(argv[i], "-o") == 0)
             a.output = path_arg("run", "-o", flag_value("run", argc, argv, &i));
         else if (strcmp(argv[i], "--backend") == 0)
-            a.backend = backend_arg("run", flag_value("run", argc, argv, &i)), backend_given = 1;
+            backend = flag_value("run", argc, argv, &i), backend_given = 1;
         else if (strcmp(argv[i], "--shard") == 0)
             a.shard = shard_arg(flag_value("run", argc, argv, &i));
         else if (strcmp(argv[i], "--device") == 0)
@@ -164,6 +165,8 @@ int cmd_run(int argc, char **argv)
     }
     if (!a.config)
         return missing("run", "no CONFIG.lua given");
+    if (backend_given)
+        a.backend = backend_arg("run", backend, a.dry_run);
     int rc = run_flags_conflict(&a, &m);
     if (!rc)
         rc = select_device(&a, backend_given);
@@ -245,7 +248,7 @@ static int apply_parse(int argc, char **argv, struct apply_args *x, const struct
         else if (strcmp(f, "--force") == 0)
             x->force = 1;
         else if (strcmp(f, "--backend") == 0)
-            x->backend = backend_arg("apply", flag_value("apply", argc, argv, &i));
+            x->backend = backend_arg("apply", flag_value("apply", argc, argv, &i), 0);
         else if (strcmp(f, "--dtype") == 0)
             x->dtype = dtype_arg("apply", flag_value("apply", argc, argv, &i)), x->dtype_given = 1;
         else if (strcmp(f, "--k") == 0)

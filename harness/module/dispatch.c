@@ -1,7 +1,9 @@
-/* dispatch.c — see dispatch.h: the slug of a device, the lookup of a cell's row in a dispatch
- * table and the setting of a row's options that a config left unset (docs/DESIGN.md, "Variants
- * and the dispatch table"). */
+/* dispatch.c — see dispatch.h: the slug of a device, the lookup of a cell's variant in a
+ * dispatch table (each variant's time interpolated between the fit's grid points) and the
+ * setting of its options that a config left unset (docs/DESIGN.md, "Variants and the dispatch
+ * table"). */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,19 +44,117 @@ void tkp_dispatch_slug(const char *gpu_name, char *slug, size_t n)
     }
 }
 
+/* The table and the cell the lookup works on (tkp_dispatch_lookup). */
+struct cell_query {
+    const struct tkp_dispatch_row *rows;
+    size_t n;
+    const char *slug, *module, *dtype;
+};
+
+/* Is row r in the query's table: its slug and module, its dtype or "*"? */
+static int in_table(const struct cell_query *q, const struct tkp_dispatch_row *r)
+{
+    return strcmp(r->slug, q->slug) == 0 && strcmp(r->module, q->module) == 0 &&
+           (strcmp(r->dtype, "*") == 0 || strcmp(r->dtype, q->dtype) == 0);
+}
+
+static double log_k(int64_t k)
+{
+    return log((double)(k > 1 ? k : 1));
+}
+
+/* The table's k nearest to k in log, a tie to the larger; -1 when the table has no row. */
+static int64_t nearest_k(const struct cell_query *q, int64_t k)
+{
+    int64_t best = -1;
+    for (size_t i = 0; i < q->n; i++) {
+        const int64_t rk = q->rows[i].k;
+        if (!in_table(q, &q->rows[i]) || rk == best)
+            continue;
+        const double d = fabs(log_k(rk) - log_k(k)), bd = fabs(log_k(best) - log_k(k));
+        if (best < 0 || d < bd || (d == bd && rk > best))
+            best = rk;
+    }
+    return best;
+}
+
+/* The grid's neighbours of x along B (vocab 0) or V (vocab 1) at k: *lo the largest grid value
+ * at or below x, *hi the smallest at or above; outside the grid both are its nearest end. */
+static void neighbours(const struct cell_query *q, int64_t k, int vocab, int64_t x, int64_t *lo,
+                       int64_t *hi)
+{
+    int64_t least = -1, most = -1;
+    *lo = *hi = -1;
+    for (size_t i = 0; i < q->n; i++) {
+        const struct tkp_dispatch_row *r = &q->rows[i];
+        if (!in_table(q, r) || r->k != k)
+            continue;
+        const int64_t g = vocab ? r->vocab : r->batch;
+        least = least < 0 || g < least ? g : least;
+        most = g > most ? g : most;
+        if (g <= x && g > *lo)
+            *lo = g;
+        if (g >= x && (*hi < 0 || g < *hi))
+            *hi = g;
+    }
+    if (*lo < 0)
+        *lo = least;
+    if (*hi < 0)
+        *hi = most;
+}
+
+/* The time of variant `options` at grid point (b, v, k); -1 when the table has no such row. */
+static double time_at(const struct cell_query *q, const char *options, int64_t b, int64_t v,
+                      int64_t k)
+{
+    for (size_t i = 0; i < q->n; i++) {
+        const struct tkp_dispatch_row *r = &q->rows[i];
+        if (r->batch == b && r->vocab == v && r->k == k && in_table(q, r) &&
+            strcmp(r->options, options) == 0)
+            return r->us;
+    }
+    return -1;
+}
+
+/* The weight of x between grid values lo and hi in log (0 at lo; 0 when lo == hi). */
+static double log_weight(int64_t x, int64_t lo, int64_t hi)
+{
+    return lo == hi ? 0 : (log((double)x) - log((double)lo)) / (log((double)hi) - log((double)lo));
+}
+
 const struct tkp_dispatch_row *tkp_dispatch_lookup(const struct tkp_dispatch_row *rows, size_t n,
                                                    const char *slug, const char *module,
                                                    const char *dtype, int64_t batch,
-                                                   int64_t vocab, int64_t k)
+                                                   int64_t vocab, int64_t k, double *us)
 {
-    for (size_t i = 0; i < n; i++) {
+    const struct cell_query q = { rows, n, slug, module, dtype };
+    const int64_t gk = nearest_k(&q, k);
+    int64_t b[2], v[2];
+    neighbours(&q, gk, 0, batch, &b[0], &b[1]);
+    neighbours(&q, gk, 1, vocab, &v[0], &v[1]);
+    const double wb = log_weight(batch, b[0], b[1]), wv = log_weight(vocab, v[0], v[1]);
+    const double w[2][2] = { { (1 - wb) * (1 - wv), (1 - wb) * wv }, { wb * (1 - wv), wb * wv } };
+    const struct tkp_dispatch_row *best = NULL;
+    double best_log = 0;
+    for (size_t i = 0; gk >= 0 && i < n; i++) {
         const struct tkp_dispatch_row *r = &rows[i];
-        if (strcmp(r->slug, slug) == 0 && strcmp(r->module, module) == 0 &&
-            (strcmp(r->dtype, "*") == 0 || strcmp(r->dtype, dtype) == 0) &&
-            batch <= r->batch_max && vocab <= r->vocab_max && k <= r->k_max)
-            return r;
+        if (r->batch != b[0] || r->vocab != v[0] || r->k != gk || !in_table(&q, r))
+            continue;
+        double lt = 0;
+        int missing = 0;
+        for (int j = 0; j < 4; j++) {
+            const double t = time_at(&q, r->options, b[j >> 1], v[j & 1], gk);
+            missing |= !(t > 0);
+            lt += missing ? 0 : w[j >> 1][j & 1] * log(t);
+        }
+        if (!missing && (!best || lt < best_log)) {
+            best = r;
+            best_log = lt;
+        }
     }
-    return NULL;
+    if (us)
+        *us = best ? exp(best_log) : 0;
+    return best;
 }
 
 /* Is option `name` (name_len bytes) of module a in the bitmask `given`? */

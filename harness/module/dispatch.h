@@ -10,12 +10,14 @@
 
 #include "../algos/tkp.h"
 
-/* One row of a table: a cell of `module` and `dtype` ("f32", "bf16", "f16" or "*") with
- * batch <= batch_max, vocab <= vocab_max and k <= k_max takes `options` ("name=value,..."). */
+/* One row of a table: `module` run as the variant `options` ("name=value,...") took a median of
+ * `us` microseconds on the fit grid point (dtype, batch, vocab, k); dtype is "f32", "bf16",
+ * "f16" or "*" (any). */
 struct tkp_dispatch_row {
     const char *slug, *module, *dtype;
-    int64_t batch_max, vocab_max, k_max;
+    int64_t batch, vocab, k;
     const char *options;
+    double us;
     const char *where; /* "dispatch/h100.tsv:3", for messages */
 };
 
@@ -28,12 +30,19 @@ extern const size_t tkp_dispatch_count;
  * "NVIDIA H100 80GB HBM3"); "" when none does. */
 void tkp_dispatch_slug(const char *gpu_name, char *slug, size_t n);
 
-/* The first row of `slug`'s table, in table order, that holds this cell (its options are the
- * cell's); NULL when none does (the module's options stay as they are). */
+/* The variant a cell takes from `slug`'s table (docs/DESIGN.md, "Variants and the dispatch
+ * table"): k goes to the table's nearest k in log (a tie to the larger; k = 0 counts as 1); B
+ * and V to their neighbouring grid values at that k (the largest at or below, the smallest at
+ * or above; clamped to the grid's ends outside it); each variant timed at all four corners gets
+ * its time interpolated bilinearly in (log B, log V) on log us, and the smallest wins (a tie:
+ * the first in table order). A variant missing at a corner is no candidate. Returns the
+ * winner's row at the corner (B below, V below), whose options are the cell's; NULL when no
+ * variant is a candidate (the module's options stay as they are). *us, when not NULL, gets the
+ * interpolated time. */
 const struct tkp_dispatch_row *tkp_dispatch_lookup(const struct tkp_dispatch_row *rows, size_t n,
                                                    const char *slug, const char *module,
                                                    const char *dtype, int64_t batch,
-                                                   int64_t vocab, int64_t k);
+                                                   int64_t vocab, int64_t k, double *us);
 
 /* Set on opts (module a's) each option of row->options whose bit in `given` is clear (bit i:
  * the config set option i of a's table: an explicit option always wins). TKP_EINVAL naming

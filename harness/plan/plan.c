@@ -136,7 +136,7 @@ int tkp_plan_dispatch(struct tkp_plan *plan, const char *slug, const struct tkp_
         struct tkp_cell *c = &plan->cells[i];
         const char *dtype = tkp_dtype_name((enum tkp_dtype)c->dtype);
         const struct tkp_dispatch_row *row = tkp_dispatch_lookup(
-            rows, n, slug, c->algo->name, dtype ? dtype : "", c->batch, c->vocab, c->k);
+            rows, n, slug, c->algo->name, dtype ? dtype : "", c->batch, c->vocab, c->k, NULL);
         if (!row)
             continue;
         const int rc = tkp_dispatch_apply(c->algo, c->opts, c->given, row, err);
