@@ -37,7 +37,7 @@ int apply_kept(const char *algo, const char *const *options, enum tkp_backend ba
 
 /* The min-p and per-row-key cases (tests/cases_sampling.c), at most CASES_SAMPLING_MAX of
  * them written from c; returns how many. cases_build appends them. */
-enum { CASES_SAMPLING_MAX = 12 };
+enum { CASES_SAMPLING_MAX = 16 };
 int cases_sampling(struct test_case *c);
 
 /* The oracle's judgement of row r of batch b, with its min_p where the batch has one. */
