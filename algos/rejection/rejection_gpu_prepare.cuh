@@ -220,16 +220,39 @@ __device__ __forceinline__ void start_at_gathered_kth(R &row, int64_t k_limit, f
         sh.stat[2] += REJ_DIGIT_PASSES;
 }
 
+/* This CTA's count of min-p's passing tokens (tkp_minp_counts, the test of tkp_minp_fold_k)
+ * over its tokens, in every thread. */
+template <class R> __device__ __forceinline__ u64 minp_count_local(const R &row, float max,
+                                                                   uint64_t t)
+{
+    u64 c[3] = { 0, 0, 0 }; /* the count; two unused sums */
+    row.each([&](float v, int, bool in_row) { c[0] += in_row && tkp_minp_counts(v, max, t); });
+    tkp_block_sums<Shared<R::kThreads>::kWarps>(c, row.sh.red); /* ends with a barrier */
+    return c[0];
+}
+
+/* The same, out of line: a cluster CTA's pass over its slice (inlined, it made the cluster
+ * kernel spill more; out of line, the one-CTA kernels spill). */
+template <class R>
+__device__ __noinline__ u64 minp_count_slice(const R row, float max, uint64_t t)
+{
+    return minp_count_local(row, max, t);
+}
+
 /* min-p's count over the whole row (docs/SEMANTICS.md, "min-p"): its valid tokens whose
- * fixed weight reaches t (tkp_minp_counts, the test of tkp_minp_fold_k), in every thread. One
- * CTA per row reads the row again from global memory; a cluster's CTAs count their slices in
- * shared memory. */
+ * fixed weight reaches t, in every thread. One CTA per row reads the row again from global
+ * memory; a cluster's CTAs count their slices in shared memory and sum the counts over the
+ * cluster. */
 template <class R> __device__ __forceinline__ u64 minp_count_row(R &row, float max, uint64_t t)
 {
-    u64 n = 0, unused1 = 0, unused2 = 0;
-    row.each([&](float v, int, bool in_row) { n += in_row && tkp_minp_counts(v, max, t); });
-    row.sum3(n, unused1, unused2);
-    return n;
+    if constexpr (!R::kCluster) {
+        return minp_count_local(row, max, t);
+    } else {
+        const u64 slice = minp_count_slice(row, max, t); /* every thread: it has barriers */
+        u64 n = threadIdx.x == 0 ? slice : 0, unused1 = 0, unused2 = 0; /* summed once a CTA */
+        row.sum3(n, unused1, unused2);
+        return n;
+    }
 }
 
 /* min-p folded into k from the listed tokens G (sh.gcount <= kGather of them: every token of
@@ -238,7 +261,7 @@ template <class R> __device__ __forceinline__ u64 minp_count_row(R &row, float m
  * token): tkp_minp_fold_part of G's count of passing tokens, k' or -1 when only the count over
  * the row settles it. Every CTA of a cluster holds the same list: no cluster exchange. */
 template <int THREADS>
-__device__ __forceinline__ int32_t minp_fold_list(Shared<THREADS> &sh, int32_t k, int vocab,
+__device__ __noinline__ int32_t minp_fold_list(Shared<THREADS> &sh, int32_t k, int vocab,
                                                   unsigned bucket, float max, uint64_t t)
 {
     const int n = (int)sh.gcount;
