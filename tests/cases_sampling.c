@@ -153,6 +153,30 @@ static void fill_edge(struct test_case *c, uint64_t s)
     }
 }
 
+/* A bucket edge on a one-ulp inversion of tkp_expf: the largest value m = 0x1.e814ep-10 puts
+ * fl(y - m) on inv_x1 for y = -0x1.cp-7, the largest float below an order-key bucket, and
+ * fl(next(y) - m) on the float above it, which weighs less. At min_p = y's ratio the twenty
+ * y tokens pass and the twenty next(y) tokens above them (the bucket of the 10th key) do not:
+ * the count over the row is 21 (k' = k at k = 10), that bucket's 1. */
+static const float einv_max = 0x1.e814ep-10f, einv_y = -0x1.cp-7f;
+static float einv_minp(int64_t r)
+{
+    const float ratio = tkp_weight_float(einv_y, einv_max);
+    return r % 2 ? nextafterf(ratio, 0.0f) : ratio;
+}
+
+static void fill_edge_inversion(struct test_case *c, uint64_t s)
+{
+    for (int64_t r = 0; r < c->b.batch; r++) {
+        float *x = c->b.logits + r * c->b.vocab;
+        for (int64_t i = 0; i < c->b.vocab; i++)
+            x[i] = -10.0f - fabsf(case_gauss(&s));
+        for (int j = 0; j < 41; j++)
+            x[(r + 13 * j) % c->b.vocab] =
+                j < 1 ? einv_max : j < 21 ? nextafterf(einv_y, 0.0f) : einv_y;
+    }
+}
+
 /* Per-row seeds and offsets at the ends of their ranges. */
 static void set_row_keys(struct test_case *c)
 {
@@ -217,5 +241,8 @@ int cases_sampling(struct test_case *c)
     fill_edge(&c[n], 3012);
     rotate_rows(&c[n]);
     set_minp(&c[n++], edge_minp);
+    case_alloc(&c[n], "minp_bucket_edge_inversion", 3013, 34, 2001);
+    fill_edge_inversion(&c[n], 3013);
+    set_minp(&c[n++], einv_minp);
     return n;
 }
