@@ -149,7 +149,7 @@ __device__ __forceinline__ bool pass1_scan(R &row, int32_t k, bool may_select, u
                   "each_tile stops at whole steps only: the chunk must be a number of them");
     if constexpr (R::kCluster) {
         row.each(scan);
-    } else if (tkp_topk_on(k, vocab) && vocab > chunk && k <= chunk) {
+    } else if (may_select && k > 0 && vocab > chunk && k <= chunk) { /* top-k on */
         row.each(scan, 0, chunk);
         if (threadIdx.x == 0)
             sh.gcount = 0;
@@ -418,14 +418,15 @@ __device__ __forceinline__ void start_at_row_mass(R &row, float p, int64_t k_lim
 /* The first candidate set of a row with a valid token, prepared with k (min-p folded in)
  * into rs: from the k-th key's bucket (the gathered tokens, or the radix select over the row
  * when the bucket is crowded), else from the row's mass. `hist`: the row's bucket histogram
- * when the row may start at a k-th key; `selected`: select_bucket has run with this k;
- * `listed`: the tokens of a bucket at or below the k-th key's, and above, are in shared
- * memory (prepare_row's list at the bucket of the k before min-p's fold). Returns the row's top-k limit. (The radix select stays after the
- * join of the two tests: nested in the crowded branch instead, nvcc 13.0 emits a second copy of
- * its digit loop.) */
+ * when the row may start at a k-th key (select_bucket runs here also for a row whose fold
+ * already selected the bucket of the unfolded k: one block scan, cheaper in registers than a
+ * flag that skips it); `listed`: the tokens of a bucket at or below the k-th key's, and above,
+ * are in shared memory (prepare_row's list at the bucket of the k before min-p's fold).
+ * Returns the row's top-k limit. (The radix select stays after the join of the two tests:
+ * nested in the crowded branch instead, nvcc 13.0 emits a second copy of its digit loop.) */
 template <class R>
-__device__ __forceinline__ int64_t start_row(R &row, unsigned *hist, int32_t k, bool selected,
-                                             bool listed, float p, float max, u64 maxkey,
+__device__ __forceinline__ int64_t start_row(R &row, unsigned *hist, int32_t k, bool listed,
+                                             float p, float max, u64 maxkey,
                                              int64_t valid, bool from_list, bool count_passes,
                                              RowStart &rs)
 {
@@ -434,8 +435,7 @@ __device__ __forceinline__ int64_t start_row(R &row, unsigned *hist, int32_t k, 
     rs.start = REJ_END;
     bool gathered = false;
     if (rej_starts_at_kth(k_limit, valid)) {
-        if (!selected)
-            select_bucket(sh, hist, (unsigned)k_limit);
+        select_bucket(sh, hist, (unsigned)k_limit);
         if (sh.gabove + sh.ties <= (unsigned)kGather) {
             start_at_gathered_kth(row, k_limit, max, listed, from_list, count_passes, rs);
             gathered = true;
@@ -484,22 +484,24 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float min
     if (valid == 0)
         return 0;
     max = tkp_key_value((uint32_t)maxkey);
-    /* A row that starts at its k-th key selects its bucket and, when it fits, lists it; with
-     * min-p on, k' comes from that list or from the count over the row (fold_minp), and the
-     * bucket of the k'-th key is selected again when k' < k. */
+    /* min-p (docs/SEMANTICS.md, "min-p"): a row that starts at its k-th key selects that
+     * key's bucket and, when it fits, lists it; k' comes from that list, or from the count over
+     * the row (fold_minp) for any other row, a list that does not settle it, or under
+     * force_count. start_row then prepares the row with k' (the bucket of the k'-th key
+     * selected on the same histogram, the list reused: a superset). */
     const int64_t k_limit0 = rej_k_limit(k, vocab, (int64_t)valid);
     const bool at_kth = rej_starts_at_kth(k_limit0, (int64_t)valid);
     unsigned *hist = at_kth || minp ? row.hist_total(kBuckets, true) : nullptr;
     bool listed = false;
-    if (at_kth) {
+    if (at_kth && minp && !force_count) {
         select_bucket(sh, hist, (unsigned)k_limit0);
         listed = sh.gabove + sh.ties <= (unsigned)kGather;
         if (listed)
             list_bucket(row, sh.digit, from_list);
     }
-    const int32_t kf = minp ? fold_minp(row, k, min_p, force_count || !listed, max) : k;
+    const int32_t kf = minp ? fold_minp(row, k, min_p, !listed, max) : k;
     RowStart rs;
-    const int64_t k_limit = start_row(row, hist, kf, at_kth && kf == k, listed, p, max, maxkey,
+    const int64_t k_limit = start_row(row, hist, kf, listed, p, max, maxkey,
                                       (int64_t)valid, from_list, count_passes, rs);
     __syncthreads(); /* every thread has read the radix-select results */
     if (threadIdx.x == 0) {
