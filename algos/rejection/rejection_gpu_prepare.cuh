@@ -259,10 +259,11 @@ template <class R> __device__ __forceinline__ u64 minp_count_row(R &row, float m
  * bucket `bucket` and above, so every valid token of value > y, y the largest float below the
  * bucket; -inf when the bucket's first key is at most key(-FLT_MAX), i.e. G is every valid
  * token): tkp_minp_fold_part of G's count of passing tokens, k' or -1 when only the count over
- * the row settles it. Every CTA of a cluster holds the same list: no cluster exchange. */
+ * the row settles it. Every CTA of a cluster holds the same list: no cluster exchange. Out
+ * of line: once a row, and inlined it cost the kernels registers. */
 template <int THREADS>
 __device__ __noinline__ int32_t minp_fold_list(Shared<THREADS> &sh, int32_t k, int vocab,
-                                                  unsigned bucket, float max, uint64_t t)
+                                               unsigned bucket, float max, uint64_t t)
 {
     const int n = (int)sh.gcount;
     u64 c[3] = { 0, 0, 0 }; /* G's passing tokens; two unused sums */
