@@ -3,8 +3,9 @@
  * the min-p boundary (in at min_p = their ratio, out one float above), min_p tiny, near 1, 1
  * and above, +inf and NaN rows under min-p, a one-ulp inversion of the weight at the
  * boundary, the same on rows long and odd enough that the GPU splits them (unaligned), and
- * rows keyed by their own seeds 0 and 2^64 - 1 and offsets at both ends of their range. Each
- * cycles through the standard (k, p) mix. */
+ * rows keyed by their own seeds 0 and 2^64 - 1 and offsets at both ends of their range, long
+ * rows (V > 16384) under min-p, with and without a crowded bucket, and a min-p threshold at the
+ * edge of an order-key bucket. Each cycles through the standard (k, p) mix. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -111,6 +112,71 @@ static void rotate_rows(struct test_case *c)
     free(tmp);
 }
 
+/* Rows long enough (V > 16384) that the GPU's rejection lists its first chunk's floor and
+ * above in pass 1 (algos/rejection/README.md, "Passes") and folds min-p from that list: N(0, 1)
+ * rows, the odd ones with every 16th token tied at 2.25 (a crowded bucket: the radix select,
+ * no list, so min-p's count over the row). With the min-p mix, top-k off rows included. */
+static void fill_long(struct test_case *c, uint64_t s)
+{
+    for (int64_t r = 0; r < c->b.batch; r++) {
+        float *x = c->b.logits + r * c->b.vocab;
+        for (int64_t i = 0; i < c->b.vocab; i++)
+            x[i] = r % 2 && i % 16 == 5 ? 2.25f : case_gauss(&s);
+    }
+}
+
+/* A min-p threshold at the lower edge of an 11-bit bucket of the order key (the GPU's
+ * rejection lists the k-th key's bucket and above, and folds min-p from them only when no
+ * token at or below the edge y can pass, tkp_minp_none_at_or_below): a largest value 3, so
+ * that fl(x - 3) is -4.25 for y = -1.25 and for edge_x1, the bucket's first value, and the
+ * float above (-4.25 + 1 ulp) for edge_x2. At edge_minp(0), the weight of -4.25 + 1 ulp, the
+ * edge_x1 tokens (in the bucket) fail while the certificate at y does not hold: at k = 10 the
+ * bucket's 8 passing tokens do not settle k' and the row is counted (k' = 8). */
+static const float edge_x1 = -0x1.3ffffep+0f, edge_x2 = -0x1.3ffff8p+0f;
+static float edge_minp(int64_t r)
+{
+    const float up = tkp_expf(nextafterf(-4.25f, 0.0f));
+    return r % 3 == 0 ? up : r % 3 == 1 ? tkp_expf(-4.25f) : nextafterf(up, 1.0f);
+}
+
+/* Rows of a largest value 3, five tokens at 2, two at edge_x2, twenty at edge_x1 and twenty at
+ * -1.25, the rest far below (-10 and lower). */
+static void fill_edge(struct test_case *c, uint64_t s)
+{
+    for (int64_t r = 0; r < c->b.batch; r++) {
+        float *x = c->b.logits + r * c->b.vocab;
+        for (int64_t i = 0; i < c->b.vocab; i++)
+            x[i] = -10.0f - fabsf(case_gauss(&s));
+        for (int j = 0; j < 48; j++)
+            x[(r + 11 * j) % c->b.vocab] = j < 1 ? 3.0f : j < 6 ? 2.0f : j < 8 ? edge_x2
+                                                          : j < 28 ? edge_x1 : -1.25f;
+    }
+}
+
+/* A bucket edge on a one-ulp inversion of tkp_expf: the largest value m = 0x1.e814ep-10 puts
+ * fl(y - m) on inv_x1 for y = -0x1.cp-7, the largest float below an order-key bucket, and
+ * fl(next(y) - m) on the float above it, which weighs less. At min_p = y's ratio the twenty
+ * y tokens pass and the twenty next(y) tokens above them (the bucket of the 10th key) do not:
+ * the count over the row is 21 (k' = k at k = 10), that bucket's 1. */
+static const float einv_max = 0x1.e814ep-10f, einv_y = -0x1.cp-7f;
+static float einv_minp(int64_t r)
+{
+    const float ratio = tkp_weight_float(einv_y, einv_max);
+    return r % 2 ? nextafterf(ratio, 0.0f) : ratio;
+}
+
+static void fill_edge_inversion(struct test_case *c, uint64_t s)
+{
+    for (int64_t r = 0; r < c->b.batch; r++) {
+        float *x = c->b.logits + r * c->b.vocab;
+        for (int64_t i = 0; i < c->b.vocab; i++)
+            x[i] = -10.0f - fabsf(case_gauss(&s));
+        for (int j = 0; j < 41; j++)
+            x[(r + 13 * j) % c->b.vocab] =
+                j < 1 ? einv_max : j < 21 ? nextafterf(einv_y, 0.0f) : einv_y;
+    }
+}
+
 /* Per-row seeds and offsets at the ends of their ranges. */
 static void set_row_keys(struct test_case *c)
 {
@@ -175,5 +241,16 @@ int cases_sampling(struct test_case *c)
     for (int64_t i = 0; i < 17 * 256; i++)
         c[n].b.logits[i] = case_gauss(&(uint64_t){ 3006 + (uint64_t)i });
     set_row_keys(&c[n++]);
+    /* rejection's fold of min-p on the GPU (algos/rejection/README.md, "min-p on the GPU") */
+    case_alloc(&c[n], "minp_long_rows", 3011, 34, 40001);
+    fill_long(&c[n], 3011);
+    set_minp(&c[n++], NULL);
+    case_alloc(&c[n], "minp_bucket_edge", 3012, 51, 17001);
+    fill_edge(&c[n], 3012);
+    rotate_rows(&c[n]);
+    set_minp(&c[n++], edge_minp);
+    case_alloc(&c[n], "minp_bucket_edge_inversion", 3013, 34, 2001);
+    fill_edge_inversion(&c[n], 3013);
+    set_minp(&c[n++], einv_minp);
     return n;
 }

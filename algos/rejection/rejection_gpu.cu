@@ -23,6 +23,10 @@
  * g * C + rank, step groups * C). README.md ("GPU") has the launch shapes and the
  * determinism argument.
  *
+ * min-p is folded into each row's k by the kernels themselves (prepare_row: from the tokens
+ * gathered at the k-th key's bucket, or a count over the row; README.md, "min-p on the GPU"),
+ * so a run is one launch with or without it; min_p is read from device memory there.
+ *
  * Every kernel is templated on the logits' element type E (algos/common/gpu_logits.cuh): a
  * 16-bit value converts to float32 exactly as it is loaded, so the draws on a bf16 or fp16 row
  * are those on its float32 upcast bit for bit (docs/SEMANTICS.md, "16-bit logits");
@@ -181,8 +185,8 @@ int choose_cluster(const struct tkp_problem *pb, int forced, int *active)
     return forced ? choose_cluster(pb, 0, active) : 1;
 }
 
-/* The workspace's statistics slots, rounded up to 256 bytes (the rows' k with min-p folded in,
- * gpu_minp.cuh, follow them). */
+/* The workspace's statistics slots, rounded up to 256 bytes: all of it (min-p is folded into
+ * k inside the kernels, prepare_row: no array of folded k). */
 size_t rej_stats_bytes(const struct rej_gpu_plan *plan)
 {
     const size_t bytes = sizeof(u64) * kStatWords * (size_t)(plan->slots > 0 ? plan->slots : 1);
@@ -223,7 +227,7 @@ extern "C" void rej_gpu_plan_for(const struct tkp_problem *pb, int forced_cluste
         groups = 65535;
     plan->groups = (int)groups;
     plan->slots = pb->batch * groups * plan->cluster;
-    plan->workspace = rej_stats_bytes(plan) + tkp_gpu_minp_bytes(pb);
+    plan->workspace = rej_stats_bytes(plan);
 }
 
 /* rejection_gpu.h: the plan of one problem with options of struct rej_opts. */
@@ -260,10 +264,7 @@ extern "C" int rej_gpu_run(const void *plan_in, const struct tkp_io *io, void *w
     Params prm;
     prm.io = *io;
     prm.stats = (u64 *)workspace;
-    const int rc = tkp_gpu_minp_k(pb, io, (int32_t *)((char *)workspace + rej_stats_bytes(plan)),
-                                  (cudaStream_t)stream, &prm.io.k, err); /* min-p folded in */
-    if (rc != TKP_OK)
-        return rc;
+    prm.minp_force_count = tkp_minp_force_count(); /* min-p: the kernels fold it into k */
     prm.stride = pb->stride;
     prm.vocab = (int)pb->vocab;
     prm.draws = pb->draws;

@@ -84,15 +84,18 @@ __device__ __forceinline__ int draw_one(R &row, float max, const Params &prm, in
     }
 }
 
-/* Row r, group g, on this CTA (rank `row.rank` of a cluster of `row.size`): prepare, draw,
- * write the samples and this CTA's statistics slot. */
+/* Row r, group g, on this CTA (rank `row.rank` of a cluster of `row.size`): prepare (min-p
+ * folded in), draw, write the samples and this CTA's statistics slot. */
 template <class R> __device__ void sample_row(R &row, const Params &prm, int r, int g)
 {
     auto &sh = row.sh;
     if (threadIdx.x < kStatWords)
         sh.stat[threadIdx.x] = 0; /* thread 0 alone updates them later (after barriers) */
     float max;
-    const u64 valid = prepare_row(row, prm.io.k[r], prm.io.p[r], max, g == 0 && row.leader());
+    /* min_p from device memory (a captured graph replays with new values); NULL: off */
+    const float min_p = prm.io.min_p ? prm.io.min_p[r] : 0.0f;
+    const u64 valid = prepare_row(row, prm.io.k[r], prm.io.p[r], min_p, prm.minp_force_count,
+                                  max, g == 0 && row.leader());
     int64_t *out = prm.io.samples + (int64_t)r * prm.draws;
     if (sh.nsmall > 0) {
         /* The first candidate set is in every CTA's shared memory: each runs its own draws. */

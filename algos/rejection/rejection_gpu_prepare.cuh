@@ -1,8 +1,10 @@
 /* rejection_gpu_prepare.cuh — the preparation of a row (rej_prepare) in the CUDA rejection
- * sampler: pass 1 (row max, valid count, the bucket histogram and its token list), the k-th
- * key from the gathered tokens or by radix select, the row's mass and top-p's start at the
- * mass floor; prepare_row leaves the row's limits, target and first candidate set in shared
- * memory for the draws. README.md ("GPU", "Passes", "First candidate sets on the GPU"). */
+ * sampler: pass 1 (row max, valid count, the bucket histogram and its token list), min-p
+ * folded into k from the gathered tokens or a count over the row (tkp_minp_fold_k's k', with
+ * no kernel of its own), the k-th key from the gathered tokens or by radix select, the row's
+ * mass and top-p's start at the mass floor; prepare_row leaves the row's limits, target and
+ * first candidate set in shared memory for the draws. README.md ("GPU", "Passes", "min-p on
+ * the GPU", "First candidate sets on the GPU"). */
 #ifndef REJECTION_GPU_PREPARE_CUH
 #define REJECTION_GPU_PREPARE_CUH
 
@@ -12,6 +14,7 @@
 #include <stdint.h>
 
 #include "../common/gpu_block.cuh"
+#include "../common/gpu_minp.cuh"
 #include "../common/gpu_warp.cuh"
 #include "../common/mass_floor.h"
 #include "../common/prob.h"
@@ -99,9 +102,10 @@ __device__ uint32_t select_gathered(Shared<THREADS> &sh, unsigned bucket, float 
 }
 
 /* Pass 1 (rej_prepare's scan of the row) into this thread's valid-token count `vcount` and
- * largest order key `kmax`: when the row has top-k (`may_select`: its first candidate set is
- * its top-k set), also the histogram of the top kBucketBits key bits in sh.hist (cleared, as
- * sh.nsmall, by the caller before a barrier). Only buckets at or above `floor` are counted:
+ * largest order key `kmax`: when the row may start at a k-th key (`may_select`: top-k on, or
+ * min-p on, whose k' may turn top-k on), also the histogram of the top kBucketBits key bits in
+ * sh.hist (cleared, as sh.nsmall, by the caller before a barrier); without top-k (k' unknown
+ * before min-p's count) every bucket. With top-k only buckets at or above `floor` are counted:
  * after the first chunk of the row, floor is the bucket of that chunk's k-th key, a lower bound
  * of the row's k-th key's bucket (so every bucket select_bucket or the radix select reads above
  * it stays exact); warps with no token at or above it skip the histogram. (One CTA per row
@@ -145,7 +149,7 @@ __device__ __forceinline__ bool pass1_scan(R &row, int32_t k, bool may_select, u
                   "each_tile stops at whole steps only: the chunk must be a number of them");
     if constexpr (R::kCluster) {
         row.each(scan);
-    } else if (may_select && vocab > chunk && k <= chunk) {
+    } else if (may_select && k > 0 && vocab > chunk && k <= chunk) { /* top-k on */
         row.each(scan, 0, chunk);
         if (threadIdx.x == 0)
             sh.gcount = 0;
@@ -178,22 +182,34 @@ struct RowStart {
     uint64_t start, start_mass, set_mass;
 };
 
+/* Every token of bucket `bucket` and above into sh.g_key / sh.g_idx (sh.gabove + sh.ties of
+ * them, select_bucket's counts of that bucket, <= kGather): from pass 1's list when it holds
+ * every token of its floor and above (`from_list`; the floor is at most that bucket), else by
+ * one gathering pass. */
+template <class R>
+__device__ __forceinline__ void list_bucket(R &row, unsigned bucket, bool from_list)
+{
+    if (from_list)
+        keep_from_bucket(row.sh, bucket, row.sh.gabove + row.sh.ties);
+    else
+        row.gather(bucket);
+}
+
 /* The usual top-k case (sh.gabove + sh.ties <= kGather, select_bucket's results of the row's
  * histogram ready): the tokens of the k-th key's bucket and above in shared memory, the rest
- * done there. They are on the list when pass 1 listed every token of its floor and above (the
- * floor is at most that bucket) without overflowing (`from_list`), else one gathering pass
- * collects them. */
+ * done there. `listed`: they are there already, maybe with tokens of lower buckets (the list
+ * prepare_row took at the bucket of k before min-p folded it into a smaller k'); else
+ * list_bucket lists them. select_gathered and store_small read a superset the same way: a key
+ * of a lower bucket is below every key of the k-th key's bucket. */
 template <class R>
 __device__ __forceinline__ void start_at_gathered_kth(R &row, int64_t k_limit, float max,
-                                                      bool from_list, bool count_passes,
-                                                      RowStart &rs)
+                                                      bool listed, bool from_list,
+                                                      bool count_passes, RowStart &rs)
 {
     auto &sh = row.sh;
     const unsigned bucket = sh.digit;
-    if (from_list)
-        keep_from_bucket(sh, bucket, sh.gabove + sh.ties);
-    else
-        row.gather(bucket);
+    if (!listed)
+        list_bucket(row, bucket, from_list);
     uint64_t above, ties, mass_above;
     const uint32_t kth = select_gathered(sh, bucket, max, k_limit, above, ties, mass_above);
     const uint64_t kth_weight = tkp_weight(tkp_key_value(kth), max);
@@ -202,6 +218,76 @@ __device__ __forceinline__ void start_at_gathered_kth(R &row, int64_t k_limit, f
     rs.start_mass = mass_above + ties * kth_weight;
     if (threadIdx.x == 0 && count_passes) /* the CPU's radix passes, once per row */
         sh.stat[2] += REJ_DIGIT_PASSES;
+}
+
+/* This CTA's count of min-p's passing tokens (tkp_minp_counts, the test of tkp_minp_fold_k)
+ * over its tokens, in every thread. */
+template <class R> __device__ __forceinline__ u64 minp_count_local(const R &row, float max,
+                                                                   uint64_t t)
+{
+    u64 c[3] = { 0, 0, 0 }; /* the count; two unused sums */
+    row.each([&](float v, int, bool in_row) { c[0] += in_row && tkp_minp_counts(v, max, t); });
+    tkp_block_sums<Shared<R::kThreads>::kWarps>(c, row.sh.red); /* ends with a barrier */
+    return c[0];
+}
+
+/* The same, out of line: a cluster CTA's pass over its slice (inlined, it made the cluster
+ * kernel spill more; out of line, the one-CTA kernels spill). */
+template <class R>
+__device__ __noinline__ u64 minp_count_slice(const R row, float max, uint64_t t)
+{
+    return minp_count_local(row, max, t);
+}
+
+/* min-p's count over the whole row (docs/SEMANTICS.md, "min-p"): its valid tokens whose
+ * fixed weight reaches t, in every thread. One CTA per row reads the row again from global
+ * memory; a cluster's CTAs count their slices in shared memory and sum the counts over the
+ * cluster. */
+template <class R> __device__ __forceinline__ u64 minp_count_row(R &row, float max, uint64_t t)
+{
+    if constexpr (!R::kCluster) {
+        return minp_count_local(row, max, t);
+    } else {
+        const u64 slice = minp_count_slice(row, max, t); /* every thread: it has barriers */
+        u64 n = threadIdx.x == 0 ? slice : 0, unused1 = 0, unused2 = 0; /* summed once a CTA */
+        row.sum3(n, unused1, unused2);
+        return n;
+    }
+}
+
+/* min-p folded into k from the listed tokens G (sh.gcount <= kGather of them: every token of
+ * bucket `bucket` and above, so every valid token of value > y, y the largest float below the
+ * bucket; -inf when the bucket's first key is at most key(-FLT_MAX), i.e. G is every valid
+ * token): tkp_minp_fold_part of G's count of passing tokens, k' or -1 when only the count over
+ * the row settles it. Every CTA of a cluster holds the same list: no cluster exchange. Out
+ * of line: once a row, and inlined it cost the kernels registers. */
+template <int THREADS>
+__device__ __noinline__ int32_t minp_fold_list(Shared<THREADS> &sh, int32_t k, int vocab,
+                                               unsigned bucket, float max, uint64_t t)
+{
+    const int n = (int)sh.gcount;
+    u64 c[3] = { 0, 0, 0 }; /* G's passing tokens; two unused sums */
+    for (int i = threadIdx.x; i < n; i += THREADS)
+        c[0] += tkp_minp_counts(tkp_key_value(sh.g_key[i]), max, t);
+    tkp_block_sums<Shared<THREADS>::kWarps>(c, sh.red); /* ends with a barrier */
+    const uint32_t edge = bucket << kBucketShift;
+    const float y = edge <= tkp_order_key(-FLT_MAX) ? -INFINITY : tkp_key_value(edge - 1u);
+    return tkp_minp_fold_part(k, (int64_t)c[0], vocab, y, max, t);
+}
+
+/* min-p folded into k (docs/SEMANTICS.md, "min-p"): tkp_minp_fold_k's k' of the row, whose
+ * largest value is max. From the listed tokens of the k-th key's bucket and above
+ * (minp_fold_list) unless `count` (no such list: top-k off, k >= #valid, a crowded bucket; or
+ * TKP_MINP_FORCE_COUNT), else, or when the list does not settle it, from the count over the
+ * row (minp_count_row). */
+template <class R>
+__device__ __forceinline__ int32_t fold_minp(R &row, int32_t k, float min_p, bool count,
+                                             float max)
+{
+    const uint64_t t = tkp_minp_threshold(min_p);
+    const int32_t kf =
+        count ? -1 : minp_fold_list(row.sh, k, row.vocab, row.sh.digit, max, t);
+    return kf >= 0 ? kf : tkp_minp_fold(k, (int64_t)minp_count_row(row, max, t), row.vocab);
 }
 
 /* A crowded bucket: fold the bucket histogram `hist` (visible to the block) into the first
@@ -330,25 +416,66 @@ __device__ __forceinline__ void start_at_row_mass(R &row, float p, int64_t k_lim
         start_at_mass_floor(row, p, total, max, (uint32_t)maxkey, rs.start, rs.start_mass);
 }
 
-/* Prepare the row in shared memory (rej_prepare): the row max, the number of valid tokens,
- * the top-k limit, the first candidate set and its mass, the top-p target. Returns the number
- * of valid tokens and the row max (0 / -inf for a row without a valid token). `count_passes`:
- * this CTA counts the CPU's radix passes (once per row). */
+/* The first candidate set of a row with a valid token, prepared with k (min-p folded in)
+ * into rs: from the k-th key's bucket (the gathered tokens, or the radix select over the row
+ * when the bucket is crowded), else from the row's mass. `hist`: the row's bucket histogram
+ * when the row may start at a k-th key (select_bucket runs here also for a row whose fold
+ * already selected the bucket of the unfolded k: one block scan, cheaper in registers than a
+ * flag that skips it); `listed`: the tokens of a bucket at or below the k-th key's, and above,
+ * are in shared memory (prepare_row's list at the bucket of the k before min-p's fold).
+ * Returns the row's top-k limit. (The radix select stays after the join of the two tests:
+ * nested in the crowded branch instead, nvcc 13.0 emits a second copy of its digit loop.) */
 template <class R>
-__device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &max,
-                                           bool count_passes)
+__device__ __forceinline__ int64_t start_row(R &row, unsigned *hist, int32_t k, bool listed,
+                                             float p, float max, u64 maxkey,
+                                             int64_t valid, bool from_list, bool count_passes,
+                                             RowStart &rs)
+{
+    auto &sh = row.sh;
+    const int64_t k_limit = rej_k_limit(k, row.vocab, valid);
+    rs.start = REJ_END;
+    bool gathered = false;
+    if (rej_starts_at_kth(k_limit, valid)) {
+        select_bucket(sh, hist, (unsigned)k_limit);
+        if (sh.gabove + sh.ties <= (unsigned)kGather) {
+            start_at_gathered_kth(row, k_limit, max, listed, from_list, count_passes, rs);
+            gathered = true;
+        } else {
+            fold_buckets_to_first_digit<R::kThreads>(hist);
+        }
+    }
+    if (gathered) {
+        /* K, total_S and the first candidate set come from the gathered tokens */
+    } else if (rej_starts_at_kth(k_limit, valid)) {
+        start_at_radix_kth(row, hist, k_limit, max, count_passes, rs);
+    } else {
+        start_at_row_mass(row, p, k_limit, max, maxkey, rs);
+    }
+    return k_limit;
+}
+
+/* Prepare the row in shared memory (rej_prepare): the row max, the number of valid tokens,
+ * min-p folded into k (`min_p`, read by the caller from device memory; k' =
+ * tkp_minp_fold_k's), the top-k limit, the first candidate set and its mass, the top-p
+ * target. Returns the number of valid tokens and the row max (0 / -inf for a row without a
+ * valid token). `force_count`: every min-p row counts its passing tokens over the whole row
+ * (TKP_MINP_FORCE_COUNT, tkp_minp_force_count). `count_passes`: this CTA counts the CPU's
+ * radix passes (once per row). */
+template <class R>
+__device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float min_p,
+                                           bool force_count, float &max, bool count_passes)
 {
     constexpr int THREADS = R::kThreads;
     auto &sh = row.sh;
     const int vocab = row.vocab;
-    const bool may_select = tkp_topk_on(k, vocab);
+    const bool minp = tkp_minp_on(min_p);
     for (int i = threadIdx.x; i < kBuckets; i += THREADS)
         sh.hist[i] = 0;
     if (threadIdx.x == 0)
         sh.nsmall = 0;
     __syncthreads();
     uint32_t vcount = 0, kmax = 0;
-    const bool listing = pass1_scan(row, k, may_select, vcount, kmax);
+    const bool listing = pass1_scan(row, k, tkp_topk_on(k, vocab) || minp, vcount, kmax);
     u64 valid = vcount, maxkey = kmax;
     row.sum_max(valid, maxkey); /* ends with a (cluster) barrier: the histogram is complete */
     /* Whether the list holds every token of its floor and above, read by every thread here:
@@ -358,33 +485,25 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float &ma
     if (valid == 0)
         return 0;
     max = tkp_key_value((uint32_t)maxkey);
-    const int64_t k_limit = rej_k_limit(k, vocab, (int64_t)valid);
+    /* min-p (docs/SEMANTICS.md, "min-p"): a row that starts at its k-th key selects that
+     * key's bucket and, when it fits, lists it; k' comes from that list, or from the count over
+     * the row (fold_minp) for any other row, a list that does not settle it, or under
+     * force_count. start_row then prepares the row with k' (the bucket of the k'-th key
+     * selected on the same histogram, the list reused: a superset). */
+    const int64_t k_limit0 = rej_k_limit(k, vocab, (int64_t)valid);
+    const bool at_kth = rej_starts_at_kth(k_limit0, (int64_t)valid);
+    unsigned *hist = at_kth || minp ? row.hist_total(kBuckets, true) : nullptr;
+    bool listed = false;
+    if (at_kth && minp && !force_count) {
+        select_bucket(sh, hist, (unsigned)k_limit0);
+        listed = sh.gabove + sh.ties <= (unsigned)kGather;
+        if (listed)
+            list_bucket(row, sh.digit, from_list);
+    }
+    const int32_t kf = minp ? fold_minp(row, k, min_p, !listed, max) : k;
     RowStart rs;
-    rs.start = REJ_END;
-    /* A row that starts at its k-th key (rej_starts_at_kth): the bucket of the k-th key from
-     * the row's histogram, then the gathered tokens of that bucket and above when they fit,
-     * else the radix select over the row. (The radix select stays after the join of the two
-     * tests: nested in the crowded branch instead, nvcc 13.0 emits a second copy of its digit
-     * loop.) */
-    bool selected = false;
-    unsigned *hist = nullptr;
-    if (rej_starts_at_kth(k_limit, (int64_t)valid)) {
-        hist = row.hist_total(kBuckets, true);
-        select_bucket(sh, hist, (unsigned)k_limit);
-        if (sh.gabove + sh.ties <= (unsigned)kGather) {
-            start_at_gathered_kth(row, k_limit, max, from_list, count_passes, rs);
-            selected = true;
-        } else {
-            fold_buckets_to_first_digit<THREADS>(hist);
-        }
-    }
-    if (selected) {
-        /* K, total_S and the first candidate set come from the gathered tokens */
-    } else if (rej_starts_at_kth(k_limit, (int64_t)valid)) {
-        start_at_radix_kth(row, hist, k_limit, max, count_passes, rs);
-    } else {
-        start_at_row_mass(row, p, k_limit, max, maxkey, rs);
-    }
+    const int64_t k_limit = start_row(row, hist, kf, listed, p, max, maxkey,
+                                      (int64_t)valid, from_list, count_passes, rs);
     __syncthreads(); /* every thread has read the radix-select results */
     if (threadIdx.x == 0) {
         sh.k_limit = k_limit;

@@ -41,11 +41,13 @@ typedef struct rej_tally Tally;
 
 struct Params {
     struct tkp_io io; /* the run's (algos/tkp.h): logits of the kernel's type E (gpu_logits.cuh),
-                       * k, p, samples, seed, offset (kept unused) */
+                       * k, p, min_p (NULL: off; folded into k by the kernel, prepare_row),
+                       * samples, seed, offset, row_seed, row_offset (kept unused) */
     u64 *stats; /* [batch * groups * cluster * kStatWords] */
     int64_t stride;
     int vocab, draws, max_rounds, groups;
     int slice; /* cluster variant: tokens per CTA (a multiple of 4) */
+    bool minp_force_count; /* every min-p row counts over the whole row (tkp_minp_force_count) */
 };
 
 template <int THREADS> struct Shared {
