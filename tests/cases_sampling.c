@@ -2,7 +2,8 @@
  * "min-p" and "Sampling: two keying modes"), appended to the suite by cases_build: ties at
  * the min-p boundary (in at min_p = their ratio, out one float above), min_p tiny, near 1, 1
  * and above, +inf and NaN rows under min-p, a one-ulp inversion of the weight at the
- * boundary, the same on rows long and odd enough that the GPU splits them (unaligned), and
+ * boundary, the same on rows long and odd enough that the GPU splits them (unaligned), rows
+ * whose top-k keeps every valid token under min-p, and
  * rows keyed by their own seeds 0 and 2^64 - 1 and offsets at both ends of their range. Each
  * cycles through the standard (k, p) mix. */
 #include <float.h>
@@ -111,6 +112,22 @@ static void rotate_rows(struct test_case *c)
     free(tmp);
 }
 
+/* Rows of about half -inf tokens, top-k at V - 2 on every third row: there top-k keeps every
+ * valid token while min-p may cut it (qrita searches such a row whole: algos/qrita/README.md,
+ * "min-p"). */
+static void fill_half_invalid(struct test_case *c, uint64_t s)
+{
+    const int64_t v = c->b.vocab;
+    for (int64_t r = 0; r < c->b.batch; r++) {
+        float *x = c->b.logits + r * v;
+        for (int64_t i = 0; i < v; i++)
+            x[i] = case_next_u64(&s) % 2 ? -INFINITY : case_gauss(&s);
+        x[(r * 11) % v] = 2.5f;
+        if (r % 3 == 0)
+            c->b.k[r] = (int32_t)(v - 2);
+    }
+}
+
 /* Per-row seeds and offsets at the ends of their ranges. */
 static void set_row_keys(struct test_case *c)
 {
@@ -167,5 +184,8 @@ int cases_sampling(struct test_case *c)
     for (int64_t i = 0; i < 17 * 256; i++)
         c[n].b.logits[i] = case_gauss(&(uint64_t){ 3006 + (uint64_t)i });
     set_row_keys(&c[n++]);
+    case_alloc(&c[n], "minp_topk_past_valid", 3011, 34, 777);
+    fill_half_invalid(&c[n], 3011);
+    set_minp(&c[n++], NULL);
     return n;
 }
