@@ -1,7 +1,9 @@
 /* qrita_gpu.cu — Qrita on sm_90a. A chain of kernels per run, on one stream (README.md, "GPU"):
  *
- *  qr_prep   <<<B, 256>>>           zero the row's accumulators; sample statistics with the CPU's
- *                                   256-lane double fold; the gather threshold (qrita_rules.h);
+ *  qr_prep   <<<B, 256>>>           zero the row's accumulators; a row of min-p and top-k off
+ *                                   counts its k' first (qrita_gpu_minp.cuh); sample statistics
+ *                                   with the CPU's 256-lane double fold; the gather threshold
+ *                                   (qrita_rules.h);
  *  qr_scan   <<<(cpr, B), 256>>>    one streaming pass (float4, 4 loads in flight per thread):
  *                                   max/min key, valid count, and every (key, index) above the
  *                                   threshold appended to the row's bounded buffer (warp-aggregated
@@ -23,7 +25,8 @@
  *                                   floor's bin inside it: on model-like rows) and the search
  *                                   reads the window;
  *  qr_search <<<., 256 or 512>>>    per row (a warp per row, 8 rows per block, past B = #SMs; a
- *                                   512-thread block per row below): the CPU's decisions and its
+ *                                   512-thread block per row below): min-p with top-k folded
+ *                                   into k (qrita_gpu_minp.cuh); the CPU's decisions and its
  *                                   pivot search, replayed on the buffer (or on the row when it
  *                                   falls back), with the candidates compacted into shared memory
  *                                   as the search range shrinks; the boundary (key, last kept
@@ -639,9 +642,10 @@ extern "C" int qrita_gpu_run(const void *plan, const struct tkp_io *io, void *wo
     a.mass = pl->need_mass;
     a.tight = pl->tight;
     a.gather2 = pl->need_mass && pl->opts.truncation == QRITA_TRUNC_AUTO;
-    /* small top-p-alone batches searched on a buffer (truncation auto), a block per row */
+    /* small top-p-alone batches searched on a buffer (truncation auto), a block per row; not
+     * with min-p, which may switch top-k on (qrita_gpu_minp.cuh) */
     a.fuse = pl->group == BLOCK_G && pl->opts.truncation == QRITA_TRUNC_AUTO &&
-             pl->pb.ops == TKP_TOPP && pl->pb.batch <= WARM_MAX_BATCH && !sort;
+             pl->pb.ops == TKP_TOPP && pl->pb.batch <= WARM_MAX_BATCH && !sort && !io->min_p;
     /* qr_mass's CTAs of a row wait for each other: only when all of them (and qr_prep's, which
      * may still run) fit on the device at once. Assumes nothing else holds the SMs for good
      * (another such run in flight, a persistent kernel, an MPS share: README "fourth round") */
