@@ -2,10 +2,11 @@
  * "min-p" and "Sampling: two keying modes"), appended to the suite by cases_build: ties at
  * the min-p boundary (in at min_p = their ratio, out one float above), min_p tiny, near 1, 1
  * and above, +inf and NaN rows under min-p, a one-ulp inversion of the weight at the
- * boundary, the same on rows long and odd enough that the GPU splits them (unaligned), and
- * rows keyed by their own seeds 0 and 2^64 - 1 and offsets at both ends of their range, long
- * rows (V > 16384) under min-p, with and without a crowded bucket, and a min-p threshold at the
- * edge of an order-key bucket. Each cycles through the standard (k, p) mix. */
+ * boundary, the same on rows long and odd enough that the GPU splits them (unaligned), rows
+ * keyed by their own seeds 0 and 2^64 - 1 and offsets at both ends of their range, long rows
+ * (V > 16384) under min-p, with and without a crowded bucket, a min-p threshold at the edge of
+ * an order-key bucket, and rows whose top-k keeps every valid token under min-p. Each cycles
+ * through the standard (k, p) mix. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -177,6 +178,22 @@ static void fill_edge_inversion(struct test_case *c, uint64_t s)
     }
 }
 
+/* Rows of about half -inf tokens, top-k at 0.7 V on every third row: there top-k keeps every
+ * valid token while min-p may cut it (qrita searches such a row whole: algos/qrita/README.md,
+ * "min-p"). */
+static void fill_half_invalid(struct test_case *c, uint64_t s)
+{
+    const int64_t v = c->b.vocab;
+    for (int64_t r = 0; r < c->b.batch; r++) {
+        float *x = c->b.logits + r * v;
+        for (int64_t i = 0; i < v; i++)
+            x[i] = case_next_u64(&s) % 2 ? -INFINITY : case_gauss(&s);
+        x[(r * 11) % v] = 2.5f;
+        if (r % 3 == 0)
+            c->b.k[r] = (int32_t)(v * 7 / 10);
+    }
+}
+
 /* Per-row seeds and offsets at the ends of their ranges. */
 static void set_row_keys(struct test_case *c)
 {
@@ -231,8 +248,8 @@ int cases_sampling(struct test_case *c)
     set_minp(&c[n++], NULL);
     /* the pair's lower value three times: a top-k slab may end inside the tie, whose ratio is
      * min-p's (tkp_minp_none_at_or_below must see that the tie passes) */
-    case_alloc(&c[n], "minp_inversion_tied", 3011, 51, 2000);
-    fill_inversion(&c[n], 3011);
+    case_alloc(&c[n], "minp_inversion_tied", 3015, 51, 2000);
+    fill_inversion(&c[n], 3015);
     for (int64_t r = 0; r < 51; r++)
         c[n].b.logits[r * 2000 + (r * 5 + 11) % 2000] =
             c[n].b.logits[r * 2000 + (r * 5 + 13) % 2000] = inv_x1;
@@ -252,5 +269,8 @@ int cases_sampling(struct test_case *c)
     case_alloc(&c[n], "minp_bucket_edge_inversion", 3013, 34, 2001);
     fill_edge_inversion(&c[n], 3013);
     set_minp(&c[n++], einv_minp);
+    case_alloc(&c[n], "minp_topk_past_valid", 3014, 34, 777);
+    fill_half_invalid(&c[n], 3014);
+    set_minp(&c[n++], NULL);
     return n;
 }

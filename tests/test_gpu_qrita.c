@@ -1,9 +1,10 @@
 /* test_gpu_qrita.c — Qrita on the GPU: the kept mask equals the CPU's bit for bit on the
  * adversarial cases for every truncation x search combination (the defaults alone:
  * tests/test_conformance.c), dedup off, autotune off and a short iteration cap; on larger
- * Gaussian batches (B = 1 to 200, V = 128256) the masks and the statistics (hits, fallbacks,
- * outliers, outlier mass, iterations, keys sorted) equal the CPU's, and each Table 4 knob takes
- * its own path on the GPU (algos/qrita/README.md, "Table 4 on each backend"). */
+ * Gaussian batches (B = 1 to 200, V = 128256, some with min-p) the masks and the statistics
+ * (hits, fallbacks, outliers, outlier mass, iterations, keys sorted) equal the CPU's, and each
+ * Table 4 knob takes its own path on the GPU (algos/qrita/README.md, "Table 4 on each
+ * backend"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,8 +109,15 @@ static void cpu_equals_gpu(const struct tkp_batch *b, const char *const *options
     free(gpu);
 }
 
-static void gaussian_matches(int64_t batch, int32_t k, float p, float scale,
-                             const char *const *options)
+/* min_p of the min-p batches, cycled over the rows: k' = n below k, settled by the buffer's
+ * count and its certificate (0.05, 0.5); n >= k, settled by top-k (1e-6); off
+ * (algos/qrita/README.md, "min-p"). */
+static const float gauss_minp[] = { 0.05f, 1e-6f, 0.0f, 0.5f };
+
+/* B Gaussian rows of V = 128256 with outliers, filters k and p, min_p from gauss_minp when
+ * `minp` (else none): CPU = GPU, masks and statistics. */
+static void gaussian_run(int64_t batch, int32_t k, float p, float scale, int minp,
+                         const char *const *options)
 {
     if (!tkp_gpu_present()) {
         test_skip("no GPU");
@@ -130,13 +138,25 @@ static void gaussian_matches(int64_t batch, int32_t k, float p, float scale,
         c.b.k[r] = k;
         c.b.p[r] = p;
     }
+    if (minp) {
+        c.b.min_p = malloc(sizeof(float) * (size_t)batch);
+        for (int64_t r = 0; r < batch; r++)
+            c.b.min_p[r] = gauss_minp[r % 4];
+    }
     char what[96];
-    snprintf(what, sizeof what, "gaussian seed %llu k=%d p=%g scale %g",
-             (unsigned long long)seed, k, (double)p, (double)scale);
+    snprintf(what, sizeof what, "gaussian seed %llu k=%d p=%g scale %g%s",
+             (unsigned long long)seed, k, (double)p, (double)scale, minp ? " min-p" : "");
     cpu_equals_gpu(&c.b, options, what);
     free(c.b.logits);
     free(c.b.k);
     free(c.b.p);
+    free(c.b.min_p);
+}
+
+static void gaussian_matches(int64_t batch, int32_t k, float p, float scale,
+                             const char *const *options)
+{
+    gaussian_run(batch, k, p, scale, 0, options);
 }
 
 /* The fused top-p search (B <= 4, every row top-p alone) on the first rows of every
@@ -209,7 +229,7 @@ TEST(gpu_qrita_gaussian_b200_topp) { gaussian_matches(200, 0, 0.9f, 2.0f, NULL);
 TEST(gpu_qrita_gaussian_b200_topp_flat_rows) { gaussian_matches(200, 0, 0.9f, 1.0f, NULL); }
 TEST(gpu_qrita_gaussian_b200_topp_near_uniform_rows) { gaussian_matches(200, 0, 0.5f, 0.25f, NULL); }
 
-TEST(gpu_qrita_gaussian_b200_table4_options)
+static void table4_options(int minp)
 {
     static const char *const runs[][4] = {
         { "autotune=off", NULL },
@@ -219,8 +239,20 @@ TEST(gpu_qrita_gaussian_b200_table4_options)
         { "search=sort", "truncation=off", NULL },
     };
     for (int i = 0; i < 5 && !test_failed(); i++)
-        gaussian_matches(200, 50, 0.9f, 1.0f, runs[i]);
+        gaussian_run(200, 50, 0.9f, 1.0f, minp, runs[i]);
 }
+
+TEST(gpu_qrita_gaussian_b200_table4_options) { table4_options(0); }
+
+/* min-p folded into qrita's kernels (algos/qrita/README.md, "min-p"): with top-k, from the
+ * buffer by the search (a block per row at B = 8, a warp at B = 200), or over the row
+ * (TKP_MINP_FORCE_COUNT, the options without truncation); with top-k off, by qr_prep before
+ * the threshold. */
+TEST(gpu_qrita_gaussian_b8_topk_topp_minp) { gaussian_run(8, 50, 0.9f, 1.0f, 1, NULL); }
+TEST(gpu_qrita_gaussian_b200_topk_topp_minp) { gaussian_run(200, 50, 0.9f, 1.0f, 1, NULL); }
+TEST(gpu_qrita_gaussian_b8_topp_minp) { gaussian_run(8, 0, 0.9f, 2.0f, 1, NULL); }
+TEST(gpu_qrita_gaussian_b200_topp_minp) { gaussian_run(200, 0, 0.9f, 2.0f, 1, NULL); }
+TEST(gpu_qrita_gaussian_b200_minp_table4_options) { table4_options(1); }
 
 /* A buffer smaller than the CPU's (TKP_QRITA_POOL forces its entries per row; README,
  * "Workspace"): top-k rows gather above a tighter key, the CPU's query runs on that buffer and

@@ -1,6 +1,6 @@
 /* test_qrita.c — Qrita on the CPU: the oracle for every exact option combination (the defaults
  * alone: tests/test_conformance.c), bitwise equality with naive_sort, the approximate variants
- * (dedup=off, a short iteration cap) and the truncation statistics. */
+ * (dedup=off, a short iteration cap), the truncation statistics, and where min-p enters. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -413,5 +413,68 @@ TEST(tkp_mass_floor_narrows_top_p_alone_and_stays_exact)
     struct comparison cmp = compare_with_naive(NULL, &c.b);
     CHECK(cmp.equal == cmp.rows, "row %lld differs from naive_sort", (long long)cmp.first_diff);
     free(kept);
+    free_case(&c);
+}
+
+/* min-p with top-k (algos/qrita/README.md, "min-p"): the truncation runs on the row's own k,
+ * the search on k' = min(k, n) (the GPU folds at the same points, so the statistics agree).
+ * Peaked rows at k = 500 and min_p = 0.5 (k' of a few tokens, another threshold's bin): hits,
+ * fallbacks and outliers are those without min-p, the kept sets naive_sort's and smaller than k. And rows whose k reaches
+ * their valid count (half -inf, k = 0.7 V) under top-p: a hit without min-p, but with it the
+ * whole row is searched (qrita_minp_whole_row): every row a fallback. */
+static void minp_stats_pair(const struct tkp_batch *b, float min_p, struct tkp_stats *off,
+                            struct tkp_stats *on, int64_t *most_kept)
+{
+    uint8_t *kept = malloc((size_t)(b->batch * b->vocab));
+    struct tkp_batch m = *b;
+    m.min_p = malloc(sizeof(float) * (size_t)b->batch);
+    for (int64_t r = 0; r < b->batch; r++)
+        m.min_p[r] = min_p;
+    REQUIRE(apply_kept("qrita", NULL, TKP_CPU, b, kept, off) == TKP_OK, "min-p off");
+    REQUIRE(apply_kept("qrita", NULL, TKP_CPU, &m, kept, on) == TKP_OK, "min_p %g", min_p);
+    *most_kept = 0;
+    for (int64_t r = 0; r < b->batch; r++) {
+        int64_t n = 0;
+        for (int64_t i = 0; i < b->vocab; i++)
+            n += kept[r * b->vocab + i];
+        *most_kept = n > *most_kept ? n : *most_kept;
+    }
+    struct comparison cmp = compare_with_naive(NULL, &m);
+    CHECK(cmp.equal == cmp.rows, "min_p %g: row %lld differs from naive_sort", min_p,
+          (long long)cmp.first_diff);
+    free(m.min_p);
+    free(kept);
+}
+
+TEST(qrita_minp_truncates_on_k_and_searches_on_the_folded_k)
+{
+    struct test_case c;
+    struct tkp_stats off, on;
+    int64_t most = 0;
+    case_peaked(&c, 7171, 16, 32768, 1.0f, 500, 1.0f);
+    minp_stats_pair(&c.b, 0.5f, &off, &on, &most);
+    CHECK(STAT(on, HIT_RATE) == STAT(off, HIT_RATE) && STAT(on, FALLBACKS) == STAT(off, FALLBACKS)
+              && STAT(on, OUTLIERS) == STAT(off, OUTLIERS) && STAT(off, HIT_RATE) > 0,
+          "top-k rows: hits %.0f/%.0f, fallbacks %.0f/%.0f, outliers %.0f/%.0f (min-p on/off)",
+          STAT(on, HIT_RATE), STAT(off, HIT_RATE), STAT(on, FALLBACKS), STAT(off, FALLBACKS),
+          STAT(on, OUTLIERS), STAT(off, OUTLIERS));
+    CHECK(most < 50, "min_p 0.5 keeps %lld tokens of a row (k = 500)", (long long)most);
+    free_case(&c);
+
+    const int64_t batch = 8, vocab = 4096;
+    case_gaussian(&c, 7272, batch, vocab, 1.0f);
+    uint64_t s = 7272;
+    for (int64_t r = 0; r < batch; r++) {
+        for (int64_t i = 0; i < vocab; i++)
+            if (next_u64(&s) % 2)
+                c.b.logits[r * vocab + i] = -INFINITY;
+        c.b.logits[r * vocab + r] = 4.0f;
+        c.b.k[r] = (int32_t)(vocab * 7 / 10);
+        c.b.p[r] = 0.9f;
+    }
+    minp_stats_pair(&c.b, 0.5f, &off, &on, &most);
+    CHECK(STAT(off, HIT_RATE) > 0 && STAT(on, HIT_RATE) == 0 && STAT(on, FALLBACKS) == batch,
+          "rows whose k reaches their valid count: hits %.0f without min-p, %.0f with, "
+          "fallbacks %.0f", STAT(off, HIT_RATE), STAT(on, HIT_RATE), STAT(on, FALLBACKS));
     free_case(&c);
 }

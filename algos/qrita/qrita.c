@@ -12,6 +12,8 @@
  * 3. search: the boundary of the top-k set by pivot search (or sort), then, within that set
  *    renormalised, the boundary of top-p with the fixed-point mass as the measure;
  * 4. mask: keep the keys above the boundary and its first `keep` copies in index order.
+ * min-p folds into k (struct row_k): passes 0-2 run on the row's k, the searches on k with
+ * min-p folded in, as the GPU does (README.md, "min-p").
  * The kept set is exactly naive_sort's. algos/qrita/README.md maps options to the paper. The GPU
  * implementation is its row in algos/common/tkp_gpu_impl.c. */
 #include <string.h>
@@ -153,37 +155,64 @@ static uint64_t enter_topk_set(const struct row_search *r, struct qrita_boundary
     return set.mass;
 }
 
-static void qrita_row(struct qrita_state *s, const float *x, int32_t k, float p, uint8_t *kept,
-                      const struct qrita_work *w)
+/* The k a row's passes run on (README.md, "min-p"): `trunc` for the truncation (threshold,
+ * gather, hit), `search` for the searches, min-p folded in (tkp_minp_fold_k). They differ only
+ * where min-p and top-k are both on (`late`): with top-k off, min-p may switch it on, which the
+ * threshold depends on, so the truncation runs on the folded k too. The GPU folds at the same
+ * points (qrita_gpu_minp.cuh), so the statistics stay equal. */
+struct row_k {
+    int32_t trunc, search;
+    int late;
+};
+
+/* Passes 1-2's verdict on a row (the outliers suffice: a hit) and the truncation's statistics;
+ * row_total and hist: the row's mass, where the truncation sees it as top-p alone. */
+static int truncation_hit(struct qrita_state *s, const float *x, const struct qrita_scan *scan,
+                          struct row_k k, float p, int truncate, int has_threshold,
+                          uint32_t trunc_key, uint64_t *row_total, uint64_t *hist)
+{
+    const int64_t vocab = s->pb.vocab;
+    const int topk = tkp_topk_on(k.trunc, vocab) && k.trunc < scan->valid, topp = tkp_topp_on(p);
+    uint64_t outlier_mass = 0;
+    *row_total = 0;
+    if (!topk && topp)
+        qrita_row_mass(x, vocab, scan->max, trunc_key, row_total, &outlier_mass, hist);
+    if (!truncate)
+        return 0;
+    int fits = has_threshold && scan->gathered <= s->capacity;
+    int hit = s->opts.truncation == QRITA_TRUNC_AUTO && fits &&
+              !qrita_minp_whole_row(k.late, k.trunc, scan->valid) &&
+              (topk ? scan->gathered >= k.trunc
+                    : scan->gathered >= 1 && outlier_mass >= tkp_topp_target(p, *row_total));
+    s->stats.total[QRITA_STAT_HIT_RATE] += hit;
+    s->stats.total[QRITA_STAT_FALLBACKS] += !hit;
+    s->stats.total[QRITA_STAT_OUTLIERS] += (double)scan->gathered;
+    if (!topk && topp)
+        s->stats.total[QRITA_STAT_OUTLIER_MASS] += (double)outlier_mass / (double)*row_total;
+    return hit;
+}
+
+static void qrita_row(struct qrita_state *s, const float *x, struct row_k k, float p,
+                      uint8_t *kept, const struct qrita_work *w)
 {
     const int64_t vocab = s->pb.vocab;
     const struct qrita_opts *o = &s->opts;
     uint32_t trunc_key = UINT32_MAX; /* nothing is gathered above it */
-    int truncate = o->truncation != QRITA_TRUNC_OFF && (tkp_topk_on(k, vocab) || tkp_topp_on(p));
-    int has_threshold = truncate && sigma_threshold(s, x, k, p, &trunc_key);
+    int truncate =
+        o->truncation != QRITA_TRUNC_OFF && (tkp_topk_on(k.trunc, vocab) || tkp_topp_on(p));
+    int has_threshold = truncate && sigma_threshold(s, x, k.trunc, p, &trunc_key);
     struct qrita_scan scan = qrita_scan_gather(x, vocab, trunc_key, w->outliers, s->capacity);
     s->stats.rows++;
 
-    int topk = tkp_topk_on(k, vocab) && k < scan.valid, topp = tkp_topp_on(p);
+    int topk = tkp_topk_on(k.search, vocab) && k.search < scan.valid, topp = tkp_topp_on(p);
     if (scan.valid == 0 || (!topk && !topp)) {
         qrita_mask(x, vocab, qrita_all_valid(), kept);
         return;
     }
-    uint64_t row_total = 0, outlier_mass = 0, hist[TKP_MASS_BINS];
-    if (!topk)
-        qrita_row_mass(x, vocab, scan.max, trunc_key, &row_total, &outlier_mass, hist);
-    int hit = 0;
-    if (truncate) {
-        int fits = has_threshold && scan.gathered <= s->capacity;
-        hit = o->truncation == QRITA_TRUNC_AUTO && fits &&
-              (topk ? scan.gathered >= k
-                    : scan.gathered >= 1 && outlier_mass >= tkp_topp_target(p, row_total));
-        s->stats.total[QRITA_STAT_HIT_RATE] += hit;
-        s->stats.total[QRITA_STAT_FALLBACKS] += !hit;
-        s->stats.total[QRITA_STAT_OUTLIERS] += (double)scan.gathered;
-        if (!topk)
-            s->stats.total[QRITA_STAT_OUTLIER_MASS] += (double)outlier_mass / (double)row_total;
-    }
+    uint64_t row_total, hist[TKP_MASS_BINS];
+    int hit = truncation_hit(s, x, &scan, k, p, truncate, has_threshold, trunc_key, &row_total,
+                             hist);
+    int whole = qrita_minp_whole_row(k.late, k.trunc, scan.valid);
 
     struct row_search r = { .searcher = { pivots_per_iteration(o->search), o->max_iter,
                                           o->dedup == QRITA_ON, 0 } };
@@ -193,8 +222,9 @@ static void qrita_row(struct qrita_state *s, const float *x, int32_t k, float p,
     struct qrita_measure weight = { 0, scan.max };
     struct qrita_query q = { hit ? trunc_key : scan.min_key - 1, scan.max_key, weight, 0,
                              scan.valid, qrita_all_valid() };
-    if (!topk && o->truncation == QRITA_TRUNC_AUTO) {
-        /* second-level truncation: start at the mass floor when it is tighter (qrita_rules.h) */
+    if (!topk && o->truncation == QRITA_TRUNC_AUTO && !whole) {
+        /* second-level truncation: start at the mass floor when it is tighter (qrita_rules.h);
+         * the truncation's top-k is off too (only a whole row differs), so hist is the row's */
         uint32_t mass_floor = tkp_mass_floor(hist, tkp_topp_target(p, row_total), scan.max,
                                           scan.min_key, scan.max_key);
         if (mass_floor > q.lo)
@@ -209,7 +239,7 @@ static void qrita_row(struct qrita_state *s, const float *x, int32_t k, float p,
     if (topk) {
         struct qrita_query qk = q;
         qk.measure.unit = 1;
-        qk.target = (uint64_t)k;
+        qk.target = (uint64_t)k.search;
         b = find_boundary(&r, &qk);
     }
     if (topp) {
@@ -237,13 +267,17 @@ static int qrita_run(void *state, const struct tkp_io *io, void *workspace, void
         w.sorted = w.outliers + s->capacity;
         w.sort_tmp = w.sorted + s->pb.vocab;
     }
+    const int64_t vocab = s->pb.vocab;
     for (int64_t r = 0; r < s->pb.batch; r++) {
         const float *x = tkp_cpu_row_f32(&s->pb, io->logits, r, w.row);
-        const int32_t k = io->min_p ? tkp_minp_fold_k(x, s->pb.vocab,
-                                                      tkp_row_scan(x, s->pb.vocab).max,
-                                                      io->k[r], io->min_p, r)
-                                    : io->k[r];
-        qrita_row(s, x, k, io->p[r], io->kept + r * s->pb.vocab, &w);
+        struct row_k k = { io->k[r], io->k[r], 0 };
+        if (io->min_p && tkp_minp_on(io->min_p[r])) {
+            k.search = tkp_minp_fold_k(x, vocab, tkp_row_scan(x, vocab).max, k.trunc, io->min_p, r);
+            k.late = tkp_topk_on(k.trunc, vocab);
+            if (!k.late)
+                k.trunc = k.search;
+        }
+        qrita_row(s, x, k, io->p[r], io->kept + r * vocab, &w);
     }
     return TKP_OK;
 }

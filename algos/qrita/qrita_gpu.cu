@@ -1,7 +1,9 @@
 /* qrita_gpu.cu — Qrita on sm_90a. A chain of kernels per run, on one stream (README.md, "GPU"):
  *
- *  qr_prep   <<<B, 256>>>           zero the row's accumulators; sample statistics with the CPU's
- *                                   256-lane double fold; the gather threshold (qrita_rules.h);
+ *  qr_prep   <<<B, 256>>>           zero the row's accumulators; a row of min-p and top-k off
+ *                                   counts its k' first (qrita_gpu_minp.cuh); sample statistics
+ *                                   with the CPU's 256-lane double fold; the gather threshold
+ *                                   (qrita_rules.h);
  *  qr_scan   <<<(cpr, B), 256>>>    one streaming pass (float4, 4 loads in flight per thread):
  *                                   max/min key, valid count, and every (key, index) above the
  *                                   threshold appended to the row's bounded buffer (warp-aggregated
@@ -23,7 +25,8 @@
  *                                   floor's bin inside it: on model-like rows) and the search
  *                                   reads the window;
  *  qr_search <<<., 256 or 512>>>    per row (a warp per row, 8 rows per block, past B = #SMs; a
- *                                   512-thread block per row below): the CPU's decisions and its
+ *                                   512-thread block per row below): min-p with top-k folded
+ *                                   into k (qrita_gpu_minp.cuh); the CPU's decisions and its
  *                                   pivot search, replayed on the buffer (or on the row when it
  *                                   falls back), with the candidates compacted into shared memory
  *                                   as the search range shrinks; the boundary (key, last kept
@@ -70,6 +73,7 @@
 #include "qrita_gpu_second.cuh"
 #include "qrita_gpu_mask.cuh"
 #include "qrita_gpu_slot.cuh"
+#include "qrita_gpu_minp.cuh"
 #include "qrita_gpu_search.cuh"
 #include "qrita_gpu_row_plan.cuh"
 #include "qrita_gpu_sort.cuh"
@@ -97,8 +101,11 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
     const int t = threadIdx.x;
     __shared__ double lane[QRITA_STAT_LANES];
     __shared__ unsigned part[NT / 32];
-    const int32_t k = a.io.k[r];
     const float p = a.io.p[r];
+    /* min-p with top-k off: k' first, the threshold from it (qrita_gpu_minp.cuh) */
+    const int32_t k = qr_minp_first(a, r, a.io.k[r])
+                          ? prep_minp_fold<E>(x, V, a.io.k[r], a.io.min_p[r])
+                          : a.io.k[r];
     const int truncate = a.trunc != QRITA_TRUNC_OFF && (tkp_topk_on(k, V) || tkp_topp_on(p));
     uint32_t thr = UINT32_MAX, gthr = UINT32_MAX;
     const int has = truncate ? sample_thresholds<E>(a, x, k, p, lane, part, thr, gthr) : 0;
@@ -116,6 +123,7 @@ __global__ void __launch_bounds__(NT) qr_prep(qr_args a)
         row->trunc_key = thr;
         row->gather_key = gthr != UINT32_MAX ? gthr : thr;
         row->pooled = 0;
+        row->k_trunc = k;
         row->flags = (unsigned)has | ((unsigned)truncate << 1);
     }
 }
@@ -129,6 +137,20 @@ template <class E> __host__ __device__ constexpr int scan_min_blocks(void)
     return stream_depth<E>() == 1 ? 6 : 5;
 }
 
+/* Is row r top-p alone in qr_scan (and qr_mass)? Before qr_prep has finished (prepped false),
+ * false for a row whose k qr_prep folds min-p into (its k_trunc is not there yet). */
+__device__ __forceinline__ bool scan_topp_alone(const qr_args &a, int64_t r, const qr_row *row,
+                                                bool prepped)
+{
+    int32_t k = a.io.k[r];
+    if (qr_minp_first(a, r, k)) {
+        if (!prepped)
+            return false;
+        k = row->k_trunc;
+    }
+    return a.gather2 && !tkp_topk_on(k, a.vocab) && tkp_topp_on(a.io.p[r]);
+}
+
 /* TIGHT (a.tight): top-k rows buffer the keys above gather_key (counter `pooled`) and count
  * those above the CPU's threshold apart (`gathered`); otherwise `gathered` is both. */
 template <bool TIGHT, class E>
@@ -139,13 +161,16 @@ __global__ void __launch_bounds__(NT, scan_min_blocks<E>()) qr_scan(qr_args a)
     qr_row *row = a.rows + r;
     /* a top-p-alone row searches the buffer of qr_gather2 (or qr_mass's window) and qr_mass
      * counts its outliers: it reads nothing of qr_prep, and waits for it only at the end (so
-     * that qr_prep has finished when qr_scan has) */
-    const bool topp_alone = a.gather2 && !tkp_topk_on(a.io.k[r], a.vocab) && tkp_topp_on(a.io.p[r]);
+     * that qr_prep has finished when qr_scan has); but a row whose k qr_prep folds min-p into
+     * is top-p alone only if its k' is (qrita_gpu_minp.cuh) */
+    bool topp_alone = scan_topp_alone(a, r, row, false);
     if (!topp_alone)
         tkp_wait_prerequisite();
+    topp_alone = scan_topp_alone(a, r, row, true);
     const uint32_t thr = topp_alone ? UINT32_MAX : row->trunc_key;
     const uint32_t gather_thr = TIGHT && !topp_alone ? row->gather_key : thr;
     const qr_part pt = scan_chunk<E, TIGHT>(a, r, gather_thr, thr);
+    topp_alone = scan_topp_alone(a, r, row, true); /* read again: no register held over the scan */
     if (threadIdx.x == 0) {
         if (topp_alone)
             a.part[r * a.cpr + blockIdx.x] = pt;
@@ -169,7 +194,7 @@ __global__ void __launch_bounds__(NT) qr_mass(qr_args a)
         scan_and_meet<E>(a, r, row, whole);
     else
         tkp_wait_prerequisite();
-    const int32_t k = a.io.k[r];
+    const int32_t k = row->k_trunc;
     /* a top-p-alone row: qr_scan leaves its outliers to this kernel to count, and its max,
      * min and count in per-CTA partials (to fold here) unless this kernel scanned it */
     const bool topp_alone = a.gather2 && !tkp_topk_on(k, V) && tkp_topp_on(a.io.p[r]);
@@ -241,7 +266,7 @@ __global__ void __launch_bounds__(NT) qr_gather2(qr_args a)
     const int64_t r = blockIdx.y, V = a.vocab;
     qr_row *row = a.rows + r;
     const float p = a.io.p[r];
-    if (!qr_topp_alone(row, a.io.k[r], p, V))
+    if (!qr_topp_alone(row, row->k_trunc, p, V))
         return;
     __shared__ Second sec;
     if (threadIdx.x < 32) {
@@ -273,7 +298,7 @@ __global__ void __launch_bounds__(NT) qr_sort_keys(qr_args a)
     __shared__ uint32_t scan[NT / 32];
     __shared__ int base;
     const int64_t r = blockIdx.y;
-    const RowPlan pl = row_plan(a, a.rows + r, a.io.k[r], a.io.p[r]);
+    const RowPlan pl = sort_plan(a, r);
     if (!pl.work)
         return;
     const int64_t n = pl.use_pool ? pl.pool_n : a.vocab;
@@ -321,6 +346,7 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
     for (int pass = warm ? 0 : 1; pass < 2; pass++) {
         int64_t row = a.batch;
         int32_t k = 0;
+        float min_p = 0.0f;
         if (pass == 0) {
             warm_up_row(a);
         } else {
@@ -331,8 +357,9 @@ __global__ void __launch_bounds__(G == 32 ? 256 : G, G == 32 ? 2 : 1) qr_search(
                 return;
             row = r;
             k = a.io.k[r];
+            min_p = qr_min_p(a, r);
         }
-        search_row<G, CAP, E>(a, row, k, a.io.p[pass ? r : 0], g,
+        search_row<G, CAP, E>(a, row, k, a.io.p[pass ? r : 0], min_p, g,
                            G == 32 ? (int)(threadIdx.x & 31) : (int)threadIdx.x,
                            qr_pool_smem + (size_t)g * 2 * CAP, sm);
         if (G > 32)
@@ -355,8 +382,8 @@ __global__ void __launch_bounds__(BLOCK_G, 1) qr_search_heavy(qr_args a)
     const unsigned n = a.heavy[0];
     for (unsigned i = blockIdx.x; i < n; i += gridDim.x) {
         const int64_t r = a.heavy[1 + i];
-        search_row<BLOCK_G, CAP_BLOCK, E>(a, r, a.io.k[r], a.io.p[r], 0, (int)threadIdx.x,
-                                          qr_pool_smem, sm);
+        search_row<BLOCK_G, CAP_BLOCK, E>(a, r, a.io.k[r], a.io.p[r], qr_min_p(a, r), 0,
+                                          (int)threadIdx.x, qr_pool_smem, sm);
         __syncthreads(); /* the next row reuses the shared memory */
     }
 }
@@ -498,7 +525,6 @@ static int plan_workspace(struct qrita_gpu_plan *pl, struct tkp_error *err)
     pl->ws_hist = carve(&cur, sizeof(u64) * TKP_MASS_BINS * mass_rows);
     pl->ws_part = carve(&cur, sizeof(qr_part) * (size_t)(pl->cta_per_row * batch));
     pl->ws_heavy = carve(&cur, sizeof(uint32_t) * (size_t)(batch + 1));
-    pl->ws_minp = carve(&cur, tkp_gpu_minp_bytes(&pl->pb));
     /* search=sort sorts the CPU's candidates: a buffer that holds every hit (its workspace is
      * a sort's, two keys per token, whatever the buffer takes). So does a batch with
      * top-p-alone rows: the 8 MiB buffers sent the flat rows of model-like logits (a top-p set
@@ -616,14 +642,16 @@ extern "C" int qrita_gpu_run(const void *plan, const struct tkp_io *io, void *wo
     a.mass = pl->need_mass;
     a.tight = pl->tight;
     a.gather2 = pl->need_mass && pl->opts.truncation == QRITA_TRUNC_AUTO;
-    /* small top-p-alone batches searched on a buffer (truncation auto), a block per row */
+    /* small top-p-alone batches searched on a buffer (truncation auto), a block per row; not
+     * with min-p, which may switch top-k on (qrita_gpu_minp.cuh) */
     a.fuse = pl->group == BLOCK_G && pl->opts.truncation == QRITA_TRUNC_AUTO &&
-             pl->pb.ops == TKP_TOPP && pl->pb.batch <= WARM_MAX_BATCH && !sort;
+             pl->pb.ops == TKP_TOPP && pl->pb.batch <= WARM_MAX_BATCH && !sort && !io->min_p;
     /* qr_mass's CTAs of a row wait for each other: only when all of them (and qr_prep's, which
      * may still run) fit on the device at once. Assumes nothing else holds the SMs for good
      * (another such run in flight, a persistent kernel, an MPS share: README "fourth round") */
     a.scan_in_mass = a.fuse && pl->cta_per_row * pl->pb.batch + pl->pb.batch <= pl->mass_resident &&
                      !pl->scan_apart;
+    a.minp_force = io->min_p && tkp_minp_force_count();
     a.batch = pl->pb.batch;
     a.vocab = pl->pb.vocab;
     a.stride = pl->pb.stride;
@@ -641,11 +669,7 @@ extern "C" int qrita_gpu_run(const void *plan, const struct tkp_io *io, void *wo
     a.margin = pl->opts.sigma_margin;
     if (pl->pb.batch == 0)
         return TKP_OK;
-    /* every kernel reads a.io.k: the rows' k with min-p folded in (qr_prep, a plain launch,
-     * follows the fold on the stream, and the chain follows qr_prep) */
-    int rc = tkp_gpu_minp_k(&pl->pb, io, (int32_t *)(ws + pl->ws_minp), st, &a.io.k, err);
-    if (rc != TKP_OK)
-        return rc;
+    int rc = TKP_OK;
     auto launch = [&](auto e) { rc = launch_chain<decltype(e)>(pl, a, st, ws, err); };
     return tkp_with_dtype(pl->pb.dtype, launch) ? rc : bad_dtype(pl->pb.dtype, err);
 }

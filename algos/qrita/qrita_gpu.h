@@ -39,7 +39,6 @@ struct qrita_gpu_plan {
     int scan_apart;                     /* TKP_QRITA_SCAN_APART set: qr_scan always launched */
     int pivots;                         /* of the search: 1, 2 or 3 (from opts.search) */
     size_t ws_rows, ws_rstat, ws_keys, ws_idx, ws_wkeys, ws_widx, ws_hist, ws_part, ws_heavy;
-    size_t ws_minp; /* the rows' k with min-p folded in (algos/common/gpu_minp.cuh) */
     size_t ws_sort_begin, ws_sort_end, ws_sort_in, ws_sort_out, ws_sort_tmp; /* search=sort */
     size_t sort_tmp_bytes; /* ... the segmented radix sort's scratch */
     size_t ws_bytes; /* workspace offsets and size */

@@ -15,6 +15,7 @@
 #include "qrita.h"
 #include "qrita_gpu.h"
 #include "qrita_gpu_group.cuh"
+#include "qrita_gpu_minp.cuh"
 #include "qrita_gpu_row_plan.cuh"
 #include "qrita_gpu_search.cuh"
 #include "qrita_gpu_slot.cuh"
@@ -131,6 +132,32 @@ __device__ __forceinline__ int cut_in_row(const void *x, int64_t V, uint32_t bke
     return cut;
 }
 
+/* The cut of boundary b found on the buffer (use_pool; in_win, fresh: as for pool_keys and
+ * pool_word) or on the row x: the mask keeps key > b.key, and the copies of b.key with index
+ * <= cut. */
+template <int G, class E>
+__device__ __forceinline__ int boundary_cut(const qr_args &a, int64_t r, const void *x,
+                                            struct qrita_boundary b, bool use_pool, bool in_win,
+                                            bool fresh, int64_t pool_n, int g, int tid,
+                                            SearchSmem &sm)
+{
+    if (b.keep == QRITA_KEEP_ALL)
+        return (int)a.vocab;
+    if (b.keep == 0)
+        return -1;
+    if (use_pool)
+        return cut_in_pool<G>(pool_keys(a, r, in_win), pool_idx(a, r, in_win), fresh, pool_n,
+                              b.key, b.keep, a.vocab, tid, sm);
+    return cut_in_row<G, E>(x, a.vocab, b.key, b.keep, g, tid, sm);
+}
+
+/* A warp's search leaves row r to qr_search_heavy: it lists it. */
+__device__ __forceinline__ void list_heavy(const qr_args &a, int64_t r, int tid)
+{
+    if (tid == 0)
+        a.heavy[1 + atomicAdd(&a.heavy[0], 1u)] = (uint32_t)r;
+}
+
 /* One attempt of search_row on src (the buffer, or the row): the top-k stage, then top-p on
  * its set (q: the row's query; total: the row's mass; sort: search=sort, whose sorted
  * candidates are sorted[0, n_sorted)). failed: the buffer did not provably hold
@@ -176,21 +203,35 @@ search_attempt(Eng &e, const Src &src, struct qrita_query q, u64 total, const Ro
     return b;
 }
 
-/* Row r's search with filters k and p by the G threads of group g (tid: the thread's index in
- * the group; pool: the group's 2 x CAP words of shared memory); r = batch is the warm-up row of
- * qr_search. A warp (G = 32) leaves a row with more than HEAVY_N candidates to qr_search_heavy:
- * it only lists it. */
+/* Row r's search with filters k, p and min_p by the G threads of group g (tid: the thread's
+ * index in the group; pool: the group's 2 x CAP words of shared memory); r = batch is the
+ * warm-up row of qr_search (k = 0, min_p = 0). A warp (G = 32) leaves a row with more than
+ * HEAVY_N candidates, or whose min-p needs a count over the row, to qr_search_heavy: it only
+ * lists it. */
 template <int G, int CAP, class E>
-__device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t k, float p, int g,
-                                           int tid, uint32_t *pool, SearchSmem &sm)
+__device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t k, float p,
+                                           float min_p, int g, int tid, uint32_t *pool,
+                                           SearchSmem &sm)
 {
-    unsigned *gcnt = &sm.gcnt[g];
     qr_row *row = a.rows + r;
     const int64_t V = a.vocab;
+    /* the truncation ran on kt; with top-k on, min-p folds into the search's k here
+     * (qrita_gpu_minp.cuh): a block before the search's first loads, a warp after them (each
+     * order the one that keeps the search in its registers) */
+    const bool late = tkp_minp_on(min_p) && tkp_topk_on(k, V);
+    int32_t ks = 0;
+    if (G > 32 && late)
+        ks = search_minp_k<G, E>(a, r, row, k, min_p, tid, sm);
+    unsigned *gcnt = &sm.gcnt[g];
     const void *x = tkp_row_ptr<E>(a.io.logits, a.stride, r);
     const uint32_t max_key = row->max_key;
     const u64 total = row->total;
-    const RowPlan plan = row_plan(a, row, k, p);
+    const int32_t kt = row->k_trunc;
+    if (!late)
+        ks = kt;
+    else if (G == 32 && (ks = search_minp_k<G, E>(a, r, row, k, min_p, tid, sm)) < 0)
+        return list_heavy(a, r, tid);
+    const RowPlan plan = row_plan(a, row, kt, ks, p, late);
     qrita_gpu_rstat rs = plan.rs;
     uint32_t bkey = 0;
     int cut = -1, pool_ok = 0;
@@ -200,11 +241,8 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
         bool use_pool = plan.use_pool, validate = plan.validate;
         const int64_t pool_n = plan.pool_n;
         const uint32_t lo_q = plan.lo_q;
-        if (G == 32 && (use_pool ? pool_n : V) > HEAVY_N) {
-            if (tid == 0)
-                a.heavy[1 + atomicAdd(&a.heavy[0], 1u)] = (uint32_t)r;
-            return;
-        }
+        if (G == 32 && (use_pool ? pool_n : V) > HEAVY_N)
+            return list_heavy(a, r, tid);
         pool_n_out = pool_n;
         const bool in_win = plan.in_win;
         /* fused, not the window: other CTAs of this kernel gathered the buffer */
@@ -228,7 +266,7 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
             const Src src = use_pool ? pool_src : row_src;
             const struct qrita_query q = { lo_q, max_key, weight, 0, valid, qrita_all_valid() };
             bool failed = false;
-            b = search_attempt<G, CAP, E>(e, src, q, total, plan, k, p, validate, sort, sorted,
+            b = search_attempt<G, CAP, E>(e, src, q, total, plan, ks, p, validate, sort, sorted,
                                           n_sorted, pivots, max_iter, dedup, tid, iters, failed,
                                           pool, gcnt, sm);
             if (!failed)
@@ -239,16 +277,8 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
         rs.iterations = sort ? 0 : iters;
         bkey = b.key;
         pool_ok = use_pool ? 1 + in_win : 0;
-        /* The mask keeps key > bkey, and the copies of bkey with index <= cut. */
-        if (b.keep == QRITA_KEEP_ALL)
-            cut = (int)V;
-        else if (b.keep == 0)
-            cut = -1;
-        else if (use_pool)
-            cut = cut_in_pool<G>(pool_keys(a, r, in_win), pool_idx(a, r, in_win),
-                                 pool_src.kind == 3, pool_n, bkey, b.keep, V, tid, sm);
-        else
-            cut = cut_in_row<G, E>(x, V, bkey, b.keep, g, tid, sm);
+        cut = boundary_cut<G, E>(a, r, x, b, use_pool, in_win, pool_src.kind == 3, pool_n, g,
+                                 tid, sm);
     }
     if (tid == 0) {
         row->bkey = bkey;
@@ -284,6 +314,7 @@ __device__ __forceinline__ void warm_up_row(const qr_args &a)
             row->max_key = tkp_order_key(top);
             row->inv_min = ~low;
             row->trunc_key = row->lo2 = row->gather_key = low;
+            row->k_trunc = 0;
             row->flags = 3;
             row->total = row->above = w;
         }

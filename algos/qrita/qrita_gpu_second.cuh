@@ -17,8 +17,10 @@
 #include "qrita_gpu_stream.cuh"
 #include "qrita_gpu_types.cuh"
 
-/* A row searched as top-p alone: top-p on, and top-k off or at least its valid count (the
- * second form needs the row's valid count; the first is the row's filters alone). */
+/* A row truncated (and searched) as top-p alone: top-p on, and top-k off or at least its valid
+ * count (the second form needs the row's valid count; the first is the row's filters alone).
+ * k: the truncation's (the row's k_trunc; a whole row of min-p, qrita_minp_whole_row, is
+ * searched otherwise, over the row). */
 __device__ __forceinline__ bool qr_topp_alone(const qr_row *row, int32_t k, float p, int64_t V)
 {
     const int64_t valid = row->valid;
@@ -115,7 +117,7 @@ __device__ bool fused_second_level(const qr_args &a, int64_t r)
     const float p = a.io.p[r];
     __shared__ Second sec;
     __shared__ bool last;
-    if (!qr_topp_alone(row, a.io.k[r], p, a.vocab))
+    if (!qr_topp_alone(row, row->k_trunc, p, a.vocab))
         return blockIdx.x == 0;
     if (threadIdx.x < 32) {
         const Second s = second_level(a, r, row, p);

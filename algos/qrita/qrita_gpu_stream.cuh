@@ -42,16 +42,17 @@ template <class E> __host__ __device__ constexpr int stream_depth(void)
     return tkp_elem_bytes<E>() == 4 ? 1 : 2;
 }
 
-/* Indices inside a row fit in 32 bits (V <= TKP_MAX_VOCAB = 2^23). */
+/* Indices inside a row fit in 32 bits (V <= TKP_MAX_VOCAB = 2^23). stream_batches_of reads
+ * chunk `chunk` (chunk 0 with vpc >= V: the whole row, as qr_prep's min-p count does). */
 template <class E, typename F>
-__device__ __forceinline__ void stream_batches(const void *__restrict__ x, int64_t V, int64_t vpc,
-                                               F &f)
+__device__ __forceinline__ void stream_batches_of(const void *__restrict__ x, int64_t V,
+                                                  int64_t vpc, int chunk, F &f)
 {
     constexpr int D = stream_depth<E>();
     int64_t h64, nvec64;
     row_geom<E>(x, V, h64, nvec64);
     const int h = (int)h64, nvec = (int)nvec64;
-    const int v0 = (int)blockIdx.x * (int)vpc, v1 = min(nvec, v0 + (int)vpc);
+    const int v0 = chunk * (int)vpc, v1 = min(nvec, v0 + (int)vpc);
     const void *body = static_cast<const typename E::storage *>(x) + h;
     const int t = threadIdx.x;
     const float4 pad = make_float4(NAN, NAN, NAN, NAN);
@@ -73,7 +74,7 @@ __device__ __forceinline__ void stream_batches(const void *__restrict__ x, int64
             if (d == 0 || base + 4 * d * NT < v1) /* CTA-uniform: every thread calls f alike */
                 f(a[d], e[d], ok[d], 4);
     }
-    if (blockIdx.x == 0) {
+    if (chunk == 0) {
         const int tail = h + 4 * nvec, extra = h + ((int)V - tail); /* at most 6 */
         for (int base = 0; base < extra; base += NT) {
             const int q = base + t;
@@ -85,6 +86,13 @@ __device__ __forceinline__ void stream_batches(const void *__restrict__ x, int64
             f(a, e, ok, 1);
         }
     }
+}
+
+template <class E, typename F>
+__device__ __forceinline__ void stream_batches(const void *__restrict__ x, int64_t V, int64_t vpc,
+                                               F &f)
+{
+    stream_batches_of<E>(x, V, vpc, (int)blockIdx.x, f);
 }
 
 __device__ __forceinline__ float batch_elem(const float4 (&a)[4], int u, int c)

@@ -65,6 +65,9 @@ struct qr_row {
                                                  * (trunc_key unless a.tight); qr_scan: how many
                                                  * keys are above it (the buffer's write counter;
                                                  * `gathered` counts those above trunc_key) */
+    int k_trunc;                                /* qr_prep: the k the truncation ran on (the
+                                                 * row's, or with min-p folded in where top-k is
+                                                 * off: qrita_gpu_minp.cuh) */
 };
 
 /* One CTA's max key, ~(min key) and valid count of a top-p-alone row (qr_scan -> qr_mass). */
@@ -94,6 +97,8 @@ struct qr_args {
                        * "Workspace") */
     int scan_in_mass; /* a fused batch whose qr_mass grid is resident at once: qr_mass does
                        * qr_scan's work, then the CTAs of a row meet (no qr_scan launch) */
+    int minp_force;   /* TKP_MINP_FORCE_COUNT (gpu_minp.cuh): the search folds min-p from a
+                       * count over the row, never from the buffer */
     int64_t batch, vocab, stride, cap_gpu, cap_cpu, pitch, vpc, cpr;
     int trunc, search, dedup, sample_block, max_iter, pivots;
     double margin;

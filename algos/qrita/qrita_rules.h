@@ -137,6 +137,15 @@ TKP_HD int qrita_iterations_needed(int count)
     return iterations;
 }
 
+/* min-p with top-k on (README.md, "min-p"): the truncation of such a row runs on its own k, the
+ * search on k' = tkp_minp_fold(k, n) <= k. A row whose k reaches its valid count truncates as
+ * top-p alone while k' may still cut it: it takes no hit and searches its whole row from its
+ * smallest key, whatever k' is (late: min-p on and top-k on). */
+TKP_HD int qrita_minp_whole_row(int late, int32_t k, int64_t valid)
+{
+    return late && (int64_t)k >= valid;
+}
+
 /* ---- sigma-truncation ----
  * Logits are modelled as N(mu, s^2) from a sample; tokens above t = mu + delta * s are gathered.
  * Top-k: delta_k = Phi^-1(1 - k/V): a fraction k/V of the row lies above it.
