@@ -98,7 +98,7 @@ static void fill_inversion(struct test_case *c, uint64_t s)
 
 /* Rotate each row r by a row-dependent shift, so that its largest value, its boundary ties and
  * its inversion pair (placed near the row's start by the fills above) land in any of the
- * chunks the GPU's split fold reads (gpu_minp.cuh). */
+ * slices a GPU module splits a long row into (cake's cluster CTAs, rejection's chunks). */
 static void rotate_rows(struct test_case *c)
 {
     const int64_t v = c->b.vocab;
@@ -231,7 +231,7 @@ int cases_sampling(struct test_case *c)
     case_alloc(&c[n], "minp_weight_inversion", 3007, 33, 96);
     fill_inversion(&c[n], 3007);
     set_minp(&c[n++], inv_minp);
-    /* rows long enough that the GPU's fold splits them over several blocks (gpu_minp.cuh),
+    /* rows long enough that a GPU module splits them over several CTAs or chunks,
      * of odd lengths, so that rows start unaligned and a row's last chunk ends mid-vector,
      * rotated so that what decides a row lies in any of its chunks */
     case_alloc(&c[n], "minp_split_boundary_ties", 3008, 34, 9999);

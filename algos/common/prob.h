@@ -147,8 +147,8 @@ TKP_HD int tkp_topk_on(int32_t k, int64_t vocab) { return k > 0 && (int64_t)k < 
 /* min-p folded into top-k (docs/SEMANTICS.md, "min-p"): the k a row runs with, from its own k
  * and n, the number of its valid tokens whose fixed weight reaches tkp_minp_threshold. k itself
  * when n is 0 (no valid token), n covers the vocabulary, or top-k already keeps at most n;
- * else n. The one rule of tkp_minp_fold_k (cpu_row.c) and the GPU's tkp_gpu_minp_k
- * (gpu_minp.cuh). */
+ * else n. The one rule of tkp_minp_fold_k (cpu_row.c) and of tkp_minp_fold_part below (the
+ * GPU modules'). */
 TKP_HD int32_t tkp_minp_fold(int32_t k, int64_t n, int64_t vocab)
 {
     if (n == 0 || n >= vocab || (tkp_topk_on(k, vocab) && (int64_t)k <= n))

@@ -31,3 +31,16 @@ sweep "minp_kept_sets" {
     min_p = { 0.0, 0.05 },
     timing = timing,
 }
+
+-- min-p with top-k off (top-p 0.9 alone before it): there no part of the row bounds the fold
+-- before its count, so the modules count over the row inside their kernels (docs/SEMANTICS.md,
+-- "min-p"); cake refuses top-k off past its 1024-entry slab
+sweep "minp_topk_off" {
+    algos = { "naive_sort", "qrita", "rejection" },
+    dataset = "gaussian",
+    vocab = SMALL and { 4096 } or { 128256 },
+    batch = { 1, 128, 1024 },
+    k = 0, p = 0.9,
+    min_p = { 0.0, 0.05 },
+    timing = timing,
+}
