@@ -9,11 +9,13 @@ A variant of a module is the options its cells of the fit sweep differ in (clust
 table holds every timed variant's median at every fit grid point (module, dtype, B, V, k); a
 cell takes the variant whose time, interpolated log-log between the grid points around it, is
 the smallest (lookup below, harness/module/dispatch.c's tkp_dispatch_lookup step for step).
---check prints each held-out cell (sweep dispatch_heldout), the variant the rule gives it, the
-cell's fastest and the one over the other, then a '#' line counting those above 1.05 (or with
-none): the exit status is then 1. With --topkp, the variant is the binary's (a `run --dry-run --backend gpu` of the
-held-out cells with TKP_DISPATCH_SLUG=SLUG: its compiled-in table and its C lookup), and a
-cell where it differs from this file's rule on the fit is an error (a stale table).
+--check prints each held-out cell (sweeps dispatch_heldout and dispatch_heldout_*), the
+variant the rule gives it, the cell's fastest and the one over the other, then a '#' line
+counting those above 1.05 (or with none): the exit status is then 1. With --topkp, the variant
+is the binary's (a `run --dry-run --backend gpu` of the held-out cells with
+TKP_DISPATCH_SLUG=SLUG: its compiled-in table and its C lookup), and a cell where it differs
+from this file's rule on the fit is an error (a stale table). The fit cells are those of
+sweeps dispatch_fit and dispatch_fit_* (the config has a sweep a batch).
 RESULTS may be a `topkp export` TSV (scripts/topkp_results.py, records)."""
 import math
 import os
@@ -30,6 +32,11 @@ HEADER = "module\tdtype\tbatch\tvocab\tk\toptions\tus"
 
 def _options(text):
     return [tuple(o.split("=", 1)) for o in str(text).split(",") if "=" in o]
+
+
+def of_sweep(cell, name):
+    """Is the cell of sweep `name`, or of one named name_... (the config's sweep a batch)?"""
+    return cell["sweep"] == name or str(cell["sweep"]).startswith(name + "_")
 
 
 def variant_names(cells):
@@ -162,14 +169,14 @@ def main(argv):
         return 2
     path, slug = args
     cells = topkp_results.records(path)
-    fit_cells = [c for c in cells if c["sweep"] == FIT]
+    fit_cells = [c for c in cells if of_sweep(c, FIT)]
     if not fit_cells:
-        sys.stderr.write("%s: no cells of sweep %s\n" % (path, FIT))
+        sys.stderr.write("%s: no cells of sweep %s or %s_*\n" % (path, FIT, FIT))
         return 1
     names = variant_names(fit_cells)
     rows = fit(grid(fit_cells, names))
     if checking:
-        held = grid([c for c in cells if c["sweep"] == HELDOUT], names)
+        held = grid([c for c in cells if of_sweep(c, HELDOUT)], names)
         given = binary_variants(topkp, slug, sorted(held), names) if topkp else None
         bad = check(rows, held, sys.stdout, given)
         print("# %d held-out cells, %d past %.2f x their fastest%s"

@@ -216,12 +216,15 @@ TEST(dispatch_tables_awk_refuses_malformed_tables_naming_file_line_field)
           "%s", out);
 }
 
-/* A synthetic `topkp export` of the fit config's two sweeps: cake f32 at V = 1000, k = 50,
+/* A synthetic `topkp export` of the fit config's sweeps: cake f32 at V = 1000, k = 50,
  * variants cluster=1 and cluster=4 (topp_launch the same everywhere, so not a variant); fit
- * cells B = 1 (4 wins) and 16 (1 wins, and is the faster at B = 8 in log-log), a bf16 cell
- * that was not timed (left out), held-out B = 8 with the times `held` gives. */
+ * cells B = 1 (4 wins) and 16 (1 wins, and is the faster at B = 8 in log-log; in a sweep of
+ * its own, dispatch_fit_b16, as the config names a batch's), a bf16 cell that was not timed
+ * (left out), a cell of another sweep (dispatch_fitx: not read), held-out B = 8 with the times
+ * `held` gives. */
 #define FITC "dispatch_fit\tcake\ttopp_launch=fused,"
-#define HELD "dispatch_heldout\tcake\ttopp_launch=fused,"
+#define FITC16 "dispatch_fit_b16\tcake\ttopp_launch=fused,"
+#define HELD "dispatch_heldout_b8\tcake\ttopp_launch=fused,"
 
 static const char *synthetic_export(const char *name, const char *held)
 {
@@ -230,9 +233,10 @@ static const char *synthetic_export(const char *name, const char *held)
     snprintf(text, sizeof text,
              "%s" FITC "cluster=1\tf32\t1\t1000\t50\tok\t10\n"
              FITC "cluster=4\tf32\t1\t1000\t50\tok\t5\n"
-             FITC "cluster=1\tf32\t16\t1000\t50\tok\t5\n"
-             FITC "cluster=4\tf32\t16\t1000\t50\tok\t9\n"
-             FITC "cluster=4\tbf16\t16\t1000\t50\tunsupported\tnan\n"
+             FITC16 "cluster=1\tf32\t16\t1000\t50\tok\t5\n"
+             FITC16 "cluster=4\tf32\t16\t1000\t50\tok\t9\n"
+             FITC16 "cluster=4\tbf16\t16\t1000\t50\tunsupported\tnan\n"
+             "dispatch_fitx\tcake\ttopp_launch=fused,cluster=4\tf32\t16\t1000\t50\tok\t1\n"
              "%s",
              head, held);
     return write_scratch(name, text);
