@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # gpu-test.sh [BUNDLE [LOGDIR]] — on the GPU machine: every GPU test (bitwise CPU = GPU on the
-# adversarial suite, samplers, determinism), then compute-sanitizer memcheck, racecheck,
+# adversarial suite, samplers, determinism; the min-p ones again with TKP_MINP_FORCE_COUNT=1),
+# then compute-sanitizer memcheck, racecheck,
 # initcheck and synccheck on the small adversarial cases of every module (docs/GPU-MACHINE.md, "The
 # GPU"; run it after any change to a kernel and commit its logs under results/h200/).
 # BUNDLE is the folder `make gpu-bundle` wrote (build/gpu). Each (tool, test) pair runs as its
@@ -23,6 +24,13 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,
 if [[ $stages == all ]]; then
     echo "== GPU tests"
     "$bundle/topkp-tests" gpu_ 2>&1 | tee "$logdir/gpu-tests.log" | tail -3
+    [[ ${PIPESTATUS[0]} == 0 ]] || status=1
+    # min-p's count over the row on every min-p row (docs/SEMANTICS.md, "min-p"): the path the
+    # fold from part of a row falls back on, rare on the cases otherwise
+    echo "== GPU tests with min-p counted over the row (TKP_MINP_FORCE_COUNT=1)"
+    TKP_MINP_FORCE_COUNT=1 "$bundle/topkp-tests" \
+        gpu_conformance,gpu_batch_invariance,gpu_graph,gpu_qrita_gaussian,gpu_cases_ 2>&1 |
+        tee "$logdir/gpu-tests-minp-count.log" | tail -3
     [[ ${PIPESTATUS[0]} == 0 ]] || status=1
 fi
 # Every module of the registry on every adversarial case through its defaults

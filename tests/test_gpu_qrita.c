@@ -245,14 +245,18 @@ static void table4_options(int minp)
 TEST(gpu_qrita_gaussian_b200_table4_options) { table4_options(0); }
 
 /* min-p folded into qrita's kernels (algos/qrita/README.md, "min-p"): with top-k, from the
- * buffer by the search (a block per row at B = 8, a warp at B = 200), or over the row
- * (TKP_MINP_FORCE_COUNT, the options without truncation); with top-k off, by qr_prep before
- * the threshold. */
+ * buffer by the search (a block per row at B = 8, a warp at B = 200), or over the row (the
+ * options without truncation; every row under TKP_MINP_FORCE_COUNT=1, scripts/gpu-test.sh's
+ * second pass); with top-k off, by qr_prep before the threshold. At k = 500 min_p 0.5 leaves a
+ * few tokens: rows whose buffer falls short of k but holds more than k' are checked against the
+ * buffer (the validation) where the CPU fell back. */
 TEST(gpu_qrita_gaussian_b8_topk_topp_minp) { gaussian_run(8, 50, 0.9f, 1.0f, 1, NULL); }
 TEST(gpu_qrita_gaussian_b200_topk_topp_minp) { gaussian_run(200, 50, 0.9f, 1.0f, 1, NULL); }
 TEST(gpu_qrita_gaussian_b8_topp_minp) { gaussian_run(8, 0, 0.9f, 2.0f, 1, NULL); }
 TEST(gpu_qrita_gaussian_b200_topp_minp) { gaussian_run(200, 0, 0.9f, 2.0f, 1, NULL); }
 TEST(gpu_qrita_gaussian_b200_minp_table4_options) { table4_options(1); }
+TEST(gpu_qrita_gaussian_b8_k500_minp) { gaussian_run(8, 500, 1.0f, 1.0f, 1, NULL); }
+TEST(gpu_qrita_gaussian_b200_k500_minp) { gaussian_run(200, 500, 0.9f, 1.0f, 1, NULL); }
 
 /* A buffer smaller than the CPU's (TKP_QRITA_POOL forces its entries per row; README,
  * "Workspace"): top-k rows gather above a tighter key, the CPU's query runs on that buffer and
@@ -284,6 +288,8 @@ static void pool_gaussians(void)
     gaussian_matches(200, 0, 0.9f, 2.0f, NULL);  /* top-p alone: qr_gather2's bound */
     static const char *const sort[] = { "search=sort", NULL };
     gaussian_matches(200, 50, 1.0f, 1.0f, sort);
+    gaussian_run(8, 50, 0.9f, 1.0f, 1, NULL); /* min-p counted from a tight buffer */
+    gaussian_run(200, 50, 0.9f, 1.0f, 1, NULL);
 }
 
 /* bf16-rounded rows (many tied values) with k swept over the number of keys the tight buffer
