@@ -213,11 +213,12 @@ static void cake_sample(const uint64_t *slab, const uint64_t *incl, int64_t kept
 /* min-p on the sorted slab's n entries (docs/SEMANTICS.md, "min-p"): its first min(n, k')
  * stay, k' the row's k with min-p folded in (tkp_minp_fold_k). The selection ran with the
  * row's own k, as on the GPU, which folds k' from the slab (cake_gpu_finish.cuh): the first
- * k' of the canonical order are the first k' of the top k, so the set is the same. */
+ * k' of the canonical order are the first k' of the top k, so the set is the same (and the
+ * statistics, iterations and hit rate, are those of the select with k). */
 static int64_t cake_minp_cut(const float *x, int64_t vocab, const struct tkp_io *io, int64_t r,
                              int64_t n)
 {
-    if (!io->min_p)
+    if (!io->min_p || !tkp_minp_on(io->min_p[r]))
         return n;
     const int32_t folded =
         tkp_minp_fold_k(x, vocab, tkp_row_scan(x, vocab).max, io->k[r], io->min_p, r);
