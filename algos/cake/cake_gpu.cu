@@ -283,13 +283,12 @@ extern "C" int cake_gpu_run(const void *plan_in, const struct tkp_io *io, void *
     a.stride = plan->pb.stride;
     a.draws = io->samples ? plan->pb.draws : 0;
     a.slice = plan->slice;
-    a.chained = plan->chained;
+    a.mode = (plan->chained ? CK_CHAINED : 0u) | (tkp_minp_force_count() ? CK_MINP_FORCE : 0u) |
+             (uint32_t)plan->pb.dtype << CK_DTYPE_SHIFT;
     a.ws_slab = plan->chained ? (u64 *)workspace : nullptr;
     a.ws_count = plan->chained
                      ? (uint2 *)((char *)workspace + (size_t)batch * CK_GATHER * sizeof(u64))
                      : nullptr;
-    a.dtype = plan->pb.dtype;
-    a.minp_force = tkp_minp_force_count();
 
     TKP_CUDA_TRY(tkp_launch_cluster(kernel, (int)plan->cluster,
                                     dim3((unsigned)(batch * plan->cluster)), dim3(CK_THREADS),

@@ -20,6 +20,12 @@ __device__ __forceinline__ u64 ck_weight_of(u64 c, float top)
     return tkp_weight(tkp_key_value((uint32_t)(c >> 32)), top);
 }
 
+/* The logits' element type, from ck_args.mode. */
+__device__ __forceinline__ enum tkp_dtype ck_dtype(const ck_args &a)
+{
+    return (enum tkp_dtype)(a.mode >> CK_DTYPE_SHIFT);
+}
+
 /* Row r's min-p threshold (docs/SEMANTICS.md, "min-p"): 0 when its min-p is off. */
 __device__ __forceinline__ uint64_t ck_minp_threshold(const ck_args &a, int64_t r)
 {
@@ -41,7 +47,7 @@ __device__ __forceinline__ uint32_t ck_minp_cut(const ck_args &a, int64_t r, uin
     const int32_t k = a.io.k[r];
     const bool whole = !tkp_topk_on(k, a.vocab) || n < (uint32_t)k;
     int32_t folded =
-        a.minp_force ? -1
+        (a.mode & CK_MINP_FORCE) ? -1
                      : tkp_minp_fold_part(k, n_part, a.vocab, whole ? -INFINITY : y, top, thr);
     if (folded < 0)
         folded = tkp_minp_fold(k, (int64_t)row_count(), a.vocab);
@@ -129,7 +135,7 @@ __device__ void ck_finish(const ck_args &a, int64_t r, float p, const u64 *slab,
         const float y = tkp_key_value((uint32_t)(slab[n - 1] >> 32));
         n = ck_minp_cut(a, r, n, n_part, y, top, thr,
                         [&] {
-                            return ck_minp_block_count<NTH>(a.dtype, a.io.logits, a.stride,
+                            return ck_minp_block_count<NTH>(ck_dtype(a), a.io.logits, a.stride,
                                                             a.vocab, r, top, thr);
                         });
     }
@@ -175,7 +181,7 @@ static __device__ uint32_t ck_finish_warp_minp(const ck_args &a, int64_t r, cons
     last = __shfl_sync(kTkpFullWarp, last, (n - 1) / 4);
     return ck_minp_cut(a, r, n, n_part, tkp_key_value((uint32_t)(last >> 32)), top, thr,
                        [&] {
-                           return ck_minp_warp_count(a.dtype, a.io.logits, a.stride, a.vocab, r,
+                           return ck_minp_warp_count(ck_dtype(a), a.io.logits, a.stride, a.vocab, r,
                                                      top, thr);
                        });
 }
@@ -381,7 +387,7 @@ __device__ __forceinline__ void ck_finish_rank0(const ck_args &a, int64_t r, ck_
 {
     const uint32_t t = threadIdx.x;
     const uint32_t m = min(sm->slab_n, (uint32_t)CK_GATHER), n = min(m, k);
-    if (a.chained) { /* 5'. hand the unsorted entries to cake_topp_kernel */
+    if (a.mode & CK_CHAINED) { /* 5'. hand the unsorted entries to cake_topp_kernel */
         ck_hand_to_topp_kernel(a, r, sm, m, n);
         return;
     }

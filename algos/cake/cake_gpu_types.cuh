@@ -49,15 +49,18 @@ struct ck_smem {
     uint32_t heavy_n, heavy_low; /* rank 0's mass tail: its candidates, their lowest bucket + 1 */
 };
 
+/* ck_args.mode: one word (two more fields in ck_args cost the 16-bit kernels a spill) */
+#define CK_CHAINED 1u     /* cake_topp_kernel does step 5 from ws_slab / ws_count */
+#define CK_MINP_FORCE 2u  /* TKP_MINP_FORCE_COUNT: min-p's count over the row on every min-p row */
+#define CK_DTYPE_SHIFT 8  /* the logits' enum tkp_dtype (min-p's count over a row reads them) */
+
 struct ck_args {
     struct tkp_io io; /* the run's (algos/tkp.h): logits of cake_kernel's element type E
                        * (algos/common/gpu_logits.cuh); kept and samples may be NULL */
     int64_t vocab, stride;
     int32_t draws;
     uint32_t slice;
-    enum tkp_dtype dtype; /* of io.logits: min-p's count over a row reads it (cake_gpu_finish.cuh) */
-    int minp_force;  /* TKP_MINP_FORCE_COUNT: min-p's count over the row on every min-p row */
-    int chained;     /* cake_topp_kernel does step 5 from ws_slab / ws_count */
+    uint32_t mode;   /* CK_CHAINED | CK_MINP_FORCE | the logits' tkp_dtype << CK_DTYPE_SHIFT */
     u64 *ws_slab;    /* chained: CK_GATHER gathered entries per row (unsorted) */
     uint2 *ws_count; /* chained: (m gathered, n slab entries) per row */
 };
