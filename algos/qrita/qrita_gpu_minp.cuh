@@ -106,10 +106,8 @@ __device__ __forceinline__ int32_t search_minp_k(const qr_args &a, int64_t r, co
     if (folded >= 0 || G == 32)
         return folded;
     /* one element a thread at a time: the search is at its register bound (README, "min-p") */
-    const void *x = tkp_row_ptr<E>(a.io.logits, a.stride, r);
-    uint32_t n = 0;
-    for (int64_t i = tid; i < V; i += G)
-        n += (uint32_t)tkp_minp_counts(qr_elem<E>(x, i), m, t);
+    const uint32_t n = (uint32_t)tkp_minp_share_of<E>(tkp_row_ptr<E>(a.io.logits, a.stride, r),
+                                                      V, m, t, (uint32_t)tid, G);
     return tkp_minp_fold(k, group_sum<G>(n, sm.wcnt), V);
 }
 
