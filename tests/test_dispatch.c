@@ -20,8 +20,9 @@ static char out[1 << 16];
 
 /* A test table of GPU "t100": cake f32 on a grid B {2, 32} x V {1000, 100000} at k = 50, where
  * cluster=4 is the faster at B = 2 and cluster=1 at B = 32; cluster=8, the fastest of all, only
- * at (2, 1000), and first (no time elsewhere must not make it win); cluster=2 alone at k = 1000. In log-log, B = 4 is a quarter of the way from 2 to
- * 32 (cluster=1 ~ 8.4 us, cluster=4 ~ 5.8), B = 16 three quarters (5.9 and 7.8). */
+ * at (2, 1000), and first (no time elsewhere must not make it win); cluster=2 alone at
+ * k = 1000. In log-log, B = 4 is a quarter of the way from 2 to 32 (cluster=1 ~ 8.4 us,
+ * cluster=4 ~ 5.8), B = 16 three quarters (5.9 and 7.8). */
 static const struct tkp_dispatch_row rows[] = {
     { "t100", "cake", "f32", 2, 1000, 50, "cluster=8", 1, "t100.tsv:2" },
     { "t100", "cake", "f32", 2, 1000, 50, "cluster=1", 10, "t100.tsv:3" },

@@ -419,9 +419,10 @@ TEST(tkp_mass_floor_narrows_top_p_alone_and_stays_exact)
 /* min-p with top-k (algos/qrita/README.md, "min-p"): the truncation runs on the row's own k,
  * the search on k' = min(k, n) (the GPU folds at the same points, so the statistics agree).
  * Peaked rows at k = 500 and min_p = 0.5 (k' of a few tokens, another threshold's bin): hits,
- * fallbacks and outliers are those without min-p, the kept sets naive_sort's and smaller than k. And rows whose k reaches
- * their valid count (half -inf, k = 0.7 V) under top-p: a hit without min-p, but with it the
- * whole row is searched (qrita_minp_whole_row): every row a fallback. */
+ * fallbacks and outliers are those without min-p, the kept sets naive_sort's and smaller than
+ * k. And rows whose k reaches their valid count (half -inf, k = 0.7 V) under top-p: a hit
+ * without min-p, but with it the whole row is searched (qrita_minp_whole_row): every row a
+ * fallback. */
 static void minp_stats_pair(const struct tkp_batch *b, float min_p, struct tkp_stats *off,
                             struct tkp_stats *on, int64_t *most_kept)
 {

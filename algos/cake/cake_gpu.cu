@@ -27,9 +27,9 @@
  *     the slice streamed again), and the keys above the pivot plus this CTA's share of the
  *     pivot ties (the ties of lower ranks come first: index order) go to rank 0;
  *  5. rank 0: sort, min-p (the row's k with min-p folded in, from the sorted slab's weights:
- *     cake_gpu_finish.cuh, ck_minp_cut), top-p, kept mask, draws; or (topp_launch=chained) rank 0 leaves the
- *     gathered entries in the workspace and cake_topp_kernel, chained by programmatic
- *     dependent launch, does step 5 with the same code.
+ *     cake_gpu_finish.cuh, ck_minp_cut), top-p, kept mask, draws; or (topp_launch=chained)
+ *     rank 0 leaves the gathered entries in the workspace and cake_topp_kernel, chained by
+ *     programmatic dependent launch, does step 5 with the same code.
  * This file holds the kernels and the launcher; the device code is in the layers that
  * cake_gpu_types.cuh lists (README.md, "GPU source layout").
  *

@@ -46,9 +46,9 @@ __device__ __forceinline__ uint32_t ck_minp_cut(const ck_args &a, int64_t r, uin
 {
     const int32_t k = a.io.k[r];
     const bool whole = !tkp_topk_on(k, a.vocab) || n < (uint32_t)k;
-    int32_t folded =
-        (a.mode & CK_MINP_FORCE) ? -1
-                     : tkp_minp_fold_part(k, n_part, a.vocab, whole ? -INFINITY : y, top, thr);
+    int32_t folded = (a.mode & CK_MINP_FORCE)
+                         ? -1
+                         : tkp_minp_fold_part(k, n_part, a.vocab, whole ? -INFINITY : y, top, thr);
     if (folded < 0)
         folded = tkp_minp_fold(k, (int64_t)row_count(), a.vocab);
     return tkp_topk_on(folded, a.vocab) ? min(n, (uint32_t)folded) : n;
@@ -181,8 +181,8 @@ static __device__ uint32_t ck_finish_warp_minp(const ck_args &a, int64_t r, cons
     last = __shfl_sync(kTkpFullWarp, last, (n - 1) / 4);
     return ck_minp_cut(a, r, n, n_part, tkp_key_value((uint32_t)(last >> 32)), top, thr,
                        [&] {
-                           return ck_minp_warp_count(ck_dtype(a), a.io.logits, a.stride, a.vocab, r,
-                                                     top, thr);
+                           return ck_minp_warp_count(ck_dtype(a), a.io.logits, a.stride,
+                                                     a.vocab, r, top, thr);
                        });
 }
 

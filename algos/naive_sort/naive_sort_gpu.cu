@@ -13,8 +13,8 @@
  * 3. naive_finish, one 512-thread block per row, on the sorted keys of the row:
  *    valid = number of non-zero keys (a block-parallel partition search), m = the value of
  *    the first key, k with min-p folded in (fin_minp_k: the passing tokens counted from the
- *    top of the sorted keys until the count settles it), n = min(k, valid); top-p over the first n sorted keys with exactly the CPU
- *    rule (fixed-point weights tkp_weight, target tkp_topp_target, keep j iff j == 0 or the
+ *    top of the sorted keys until the count settles it), n = min(k, valid); top-p over the
+ *    first n sorted keys with exactly the CPU rule (fixed-point weights tkp_weight, target tkp_topp_target, keep j iff j == 0 or the
  *    exclusive prefix < target) -> nk kept and their total weight; Kb = sorted[nk-1] and the
  *    number of ties at Kb to keep; then one pass over the row in index order writes every
  *    mask byte exactly once and, for sampling, scans the kept weights in index order and
