@@ -114,6 +114,11 @@ TEST(hostile_files_logits_shape_overflow)
         { "rank3.h5", "2-D", 3, { 2, 3, 4 }, 0, H5T_NATIVE_FLOAT },
         { "strings.h5", "non-numeric", 2, { 2, 3 }, 0, H5T_C_S1 },
         { "long-k.h5", "/k", 2, { 2, 3 }, 5, H5T_NATIVE_FLOAT },
+        /* a shape within the limits that the file's storage cannot hold (never written) */
+        { "unwritten.h5", "truncated or corrupt", 2, { 1ULL << 14, 1ULL << 14 }, 0,
+          H5T_NATIVE_FLOAT },
+        { "unwritten-vocab.h5", "truncated or corrupt", 2, { 1, 1ULL << 28 }, 0,
+          H5T_NATIVE_UINT16 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *path = hostile_logits(cases[i].name, cases[i].rank, cases[i].dims,

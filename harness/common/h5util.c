@@ -160,9 +160,24 @@ hssize_t h5_rows_checked(hid_t d, size_t elem_size)
         H5Sclose(s);
     if (n < 0 || ndims != 1 || elem_size == 0)
         return -1;
-    const double stored = (double)H5Dget_storage_size(d);
-    const double declared = (double)n * (double)elem_size;
-    return declared <= stored * TKP_H5_INFLATE_RATIO + TKP_H5_UNSTORED_BYTES ? n : -1;
+    return h5_storage_can_hold(d, (double)n * (double)elem_size) ? n : -1;
+}
+
+double h5_stored_bytes(hid_t d)
+{
+    double stored = (double)H5Dget_storage_size(d);
+    hid_t f = H5Iget_file_id(d);
+    hsize_t file_bytes = 0;
+    if (f >= 0 && H5Fget_filesize(f, &file_bytes) >= 0 && stored > (double)file_bytes)
+        stored = (double)file_bytes; /* the layout's own claim is no larger than the file */
+    if (f >= 0)
+        H5Fclose(f);
+    return stored;
+}
+
+int h5_storage_can_hold(hid_t d, double declared_bytes)
+{
+    return declared_bytes <= h5_stored_bytes(d) * TKP_H5_INFLATE_RATIO + TKP_H5_UNSTORED_BYTES;
 }
 
 int h5_cells_open(hid_t sweeps, const char *name, struct h5_cells *c, char *why, size_t n)

@@ -36,6 +36,12 @@ int h5_exists(hid_t file, const char *path);
  * bytes can inflate to (a corrupt dimension: limits_files.h, TKP_H5_INFLATE_RATIO). Call it
  * before a dataset's length sizes an allocation. */
 hssize_t h5_rows_checked(hid_t d, size_t elem_size);
+/* The bytes dataset d stores in its file: HDF5's count, never more than the file's size (a
+ * corrupt layout may claim more). */
+double h5_stored_bytes(hid_t d);
+/* Can d's stored bytes hold `declared_bytes` once inflated (the same rule as h5_rows_checked)?
+ * Call it before a dataset's declared shape sizes an allocation. */
+int h5_storage_can_hold(hid_t d, double declared_bytes);
 
 /* One sweep's results table, /sweeps/<name>/cells (docs/DESIGN.md, "The results file"), opened:
  * the dataset, its file type and its row count. */

@@ -294,6 +294,26 @@ static int check_logits_shape(const char *path, int rank, const hsize_t dims[2],
     return TKP_OK;
 }
 
+/* Can /logits' stored bytes hold its declared shape (h5util.h, h5_storage_can_hold)? A header
+ * that declares more than the file holds is refused before the shape sizes a buffer. */
+static int check_logits_storage(hid_t d, const char *path, const hsize_t dims[2],
+                                struct tkp_error *err)
+{
+    hid_t t = H5Dget_type(d);
+    const double elem = t < 0 ? 4.0 : (double)H5Tget_size(t);
+    if (t >= 0)
+        H5Tclose(t);
+    const double declared = (double)dims[0] * (double)dims[1] * elem;
+    if (h5_storage_can_hold(d, declared))
+        return TKP_OK;
+    tkp_error_set(err, "%s: /logits declares shape [%llu, %llu] (%.0f bytes) but the file stores "
+                  "%.0f bytes of it, more than deflate can inflate (TKP_H5_INFLATE_RATIO in "
+                  "harness/common/limits_files.h): the file is truncated or corrupt", path,
+                  (unsigned long long)dims[0], (unsigned long long)dims[1], declared,
+                  h5_stored_bytes(d));
+    return TKP_EINVAL;
+}
+
 /* Allocate b's buffers for b->batch x b->vocab (checked by the caller) of type `dtype`. */
 static int alloc_batch(const char *path, enum tkp_dtype dtype, struct tkp_batch *b,
                        struct tkp_error *err)
@@ -337,7 +357,9 @@ static int read_here(const char *path, int32_t k_default, float p_default, struc
                TKP_OK) {
         b->batch = (int64_t)dims[0];
         b->vocab = (int64_t)dims[1];
-        rc = alloc_batch(path, st.is_half ? st.dtype : TKP_F32, b, err);
+        rc = check_logits_storage(d, path, dims, err);
+        if (rc == TKP_OK)
+            rc = alloc_batch(path, st.is_half ? st.dtype : TKP_F32, b, err);
         if (rc == TKP_OK && b->batch > 0 &&
             (st.is_half ? read_half(d, &st, b)
                         : H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, b->logits)) < 0) {
