@@ -301,7 +301,7 @@ TEST(dispatch_h100_check_is_the_binary_lookup_on_the_committed_fit)
     REQUIRE((committed = slurp(path, NULL)) != NULL, "no %s", path);
     run_cmd(out, sizeof out, "%s scripts/fit-dispatch.py %s/dispatch_fit.h5 h100 --check --topkp %s",
             PYTHON, dir, topkp_bin());
-    CHECK(strcmp(out, committed) == 0 && strstr(out, "\n# 32 held-out cells, "),
+    CHECK(strcmp(out, committed) == 0 && strstr(out, "\n# 64 held-out cells, "),
           "%s differs from --check --topkp:\n%s", path, out);
     free(committed);
 }
