@@ -72,6 +72,8 @@ template <class E> __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(
     if (keff > CK_SLAB) /* refused by supports(); clamped so that nothing overflows */
         keff = CK_SLAB;
     ck_init_smem(sm);
+    if (rank == 0 && threadIdx.x == 0) /* step 5's inputs, landing while pass 1 streams */
+        ck_row_in_fetch(a, r, kin, &sm->in);
 
     /* 1-2. pass 1 (its first step gives the sampled bound T, tightened as it goes): the
      * top-digit histogram of the slice, exact on the buckets >= T (the only ones the bucket
@@ -97,7 +99,10 @@ template <class E> __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(
     if (f.k > 0) /* this CTA's entries into rank 0's slab array */
         ck_send_to_rank0(cluster, sm);
     /* Rank 0's slab is complete, every kept-mask zero is written, and no CTA reads another's
-     * shared memory after this point (so the others may exit). */
+     * shared memory after this point (so the others may exit); rank 0's copies of its row's
+     * inputs have landed (the barrier shows them to every thread). */
+    if (rank == 0 && threadIdx.x == 0)
+        tkp_copy_async_wait_all();
     cluster.sync();
     if (rank != 0)
         return;
@@ -126,7 +131,8 @@ __global__ void __launch_bounds__(CK_THREADS, 1) cake_topp_kernel(const ck_args 
     for (uint32_t i = t; i < max(size, 128u); i += CK_THREADS)
         slab[i] = i < mn.x ? src[i] : 0; /* 0: below every composite */
     ck_sort_desc(slab, size);
-    ck_finish<CK_THREADS>(a, r, a.io.p[r], slab, mn.y, incl, wsum, &cnt);
+    const ck_row_in in = ck_row_in_load(a, r);
+    ck_finish<CK_THREADS>(a, r, in, slab, mn.y, incl, wsum, &cnt);
 }
 
 /* ---- host side ---- */

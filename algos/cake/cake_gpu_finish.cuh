@@ -4,6 +4,7 @@
 #ifndef TKP_CAKE_GPU_FINISH_CUH
 #define TKP_CAKE_GPU_FINISH_CUH
 
+#include "../common/gpu_async.cuh"
 #include "../common/gpu_block.cuh"
 #include "../common/gpu_minp.cuh"
 #include "../common/gpu_warp.cuh"
@@ -26,10 +27,46 @@ __device__ __forceinline__ enum tkp_dtype ck_dtype(const ck_args &a)
     return (enum tkp_dtype)(a.mode >> CK_DTYPE_SHIFT);
 }
 
-/* Row r's min-p threshold (docs/SEMANTICS.md, "min-p"): 0 when its min-p is off. */
-__device__ __forceinline__ uint64_t ck_minp_threshold(const ck_args &a, int64_t r)
+/* Row r's inputs of step 5 (ck_row_in), read from global memory (cake_topp_kernel). */
+__device__ __forceinline__ ck_row_in ck_row_in_load(const ck_args &a, int64_t r)
 {
-    return a.io.min_p ? tkp_minp_threshold(a.io.min_p[r]) : 0;
+    ck_row_in in;
+    in.k = a.io.k[r];
+    in.p = a.io.p[r];
+    in.min_p = a.io.min_p ? a.io.min_p[r] : 0.0f;
+    in.seed = a.io.row_seed ? a.io.row_seed[r] : a.io.seed;
+    in.offset = a.io.row_offset ? a.io.row_offset[r] : a.io.offset;
+    in.per_row = a.io.row_seed || a.io.row_offset;
+    return in;
+}
+
+/* The same copied into shared memory `in` by one thread, asynchronously (gpu_async.cuh); k was
+ * read already. It waits in ck_row_in_wait before a barrier that precedes every read. */
+__device__ __forceinline__ void ck_row_in_fetch(const ck_args &a, int64_t r, int32_t k,
+                                                ck_row_in *in)
+{
+    in->k = k;
+    in->per_row = a.io.row_seed || a.io.row_offset;
+    tkp_copy_async<4>(&in->p, a.io.p + r);
+    if (a.io.min_p)
+        tkp_copy_async<4>(&in->min_p, a.io.min_p + r);
+    else
+        in->min_p = 0.0f;
+    if (a.io.row_seed)
+        tkp_copy_async<8>(&in->seed, a.io.row_seed + r);
+    else
+        in->seed = a.io.seed;
+    if (a.io.row_offset)
+        tkp_copy_async<8>(&in->offset, a.io.row_offset + r);
+    else
+        in->offset = a.io.offset;
+    tkp_copy_async_commit();
+}
+
+/* Row r's min-p threshold (docs/SEMANTICS.md, "min-p"): 0 when its min-p is off. */
+__device__ __forceinline__ uint64_t ck_minp_threshold(const ck_row_in &in)
+{
+    return tkp_minp_threshold(in.min_p);
 }
 
 /* The entries of row r's sorted slab that stay before top-p once min-p is folded into its k
@@ -40,11 +77,11 @@ __device__ __forceinline__ uint64_t ck_minp_threshold(const ck_args &a, int64_t 
  * that does not settle it, from row_count(): the count over the whole row, which every thread
  * calls (its barriers) since everything it depends on is the same in each. */
 template <class Count>
-__device__ __forceinline__ uint32_t ck_minp_cut(const ck_args &a, int64_t r, uint32_t n,
+__device__ __forceinline__ uint32_t ck_minp_cut(const ck_args &a, const ck_row_in &in, uint32_t n,
                                                 uint32_t n_part, float y, float top, uint64_t thr,
                                                 Count &&row_count)
 {
-    const int32_t k = a.io.k[r];
+    const int32_t k = in.k;
     const bool whole = !tkp_topk_on(k, a.vocab) || n < (uint32_t)k;
     int32_t folded = (a.mode & CK_MINP_FORCE)
                          ? -1
@@ -77,9 +114,9 @@ __device__ __noinline__ uint32_t ck_minp_block_count(enum tkp_dtype dtype, const
 /* The kept mask's ones and the draws of row r from its sorted slab and the inclusive prefix
  * incl of its weights, by threads t, t + nth, ...: draw d is the kept entry j with
  * incl[j-1] <= u < incl[j], u its Philox value scaled to the kept mass (cake.c's search). */
-__device__ __forceinline__ void ck_mark_and_draw(const ck_args &a, int64_t r, const u64 *slab,
-                                                 const u64 *incl, uint32_t kept, uint32_t t,
-                                                 uint32_t nth)
+__device__ __forceinline__ void ck_mark_and_draw(const ck_args &a, int64_t r, const ck_row_in &in,
+                                                 const u64 *slab, const u64 *incl, uint32_t kept,
+                                                 uint32_t t, uint32_t nth)
 {
     if (a.io.kept) {
         uint8_t *mrow = a.io.kept + r * a.vocab;
@@ -90,8 +127,7 @@ __device__ __forceinline__ void ck_mark_and_draw(const ck_args &a, int64_t r, co
         int64_t *out = a.io.samples + r * (int64_t)a.draws;
         const uint64_t kept_total = incl[kept - 1];
         /* the row's key from device memory (docs/SEMANTICS.md, "Sampling: two keying modes") */
-        const struct tkp_row_key rk =
-            tkp_row_key(a.io.row_seed, a.io.row_offset, a.io.seed, a.io.offset, r);
+        const struct tkp_row_key rk = tkp_row_key_from(in.per_row, in.seed, in.offset, r);
         for (int32_t dr = (int32_t)t; dr < a.draws; dr += (int32_t)nth) {
             const uint64_t u = tkp_draw_target(rk.seed, rk.row, rk.offset, (uint32_t)dr, kept_total);
             uint32_t l = 0, h = kept - 1;
@@ -112,8 +148,8 @@ __device__ __forceinline__ void ck_mark_and_draw(const ck_args &a, int64_t r, co
  * (zero) are shared scratch. The arithmetic of cake.c: exact uint64 prefix sums of tkp_weight,
  * tkp_topp_target, and per draw the binary search of its Philox value. */
 template <int NTH>
-__device__ void ck_finish(const ck_args &a, int64_t r, float p, const u64 *slab, uint32_t n,
-                          u64 *incl, u64 *wsum, uint32_t *cnt)
+__device__ void ck_finish(const ck_args &a, int64_t r, const ck_row_in &in, const u64 *slab,
+                          uint32_t n, u64 *incl, u64 *wsum, uint32_t *cnt)
 {
     const uint32_t t = threadIdx.x;
     /* Inclusive fixed-point prefix of the slab: thread t owns entries 2t and 2t+1. */
@@ -128,18 +164,18 @@ __device__ void ck_finish(const ck_args &a, int64_t r, float p, const u64 *slab,
     if (j1 < n)
         incl[j1] = before + w0 + w1;
     __syncthreads();
-    const uint64_t thr = ck_minp_threshold(a, r);
+    const uint64_t thr = ck_minp_threshold(in);
     if (thr) { /* the same in every thread: min-p cuts the slab to its first n entries */
         const uint32_t n_part = __syncthreads_count(j0 < n && w0 >= thr) +
                                 __syncthreads_count(j1 < n && w1 >= thr);
         const float y = tkp_key_value((uint32_t)(slab[n - 1] >> 32));
-        n = ck_minp_cut(a, r, n, n_part, y, top, thr,
+        n = ck_minp_cut(a, in, n, n_part, y, top, thr,
                         [&] {
                             return ck_minp_block_count<NTH>(ck_dtype(a), a.io.logits, a.stride,
                                                             a.vocab, r, top, thr);
                         });
     }
-    const uint64_t target = tkp_topp_target(p, incl[n - 1]);
+    const uint64_t target = tkp_topp_target(in.p, incl[n - 1]);
     /* kept = 1 + #{j in [1, n): incl[j-1] < target}; incl is non-decreasing, so this is the
      * CPU's walk. */
     uint32_t c = (j0 >= 1 && j0 < n && incl[j0 - 1] < target) +
@@ -148,7 +184,7 @@ __device__ void ck_finish(const ck_args &a, int64_t r, float p, const u64 *slab,
         atomicAdd(cnt, c);
     __syncthreads();
     const uint32_t kept = 1 + *cnt;
-    ck_mark_and_draw(a, r, slab, incl, kept, t, NTH);
+    ck_mark_and_draw(a, r, in, slab, incl, kept, t, NTH);
 }
 
 /* The count over row r that ck_minp_cut falls back on, by warp 0 (out of line: it runs on
@@ -165,9 +201,9 @@ static __device__ __noinline__ uint32_t ck_minp_warp_count(enum tkp_dtype dtype,
 
 /* ck_minp_cut for ck_finish_warp's lanes, which hold slab entries 4 lane .. 4 lane + 3 sorted
  * in v and their weights in w (0 from entry n on). */
-static __device__ uint32_t ck_finish_warp_minp(const ck_args &a, int64_t r, const u64 v[4],
-                                               const u64 w[4], uint32_t n, float top,
-                                               uint64_t thr)
+static __device__ uint32_t ck_finish_warp_minp(const ck_args &a, int64_t r, const ck_row_in &in,
+                                               const u64 v[4], const u64 w[4], uint32_t n,
+                                               float top, uint64_t thr)
 {
     const uint32_t lane = threadIdx.x;
     uint32_t mine = 0;
@@ -179,7 +215,7 @@ static __device__ uint32_t ck_finish_warp_minp(const ck_args &a, int64_t r, cons
     }
     const uint32_t n_part = __reduce_add_sync(kTkpFullWarp, mine);
     last = __shfl_sync(kTkpFullWarp, last, (n - 1) / 4);
-    return ck_minp_cut(a, r, n, n_part, tkp_key_value((uint32_t)(last >> 32)), top, thr,
+    return ck_minp_cut(a, in, n, n_part, tkp_key_value((uint32_t)(last >> 32)), top, thr,
                        [&] {
                            return ck_minp_warp_count(ck_dtype(a), a.io.logits, a.stride,
                                                      a.vocab, r, top, thr);
@@ -193,7 +229,8 @@ static __device__ uint32_t ck_finish_warp_minp(const ck_args &a, int64_t r, cons
  * the draws' searches. The same integers as ck_finish, hence the same mask and draws. `total`:
  * the slab's mass when the m entries are only its first ones (ck_mass_tail), 0 when they are
  * the whole slab (then it is their sum). */
-static __device__ void ck_finish_warp(const ck_args &a, int64_t r, float p, u64 *slab, uint32_t m,
+static __device__ void ck_finish_warp(const ck_args &a, int64_t r, const ck_row_in &in, u64 *slab,
+                                      uint32_t m,
                                uint32_t n, u64 *incl, u64 total)
 {
     const uint32_t lane = threadIdx.x;
@@ -211,9 +248,9 @@ static __device__ void ck_finish_warp(const ck_args &a, int64_t r, float p, u64 
         const uint32_t j = 4 * lane + e;
         w[e] = j < n ? ck_weight_of(v[e], top) : 0;
     }
-    const uint64_t thr = ck_minp_threshold(a, r); /* 0 on the mass tail's call (min-p off) */
+    const uint64_t thr = ck_minp_threshold(in); /* 0 on the mass tail's call (min-p off) */
     if (thr) /* the same in every lane: min-p cuts the slab to its first n entries */
-        n = ck_finish_warp_minp(a, r, v, w, n, top, thr);
+        n = ck_finish_warp_minp(a, r, in, v, w, n, top, thr);
 #pragma unroll
     for (int e = 0; e < 4; e++) {
         w[e] = 4 * lane + e < n ? w[e] : 0;
@@ -230,7 +267,7 @@ static __device__ void ck_finish_warp(const ck_args &a, int64_t r, float p, u64 
         if (lane >= (uint32_t)d)
             x += y;
     }
-    const uint64_t target = tkp_topp_target(p, total ? total : __shfl_sync(kTkpFullWarp, x, 31));
+    const uint64_t target = tkp_topp_target(in.p, total ? total : __shfl_sync(kTkpFullWarp, x, 31));
     u64 before = x - sum; /* incl[j - 1] for the lane's first entry j */
     uint32_t c = 0;
 #pragma unroll
@@ -245,7 +282,7 @@ static __device__ void ck_finish_warp(const ck_args &a, int64_t r, float p, u64 
     }
     const uint32_t kept = 1 + __reduce_add_sync(kTkpFullWarp, c);
     __syncwarp();
-    ck_mark_and_draw(a, r, slab, incl, kept, lane, 32);
+    ck_mark_and_draw(a, r, in, slab, incl, kept, lane, 32);
 }
 
 /* The n-th largest of the m distinct composites e[0, m) (1 <= n <= m): a radix select over
@@ -290,7 +327,8 @@ static __device__ uint64_t ck_select_cut(const u64 *e, uint32_t m, uint32_t n, c
  * (ck_finish_warp): the same kept set, prefix sums and draws as sorting all n. Returns false
  * (nothing written, the slab untouched) when they are more: the caller sorts the whole slab.
  * Shared scratch: tot, mine (bucket masses, then the heavy entries), the entry array slab. */
-static __device__ bool ck_mass_tail(const ck_args &a, int64_t r, float p, u64 *slab, uint32_t m,
+static __device__ bool ck_mass_tail(const ck_args &a, int64_t r, const ck_row_in &in, u64 *slab,
+                                    uint32_t m,
                              uint32_t n, ck_smem *sm)
 {
     const uint32_t t = threadIdx.x;
@@ -329,7 +367,7 @@ static __device__ bool ck_mass_tail(const ck_args &a, int64_t r, float p, u64 *s
     }
     u64 total;
     const u64 before = tkp_block_excl_scan<CK_WARPS>(sum, sm->wsum, total);
-    const uint64_t target = tkp_topp_target(p, total);
+    const uint64_t target = tkp_topp_target(in.p, total);
     u64 suffix = total - before - sum; /* the mass of the buckets above this thread's */
     for (int j = 3; j >= 0; j--) {
         suffix += own[j];
@@ -352,7 +390,7 @@ static __device__ bool ck_mass_tail(const ck_args &a, int64_t r, float p, u64 *s
     if (h > 128)
         return false; /* the slab is intact (only mine and tot were used) */
     if (t < 32)
-        ck_finish_warp(a, r, p, sm->mine, h, h, slab, total);
+        ck_finish_warp(a, r, in, sm->mine, h, h, slab, total);
     return true;
 }
 
@@ -395,27 +433,27 @@ __device__ __forceinline__ void ck_finish_rank0(const ck_args &a, int64_t r, ck_
         ck_no_draws<CK_THREADS>(a, r);
         return;
     }
-    const float p = a.io.p[r];
+    const ck_row_in &in = sm->in; /* copied at the kernel's start (ck_row_in_fetch) */
     u64 *slab = sm->slab;
     if (m <= 128 && a.draws <= 32) {
         if (t < 32)
-            ck_finish_warp(a, r, p, slab, m, n, sm->mine, 0);
+            ck_finish_warp(a, r, in, slab, m, n, sm->mine, 0);
         return;
     }
     /* Measured (H200 trace, 1764 entries): the mass tail 9.4 us against 13 us for sorting 2048
      * and finishing; taken for every m > 128, it made flat rows (k = 50, B = 1, V = 128256,
      * fewer than 1024 entries) 15.8 -> 18.8 us. The sort's cost grows as m log^2 m, so below
      * 1024 entries it is taken to be the cheaper one (inferred, not measured). */
-    const bool minp = a.io.min_p && tkp_minp_on(a.io.min_p[r]);
-    if (m > 1024 && a.draws <= 32 && tkp_topp_on(p) && !minp &&
-        ck_mass_tail(a, r, p, slab, m, n, sm)) /* min-p needs the sorted slab's weights */
+    const bool minp = tkp_minp_on(in.min_p);
+    if (m > 1024 && a.draws <= 32 && tkp_topp_on(in.p) && !minp &&
+        ck_mass_tail(a, r, in, slab, m, n, sm)) /* min-p needs the sorted slab's weights */
         return;
     const uint32_t size = ck_sort_size(m);
     for (uint32_t i = m + t; i < max(size, 128u); i += CK_THREADS)
         slab[i] = 0; /* below every valid composite (and the rest of warp 0's 128 entries) */
     ck_sort_desc(slab, size);
 
-    ck_finish<CK_THREADS>(a, r, p, slab, n, sm->mine, sm->wsum, &sm->cnt);
+    ck_finish<CK_THREADS>(a, r, in, slab, n, sm->mine, sm->wsum, &sm->cnt);
 }
 
 #endif

@@ -37,6 +37,16 @@ namespace cg = cooperative_groups;
 
 typedef unsigned long long u64;
 
+/* The row's inputs that step 5 reads (its k, p, min_p and draw key): cake_kernel copies them
+ * into shared memory at its start, so that the tail reads no global memory on its critical
+ * path (ck_row_in_fetch); cake_topp_kernel loads them itself. */
+struct ck_row_in {
+    u64 seed, offset; /* chosen: the row's own (per-row keying) or the batch's */
+    float p, min_p;   /* min_p 0 when off */
+    int32_t k;
+    int32_t per_row;  /* per-row keying (either key array given) */
+};
+
 struct ck_smem {
     uint32_t hist[2][CK_BUCKETS]; /* per-pass local histograms, read by the other CTAs */
     uint32_t tot[CK_BUCKETS];     /* the cluster-wide histogram of the current pass */
@@ -44,6 +54,7 @@ struct ck_smem {
     u64 slab[CK_GATHER];          /* rank 0: the gathered entries (the slab after the sort) */
     uint32_t cand_key[CK_CAP], cand_idx[CK_CAP];
     u64 wsum[CK_WARPS];
+    ck_row_in in;
     uint32_t cand_n, mine_n, slab_n, slab_off, cnt;
     uint32_t bucket, above, tie_before, tie_mine;
     uint32_t heavy_n, heavy_low; /* rank 0's mass tail: its candidates, their lowest bucket + 1 */

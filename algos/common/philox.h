@@ -61,15 +61,25 @@ struct tkp_row_key {
  * both arrays NULL: (seed, r, offset), the row index in the counter. Per-row keying, either
  * array given: (row_seed[r] or seed, 0, row_offset[r] or offset), nothing of the row's place
  * in the batch, so a row draws the same tokens in any batch. `row_seed` and `row_offset` are
- * the struct tkp_io arrays (device pointers in a kernel). */
+ * the struct tkp_io arrays (device pointers in a kernel). tkp_row_key_from takes the seed and
+ * offset already chosen (a kernel that copied them ahead of use) and `per_row`: either array
+ * given. */
+TKP_HD struct tkp_row_key tkp_row_key_from(int per_row, uint64_t seed, uint64_t offset,
+                                           int64_t r)
+{
+    struct tkp_row_key key;
+    key.seed = seed;
+    key.offset = offset;
+    key.row = per_row ? 0 : (uint64_t)r;
+    return key;
+}
+
+/* The key of row r from the arrays (NULL: the batch's seed or offset). */
 TKP_HD struct tkp_row_key tkp_row_key(const uint64_t *row_seed, const uint64_t *row_offset,
                                       uint64_t seed, uint64_t offset, int64_t r)
 {
-    struct tkp_row_key key;
-    key.seed = row_seed ? row_seed[r] : seed;
-    key.offset = row_offset ? row_offset[r] : offset;
-    key.row = row_seed || row_offset ? 0 : (uint64_t)r;
-    return key;
+    return tkp_row_key_from(row_seed || row_offset, row_seed ? row_seed[r] : seed,
+                            row_offset ? row_offset[r] : offset, r);
 }
 
 /* A uniform 64-bit integer for draw `draw` of row `row`. */

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "../common/gpu_async.cuh"
 #include "../common/philox.h"
 #include "../common/prob.h"
 #include "rejection_gpu_passes.cuh"
@@ -33,10 +34,10 @@ __device__ __forceinline__ int draw_one(R &row, float max, const Params &prm, in
     int c = 0;
     for (int round = 0;; round++) {
         const uint32_t counter = (uint32_t)d * (uint32_t)rounds + (uint32_t)round;
-        /* the row's key, read from device memory at each round (docs/SEMANTICS.md, "Sampling:
-         * two keying modes"): held across the round's passes it cost a spill */
-        const struct tkp_row_key key =
-            tkp_row_key(prm.io.row_seed, prm.io.row_offset, prm.io.seed, prm.io.offset, r);
+        /* the row's key (docs/SEMANTICS.md, "Sampling: two keying modes"), from the copy in
+         * shared memory at each round: held across the round's passes it cost a spill */
+        const struct tkp_row_key key = tkp_row_key_from(prm.io.row_seed || prm.io.row_offset,
+                                                        sh.key_seed, sh.key_offset, r);
         const uint64_t u = tkp_philox_u64(key.seed, key.row, key.offset, counter);
         if (threadIdx.x == 0 && count)
             sh.stat[0] += 1;
@@ -84,6 +85,21 @@ __device__ __forceinline__ int draw_one(R &row, float max, const Params &prm, in
     }
 }
 
+/* Row r's draw key, seed and offset, into sh by one thread: an asynchronous copy of the row's
+ * own (gpu_async.cuh), or the batch's; that thread waits for it before a barrier. */
+template <class S> __device__ __forceinline__ void fetch_row_key(const Params &prm, int r, S &sh)
+{
+    if (prm.io.row_seed)
+        tkp_copy_async<8>(&sh.key_seed, prm.io.row_seed + r);
+    else
+        sh.key_seed = prm.io.seed;
+    if (prm.io.row_offset)
+        tkp_copy_async<8>(&sh.key_offset, prm.io.row_offset + r);
+    else
+        sh.key_offset = prm.io.offset;
+    tkp_copy_async_commit();
+}
+
 /* Row r, group g, on this CTA (rank `row.rank` of a cluster of `row.size`): prepare (min-p
  * folded in), draw, write the samples and this CTA's statistics slot. */
 template <class R> __device__ void sample_row(R &row, const Params &prm, int r, int g)
@@ -91,11 +107,16 @@ template <class R> __device__ void sample_row(R &row, const Params &prm, int r, 
     auto &sh = row.sh;
     if (threadIdx.x < kStatWords)
         sh.stat[threadIdx.x] = 0; /* thread 0 alone updates them later (after barriers) */
+    if (threadIdx.x == 0) /* the draw key, landing while the row is prepared */
+        fetch_row_key(prm, r, sh);
     float max;
     /* min_p from device memory (a captured graph replays with new values); NULL: off */
     const float min_p = prm.io.min_p ? prm.io.min_p[r] : 0.0f;
     const u64 valid = prepare_row(row, prm.io.k[r], prm.io.p[r], min_p, prm.minp_force_count,
                                   max, g == 0 && row.leader());
+    if (threadIdx.x == 0)
+        tkp_copy_async_wait_all();
+    __syncthreads(); /* the key's copy is seen by every thread */
     int64_t *out = prm.io.samples + (int64_t)r * prm.draws;
     if (sh.nsmall > 0) {
         /* The first candidate set is in every CTA's shared memory: each runs its own draws. */

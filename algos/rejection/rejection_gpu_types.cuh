@@ -70,6 +70,7 @@ template <int THREADS> struct Shared {
     /* The row, once prepared (kept in shared memory to spare registers in the passes). */
     int64_t k_limit;
     uint64_t target, top, start, start_mass;
+    uint64_t key_seed, key_offset; /* the row's draw key, copied while it is prepared */
     u64 stat[kStatWords]; /* this CTA's rounds, fallbacks, iterations (thread 0 counts) */
 };
 
