@@ -112,6 +112,20 @@ TEST(gpu_cake_forced_clusters_match_cpu)
     }
 }
 
+/* The variant of 256 threads a CTA (README.md, "Two CTAs a SM"), at every cluster size, on
+ * every adversarial case: TKP_CAKE_THREADS=256 selects it. */
+TEST(gpu_cake_256_threads_match_cpu)
+{
+    static const char *const sizes[] = { "", "16", "4", "1" };
+    setenv("TKP_CAKE_THREADS", "256", 1);
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        setenv("TKP_CAKE_CLUSTER", sizes[i], 1);
+        check_gpu_matches_cpu("cake", NULL);
+        unsetenv("TKP_CAKE_CLUSTER");
+    }
+    unsetenv("TKP_CAKE_THREADS");
+}
+
 /* Top-p, mask and draws in a second, chained kernel (the default fuses them). */
 TEST(gpu_cake_chained_matches_cpu_on_adversarial_cases)
 {

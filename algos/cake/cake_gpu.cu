@@ -36,7 +36,7 @@
  * cake_kernel is templated on the logits' element type E (algos/common/gpu_logits.cuh): bf16
  * and fp16 rows are read directly (16-byte vectors of eight) and converted exactly in
  * registers, so slab, kept set and samples are those of the float32 upcast bit for bit
- * (docs/SEMANTICS.md, "16-bit logits"); ck_kernel_for is the one place that picks the
+ * (docs/SEMANTICS.md, "16-bit logits"); kernel_for (cake_gpu_kernels.cuh) is the one place that picks the
  * instantiation. cake_topp_kernel reads only the gathered keys (and a min-p row that its slab
  * does not settle, with a runtime switch on the type) and is not templated. */
 #include <stdint.h>
@@ -44,110 +44,53 @@
 #include <string.h>
 
 #include "../common/cuda_util.h"
-#include "../common/gpu_launch.cuh"
-#include "../common/gpu_logits.cuh"
-#include "../common/gpu_minp.cuh"
 #include "cake_gpu.h"
 #include "cake_impl.h"
-#include "cake_gpu_finish.cuh"
-#include "cake_gpu_gather.cuh"
-#include "cake_gpu_pass1.cuh"
-#include "cake_gpu_types.cuh"
-
-/* ---- the kernel ---- */
-
-template <class E> __global__ void __launch_bounds__(CK_THREADS, 1) cake_kernel(const ck_args a)
-{
-    tkp_allow_dependents(); /* cake_topp_kernel (chained) may launch; it waits for this one */
-    extern __shared__ __align__(16) unsigned char ck_raw[];
-    ck_smem *sm = reinterpret_cast<ck_smem *>(ck_raw);
-    cg::cluster_group cluster = cg::this_cluster();
-    const uint32_t C = cluster.num_blocks(), rank = cluster.block_rank();
-    const int64_t r = (int64_t)(blockIdx.x / C);
-    const uint32_t V = (uint32_t)a.vocab;
-    const uint32_t lo = min(V, rank * a.slice), hi = min(V, lo + a.slice);
-    const void *__restrict__ row = tkp_row_ptr<E>(a.io.logits, a.stride, r);
-    const int32_t kin = a.io.k[r];
-    uint32_t keff = tkp_topk_on(kin, a.vocab) ? (uint32_t)kin : V;
-    if (keff > CK_SLAB) /* refused by supports(); clamped so that nothing overflows */
-        keff = CK_SLAB;
-    ck_init_smem(sm);
-    if (rank == 0 && threadIdx.x == 0) /* step 5's inputs, landing while pass 1 streams */
-        ck_row_in_fetch(a, r, kin, &sm->in);
-
-    /* 1-2. pass 1 (its first step gives the sampled bound T, tightened as it goes): the
-     * top-digit histogram of the slice, exact on the buckets >= T (the only ones the bucket
-     * walk can stop in: every CTA's T is at most the row's pivot bucket, so the cluster sums
-     * are exact from the pivot bucket up) and on bucket 0 (the invalid keys), and every key
-     * whose top digit is >= T in the candidate list; the slice's kept mask zeroed on the way. */
-    const uint32_t low_digit =
-        ck_pass1<E>(row, lo, hi, keff, sm->hist[0], sm,
-                    a.io.kept ? a.io.kept + r * (int64_t)V : nullptr);
-
-    /* 3. The first digit on the cluster-wide counts: k, P and G, the same in every CTA. */
-    const ck_first f = ck_first_digit(cluster, sm, low_digit, C, V, keff);
-    /* T <= P always holds (see the sample); the test only guards the candidate list. */
-    const bool use_cand = sm->cand_n <= CK_CAP && low_digit <= f.pivot;
-
-    if (f.k > 0 && f.gathered <= CK_GATHER) {
-        ck_push_top_digit<E>(sm, use_cand, row, lo, hi, f.pivot); /* 4a */
-    } else if (f.k > 0) { /* 4b */
-        const ck_pivot pv =
-            ck_select_digits<E>(cluster, sm, use_cand, row, lo, hi, f.k, C, rank);
-        ck_collect<E>(sm, use_cand, row, lo, hi, pv);
-    }
-    if (f.k > 0) /* this CTA's entries into rank 0's slab array */
-        ck_send_to_rank0(cluster, sm);
-    /* Rank 0's slab is complete, every kept-mask zero is written, and no CTA reads another's
-     * shared memory after this point (so the others may exit); rank 0's copies of its row's
-     * inputs have landed (the barrier shows them to every thread). */
-    if (rank == 0 && threadIdx.x == 0)
-        tkp_copy_async_wait_all();
-    cluster.sync();
-    if (rank != 0)
-        return;
-    ck_finish_rank0(a, r, sm, f.k); /* 5. */
-}
-
-/* The chained launch (option topp_launch=chained): after cake_kernel, one CTA of CK_THREADS
- * per row does rank 0's step 5 (sort, top-p, mask, draws) on the m gathered entries that rank
- * 0 left in the workspace. Measured slower than the fused launch at every k (README "GPU"). */
-__global__ void __launch_bounds__(CK_THREADS, 1) cake_topp_kernel(const ck_args a)
-{
-    __shared__ u64 slab[CK_GATHER], incl[CK_GATHER], wsum[CK_WARPS];
-    __shared__ uint32_t cnt;
-    const int64_t r = blockIdx.x;
-    const uint32_t t = threadIdx.x;
-    tkp_wait_prerequisite();
-    const uint2 mn = a.ws_count[r];
-    if (mn.y == 0) {
-        ck_no_draws<CK_THREADS>(a, r);
-        return;
-    }
-    if (t == 0)
-        cnt = 0;
-    const uint32_t size = ck_sort_size(mn.x);
-    const u64 *src = a.ws_slab + r * CK_GATHER;
-    for (uint32_t i = t; i < max(size, 128u); i += CK_THREADS)
-        slab[i] = i < mn.x ? src[i] : 0; /* 0: below every composite */
-    ck_sort_desc(slab, size);
-    const ck_row_in in = ck_row_in_load(a, r);
-    ck_finish<CK_THREADS>(a, r, in, slab, mn.y, incl, wsum, &cnt);
-}
+#define CK_NS ck512 /* the default variant's kernels (cake_gpu_kernels.cuh) */
+#include "cake_gpu_kernels.cuh"
 
 /* ---- host side ---- */
 
-/* cake_kernel for logits of `dtype` (every instantiation has this signature); null for a
- * value outside the enum. */
-typedef void (*ck_kernel_t)(const ck_args);
-static ck_kernel_t ck_kernel_for(enum tkp_dtype dtype)
-{
-    ck_kernel_t k = nullptr;
-    tkp_with_dtype(dtype, [&](auto e) { k = cake_kernel<decltype(e)>; });
-    return k;
+/* The other variant's kernels, compiled in cake_gpu_256.cu. */
+namespace ck256 {
+ck_kernel_t kernel_for(enum tkp_dtype dtype);
+size_t smem_bytes(void);
 }
 
-static size_t ck_smem_bytes(void) { return sizeof(ck_smem); }
+/* A variant: its threads per CTA, its cake_kernel of a type and its shared memory per CTA. */
+struct ck_variant {
+    int threads;
+    ck_kernel_t (*kernel_for)(enum tkp_dtype);
+    size_t (*smem_bytes)(void);
+};
+static const struct ck_variant ck_variants[] = {
+    { CK_THREADS, ck512::kernel_for, ck512::smem_bytes },
+    { 256, ck256::kernel_for, ck256::smem_bytes },
+};
+
+/* The variant of `threads` per CTA (512 unless TKP_CAKE_THREADS=256 asks: an experiment, and
+ * the tests of the variant); null for another value of the variable. */
+static const struct ck_variant *ck_variant_of(int threads)
+{
+    for (size_t i = 0; i < sizeof ck_variants / sizeof ck_variants[0]; i++)
+        if (ck_variants[i].threads == threads)
+            return &ck_variants[i];
+    return nullptr;
+}
+static int ck_env_threads(struct tkp_error *err)
+{
+    const char *v = getenv("TKP_CAKE_THREADS");
+    if (!v || !*v)
+        return CK_THREADS;
+    char *end = nullptr;
+    const long t = strtol(v, &end, 10);
+    if (*end || !ck_variant_of((int)t)) {
+        tkp_error_set(err, "cake (gpu): TKP_CAKE_THREADS=%s: the variants have 512 or 256 "
+                           "threads per CTA", v);
+        return -1;
+    }
+    return (int)t;
+}
 
 /* Tokens per CTA when a row of `vocab` is split over c CTAs (a multiple of 16). */
 static int64_t ck_slice_of(int64_t vocab, int c) { return tkp_slice_of(vocab, c, 16); }
@@ -162,7 +105,7 @@ static int ck_cluster_index(int c)
 static int ck_measure_clusters(ck_kernel_t kernel, struct cake_gpu_plan *plan,
                                struct tkp_error *err)
 {
-    plan->smem_bytes = ck_smem_bytes();
+    plan->smem_bytes = ck_variant_of(plan->threads)->smem_bytes();
     TKP_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)plan->smem_bytes),
                  err);
@@ -172,10 +115,10 @@ static int ck_measure_clusters(ck_kernel_t kernel, struct cake_gpu_plan *plan,
         cudaSuccess)
         (void)cudaGetLastError();
     for (int c = 1; c <= CK_MAXC; c <<= 1) {
-        int n = tkp_active_clusters(kernel, c, CK_THREADS, plan->smem_bytes);
+        int n = tkp_active_clusters(kernel, c, plan->threads, plan->smem_bytes);
         if (c == 1 && n < 1) { /* no cluster query: count plain co-resident CTAs */
             int per_sm = 0;
-            if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, CK_THREADS,
+            if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, plan->threads,
                                                               plan->smem_bytes) == cudaSuccess)
                 n = per_sm * plan->sm_count;
             else
@@ -207,7 +150,8 @@ static int ck_choose_cluster(const struct cake_gpu_plan *plan, int64_t batch, in
             vocab >= (int64_t)c * (c > 8 ? CK_MIN_SLICE16 : CK_MIN_SLICE) &&
             tkp_cluster_leaves_half(c, batch, plan->sm_count);
     for (int c = 1; c <= CK_MAXC; c <<= 1)
-        if (allowed[ck_cluster_index(c)] && ck_slice_of(vocab, c) <= CK_STEP)
+        if (allowed[ck_cluster_index(c)] &&
+            ck_slice_of(vocab, c) <= (int64_t)CK_UNROLL * 4 * plan->threads) /* CK_STEP */
             return c;
     for (int c = CK_MAXC; c >= 1; c >>= 1)
         if (allowed[ck_cluster_index(c)])
@@ -224,7 +168,10 @@ extern "C" int cake_gpu_plan(const struct tkp_problem *pb, const void *opts, voi
     plan->pb = *pb;
     const int64_t batch = pb->batch, vocab = pb->vocab;
     const int topp_launch = opts ? ((const struct cake_opts *)opts)->topp_launch : 0;
-    const ck_kernel_t kernel = ck_kernel_for(pb->dtype);
+    plan->threads = ck_env_threads(err);
+    if (plan->threads < 0)
+        return TKP_EINVAL;
+    const ck_kernel_t kernel = ck_variant_of(plan->threads)->kernel_for(pb->dtype);
     if (!kernel) {
         tkp_error_set(err, "cake (gpu): logits element type %d is not f32, bf16 or f16",
                       (int)pb->dtype);
@@ -264,7 +211,7 @@ extern "C" int cake_gpu_plan(const struct tkp_problem *pb, const void *opts, voi
     if (plan->chained) {
         /* the sort's shared memory is static; this only checks that the kernel loads */
         cudaFuncAttributes fa;
-        TKP_CUDA_TRY(cudaFuncGetAttributes(&fa, cake_topp_kernel), err);
+        TKP_CUDA_TRY(cudaFuncGetAttributes(&fa, ck512::cake_topp_kernel), err);
     }
     return TKP_OK;
 }
@@ -278,7 +225,7 @@ extern "C" int cake_gpu_run(const void *plan_in, const struct tkp_io *io, void *
     if (batch == 0)
         return TKP_OK;
     ck_args a;
-    const ck_kernel_t kernel = ck_kernel_for(plan->pb.dtype);
+    const ck_kernel_t kernel = ck_variant_of(plan->threads)->kernel_for(plan->pb.dtype);
     if (!kernel) {
         tkp_error_set(err, "cake (gpu): logits element type %d is not f32, bf16 or f16",
                       (int)plan->pb.dtype);
@@ -297,12 +244,13 @@ extern "C" int cake_gpu_run(const void *plan_in, const struct tkp_io *io, void *
                      : nullptr;
 
     TKP_CUDA_TRY(tkp_launch_cluster(kernel, (int)plan->cluster,
-                                    dim3((unsigned)(batch * plan->cluster)), dim3(CK_THREADS),
+                                    dim3((unsigned)(batch * plan->cluster)),
+                                    dim3((unsigned)plan->threads),
                                     plan->smem_bytes, (cudaStream_t)stream, a),
                  err);
     TKP_LAUNCH_CHECK(err);
     if (plan->chained)
-        TKP_CUDA_TRY(tkp_launch_dependent(cake_topp_kernel, dim3((unsigned)batch),
+        TKP_CUDA_TRY(tkp_launch_dependent(ck512::cake_topp_kernel, dim3((unsigned)batch),
                                           dim3(CK_THREADS), 0, (cudaStream_t)stream, a),
                      err);
     return TKP_OK;

@@ -143,31 +143,44 @@ __device__ __forceinline__ void ck_mark_and_draw(const ck_args &a, int64_t r, co
     }
 }
 
-/* Row r's top-p (fraction p), kept-mask ones and draws, by a CTA of NTH threads (2 NTH >= n):
- * slab holds the n slab entries sorted descending; incl (n words), wsum (NTH / 32) and *cnt
- * (zero) are shared scratch. The arithmetic of cake.c: exact uint64 prefix sums of tkp_weight,
- * tkp_topp_target, and per draw the binary search of its Philox value. */
+/* Row r's top-p (fraction p), kept-mask ones and draws, by a CTA of NTH threads
+ * (EPT NTH >= n, EPT = CK_SLAB / NTH entries a thread): slab holds the n slab entries sorted
+ * descending; incl (n words), wsum (NTH / 32) and *cnt (zero) are shared scratch. The
+ * arithmetic of cake.c: exact uint64 prefix sums of tkp_weight, tkp_topp_target, and per draw
+ * the binary search of its Philox value. */
 template <int NTH>
 __device__ void ck_finish(const ck_args &a, int64_t r, const ck_row_in &in, const u64 *slab,
                           uint32_t n, u64 *incl, u64 *wsum, uint32_t *cnt)
 {
-    const uint32_t t = threadIdx.x;
-    /* Inclusive fixed-point prefix of the slab: thread t owns entries 2t and 2t+1. */
+    constexpr int EPT = CK_SLAB / NTH > 2 ? CK_SLAB / NTH : 2;
+    const uint32_t t = threadIdx.x, j0 = EPT * t;
+    /* Inclusive fixed-point prefix of the slab: thread t owns entries EPT t .. EPT t + EPT - 1. */
     const float top = tkp_key_value((uint32_t)(slab[0] >> 32));
-    const uint32_t j0 = 2 * t, j1 = 2 * t + 1;
-    const u64 w0 = j0 < n ? ck_weight_of(slab[j0], top) : 0;
-    const u64 w1 = j1 < n ? ck_weight_of(slab[j1], top) : 0;
+    u64 w[EPT], sum = 0;
+#pragma unroll
+    for (int e = 0; e < EPT; e++) {
+        w[e] = j0 + e < n ? ck_weight_of(slab[j0 + e], top) : 0;
+        sum += w[e];
+    }
     u64 total;
-    const u64 before = tkp_block_excl_scan<NTH / 32>(w0 + w1, wsum, total);
-    if (j0 < n)
-        incl[j0] = before + w0;
-    if (j1 < n)
-        incl[j1] = before + w0 + w1;
+    u64 run = tkp_block_excl_scan<NTH / 32>(sum, wsum, total);
+#pragma unroll
+    for (int e = 0; e < EPT; e++) {
+        run += w[e];
+        if (j0 + e < n)
+            incl[j0 + e] = run;
+    }
     __syncthreads();
     const uint64_t thr = ck_minp_threshold(in);
     if (thr) { /* the same in every thread: min-p cuts the slab to its first n entries */
-        const uint32_t n_part = __syncthreads_count(j0 < n && w0 >= thr) +
-                                __syncthreads_count(j1 < n && w1 >= thr);
+        uint32_t mine = 0;
+#pragma unroll
+        for (int e = 0; e < EPT; e++)
+            mine += j0 + e < n && w[e] >= thr;
+        uint32_t n_part = 0; /* the sum of mine over the block: #threads with mine >= e, e = 1.. */
+#pragma unroll
+        for (int e = 1; e <= EPT; e++)
+            n_part += __syncthreads_count(mine >= (uint32_t)e);
         const float y = tkp_key_value((uint32_t)(slab[n - 1] >> 32));
         n = ck_minp_cut(a, in, n, n_part, y, top, thr,
                         [&] {
@@ -178,8 +191,10 @@ __device__ void ck_finish(const ck_args &a, int64_t r, const ck_row_in &in, cons
     const uint64_t target = tkp_topp_target(in.p, incl[n - 1]);
     /* kept = 1 + #{j in [1, n): incl[j-1] < target}; incl is non-decreasing, so this is the
      * CPU's walk. */
-    uint32_t c = (j0 >= 1 && j0 < n && incl[j0 - 1] < target) +
-                 (j1 < n && incl[j1 - 1] < target);
+    uint32_t c = 0;
+#pragma unroll
+    for (int e = 0; e < EPT; e++)
+        c += j0 + e >= 1 && j0 + e < n && incl[j0 + e - 1] < target;
     if (c)
         atomicAdd(cnt, c);
     __syncthreads();
@@ -358,21 +373,24 @@ static __device__ bool ck_mass_tail(const ck_args &a, int64_t r, const ck_row_in
             atomicAdd(&sm->tot[b], 1u);
         }
     __syncthreads();
-    /* Thread t owns buckets 4t .. 4t+3: suffix masses from the block's prefix scan. */
-    u64 own[4], sum = 0;
+    /* Thread t owns buckets BPT t .. BPT t + BPT - 1: suffix masses from the block's prefix
+     * scan. */
+    constexpr uint32_t BPT = CK_BUCKETS / CK_THREADS;
+    u64 own[BPT], sum = 0;
 #pragma unroll
-    for (int j = 0; j < 4; j++) {
-        own[j] = mass[4 * t + j];
+    for (uint32_t j = 0; j < BPT; j++) {
+        own[j] = mass[BPT * t + j];
         sum += own[j];
     }
     u64 total;
     const u64 before = tkp_block_excl_scan<CK_WARPS>(sum, sm->wsum, total);
     const uint64_t target = tkp_topp_target(in.p, total);
     u64 suffix = total - before - sum; /* the mass of the buckets above this thread's */
-    for (int j = 3; j >= 0; j--) {
+#pragma unroll
+    for (int j = (int)BPT - 1; j >= 0; j--) {
         suffix += own[j];
-        if (sm->tot[4 * t + j] > 0 && suffix >= target)
-            atomicMax(&sm->heavy_low, 4 * t + (uint32_t)j + 1);
+        if (sm->tot[BPT * t + j] > 0 && suffix >= target)
+            atomicMax(&sm->heavy_low, BPT * t + (uint32_t)j + 1);
     }
     __syncthreads();
     const uint32_t low = sm->heavy_low; /* B* + 1; 0: none (top-p off keeps all n) */

@@ -20,12 +20,15 @@
 
 namespace cg = cooperative_groups;
 
+#ifndef CK_THREADS /* cake_gpu_256.cu's variant sets these three (README "Two CTAs a SM") */
 #define CK_THREADS 512
+#define CK_CAP 16384      /* candidate list entries per CTA */
+#define CK_MIN_BLOCKS 1   /* CTAs a SM that __launch_bounds__ asks registers for */
+#endif
 #define CK_WARPS (CK_THREADS / 32)
 #define CK_BUCKETS 2048
 #define CK_SLAB 1024
-#define CK_GATHER 2048    /* entries rank 0 gathers and sorts (4 per thread in ck_sort_desc) */
-#define CK_CAP 16384      /* candidate list entries per CTA */
+#define CK_GATHER 2048    /* entries rank 0 gathers and sorts (ck_sort_desc) */
 #define CK_SAMPLE_PER_K 64 /* sampled keys per CTA: 2048 * clamp(ceil(64 k / 2048), 2, 4) */
 #define CK_SAMPLE_MAX 4    /* (8192 keys at most: measured a little faster than 16384) */
 #define CK_MIN_SLICE 2048 /* a cluster is not split finer than this many tokens per CTA */
