@@ -112,8 +112,8 @@ TEST(gpu_cake_forced_clusters_match_cpu)
     }
 }
 
-/* The variant of 256 threads a CTA (README.md, "Two CTAs a SM"), at every cluster size, on
- * every adversarial case: TKP_CAKE_THREADS=256 selects it. */
+/* The variant of 256 threads a CTA (algos/cake/README.md, "Two CTAs a SM"), at every cluster
+ * size, on every adversarial case: TKP_CAKE_THREADS=256 selects it. */
 TEST(gpu_cake_256_threads_match_cpu)
 {
     static const char *const sizes[] = { "", "16", "4", "1" };
