@@ -84,7 +84,7 @@ static int ck_env_threads(struct tkp_error *err)
         return CK_THREADS;
     char *end = nullptr;
     const long t = strtol(v, &end, 10);
-    if (*end || !ck_variant_of((int)t)) {
+    if (*end || t > 1024 || !ck_variant_of((int)t)) {
         tkp_error_set(err, "cake (gpu): TKP_CAKE_THREADS=%s: the variants have 512 or 256 "
                            "threads per CTA", v);
         return -1;

@@ -48,7 +48,7 @@ __device__ __forceinline__ uint32_t ck_warp_incl_suffix(uint32_t v)
 static __device__ void ck_find_bucket(const uint32_t *h, uint32_t nb, uint32_t take, ck_smem *sm)
 {
     const uint32_t t = threadIdx.x, lane = tkp_lane(), warp = t >> 5;
-    const uint32_t bpt = nb / CK_THREADS; /* 4 or 2 consecutive buckets per thread */
+    const uint32_t bpt = nb / CK_THREADS; /* consecutive buckets per thread (512: 4 or 2) */
     if (t == 0)
         sm->bucket = 0xFFFFFFFFu;
     uint32_t s = 0;

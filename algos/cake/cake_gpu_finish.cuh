@@ -41,7 +41,8 @@ __device__ __forceinline__ ck_row_in ck_row_in_load(const ck_args &a, int64_t r)
 }
 
 /* The same copied into shared memory `in` by one thread, asynchronously (gpu_async.cuh); k was
- * read already. It waits in ck_row_in_wait before a barrier that precedes every read. */
+ * read already. That thread waits for the copies (tkp_copy_async_wait_all) before the cluster
+ * barrier that precedes every read (cake_kernel, cake_gpu_kernels.cuh). */
 __device__ __forceinline__ void ck_row_in_fetch(const ck_args &a, int64_t r, int32_t k,
                                                 ck_row_in *in)
 {
@@ -126,7 +127,7 @@ __device__ __forceinline__ void ck_mark_and_draw(const ck_args &a, int64_t r, co
     if (a.io.samples) {
         int64_t *out = a.io.samples + r * (int64_t)a.draws;
         const uint64_t kept_total = incl[kept - 1];
-        /* the row's key from device memory (docs/SEMANTICS.md, "Sampling: two keying modes") */
+        /* the row's key (docs/SEMANTICS.md, "Sampling: two keying modes"), from `in` */
         const struct tkp_row_key rk = tkp_row_key_from(in.per_row, in.seed, in.offset, r);
         for (int32_t dr = (int32_t)t; dr < a.draws; dr += (int32_t)nth) {
             const uint64_t u = tkp_draw_target(rk.seed, rk.row, rk.offset, (uint32_t)dr, kept_total);

@@ -4,7 +4,7 @@
  * scan), cake_gpu_pass1.cuh (the streaming first pass and its histogram), cake_gpu_gather.cuh
  * (the radix passes on the candidates and the gathering into rank 0), cake_gpu_sort.cuh (the
  * bitonic sort), cake_gpu_finish.cuh (top-p, the mass tail, the kept mask and the draws);
- * cake_gpu.cu holds the kernels and the launcher. The warp primitives come from
+ * cake_gpu_kernels.cuh holds the kernels (per variant), cake_gpu.cu the launcher. The warp primitives come from
  * algos/common/gpu_warp.cuh, except the warp sums and maxima of 32-bit values, which stay on
  * the hardware __reduce_add_sync / __reduce_max_sync (one instruction; tkp_warp_sum and
  * tkp_warp_max are 5-round shuffle butterflies giving the same integers), and the two scans
@@ -29,13 +29,18 @@ namespace cg = cooperative_groups;
 #define CK_BUCKETS 2048
 #define CK_SLAB 1024
 #define CK_GATHER 2048    /* entries rank 0 gathers and sorts (ck_sort_desc) */
-#define CK_SAMPLE_PER_K 64 /* sampled keys per CTA: 2048 * clamp(ceil(64 k / 2048), 2, 4) */
+#define CK_SAMPLE_PER_K 64 /* sampled keys per CTA: 4T * clamp(ceil(64 k / 4T), 2, 4), T threads */
 #define CK_SAMPLE_MAX 4    /* (8192 keys at most: measured a little faster than 16384) */
 #define CK_MIN_SLICE 2048 /* a cluster is not split finer than this many tokens per CTA */
 #define CK_MIN_SLICE16 4096 /* ... and a 16-CTA (non-portable) cluster not finer than this */
 #define CK_MAXC 16        /* largest cluster (16 needs the non-portable cluster size) */
 #define CK_UNROLL 8       /* 16-byte loads in flight per thread in ck_stream and pass 1 */
-#define CK_STEP (CK_UNROLL * 4 * CK_THREADS) /* float32 tokens of one step of pass 1 (16384) */
+#define CK_STEP (CK_UNROLL * 4 * CK_THREADS) /* float32 tokens of a step of pass 1 (512: 16384) */
+
+/* What the code that spreads entries and buckets over the threads assumes of a variant. */
+static_assert(CK_THREADS % 32 == 0 && 4 * CK_THREADS >= 128, "whole warps, a warp's sort chunk");
+static_assert(CK_BUCKETS % CK_THREADS == 0 && 1024 % CK_THREADS == 0, "buckets a thread");
+static_assert(CK_SLAB % CK_THREADS == 0, "slab entries a thread (ck_finish)");
                     /* (a 16-bit step is twice that: 16-byte vectors of 8 values) */
 
 typedef unsigned long long u64;
