@@ -5,5 +5,5 @@
 -- batches; B = 1 and 128 show what the smaller CTA costs where nothing overlaps.
 sweep "cake_threads" {
     algos = "cake", dataset = "peers_s1", vocab = { 128256, 262144 },
-    batch = { 1, 128, 256, 512, 1024 }, k = 50, p = 0.9, dtype = { "f32", "bf16" },
+    batch = { 1024, 512, 256, 128, 1 }, k = 50, p = 0.9, dtype = { "f32", "bf16" },
 }
