@@ -30,14 +30,15 @@
  *     cake_gpu_finish.cuh, ck_minp_cut), top-p, kept mask, draws; or (topp_launch=chained)
  *     rank 0 leaves the gathered entries in the workspace and cake_topp_kernel, chained by
  *     programmatic dependent launch, does step 5 with the same code.
- * This file holds the kernels and the launcher; the device code is in the layers that
- * cake_gpu_types.cuh lists (README.md, "GPU source layout").
+ * This file holds the launcher; the kernels are in cake_gpu_kernels.cuh (one copy a variant:
+ * README.md, "Two CTAs a SM") and the device code in the layers that cake_gpu_types.cuh lists
+ * (README.md, "GPU source layout").
  *
  * cake_kernel is templated on the logits' element type E (algos/common/gpu_logits.cuh): bf16
  * and fp16 rows are read directly (16-byte vectors of eight) and converted exactly in
  * registers, so slab, kept set and samples are those of the float32 upcast bit for bit
- * (docs/SEMANTICS.md, "16-bit logits"); kernel_for (cake_gpu_kernels.cuh) is the one place that picks the
- * instantiation. cake_topp_kernel reads only the gathered keys (and a min-p row that its slab
+ * (docs/SEMANTICS.md, "16-bit logits"); kernel_for (cake_gpu_kernels.cuh) is the one place
+ * that picks the instantiation. cake_topp_kernel reads only the gathered keys (and a min-p row that its slab
  * does not settle, with a runtime switch on the type) and is not templated. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -151,7 +152,7 @@ static int ck_choose_cluster(const struct cake_gpu_plan *plan, int64_t batch, in
             tkp_cluster_leaves_half(c, batch, plan->sm_count);
     for (int c = 1; c <= CK_MAXC; c <<= 1)
         if (allowed[ck_cluster_index(c)] &&
-            ck_slice_of(vocab, c) <= (int64_t)CK_UNROLL * 4 * plan->threads) /* CK_STEP */
+            ck_slice_of(vocab, c) <= (int64_t)CK_STEP_OF(plan->threads))
             return c;
     for (int c = CK_MAXC; c >= 1; c >>= 1)
         if (allowed[ck_cluster_index(c)])

@@ -20,7 +20,8 @@ typedef void (*ck_kernel_t)(const ck_args);
 
 namespace CK_NS {
 
-template <class E> __global__ void __launch_bounds__(CK_THREADS, CK_MIN_BLOCKS) cake_kernel(const ck_args a)
+template <class E>
+__global__ void __launch_bounds__(CK_THREADS, CK_MIN_BLOCKS) cake_kernel(const ck_args a)
 {
     tkp_allow_dependents(); /* cake_topp_kernel (chained) may launch; it waits for this one */
     extern __shared__ __align__(16) unsigned char ck_raw[];

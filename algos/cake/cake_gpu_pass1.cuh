@@ -294,10 +294,10 @@ __device__ __forceinline__ void ck_tighten(const uint32_t *hist, uint32_t keff, 
  *
  * The vector body is streamed in steps of CK_UNROLL * CK_THREADS vectors (W * that tokens),
  * the next step's loads issued before the current step is processed. The first step, already
- * in registers, gives the sample: its first us4 * 4T values, T = CK_THREADS (us4 =
- * clamp(ceil(64 keff / 4T), 2, CK_SAMPLE_MAX); for 16-bit types rounded up to whole 8-value
- * vectors, us4 * 4T or 4T more) are counted by top digit in S = sm->hist[1] and T = the bucket of the sample's
- * keff-th largest key (0 when the sample holds fewer). Each step then counts in hist, and
+ * in registers, gives the sample: its first us4 * 4N values, N = CK_THREADS (us4 =
+ * clamp(ceil(64 keff / 4N), 2, CK_SAMPLE_MAX); for 16-bit types rounded up to whole 8-value
+ * vectors, us4 * 4N or 4N more) are counted by top digit in S = sm->hist[1] and T = the
+ * bucket of the sample's keff-th largest key (0 when the sample holds fewer). Each step then counts in hist, and
  * appends to the candidate list, its keys with top digit >= the current T (x >= fthr); after
  * 1, 2, 4, 8, ... steps hist is walked again: the bucket b of the keff-th largest key seen so
  * far replaces T when b > T (hist is exact on the buckets > T, which are all the walk reads

@@ -4,11 +4,11 @@
  * scan), cake_gpu_pass1.cuh (the streaming first pass and its histogram), cake_gpu_gather.cuh
  * (the radix passes on the candidates and the gathering into rank 0), cake_gpu_sort.cuh (the
  * bitonic sort), cake_gpu_finish.cuh (top-p, the mass tail, the kept mask and the draws);
- * cake_gpu_kernels.cuh holds the kernels (per variant), cake_gpu.cu the launcher. The warp primitives come from
- * algos/common/gpu_warp.cuh, except the warp sums and maxima of 32-bit values, which stay on
- * the hardware __reduce_add_sync / __reduce_max_sync (one instruction; tkp_warp_sum and
- * tkp_warp_max are 5-round shuffle butterflies giving the same integers), and the two scans
- * whose comments say why (ck_warp_incl_suffix, ck_finish_warp's). */
+ * cake_gpu_kernels.cuh holds the kernels (per variant), cake_gpu.cu the launcher. The warp
+ * primitives come from algos/common/gpu_warp.cuh, except the warp sums and maxima of 32-bit
+ * values, which stay on the hardware __reduce_add_sync / __reduce_max_sync (one instruction;
+ * tkp_warp_sum and tkp_warp_max are 5-round shuffle butterflies giving the same integers), and
+ * the two scans whose comments say why (ck_warp_incl_suffix, ck_finish_warp's). */
 #ifndef TKP_CAKE_GPU_TYPES_CUH
 #define TKP_CAKE_GPU_TYPES_CUH
 
@@ -29,13 +29,15 @@ namespace cg = cooperative_groups;
 #define CK_BUCKETS 2048
 #define CK_SLAB 1024
 #define CK_GATHER 2048    /* entries rank 0 gathers and sorts (ck_sort_desc) */
-#define CK_SAMPLE_PER_K 64 /* sampled keys per CTA: 4T * clamp(ceil(64 k / 4T), 2, 4), T threads */
+#define CK_SAMPLE_PER_K 64 /* sampled keys per CTA: 4N * clamp(ceil(64 k / 4N), 2, 4), N threads */
 #define CK_SAMPLE_MAX 4    /* (8192 keys at most: measured a little faster than 16384) */
 #define CK_MIN_SLICE 2048 /* a cluster is not split finer than this many tokens per CTA */
 #define CK_MIN_SLICE16 4096 /* ... and a 16-CTA (non-portable) cluster not finer than this */
 #define CK_MAXC 16        /* largest cluster (16 needs the non-portable cluster size) */
 #define CK_UNROLL 8       /* 16-byte loads in flight per thread in ck_stream and pass 1 */
-#define CK_STEP (CK_UNROLL * 4 * CK_THREADS) /* float32 tokens of a step of pass 1 (512: 16384) */
+/* float32 tokens of a step of pass 1 for CTAs of `threads` (512: 16384) */
+#define CK_STEP_OF(threads) (CK_UNROLL * 4 * (threads))
+#define CK_STEP CK_STEP_OF(CK_THREADS)
 
 /* What the code that spreads entries and buckets over the threads assumes of a variant. */
 static_assert(CK_THREADS % 32 == 0 && 4 * CK_THREADS >= 128, "whole warps, a warp's sort chunk");
