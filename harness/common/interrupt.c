@@ -108,7 +108,9 @@ void tkp_pause_point(const char *point)
         return;
     const int s = sig && *sig ? atoi(sig) : SIGTERM;
     fprintf(stderr, "topkp: pause point %s: signal %d\n", point, s);
-    const pid_t self = getpid(), top = main_pid > 0 ? main_pid : self;
+    const char *to_self = getenv("TKP_PAUSE_SELF");
+    const pid_t self = getpid();
+    const pid_t top = to_self && *to_self ? self : main_pid > 0 ? main_pid : self;
     kill(top, s);
     if (top != self)
         for (;;)

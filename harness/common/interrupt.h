@@ -22,7 +22,9 @@ void tkp_interrupt_call(void (*fn)(void));
 void tkp_interrupt_main(void);
 /* A pause point: when TKP_PAUSE_AT names `point`, send TKP_PAUSE_SIGNAL (a number; default
  * SIGTERM) to the main process, as a user's `kill` would. In a forked child (a guarded reader
- * or writer) the child then waits to be ended by its parent. Otherwise a no-op. */
+ * or writer) the child then waits to be ended by its parent. With TKP_PAUSE_SELF set the
+ * signal goes to the calling process instead (SIGSEGV there: a crash inside libhdf5 at that
+ * place). Otherwise a no-op. */
 void tkp_pause_point(const char *point);
 
 #endif

@@ -102,8 +102,12 @@ int tkp_guards_in_process(void)
 
 void tkp_read_guard_at(const char *path)
 {
-    if (at_page)
-        snprintf(at_page, AT_BYTES, "%s", path);
+    if (!at_page)
+        return;
+    snprintf(at_page, AT_BYTES, "%s", path);
+    const char *at = getenv("TKP_PAUSE_AT"); /* the pause point "reading:PATH" (interrupt.h) */
+    if (at && strncmp(at, "reading:", 8) == 0 && strcmp(at + 8, path) == 0)
+        tkp_pause_point(at);
 }
 
 /* The guarded child's end (status) as this function's return and err; `path` names the file. */

@@ -34,7 +34,8 @@ struct tkp_guard {
 };
 int tkp_run_guarded(const struct tkp_guard *g, const void *arg, FILE *out,
                     struct tkp_error *err, int *crashed);
-/* In a guarded child: `path` is the file now read (a no-op elsewhere). */
+/* In a guarded child: `path` is the file now read (a no-op elsewhere); also the pause point
+ * "reading:PATH" (interrupt.h), where the tests make a reader crash on one file. */
 void tkp_read_guard_at(const char *path);
 
 /* True when TKP_GUARDS_IN_PROCESS is set: readers and the config's time limit (lua_deadline.c)

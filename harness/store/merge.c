@@ -316,6 +316,55 @@ static int merge_in_child(const char *first, const void *arg, FILE *out, struct 
     return rc;
 }
 
+/* A guarded child reading one shard alone as merge reads it: its identity, /plan, every
+ * sweep's rows and every row's samples. */
+static int probe_shard(const char *path, const void *arg, FILE *out, struct tkp_error *err)
+{
+    (void)arg, (void)out;
+    struct merge_set m;
+    int rc = merge_open(&m, &path, 1, err);
+    for (size_t s = 0; rc == TKP_OK && s < m.n_sweeps; s++) {
+        struct tkp_cell_row *rows;
+        size_t n;
+        rc = merge_read_rows(&m.files[0], m.sweeps[s], &rows, &n, err);
+        for (size_t r = 0; rc == TKP_OK && r < n; r++) {
+            double *samples = read_samples(m.files[0].f, m.sweeps[s], &rows[r]);
+            if (!samples) {
+                tkp_error_set(err, "%s: /sweeps/%s/samples: cannot read the samples of cell %s",
+                              path, m.sweeps[s], rows[r].key);
+                rc = TKP_EINVAL;
+            }
+            free(samples);
+        }
+        free(rows);
+    }
+    merge_close(&m);
+    return rc;
+}
+
+/* The merging child crashed: libhdf5 may have damaged its memory reading one shard and
+ * crashed later, on another, so each shard is read again alone (probe_shard). err names the
+ * first that fails so; when none does, every shard. */
+static void name_the_crash(const struct tkp_merge_args *a, struct tkp_error *err)
+{
+    char why[sizeof err->msg];
+    snprintf(why, sizeof why, "%s", err->msg);
+    for (int i = 0; i < a->n_shards; i++) {
+        struct tkp_error alone = { 0 };
+        int crashed;
+        if (tkp_read_guarded(probe_shard, a->shards[i], NULL, stderr, &alone, &crashed)) {
+            tkp_error_set(err, "%s; not merged", alone.msg);
+            return;
+        }
+    }
+    char list[512] = "";
+    for (int i = 0, used = 0; i < a->n_shards && used < (int)sizeof list; i++)
+        used += snprintf(list + used, sizeof list - (size_t)used, "%s%s", i ? ", " : "",
+                         a->shards[i]);
+    tkp_error_set(err, "%s, and no shard crashes it read alone: one of %s is damaged; not merged",
+                  why, list);
+}
+
 int tkp_merge(const struct tkp_merge_args *a, struct tkp_error *err)
 {
     struct tkp_out o;
@@ -327,10 +376,7 @@ int tkp_merge(const struct tkp_merge_args *a, struct tkp_error *err)
     const struct tkp_guard g = { merge_in_child, a->shards, a->n_shards, 2 };
     int crashed;
     rc = tkp_run_guarded(&g, &job, stderr, err, &crashed);
-    if (crashed) {
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        tkp_error_set(err, "%s; not merged", why);
-    }
+    if (crashed)
+        name_the_crash(a, err);
     return tkp_out_finish(&o, rc, err);
 }

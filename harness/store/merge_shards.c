@@ -152,6 +152,7 @@ size_t merge_find(const struct merge_set *m, const char *sweep, const char *key)
 static int index_plan(struct merge_set *m, struct tkp_error *err)
 {
     const struct merge_file *f = &m->files[0];
+    tkp_read_guard_at(f->path);
     hid_t d = H5Dopen2(f->f, "/plan", H5P_DEFAULT), ft = d < 0 ? -1 : H5Dget_type(d);
     const hssize_t n = ft < 0 ? -1 : h5_rows_checked(d, H5Tget_size(ft));
     hid_t t = (hid_t)tkp_plan_entry_type();
@@ -223,6 +224,7 @@ int merge_open(struct merge_set *m, const char *const *paths, int n, struct tkp_
 void merge_close(struct merge_set *m)
 {
     for (int i = 0; m->files && i < m->n; i++) {
+        tkp_read_guard_at(m->files[i].path); /* closing reads what the cache still holds */
         if (m->files[i].f >= 0)
             H5Fclose(m->files[i].f);
         if (m->files[i].fd >= 0)
@@ -336,6 +338,7 @@ int merge_check(struct merge_set *m, struct tkp_error *err)
 {
     size_t doubled = 0;
     for (int fi = 0; fi < m->n; fi++) {
+        tkp_read_guard_at(m->files[fi].path);
         if (h5_exists(m->files[fi].f, "/sweeps")) {
             hid_t g = H5Gopen2(m->files[fi].f, "/sweeps", H5P_DEFAULT);
             doubled += H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, foreign_sweep, m) != 0;
