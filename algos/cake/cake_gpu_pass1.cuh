@@ -141,7 +141,8 @@ __device__ __forceinline__ void ck_put_cand(ck_smem *sm, uint32_t *hist, float x
 /* Load one block-wide step of the vector body v (elements of type E): x[u] = raw vector
  * base + t + u * CK_THREADS for u < CK_UNROLL (W elements each); a slot at or past nvec reads
  * NaN (never a candidate, never sampled) and, when ck_pass1_proc will count it (FULL, or its
- * slot is live), its W invalid counts are taken back from ninv in advance. */
+ * slot is live), its W invalid counts are taken back from ninv in advance. A step wholly
+ * inside the row (all but a streamed slice's last) loads without a test a slot. */
 template <class E, bool FULL>
 __device__ __forceinline__ void ck_load(typename E::vec16 (&x)[CK_UNROLL],
                                         const void *__restrict__ v, uint32_t nvec,
@@ -149,6 +150,12 @@ __device__ __forceinline__ void ck_load(typename E::vec16 (&x)[CK_UNROLL],
 {
     constexpr uint32_t W = (uint32_t)tkp_vec16_elems<E>();
     const void *mine = ck_elem<E>(v, W * (int64_t)(base + threadIdx.x)); /* vector u = 0 */
+    if (nvec - base >= CK_UNROLL * CK_THREADS) { /* block-uniform: every slot in the row */
+#pragma unroll
+        for (int u = 0; u < CK_UNROLL; u++)
+            x[u] = tkp_load16<E>(mine, W * u * CK_THREADS);
+        return;
+    }
 #pragma unroll
     for (int u = 0; u < CK_UNROLL; u++) {
         const uint32_t j = base + threadIdx.x + (uint32_t)u * CK_THREADS;
@@ -181,9 +188,13 @@ __device__ __forceinline__ void ck_sample(const typename E::vec16 (&x)[CK_UNROLL
 }
 
 /* Pass 1 on one loaded step x (the values at body + W * (base + t + u * CK_THREADS) + c).
- * Per value: a float compare, a select-add and a float add; one vote per step; the candidates
- * (a few per cent) are re-tested and appended after one tkp_warp_reserve per warp. Unless FULL
- * (a one-step slice), the slots that hold no vector are skipped (ck_slot_live). */
+ * Per vector: its maximum and its sum (tkp_vec16_max_sum: packed pairs for 16-bit types), and
+ * one bit of `hot` when the maximum reaches fthr; one vote per step. Only the vectors of a hot
+ * bit are compared value by value: their candidates (a few per cent of the values, fewer as
+ * the bound tightens) are counted, one tkp_warp_reserve per warp places them, and they are
+ * appended. A vector whose maximum is below fthr (or NaN: all of it NaN) holds no value >=
+ * fthr, so the candidates are those of a compare of every value. Unless FULL (a one-step
+ * slice), the slots that hold no vector are skipped (ck_slot_live). */
 template <class E, bool FULL>
 __device__ __forceinline__ void ck_pass1_proc(const typename E::vec16 (&x)[CK_UNROLL],
                                               uint32_t base, uint32_t body, uint32_t nvec,
@@ -192,25 +203,20 @@ __device__ __forceinline__ void ck_pass1_proc(const typename E::vec16 (&x)[CK_UN
 {
     constexpr int W = tkp_vec16_elems<E>();
     const uint32_t t = threadIdx.x;
-    uint32_t c = 0;
+    uint32_t hot = 0;
     float sum = 0.0f;
 #pragma unroll
     for (int u = 0; u < CK_UNROLL; u++) {
         if (!FULL && !ck_slot_live(base, u, nvec))
             break;
-#pragma unroll
-        for (int q = 0; q < W; q += 4) { /* four values at a time (float32: the whole vector) */
-            const float e0 = tkp_vec16_get<E>(x[u], q), e1 = tkp_vec16_get<E>(x[u], q + 1);
-            const float e2 = tkp_vec16_get<E>(x[u], q + 2), e3 = tkp_vec16_get<E>(x[u], q + 3);
-            c += (uint32_t)(e0 >= fthr) + (uint32_t)(e1 >= fthr) + (uint32_t)(e2 >= fthr) +
-                 (uint32_t)(e3 >= fthr);
-            sum += (e0 + e1) + (e2 + e3);
-        }
+        float max;
+        tkp_vec16_max_sum<E>(x[u], max, sum);
+        hot |= (uint32_t)(max >= fthr) << u;
     }
     /* A sum with a NaN or -inf term is NaN or -inf whatever the order (NaN propagates,
      * -inf + y is -inf or NaN), so a sum >= -FLT_MAX proves every value valid; otherwise
-     * (an invalid value, a NaN fill past the end, or finite values overflowing to -inf)
-     * count exactly (the fills were taken back at load time). */
+     * (an invalid value, a NaN fill past the end, or a sum overflowing to -inf) count
+     * exactly (the fills were taken back at load time). */
     if (!(sum >= -FLT_MAX)) {
 #pragma unroll
         for (int u = 0; u < CK_UNROLL; u++) {
@@ -224,20 +230,25 @@ __device__ __forceinline__ void ck_pass1_proc(const typename E::vec16 (&x)[CK_UN
                         (uint32_t)!(tkp_vec16_get_cold<E>(x[u], q + 3) >= -FLT_MAX);
         }
     }
-    if (__any_sync(kTkpFullWarp, c != 0)) {
+    if (__any_sync(kTkpFullWarp, hot != 0)) {
+        uint32_t c = 0;
+#pragma unroll
+        for (int u = 0; u < CK_UNROLL; u++)
+            if (hot & (1u << u))
+#pragma unroll
+                for (int e = 0; e < W; e++)
+                    c += (uint32_t)(tkp_vec16_get_cold<E>(x[u], e) >= fthr);
         uint32_t pos = tkp_warp_reserve(c, &sm->cand_n);
-        if (c) {
 #pragma unroll
-            for (int u = 0; u < CK_UNROLL; u++) {
-                if (!FULL && !ck_slot_live(base, u, nvec))
-                    break;
-                const uint32_t i = body + W * (base + t + (uint32_t)u * CK_THREADS);
+        for (int u = 0; u < CK_UNROLL; u++) {
+            if (!(hot & (1u << u)))
+                continue;
+            const uint32_t i = body + W * (base + t + (uint32_t)u * CK_THREADS);
 #pragma unroll
-                for (int e = 0; e < W; e++) {
-                    const float xe = tkp_vec16_get_cold<E>(x[u], e);
-                    if (xe >= fthr)
-                        ck_put_cand(sm, hist, xe, i + e, pos);
-                }
+            for (int e = 0; e < W; e++) {
+                const float xe = tkp_vec16_get_cold<E>(x[u], e);
+                if (xe >= fthr)
+                    ck_put_cand(sm, hist, xe, i + e, pos);
             }
         }
     }

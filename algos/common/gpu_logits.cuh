@@ -151,6 +151,52 @@ __device__ __forceinline__ float tkp_vec16_get_cold(const typename E::vec16 &v, 
     }
 }
 
+/* Two 16-bit pairs combined by one packed instruction: the larger of each pair's halves
+ * (max.bf16x2 / max.f16x2: where one half is a NaN the other is taken) or their rounded sum
+ * (add.rn.bf16x2 / add.rn.f16x2: IEEE, so a NaN or -inf term keeps the sum NaN or -inf). */
+template <class E> __device__ __forceinline__ uint32_t tkp_pair_max(uint32_t a, uint32_t b)
+{
+    uint32_t d;
+    if constexpr (E::dtype == TKP_BF16)
+        asm("max.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    else
+        asm("max.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+template <class E> __device__ __forceinline__ uint32_t tkp_pair_add(uint32_t a, uint32_t b)
+{
+    uint32_t d;
+    if constexpr (E::dtype == TKP_BF16)
+        asm("add.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    else
+        asm("add.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+
+/* The largest element of a raw vector as float32, *max (fmaxf's rule: a NaN only where every
+ * element is one), and *sum += the sum of its elements. For 16-bit types both run on packed
+ * pairs, three instructions for eight elements, and only the last pair is converted: the
+ * maximum is still the float32 maximum of the converted elements (the conversion is exact and
+ * keeps order), but the sum is rounded in 16-bit arithmetic and may overflow where a float32
+ * one would not. So the sum serves one test only: *sum >= -FLT_MAX proves every element
+ * valid (neither NaN nor -inf: each propagates through IEEE sums, and an overflow to -inf
+ * fails the test too, sending the caller to an exact count). For float32, *sum +=
+ * (x + y) + (z + w). */
+template <class E>
+__device__ __forceinline__ void tkp_vec16_max_sum(const typename E::vec16 &v, float &max,
+                                                  float &sum)
+{
+    if constexpr (sizeof(typename E::storage) == 4) {
+        max = fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w));
+        sum += (v.x + v.y) + (v.z + v.w);
+    } else {
+        const uint32_t m = tkp_pair_max<E>(tkp_pair_max<E>(v.x, v.y), tkp_pair_max<E>(v.z, v.w));
+        const uint32_t s = tkp_pair_add<E>(tkp_pair_add<E>(v.x, v.y), tkp_pair_add<E>(v.z, v.w));
+        max = fmaxf(E::to_f32((uint16_t)(m & 0xFFFFu)), E::to_f32((uint16_t)(m >> 16)));
+        sum += E::to_f32((uint16_t)(s & 0xFFFFu)) + E::to_f32((uint16_t)(s >> 16));
+    }
+}
+
 /* A raw vector whose every element is a quiet NaN (invalid, docs/SEMANTICS.md "Valid tokens
  * and special values"): the fill of a slot past a row's end. */
 template <class E> __device__ __forceinline__ typename E::vec16 tkp_vec16_nan(void)
