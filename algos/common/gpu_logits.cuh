@@ -135,8 +135,9 @@ template <class E> __device__ __forceinline__ float tkp_vec16_get(const typename
 /* tkp_vec16_get by another instruction sequence (for 16-bit types the half is moved with a
  * byte permute before the conversion): the same value, but one that the compiler does not
  * merge with tkp_vec16_get's. A rarely taken branch that re-reads the values of a vector
- * converted on the common path uses it, so the 4 raw registers stay live across that path
- * instead of the 8 converted floats. For float32 it is tkp_vec16_get. */
+ * uses it, so the 4 raw registers stay live across that path instead of 8 converted floats
+ * (cake's pass 1, which converts nothing on its common path, reads its candidates so). For
+ * float32 it is tkp_vec16_get. */
 template <class E>
 __device__ __forceinline__ float tkp_vec16_get_cold(const typename E::vec16 &v, int c)
 {

@@ -253,28 +253,30 @@ __device__ void store_small(Shared<THREADS> &sh, int n, uint32_t least, int n0, 
  * (the tokens at or above a bucket bound are a few per cent): the number of valid tokens and
  * the largest order key into vcount / kmax; the tokens >= fthr (tkp_key_floor of the bound;
  * NaN for none) counted in sh.hist by bucket and appended to the list sh.g_key / sh.g_idx
- * (one atomic per warp, sh.gcount counting past kGather on overflow). Per value: an add, a
- * compare and a max; the valid count is exact (a sum >= -FLT_MAX proves its terms valid:
- * NaN and -inf propagate; otherwise they are counted one by one). */
+ * (one atomic per warp, sh.gcount counting past kGather on overflow). Per four values: their
+ * maximum (kept in the row's maximum, and one bit of `hot` when it reaches fthr) and their sum;
+ * only the quads of a hot bit are compared value by value, counted and appended, in the same
+ * order as a compare of every value (a quad whose maximum is below fthr, or NaN, holds none).
+ * The valid count is exact (a sum >= -FLT_MAX proves its terms valid: NaN and -inf propagate;
+ * otherwise they are counted one by one). */
 template <class R>
 __device__ __forceinline__ void scan_fast(const R &row, float fthr, int from, uint32_t &vcount,
                                           uint32_t &kmax)
 {
     static_assert(!R::kCluster, "a cluster's slices go through the per-token scan");
     constexpr int kUnroll = R::kFastUnroll;
+    static_assert(kUnroll <= 32, "one bit a quad");
     auto &sh = row.sh;
     float vmax = -INFINITY;
     row.template each_tile<kUnroll>([&](const float (&v)[kUnroll][4], int l0) {
         float sum = 0.0f;
-        unsigned c = 0;
+        uint32_t hot = 0;
 #pragma unroll
         for (int u = 0; u < kUnroll; u++) {
             sum += (v[u][0] + v[u][1]) + (v[u][2] + v[u][3]);
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                c += v[u][j] >= fthr;
-                vmax = fmaxf(vmax, v[u][j]);
-            }
+            const float m = fmaxf(fmaxf(v[u][0], v[u][1]), fmaxf(v[u][2], v[u][3]));
+            vmax = fmaxf(vmax, m);
+            hot |= (uint32_t)(m >= fthr) << u;
         }
         if (sum >= -FLT_MAX) {
             vcount += 4 * kUnroll;
@@ -285,10 +287,19 @@ __device__ __forceinline__ void scan_fast(const R &row, float fthr, int from, ui
                 for (int j = 0; j < 4; j++)
                     vcount += v[u][j] >= -FLT_MAX;
         }
-        if (__any_sync(kTkpFullWarp, c != 0)) {
-            unsigned slot = tkp_warp_reserve(c, &sh.gcount);
+        if (__any_sync(kTkpFullWarp, hot != 0)) {
+            unsigned c = 0;
 #pragma unroll
             for (int u = 0; u < kUnroll; u++)
+                if (hot & (1u << u))
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+                        c += v[u][j] >= fthr;
+            unsigned slot = tkp_warp_reserve(c, &sh.gcount);
+#pragma unroll
+            for (int u = 0; u < kUnroll; u++) {
+                if (!(hot & (1u << u)))
+                    continue;
 #pragma unroll
                 for (int j = 0; j < 4; j++)
                     if (v[u][j] >= fthr) {
@@ -300,6 +311,7 @@ __device__ __forceinline__ void scan_fast(const R &row, float fthr, int from, ui
                         }
                         slot++;
                     }
+            }
         }
     }, from);
     const uint32_t kv = tkp_order_key(vmax); /* NaN (nothing valid seen) and -inf: 0 */
