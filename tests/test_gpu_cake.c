@@ -14,6 +14,7 @@
 
 #include "../algos/common/prob.h"
 #include "gpu.h"
+#include "logits_file.h"
 #include "cases.h"
 #include "test.h"
 
@@ -241,8 +242,11 @@ TEST(gpu_cake_mixed_rows_match_cpu)
     }
 }
 
-/* Rows that break the sampled candidate bound or force the index-ordered tie collect. */
-enum hard { H_EQUAL, H_RAMP_UP, H_COARSE, H_FEW_VALID, H_NAN_INF, H_TIE_AT_K, H_COUNT };
+/* Rows that break the sampled candidate bound or force the index-ordered tie collect, and
+ * rows of huge magnitudes whose sums overflow (pass 1's validity test adds values: in fp16
+ * pairs, 30000 + 40000 is +inf, and +inf meets -inf in NaN), with -inf, NaN and +inf among
+ * them. */
+enum hard { H_EQUAL, H_RAMP_UP, H_COARSE, H_FEW_VALID, H_NAN_INF, H_TIE_AT_K, H_HUGE, H_COUNT };
 
 static void fill_hard(float *x, int64_t vocab, enum hard h, uint64_t *s)
 {
@@ -259,18 +263,30 @@ static void fill_hard(float *x, int64_t vocab, enum hard h, uint64_t *s)
             x[i] = u % 997 == 0 ? INFINITY : (u % 7 == 0 ? NAN : (u % 11 == 0 ? -INFINITY : g));
             break;
         case H_TIE_AT_K: x[i] = i % 1000 == 999 ? 3.0f : (u % 3 == 0 ? 1.0f : g - 5.0f); break;
+        case H_HUGE: /* +-[30000, 65000] (sums overflow fp16 both ways); rare -inf, NaN, +inf */
+            x[i] = u % 499 == 0 ? -INFINITY : u % 503 == 0 ? NAN : u % 4999 == 0 ? INFINITY
+                 : (u % 3 == 0 ? -1.0f : 1.0f) * (30000.0f + (float)(u % 35001));
+            break;
         default: break;
         }
     }
 }
 
-static void hard_rows(void);
+static void hard_rows_of(enum tkp_dtype t);
+static void hard_rows(void) { hard_rows_of(TKP_F32); }
 
 TEST(gpu_cake_hard_rows_match_cpu) { hard_rows(); }
 
 TEST(gpu_cake_hard_rows_match_cpu_chained) { with_chained(hard_rows); }
 
-static void hard_rows(void)
+/* The same rows rounded to bf16 and fp16 (fp16's largest finite value is 65504). */
+TEST(gpu_cake_16bit_hard_rows_match_cpu)
+{
+    hard_rows_of(TKP_BF16);
+    hard_rows_of(TKP_F16);
+}
+
+static void hard_rows_of(enum tkp_dtype t)
 {
     if (!tkp_gpu_present()) {
         test_skip("no GPU");
@@ -278,8 +294,8 @@ static void hard_rows(void)
     }
     static const int32_t ks[] = { 1, 7, 50, 333, 1000, 1024 };
     static const float ps[] = { 0.9f, 1.0f, 0.5f, 0.99f, 0.9f, 1e-7f };
-    /* 6 rows: clusters of 16 CTAs where the device runs them (else 8); 12 rows: 8; 36: 2 (or
-     * 4); 168: 1 CTA per row, several waves */
+    /* H_COUNT rows: clusters of 16 CTAs where the device runs them (else 8); 12 rows: 8;
+     * 6 H_COUNT: 2 (or 4); 28 H_COUNT: 1 CTA per row, several waves */
     static const int64_t batches[] = { H_COUNT, 12, 6 * H_COUNT, 6 * H_COUNT * 28 / 6 };
     static const int64_t vocabs[] = { 262144, 50001 };
     for (int bi = 0; bi < 4 && !test_failed(); bi++)
@@ -294,7 +310,12 @@ static void hard_rows(void)
                 b.k[r] = ks[r % 6];
                 b.p[r] = ps[r % 6];
             }
-            check_cpu_equals_gpu(&b, "hard rows", (uint64_t)(bi * 2 + vi));
+            struct tkp_error err = { "" };
+            if (t != TKP_F32 && tkp_batch_to_dtype(&b, t, &err) != TKP_OK)
+                test_fail(__FILE__, __LINE__, "%s", err.msg);
+            else
+                check_cpu_equals_gpu(&b, t == TKP_F32 ? "hard rows" : tkp_dtype_name(t),
+                                     (uint64_t)(bi * 2 + vi));
             free_batch(&b);
         }
 }
