@@ -128,4 +128,19 @@ def test_the_documented_differences_hold():
     probs = torch.tensor([[a, np.nextafter(a, np.float32(1))]])
     assert flashinfer.top_k_renorm_probs(probs, 1).tolist() == [[1.0, 0.0]]
     zero = torch.tensor([[0.0, 0.0, 0.0]])
-    assert flashinfer.top_k_top_p_sampling_from_probs(zero, 2, 0.9, seed=0).tolist() == [-1]
+    s, valid = flashinfer.top_k_top_p_sampling_from_probs(zero, 2, 0.9, seed=0, return_valid=True)
+    assert s.tolist() == [2] and valid.tolist() == [False]  # FlashInfer's fallback: the last index
+
+
+def test_flashinfer_rows_with_nothing_to_draw_get_the_last_index():
+    """A poisoned row (all NaN, all -inf, everything masked) draws vocab - 1, as FlashInfer's
+    kernels fall back to; its neighbours draw as they would alone."""
+    x = torch.from_numpy(logits(batch=6, vocab=64, seed=5)) * 5
+    x[0], x[1], x[2] = float("nan"), float("-inf"), float("inf")
+    for k, p in ((50, 1.0), (64, 0.9), (50, 0.9)):
+        s = flashinfer.top_k_top_p_sampling_from_logits(x, k, p, seed=4,
+                                                         indices=torch.arange(6))
+        assert s.dtype == torch.int64 and bool(((s >= 0) & (s < 64)).all())
+        assert s[0].item() == 63 and s[1].item() == 63
+        want = topkp.sample(x, k=k, p=p, seed=4)[:, 0]
+        assert want[:2].tolist() == [-1, -1] and torch.equal(s[2:], want[2:])

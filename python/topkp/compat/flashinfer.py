@@ -4,7 +4,9 @@ probabilities and masked logits as new tensors of the input's dtype, a top_k / t
 a scalar or a [B] tensor (a 0-d, 2-D or wrongly sized one is a ValueError, as there).
 filter_apply_order "top_k_first" is topkp's order; "joint" keeps the tokens that both filters
 keep on the whole row, then draws from them. Every kernel is deterministic (`deterministic`
-has no effect). Probability inputs follow docs/SEMANTICS.md, "Probabilities". Seeds: an int
+has no effect). A row with nothing to draw gets the last index, as FlashInfer's kernels give
+(docs/PYTHON.md, "Where the semantics differ"). Probability inputs follow docs/SEMANTICS.md,
+"Probabilities". Seeds: an int
 seed and offset key the batch; [B] (or [1]) int64 tensors key each row (per-row keying,
 docs/SEMANTICS.md, "Sampling: two keying modes"); without them the generator's key
 (docs/PYTHON.md, "Seeds and offsets"), a CUDA generator's offset advanced by B * 32 rounded up
@@ -52,7 +54,12 @@ def _key_rows(value, batch, device):
     return None, value.to(device=device, dtype=torch.int64).expand(batch).contiguous()
 
 
+def _samples_dtype(indices):
+    return indices.dtype if indices is not None else torch.int32
+
+
 def _sample(logits, top_k, top_p, indices, order, generator, seed, offset, algo):
+    """topkp's one draw a row (int64, -1 where nothing can be drawn)."""
     if order not in ("top_k_first", "joint"):
         raise ValueError(f"Invalid filter_apply_order: {order}")
     if indices is not None:
@@ -68,7 +75,15 @@ def _sample(logits, top_k, top_p, indices, order, generator, seed, offset, algo)
         s, o = generator_key(logits, b * 32, generator)
     out = sample(logits, k=top_k, p=top_p, seeds=seeds, offsets=offsets, algo=algo,
                  seed=s or 0, offset=o or 0, draws=1)
-    return out[:, 0].to(indices.dtype if indices is not None else torch.int32)
+    return out[:, 0]
+
+
+def _as_flashinfer(drawn, vocab, dtype):
+    """topkp's draws as FlashInfer returns them: a row with nothing to draw (topkp's -1: no
+    valid token, or none kept) gets the last index, vocab - 1, as FlashInfer's kernels fall
+    back to it, so a sample always indexes the vocabulary (docs/PYTHON.md, "Where the
+    semantics differ")."""
+    return torch.where(drawn >= 0, drawn, torch.full_like(drawn, vocab - 1)).to(dtype)
 
 
 def top_k_top_p_sampling_from_logits(
@@ -78,8 +93,9 @@ def top_k_top_p_sampling_from_logits(
         check_nan: bool = False, seed=None, offset=None, algo: Optional[str] = None):
     if check_nan and bool(torch.isnan(logits).any()):
         raise ValueError("Input logits contains NaN.")
-    return _sample(logits, top_k, top_p, indices, filter_apply_order, generator, seed, offset,
-                   algo)
+    drawn = _sample(logits, top_k, top_p, indices, filter_apply_order, generator, seed, offset,
+                    algo)
+    return _as_flashinfer(drawn, logits.shape[-1], _samples_dtype(indices))
 
 
 def top_k_top_p_sampling_from_probs(
@@ -88,9 +104,10 @@ def top_k_top_p_sampling_from_probs(
         deterministic: bool = True, generator: Optional[torch.Generator] = None,
         check_nan: bool = False, seed=None, offset=None, return_valid: bool = False,
         algo: Optional[str] = None):
-    samples = _sample(_probs_logits(probs, check_nan), top_k, top_p, indices,
-                      filter_apply_order, generator, seed, offset, algo)
-    return (samples, samples >= 0) if return_valid else samples
+    drawn = _sample(_probs_logits(probs, check_nan), top_k, top_p, indices,
+                    filter_apply_order, generator, seed, offset, algo)
+    samples = _as_flashinfer(drawn, probs.shape[-1], _samples_dtype(indices))
+    return (samples, drawn >= 0) if return_valid else samples
 
 
 def _renorm(probs, **filters):
