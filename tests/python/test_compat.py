@@ -129,18 +129,69 @@ def test_the_documented_differences_hold():
     assert flashinfer.top_k_renorm_probs(probs, 1).tolist() == [[1.0, 0.0]]
     zero = torch.tensor([[0.0, 0.0, 0.0]])
     s, valid = flashinfer.top_k_top_p_sampling_from_probs(zero, 2, 0.9, seed=0, return_valid=True)
-    assert s.tolist() == [2] and valid.tolist() == [False]  # FlashInfer's fallback: the last index
+    assert s.tolist() == [0] and valid.tolist() == [False]  # FlashInfer's answer there
 
 
-def test_flashinfer_rows_with_nothing_to_draw_get_the_last_index():
-    """A poisoned row (all NaN, all -inf, everything masked) draws vocab - 1, as FlashInfer's
-    kernels fall back to; its neighbours draw as they would alone."""
+def test_flashinfer_rows_with_nothing_to_draw_get_0_and_not_valid():
+    """A poisoned row (all NaN, all -inf) draws 0 with valid False, as FlashInfer's kernels
+    write; the rows beside it draw what topkp draws."""
     x = torch.from_numpy(logits(batch=6, vocab=64, seed=5)) * 5
     x[0], x[1], x[2] = float("nan"), float("-inf"), float("inf")
+    probs = torch.softmax(x, dim=-1)  # row 2, all +inf, is NaN there
+    probs[0], probs[1] = float("nan"), 0.0
     for k, p in ((50, 1.0), (64, 0.9), (50, 0.9)):
         s = flashinfer.top_k_top_p_sampling_from_logits(x, k, p, seed=4,
                                                          indices=torch.arange(6))
-        assert s.dtype == torch.int64 and bool(((s >= 0) & (s < 64)).all())
-        assert s[0].item() == 63 and s[1].item() == 63
         want = topkp.sample(x, k=k, p=p, seed=4)[:, 0]
+        assert s.dtype == torch.int64 and s[:2].tolist() == [0, 0]
         assert want[:2].tolist() == [-1, -1] and torch.equal(s[2:], want[2:])
+    samplers = [lambda q, **kw: flashinfer.sampling_from_probs(q, **kw),
+                lambda q, **kw: flashinfer.top_k_sampling_from_probs(q, 5, **kw),
+                lambda q, **kw: flashinfer.top_p_sampling_from_probs(q, 0.9, **kw),
+                lambda q, **kw: flashinfer.min_p_sampling_from_probs(q, 0.1, **kw),
+                lambda q, **kw: flashinfer.top_k_top_p_sampling_from_probs(q, 5, 0.9, **kw)]
+    for draw in samplers:
+        s, valid = draw(probs, seed=2, return_valid=True)
+        assert s.dtype == torch.int32 and s[:3].tolist() == [0, 0, 0]
+        assert valid.tolist() == [False] * 3 + [True] * 3
+
+
+def test_flashinfer_single_filter_samplers_draw_from_their_kept_sets():
+    """sampling_from_* (no filter), top_k_ / top_p_ / min_p_sampling_from_probs: topkp's draws
+    with that one filter, FlashInfer's dtypes and return_valid."""
+    probs = torch.softmax(X, dim=-1)
+    lp = torch.log(probs)
+    cases = [(flashinfer.sampling_from_probs(probs, seed=9), {}),
+             (flashinfer.top_k_sampling_from_probs(probs, 3, seed=9), {"k": 3}),
+             (flashinfer.top_p_sampling_from_probs(probs, torch.full((4,), 0.5), seed=9),
+              {"p": 0.5}),
+             (flashinfer.min_p_sampling_from_probs(probs, 0.2, seed=9), {"min_p": 0.2})]
+    for got, filt in cases:
+        assert got.shape == (4,) and got.dtype == torch.int32
+        assert torch.equal(got.long(), topkp.sample(lp, seed=9, **filt)[:, 0]), filt
+        kept = topkp.top_k_top_p_mask(lp, **filt) if filt else torch.isfinite(lp)
+        assert bool(kept.gather(1, got.long()[:, None]).all()), filt
+    s = flashinfer.sampling_from_logits(X, seed=9, indices=torch.tensor([1, 1, 2]))
+    assert s.dtype == torch.int64 and torch.equal(s, topkp.sample(X[[1, 1, 2]], seed=9)[:, 0])
+    with pytest.raises(ValueError, match="min_p"):
+        flashinfer.min_p_sampling_from_probs(probs, torch.full((3,), 0.1))
+
+
+def test_flashinfer_one_element_seed_keys_the_batch():
+    """A [1] seed or offset is the int's batch keying (FlashInfer reads one-element tensors so);
+    a [B] one keys each row."""
+    one = flashinfer.top_k_top_p_sampling_from_logits(X, 20, 0.9, seed=torch.tensor([11]),
+                                                       offset=torch.tensor([4]))
+    assert torch.equal(one, flashinfer.top_k_top_p_sampling_from_logits(X, 20, 0.9, seed=11,
+                                                                          offset=4))
+    rows = flashinfer.top_k_top_p_sampling_from_logits(X, 20, 0.9, seed=torch.full((4,), 11),
+                                                        offset=4)
+    assert torch.equal(rows.long(), topkp.sample(X, k=20, p=0.9, seeds=torch.full((4,), 11),
+                                                 offsets=torch.full((4,), 4))[:, 0])
+
+
+def test_flashinfer_softmax_is_torchs_with_temperature():
+    t = torch.tensor([0.5, 1.0, 2.0, 4.0])
+    assert torch.allclose(flashinfer.softmax(X), torch.softmax(X, -1))
+    assert torch.allclose(flashinfer.softmax(X, temperature=0.7), torch.softmax(X / 0.7, -1))
+    assert torch.allclose(flashinfer.softmax(X, temperature=t), torch.softmax(X / t[:, None], -1))

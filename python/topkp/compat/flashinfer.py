@@ -1,13 +1,15 @@
 """topkp.compat.flashinfer — FlashInfer's sampling calls (flashinfer/sampling.py) with their
-signatures, dtypes and return types: samples int32 [B] (or the dtype of `indices`), renormed
+signatures, dtypes and return types: the samplers with two filters, one (top_k, top_p, min_p)
+or none, over probabilities or logits, with return_valid where FlashInfer has it; samples
+int32 [B] (or the dtype of `indices`), renormed
 probabilities and masked logits as new tensors of the input's dtype, a top_k / top_p that is
 a scalar or a [B] tensor (a 0-d, 2-D or wrongly sized one is a ValueError, as there).
 filter_apply_order "top_k_first" is topkp's order; "joint" keeps the tokens that both filters
 keep on the whole row, then draws from them. Every kernel is deterministic (`deterministic`
-has no effect). A row with nothing to draw gets the last index, as FlashInfer's kernels give
+has no effect). A row with nothing to draw gets 0, not valid, as FlashInfer's kernels give
 (docs/PYTHON.md, "Where the semantics differ"). Probability inputs follow docs/SEMANTICS.md,
-"Probabilities". Seeds: an int
-seed and offset key the batch; [B] (or [1]) int64 tensors key each row (per-row keying,
+"Probabilities". Seeds: an int (or a [1] tensor) seed and offset key the batch; [B] int64
+tensors key each row (per-row keying,
 docs/SEMANTICS.md, "Sampling: two keying modes"); without them the generator's key
 (docs/PYTHON.md, "Seeds and offsets"), a CUDA generator's offset advanced by B * 32 rounded up
 to 4, as FlashInfer advances it."""
@@ -18,7 +20,7 @@ import torch
 from .. import TopkpError, sample, top_k_top_p_mask
 from .._torch import generator_key
 
-_PARAM_DTYPES = {"top_k": torch.int32, "top_p": torch.float32}
+_PARAM_DTYPES = {"top_k": torch.int32, "top_p": torch.float32, "min_p": torch.float32}
 
 
 def _param(value, batch, name):
@@ -45,45 +47,57 @@ def _probs_logits(probs, check_nan):
 
 
 def _key_rows(value, batch, device):
-    """A seed or offset: an int (batch keying) or a [1] / [B] tensor (one per row)."""
+    """A seed or offset: an int or a [1] tensor (batch keying, as FlashInfer reads a
+    one-element tensor), or a [B] tensor (one per row)."""
     if value is None or not isinstance(value, torch.Tensor):
         return value, None
     if value.dim() != 1 or value.shape[0] not in (1, batch):
         raise TopkpError(2, f"seed/offset tensor of shape {tuple(value.shape)}: expected (1,) "
                             f"or ({batch},)")
-    return None, value.to(device=device, dtype=torch.int64).expand(batch).contiguous()
+    if value.shape[0] == 1:
+        return int(value.reshape(()).item()), None
+    return None, value.to(device=device, dtype=torch.int64).contiguous()
 
 
-def _samples_dtype(indices):
-    return indices.dtype if indices is not None else torch.int32
-
-
-def _sample(logits, top_k, top_p, indices, order, generator, seed, offset, algo):
-    """topkp's one draw a row (int64, -1 where nothing can be drawn)."""
+def _sample(logits, indices, generator, seed, offset, algo, order="top_k_first", **filters):
+    """topkp's one draw a row (int64, -1 where nothing can be drawn); filters: top_k, top_p,
+    min_p (scalars or [B] tensors, FlashInfer's refusals)."""
     if order not in ("top_k_first", "joint"):
         raise ValueError(f"Invalid filter_apply_order: {order}")
     if indices is not None:
         logits = logits.index_select(0, indices.to(torch.long))
     b = logits.shape[0]
-    top_k, top_p = _param(top_k, b, "top_k"), _param(top_p, b, "top_p")
+    f = {n: _param(v, b, n) for n, v in filters.items()}
+    k, p, min_p = f.get("top_k"), f.get("top_p"), f.get("min_p")
     if order == "joint":  # each filter on the whole row; draw from what both keep
-        both = top_k_top_p_mask(logits, k=top_k) & top_k_top_p_mask(logits, p=top_p)
-        logits, top_k, top_p = logits.float().masked_fill(~both, float("-inf")), None, None
+        both = top_k_top_p_mask(logits, k=k) & top_k_top_p_mask(logits, p=p)
+        logits, k, p = logits.float().masked_fill(~both, float("-inf")), None, None
     s, seeds = _key_rows(seed, b, logits.device)
     o, offsets = _key_rows(offset, b, logits.device)
     if seed is None and offset is None:
         s, o = generator_key(logits, b * 32, generator)
-    out = sample(logits, k=top_k, p=top_p, seeds=seeds, offsets=offsets, algo=algo,
+    out = sample(logits, k=k, p=p, min_p=min_p, seeds=seeds, offsets=offsets, algo=algo,
                  seed=s or 0, offset=o or 0, draws=1)
     return out[:, 0]
 
 
-def _as_flashinfer(drawn, vocab, dtype):
-    """topkp's draws as FlashInfer returns them: a row with nothing to draw (topkp's -1: no
-    valid token, or none kept) gets the last index, vocab - 1, as FlashInfer's kernels fall
-    back to it, so a sample always indexes the vocabulary (docs/PYTHON.md, "Where the
-    semantics differ")."""
-    return torch.where(drawn >= 0, drawn, torch.full_like(drawn, vocab - 1)).to(dtype)
+def _from_logits(logits, indices, check_nan, generator, seed, offset, algo, **filters):
+    """A sampler over logits: FlashInfer's samples (int32, or the dtype of `indices`); a row
+    with nothing to draw (topkp's -1: no valid token, or none kept) gets 0, as FlashInfer's
+    kernels write there (docs/PYTHON.md, "Where the semantics differ")."""
+    if check_nan and bool(torch.isnan(logits).any()):
+        raise ValueError("Input logits contains NaN.")
+    drawn = _sample(logits, indices, generator, seed, offset, algo, **filters)
+    dtype = indices.dtype if indices is not None else torch.int32
+    return drawn.clamp(min=0).to(dtype), drawn >= 0
+
+
+def _from_probs(probs, indices, check_nan, generator, seed, offset, return_valid, algo,
+                **filters):
+    """A sampler over probabilities; with return_valid, (samples, valid) as FlashInfer's."""
+    samples, valid = _from_logits(_probs_logits(probs, check_nan), indices, False, generator,
+                                  seed, offset, algo, **filters)
+    return (samples, valid) if return_valid else samples
 
 
 def top_k_top_p_sampling_from_logits(
@@ -91,11 +105,8 @@ def top_k_top_p_sampling_from_logits(
         indices: Optional[torch.Tensor] = None, filter_apply_order: str = "top_k_first",
         deterministic: bool = True, generator: Optional[torch.Generator] = None,
         check_nan: bool = False, seed=None, offset=None, algo: Optional[str] = None):
-    if check_nan and bool(torch.isnan(logits).any()):
-        raise ValueError("Input logits contains NaN.")
-    drawn = _sample(logits, top_k, top_p, indices, filter_apply_order, generator, seed, offset,
-                    algo)
-    return _as_flashinfer(drawn, logits.shape[-1], _samples_dtype(indices))
+    return _from_logits(logits, indices, check_nan, generator, seed, offset, algo,
+                        order=filter_apply_order, top_k=top_k, top_p=top_p)[0]
 
 
 def top_k_top_p_sampling_from_probs(
@@ -104,10 +115,60 @@ def top_k_top_p_sampling_from_probs(
         deterministic: bool = True, generator: Optional[torch.Generator] = None,
         check_nan: bool = False, seed=None, offset=None, return_valid: bool = False,
         algo: Optional[str] = None):
-    drawn = _sample(_probs_logits(probs, check_nan), top_k, top_p, indices,
-                    filter_apply_order, generator, seed, offset, algo)
-    samples = _as_flashinfer(drawn, probs.shape[-1], _samples_dtype(indices))
-    return (samples, drawn >= 0) if return_valid else samples
+    return _from_probs(probs, indices, check_nan, generator, seed, offset, return_valid, algo,
+                       order=filter_apply_order, top_k=top_k, top_p=top_p)
+
+
+def sampling_from_logits(logits: torch.Tensor, indices: Optional[torch.Tensor] = None,
+                         deterministic: bool = True, generator: Optional[torch.Generator] = None,
+                         check_nan: bool = False, seed=None, offset=None,
+                         algo: Optional[str] = None):
+    return _from_logits(logits, indices, check_nan, generator, seed, offset, algo)[0]
+
+
+def sampling_from_probs(probs: torch.Tensor, indices: Optional[torch.Tensor] = None,
+                        deterministic: bool = True, generator: Optional[torch.Generator] = None,
+                        check_nan: bool = False, seed=None, offset=None,
+                        return_valid: bool = False, algo: Optional[str] = None):
+    return _from_probs(probs, indices, check_nan, generator, seed, offset, return_valid, algo)
+
+
+def top_k_sampling_from_probs(probs: torch.Tensor, top_k: Union[torch.Tensor, int],
+                              indices: Optional[torch.Tensor] = None, deterministic: bool = True,
+                              generator: Optional[torch.Generator] = None,
+                              check_nan: bool = False, seed=None, offset=None,
+                              return_valid: bool = False, algo: Optional[str] = None):
+    return _from_probs(probs, indices, check_nan, generator, seed, offset, return_valid, algo,
+                       top_k=top_k)
+
+
+def top_p_sampling_from_probs(probs: torch.Tensor, top_p: Union[torch.Tensor, float],
+                              indices: Optional[torch.Tensor] = None, deterministic: bool = True,
+                              generator: Optional[torch.Generator] = None,
+                              check_nan: bool = False, seed=None, offset=None,
+                              return_valid: bool = False, algo: Optional[str] = None):
+    return _from_probs(probs, indices, check_nan, generator, seed, offset, return_valid, algo,
+                       top_p=top_p)
+
+
+def min_p_sampling_from_probs(probs: torch.Tensor, min_p: Union[torch.Tensor, float],
+                              indices: Optional[torch.Tensor] = None, deterministic: bool = True,
+                              generator: Optional[torch.Generator] = None,
+                              check_nan: bool = False, seed=None, offset=None,
+                              return_valid: bool = False, algo: Optional[str] = None):
+    return _from_probs(probs, indices, check_nan, generator, seed, offset, return_valid, algo,
+                       min_p=min_p)
+
+
+def softmax(logits: torch.Tensor, temperature=None, enable_pdl=None) -> torch.Tensor:
+    """FlashInfer's softmax: float32 probabilities of logits / temperature (a scalar or one per
+    row); not topkp's own work, for the code that calls it beside the samplers."""
+    x = logits.float()
+    if isinstance(temperature, torch.Tensor):
+        x = x / temperature.to(device=x.device, dtype=torch.float32).reshape(-1, 1)
+    elif temperature is not None:
+        x = x / float(temperature)
+    return torch.softmax(x, dim=-1)
 
 
 def _renorm(probs, **filters):
