@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 from topkp.compat import flashinfer, vllm  # noqa: E402
 
 X = torch.from_numpy(logits(batch=4, vocab=64, seed=21))
+LX = torch.log(torch.softmax(X, dim=-1))  # what FlashInfer's samplers over logits draw by
 
 
 def test_vllm_masks_in_place_and_returns_the_logits():
@@ -26,7 +27,7 @@ def test_vllm_masks_in_place_and_returns_the_logits():
 def test_flashinfer_sampling_from_logits_shapes_and_keys():
     s = flashinfer.top_k_top_p_sampling_from_logits(X, 5, 0.9, seed=3, offset=8)
     assert s.shape == (4,) and s.dtype == torch.int32
-    want = topkp.sample(X, k=5, p=0.9, seed=3, offset=8, algo="rejection")[:, 0]
+    want = topkp.sample(LX, k=5, p=0.9, seed=3, offset=8, algo="rejection")[:, 0]
     assert torch.equal(s.long(), want)
     idx = torch.tensor([0, 0, 3], dtype=torch.int64)
     si = flashinfer.top_k_top_p_sampling_from_logits(X, 5, 0.9, indices=idx, seed=3)
@@ -34,7 +35,7 @@ def test_flashinfer_sampling_from_logits_shapes_and_keys():
     rows = flashinfer.top_k_top_p_sampling_from_logits(
         X, torch.full((4,), 5, dtype=torch.int32), torch.full((4,), 0.9),
         seed=torch.arange(4), offset=torch.tensor([7]))
-    assert torch.equal(rows.long(), topkp.sample(X, k=5, p=0.9, seeds=torch.arange(4),
+    assert torch.equal(rows.long(), topkp.sample(LX, k=5, p=0.9, seeds=torch.arange(4),
                                                  offsets=torch.full((4,), 7))[:, 0])
 
 
@@ -142,7 +143,8 @@ def test_flashinfer_rows_with_nothing_to_draw_get_0_and_not_valid():
     for k, p in ((50, 1.0), (64, 0.9), (50, 0.9)):
         s = flashinfer.top_k_top_p_sampling_from_logits(x, k, p, seed=4,
                                                          indices=torch.arange(6))
-        want = topkp.sample(x, k=k, p=p, seed=4)[:, 0]
+        lx = torch.cat([x[:3], torch.log(torch.softmax(x[3:], dim=-1))])  # NaN, +inf rows kept
+        want = topkp.sample(lx, k=k, p=p, seed=4)[:, 0]
         assert s.dtype == torch.int64 and s[:2].tolist() == [0, 0]
         assert want[:2].tolist() == [-1, -1] and torch.equal(s[2:], want[2:])
     samplers = [lambda q, **kw: flashinfer.sampling_from_probs(q, **kw),
@@ -172,7 +174,7 @@ def test_flashinfer_single_filter_samplers_draw_from_their_kept_sets():
         kept = topkp.top_k_top_p_mask(lp, **filt) if filt else torch.isfinite(lp)
         assert bool(kept.gather(1, got.long()[:, None]).all()), filt
     s = flashinfer.sampling_from_logits(X, seed=9, indices=torch.tensor([1, 1, 2]))
-    assert s.dtype == torch.int64 and torch.equal(s, topkp.sample(X[[1, 1, 2]], seed=9)[:, 0])
+    assert s.dtype == torch.int64 and torch.equal(s, topkp.sample(LX[[1, 1, 2]], seed=9)[:, 0])
     with pytest.raises(ValueError, match="min_p"):
         flashinfer.min_p_sampling_from_probs(probs, torch.full((3,), 0.1))
 
@@ -186,7 +188,7 @@ def test_flashinfer_one_element_seed_keys_the_batch():
                                                                           offset=4))
     rows = flashinfer.top_k_top_p_sampling_from_logits(X, 20, 0.9, seed=torch.full((4,), 11),
                                                         offset=4)
-    assert torch.equal(rows.long(), topkp.sample(X, k=20, p=0.9, seeds=torch.full((4,), 11),
+    assert torch.equal(rows.long(), topkp.sample(LX, k=20, p=0.9, seeds=torch.full((4,), 11),
                                                  offsets=torch.full((4,), 4))[:, 0])
 
 
@@ -195,3 +197,19 @@ def test_flashinfer_softmax_is_torchs_with_temperature():
     assert torch.allclose(flashinfer.softmax(X), torch.softmax(X, -1))
     assert torch.allclose(flashinfer.softmax(X, temperature=0.7), torch.softmax(X / 0.7, -1))
     assert torch.allclose(flashinfer.softmax(X, temperature=t), torch.softmax(X / t[:, None], -1))
+
+
+def test_flashinfer_logits_and_their_softmax_draw_alike():
+    """A sampler over logits draws what the one over torch.softmax(logits) draws, bit for bit
+    (FlashInfer's samplers over logits take the softmax first; its tests compare the two)."""
+    x = torch.rand(989, 32000, generator=torch.Generator().manual_seed(42)) * 5
+    probs = torch.softmax(x, dim=-1)  # on x itself one row of the 989 would draw otherwise
+    for order in ("joint", "top_k_first"):
+        for k, p in ((16000, 0.1), (3200, 0.5)):
+            a = flashinfer.top_k_top_p_sampling_from_logits(x, k, p, filter_apply_order=order,
+                                                             seed=5)
+            b = flashinfer.top_k_top_p_sampling_from_probs(probs, k, p, filter_apply_order=order,
+                                                            seed=5)
+            assert torch.equal(a, b), (order, k, p)
+    assert torch.equal(flashinfer.sampling_from_logits(x, seed=6),
+                       flashinfer.sampling_from_probs(probs, seed=6))

@@ -39,10 +39,8 @@ def _param(value, batch, name):
     return value.to(_PARAM_DTYPES[name])
 
 
-def _probs_logits(probs, check_nan):
+def _probs_logits(probs):
     """The logits a row of probabilities means (docs/SEMANTICS.md, "Probabilities")."""
-    if check_nan and bool(torch.isnan(probs).any()):
-        raise ValueError("Input probs contains NaN.")
     return torch.log(probs.float())
 
 
@@ -81,13 +79,27 @@ def _sample(logits, indices, generator, seed, offset, algo, order="top_k_first",
     return out[:, 0]
 
 
-def _from_logits(logits, indices, check_nan, generator, seed, offset, algo, **filters):
-    """A sampler over logits: FlashInfer's samples (int32, or the dtype of `indices`); a row
-    with nothing to draw (topkp's -1: no valid token, or none kept) gets 0, as FlashInfer's
+def _softmax_logits(logits):
+    """What a sampler over logits ranks and draws by: log(softmax(logits)), as FlashInfer's
+    samplers over logits take the softmax first, so that sampling logits and sampling
+    torch.softmax(logits) give the same draws; a row holding a NaN or +inf (whose softmax is
+    NaN throughout) keeps its logits, so topkp's rules for them stand (docs/SEMANTICS.md,
+    "Valid tokens and special values")."""
+    x = logits.float()
+    plain = ~(torch.isnan(x) | (x == float("inf"))).any(dim=-1, keepdim=True)
+    return torch.where(plain, torch.log(torch.softmax(x, dim=-1)), x)
+
+
+def _from_logits(logits, indices, check_nan, generator, seed, offset, algo, probs=False,
+                 **filters):
+    """A sampler over logits (or, probs=True, over the logits a row of probabilities means):
+    FlashInfer's samples (int32, or the dtype of `indices`), and which rows had anything to
+    draw; a row with nothing (topkp's -1: no valid token, or none kept) gets 0, as FlashInfer's
     kernels write there (docs/PYTHON.md, "Where the semantics differ")."""
     if check_nan and bool(torch.isnan(logits).any()):
-        raise ValueError("Input logits contains NaN.")
-    drawn = _sample(logits, indices, generator, seed, offset, algo, **filters)
+        raise ValueError(f"Input {'probs' if probs else 'logits'} contains NaN.")
+    x = _probs_logits(logits) if probs else _softmax_logits(logits)
+    drawn = _sample(x, indices, generator, seed, offset, algo, **filters)
     dtype = indices.dtype if indices is not None else torch.int32
     return drawn.clamp(min=0).to(dtype), drawn >= 0
 
@@ -95,8 +107,8 @@ def _from_logits(logits, indices, check_nan, generator, seed, offset, algo, **fi
 def _from_probs(probs, indices, check_nan, generator, seed, offset, return_valid, algo,
                 **filters):
     """A sampler over probabilities; with return_valid, (samples, valid) as FlashInfer's."""
-    samples, valid = _from_logits(_probs_logits(probs, check_nan), indices, False, generator,
-                                  seed, offset, algo, **filters)
+    samples, valid = _from_logits(probs, indices, check_nan, generator, seed, offset, algo,
+                                  probs=True, **filters)
     return (samples, valid) if return_valid else samples
 
 
@@ -174,7 +186,7 @@ def softmax(logits: torch.Tensor, temperature=None, enable_pdl=None) -> torch.Te
 def _renorm(probs, **filters):
     b = probs.shape[0]
     filters = {n: _param(v, b, "top_k" if n == "k" else "top_p") for n, v in filters.items()}
-    kept = top_k_top_p_mask(_probs_logits(probs, False), **filters)
+    kept = top_k_top_p_mask(_probs_logits(probs), **filters)
     out = torch.where(kept, probs, torch.zeros((), dtype=probs.dtype, device=probs.device))
     total = out.sum(dim=-1, keepdim=True, dtype=torch.float32)
     return (out.float() / total).to(probs.dtype)
