@@ -213,3 +213,14 @@ def test_flashinfer_logits_and_their_softmax_draw_alike():
             assert torch.equal(a, b), (order, k, p)
     assert torch.equal(flashinfer.sampling_from_logits(x, seed=6),
                        flashinfer.sampling_from_probs(probs, seed=6))
+
+
+def test_empty_batches_pass_through_the_adapters():
+    """A batch of no rows (an engine step with nothing to sample): empty results, no error."""
+    x = torch.empty(0, 50)
+    assert vllm.apply_top_k_top_p(x, torch.empty(0, dtype=torch.long), torch.empty(0)) is x
+    s, valid = flashinfer.sampling_from_probs(x, seed=1, return_valid=True)
+    assert s.shape == (0,) and s.dtype == torch.int32 and valid.shape == (0,)
+    assert flashinfer.top_k_top_p_sampling_from_logits(x, 5, 0.9, seed=1).shape == (0,)
+    assert flashinfer.top_k_renorm_probs(x, 5).shape == (0, 50)
+    assert flashinfer.top_k_mask_logits(x, 5).shape == (0, 50)

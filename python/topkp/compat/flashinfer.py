@@ -66,6 +66,8 @@ def _sample(logits, indices, generator, seed, offset, algo, order="top_k_first",
         logits = logits.index_select(0, indices.to(torch.long))
     b = logits.shape[0]
     f = {n: _param(v, b, n) for n, v in filters.items()}
+    if b == 0:  # an empty batch draws nothing (topkp's own calls refuse it)
+        return torch.empty(0, dtype=torch.int64, device=logits.device)
     k, p, min_p = f.get("top_k"), f.get("top_p"), f.get("min_p")
     if order == "joint":  # each filter on the whole row; draw from what both keep
         both = top_k_top_p_mask(logits, k=k) & top_k_top_p_mask(logits, p=p)
@@ -185,6 +187,8 @@ def softmax(logits: torch.Tensor, temperature=None, enable_pdl=None) -> torch.Te
 
 def _renorm(probs, **filters):
     b = probs.shape[0]
+    if b == 0:
+        return probs.clone()
     filters = {n: _param(v, b, "top_k" if n == "k" else "top_p") for n, v in filters.items()}
     kept = top_k_top_p_mask(_probs_logits(probs), **filters)
     out = torch.where(kept, probs, torch.zeros((), dtype=probs.dtype, device=probs.device))
@@ -204,6 +208,8 @@ def top_k_renorm_probs(probs: torch.Tensor, top_k: Union[torch.Tensor, int],
 
 def top_k_mask_logits(logits: torch.Tensor, top_k: Union[torch.Tensor, int]) -> torch.Tensor:
     k = _param(top_k, logits.shape[0], "top_k")
+    if logits.shape[0] == 0:
+        return logits.clone()
     return top_k_top_p_mask(logits, k=k, output="logits")
 
 

@@ -17,7 +17,7 @@ def _rows(x, batch):
 
 
 def _apply(logits, k, p, algo="qrita", mask_value=float("-inf")):
-    if k is None and p is None:
+    if (k is None and p is None) or logits.shape[0] == 0:  # nothing to mask (an empty batch)
         return logits
     b = logits.shape[0]
     kept = top_k_top_p_mask(logits.contiguous(), k=_rows(k, b), p=_rows(p, b), algo=algo)
