@@ -39,6 +39,13 @@ if [[ $stages == all ]]; then
     TKP_CAKE_THREADS=256 "$bundle/topkp-tests" "$cake_tests,gpu_batch_invariance_cake" 2>&1 |
         tee "$logdir/gpu-tests-cake256.log" | tail -3
     [[ ${PIPESTATUS[0]} == 0 ]] || status=1
+    # qrita's rows past B = #SMs searched by a block, not a warp (algos/qrita/README.md, "Past
+    # B = #SMs"): TKP_QRITA_HEAVY_N=0 sends every row with candidates to qr_search_heavy
+    echo "== qrita's GPU tests with every warp-searched row handed to a block (TKP_QRITA_HEAVY_N=0)"
+    TKP_QRITA_HEAVY_N=0 "$bundle/topkp-tests" \
+        gpu_qrita_gaussian_b200,gpu_cases_qrita,gpu_batch_invariance_qrita 2>&1 |
+        tee "$logdir/gpu-tests-qrita-heavy.log" | tail -3
+    [[ ${PIPESTATUS[0]} == 0 ]] || status=1
 fi
 # Every module of the registry on every adversarial case through its defaults
 # (gpu_conformance_matches_cpu_<module>, tests/test_conformance.c: a new module is sanitized

@@ -617,6 +617,24 @@ static int launch_chain(const struct qrita_gpu_plan *pl, const qr_args &a, cudaS
     return TKP_OK;
 }
 
+/* The candidates past which a warp-per-row search hands a row to qr_search_heavy: HEAVY_N, or
+ * TKP_QRITA_HEAVY_N in [0, HEAVY_N] (an experiment: k = 1000 rows, ~2000 candidates, searched
+ * by a block instead of a warp, README "Past B = #SMs"); -1 with err set for another value. */
+static int qr_env_heavy_n(struct tkp_error *err)
+{
+    const char *v = getenv("TKP_QRITA_HEAVY_N");
+    if (!v || !*v)
+        return HEAVY_N;
+    char *end = nullptr;
+    const long n = strtol(v, &end, 10);
+    if (*end || n < 0 || n > HEAVY_N) {
+        tkp_error_set(err, "qrita (gpu): TKP_QRITA_HEAVY_N=%s: expected an integer in [0, %d]", v,
+                      HEAVY_N);
+        return -1;
+    }
+    return (int)n;
+}
+
 extern "C" int qrita_gpu_run(const void *plan, const struct tkp_io *io, void *workspace,
                              void *stream, struct tkp_error *err)
 {
@@ -652,6 +670,8 @@ extern "C" int qrita_gpu_run(const void *plan, const struct tkp_io *io, void *wo
     a.scan_in_mass = a.fuse && pl->cta_per_row * pl->pb.batch + pl->pb.batch <= pl->mass_resident &&
                      !pl->scan_apart;
     a.minp_force = io->min_p && tkp_minp_force_count();
+    if ((a.heavy_n = qr_env_heavy_n(err)) < 0)
+        return TKP_EINVAL;
     a.batch = pl->pb.batch;
     a.vocab = pl->pb.vocab;
     a.stride = pl->pb.stride;

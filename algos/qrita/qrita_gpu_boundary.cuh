@@ -206,7 +206,7 @@ search_attempt(Eng &e, const Src &src, struct qrita_query q, u64 total, const Ro
 /* Row r's search with filters k, p and min_p by the G threads of group g (tid: the thread's
  * index in the group; pool: the group's 2 x CAP words of shared memory); r = batch is the
  * warm-up row of qr_search (k = 0, min_p = 0). A warp (G = 32) leaves a row with more than
- * HEAVY_N candidates, or whose min-p needs a count over the row, to qr_search_heavy: it only
+ * a.heavy_n candidates, or whose min-p needs a count over the row, to qr_search_heavy: it only
  * lists it. */
 template <int G, int CAP, class E>
 __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t k, float p,
@@ -241,7 +241,7 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
         bool use_pool = plan.use_pool, validate = plan.validate;
         const int64_t pool_n = plan.pool_n;
         const uint32_t lo_q = plan.lo_q;
-        if (G == 32 && (use_pool ? pool_n : V) > HEAVY_N)
+        if (G == 32 && (use_pool ? pool_n : V) > a.heavy_n)
             return list_heavy(a, r, tid);
         pool_n_out = pool_n;
         const bool in_win = plan.in_win;

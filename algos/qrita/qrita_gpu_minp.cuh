@@ -79,7 +79,7 @@ __device__ int32_t prep_minp_fold(const void *x, int64_t V, int32_t k, float min
 
 /* The search's fold of row r, whose top-k is on (k) and min-p on (min_p), by its group of G
  * threads: k'. -1 when a warp (G = 32) would have to count the row (or a buffer of more than
- * HEAVY_N keys): the caller lists the row for qr_search_heavy. */
+ * a.heavy_n keys): the caller lists the row for qr_search_heavy. */
 template <int G, class E>
 __device__ __forceinline__ int32_t search_minp_k(const qr_args &a, int64_t r, const qr_row *row,
                                                  int32_t k, float min_p, int tid, SearchSmem &sm)
@@ -93,7 +93,7 @@ __device__ __forceinline__ int32_t search_minp_k(const qr_args &a, int64_t r, co
     int32_t folded = -1;
     /* k < valid: the buffer is qr_scan's, complete (row_plan), not qr_gather2's */
     if (!a.minp_force && (row->flags & 1) && pooled <= a.cap_gpu && k < valid) {
-        if (G == 32 && pooled > HEAVY_N)
+        if (G == 32 && pooled > a.heavy_n)
             return -1;
         const uint32_t *pk = pool_keys(a, r, false);
         uint32_t n = 0;

@@ -43,7 +43,8 @@ template <class E> __device__ __forceinline__ float4 qr_load_vec(const void *bod
 #define CAP_WARP 1024   /* shared-memory candidates per half, warp-per-row search */
 #define CAP_BLOCK 16384 /* shared-memory candidates per half, block-per-row search */
 #define BLOCK_G 512     /* threads of the block-per-row search */
-#define HEAVY_N 4096    /* warp-per-row search: rows with more candidates go to a block */
+#define HEAVY_N 4096    /* warp-per-row search: rows with more candidates go to a block
+                         * (qr_args.heavy_n: this, or less under TKP_QRITA_HEAVY_N) */
 #define WARM_N 8        /* keys of the warm-up row of the block-per-row search */
 #define WIN_BINS 16 /* the window of a top-p-alone row: its keys of mass bin < WIN_BINS */
 #define WIN_CTA 64  /* ... at most this many per CTA of qr_mass (more: the window overflows) */
@@ -99,6 +100,8 @@ struct qr_args {
                        * qr_scan's work, then the CTAs of a row meet (no qr_scan launch) */
     int minp_force;   /* TKP_MINP_FORCE_COUNT (gpu_minp.cuh): the search folds min-p from a
                        * count over the row, never from the buffer */
+    int heavy_n;      /* a warp-per-row search leaves a row with more candidates than this to
+                       * qr_search_heavy: HEAVY_N, or TKP_QRITA_HEAVY_N (an experiment) */
     int64_t batch, vocab, stride, cap_gpu, cap_cpu, pitch, vpc, cpr;
     int trunc, search, dedup, sample_block, max_iter, pivots;
     double margin;
