@@ -31,9 +31,9 @@
  *                                   falls back), with the candidates compacted into shared memory
  *                                   as the search range shrinks; the boundary (key, last kept
  *                                   index among its copies) per row. A warp lists a row with more
- *                                   than heavy_n (HEAVY_N) candidates instead. At B <= 4 top-p alone,
- *                                   block 0 first searches a synthetic row (the same code) while
- *                                   the kernels before it run: a row it then searches itself
+ *                                   than heavy_n (HEAVY_N) candidates instead. At B <= 4 top-p
+ *                                   alone, block 0 first searches a synthetic row (the same code)
+ *                                   while the kernels before it run: a row it then searches itself
  *                                   finds its code fetched; and those batches are fused: a
  *                                   grid of (cpr, B) blocks does qr_gather2's work (CTA 0
  *                                   searches a row whose window holds its candidates, else the
