@@ -43,7 +43,7 @@ if [[ $stages == all ]]; then
     # B = #SMs"): TKP_QRITA_HEAVY_N=0 sends every row with candidates to qr_search_heavy
     echo "== qrita's GPU tests with every warp-searched row handed to a block (TKP_QRITA_HEAVY_N=0)"
     TKP_QRITA_HEAVY_N=0 "$bundle/topkp-tests" \
-        gpu_qrita_gaussian_b200,gpu_qrita_adversarial,gpu_batch_invariance_qrita 2>&1 |
+        gpu_qrita_gaussian_b200,gpu_conformance_tiled_matches_cpu_qrita,gpu_batch_invariance_qrita 2>&1 |
         tee "$logdir/gpu-tests-qrita-heavy.log" | tail -3
     [[ ${PIPESTATUS[0]} == 0 ]] || status=1
 fi

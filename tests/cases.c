@@ -178,6 +178,36 @@ void cases_free(struct test_case *c, int n)
     free(c);
 }
 
+/* Rows of `from` (each `width` bytes) cycled into a new array of `batch` rows; NULL for NULL. */
+static void *cycled(const void *from, int64_t rows, size_t width, int64_t batch)
+{
+    if (!from)
+        return NULL;
+    char *to = malloc(width * (size_t)(batch > 0 ? batch : 1));
+    for (int64_t r = 0; to && r < batch; r++)
+        memcpy(to + width * (size_t)r, (const char *)from + width * (size_t)(r % rows), width);
+    return to;
+}
+
+void case_tile(struct test_case *c, int64_t batch)
+{
+    struct tkp_batch *b = &c->b, t = *b;
+    const size_t v = (size_t)b->vocab;
+    t.batch = batch;
+    t.logits = cycled(b->logits, b->batch, sizeof(float) * v, batch);
+    t.logits16 = cycled(b->logits16, b->batch, sizeof(uint16_t) * v, batch);
+    t.k = cycled(b->k, b->batch, sizeof(int32_t), batch);
+    t.p = cycled(b->p, b->batch, sizeof(float), batch);
+    t.seed = cycled(b->seed, b->batch, sizeof(uint64_t), batch);
+    t.offset = cycled(b->offset, b->batch, sizeof(uint64_t), batch);
+    t.min_p = cycled(b->min_p, b->batch, sizeof(float), batch);
+    REQUIRE(t.logits && t.k && t.p, "case %s: out of memory tiling to %lld rows", c->name,
+            (long long)batch);
+    free(b->logits), free(b->logits16), free(b->k), free(b->p);
+    free(b->seed), free(b->offset), free(b->min_p);
+    *b = t;
+}
+
 void cases_fit(const struct tkp_algo *a, struct test_case *c, int n)
 {
     for (int i = 0; i < n; i++)
@@ -424,6 +454,7 @@ struct run_pair {
     const char *masks_differ, *draws_differ;
     int judge_second;
     enum tkp_dtype suite, first_reads, second_reads;
+    int64_t tile; /* > 0: each case's rows cycled to this many (case_tile) */
 };
 
 static const char *backend_text(enum tkp_backend b)
@@ -458,6 +489,8 @@ static void check_two_runs(const char *algo, const char *const *options,
     struct test_case *c;
     int n = cases_build_dtype(how->suite, &c);
     cases_fit(a, c, n);
+    for (int i = 0; how->tile > 0 && i < n; i++)
+        case_tile(&c[i], how->tile);
     const int32_t draws = how->draws;
     const int set = (a->outputs & TKP_OUT_SET) != 0, sample = (a->outputs & TKP_OUT_SAMPLE) != 0;
     for (int i = 0; i < n && make_opts(a, options, opts) == 0; i++) {
@@ -492,7 +525,20 @@ void check_gpu_matches_cpu(const char *algo, const char *const *options)
 {
     static const struct run_pair cpu_then_gpu = {
         TKP_CPU, TKP_GPU, 8, "GPU kept mask differs from the CPU's",
-        "GPU draws differ from the CPU's", 1, TKP_F32, TKP_F32, TKP_F32,
+        "GPU draws differ from the CPU's", 1, TKP_F32, TKP_F32, TKP_F32, 0,
+    };
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    check_two_runs(algo, options, &cpu_then_gpu);
+}
+
+void check_gpu_matches_cpu_tiled(const char *algo, const char *const *options, int64_t batch)
+{
+    const struct run_pair cpu_then_gpu = {
+        TKP_CPU, TKP_GPU, 8, "GPU kept mask differs from the CPU's (rows tiled)",
+        "GPU draws differ from the CPU's (rows tiled)", 1, TKP_F32, TKP_F32, TKP_F32, batch,
     };
     if (!tkp_gpu_present()) {
         test_skip("no GPU");
@@ -512,7 +558,7 @@ void check_gpu_matches_cpu_dtype(const char *algo, const char *const *options, e
     snprintf(draws, sizeof draws, "GPU draws on %s differ from the CPU's on %s",
              tkp_dtype_name(t), tkp_dtype_name(cpu_reads));
     const struct run_pair cpu_then_gpu = { TKP_CPU, TKP_GPU, 8, masks, draws, 1,
-                                           t, cpu_reads, t };
+                                           t, cpu_reads, t, 0 };
     if (!tkp_gpu_present()) {
         test_skip("no GPU");
         return;
@@ -529,7 +575,7 @@ void check_deterministic_dtype(const char *algo, const char *const *options,
                                enum tkp_backend backend, enum tkp_dtype t)
 {
     const struct run_pair twice = { backend, backend, 16, "two runs kept different masks",
-                                    "the same seed gave different draws", 0, t, t, t };
+                                    "the same seed gave different draws", 0, t, t, t, 0 };
     if (backend == TKP_GPU && !tkp_gpu_present()) {
         test_skip("no GPU");
         return;
@@ -546,7 +592,7 @@ void check_dtype_matches_f32(const char *algo, const char *const *options,
     snprintf(draws, sizeof draws, "the draws on %s differ from those on its f32 upcast",
              tkp_dtype_name(t));
     const struct run_pair upcast_then_t = { backend, backend, 8, masks, draws, 1,
-                                            t, TKP_F32, t };
+                                            t, TKP_F32, t, 0 };
     if (backend == TKP_GPU && !tkp_gpu_present()) {
         test_skip("no GPU");
         return;

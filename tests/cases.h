@@ -73,6 +73,11 @@ void cases_fit(const struct tkp_algo *a, struct test_case *c, int n);
  * samples must agree bit for bit, and the GPU output must satisfy the oracle. Skips the
  * test when no GPU is present. */
 void check_gpu_matches_cpu(const char *algo, const char *const *options);
+/* The same with every case's rows cycled to `batch` rows (case_tile): past B = #SMs the GPU
+ * modules take their many-row paths (a CTA or a warp a row, waves), on the suite's rows. */
+void check_gpu_matches_cpu_tiled(const char *algo, const char *const *options, int64_t batch);
+/* Case c's rows (values, encodings, k, p, min_p, seeds, offsets) cycled into `batch` rows. */
+void case_tile(struct test_case *c, int64_t batch);
 
 /* The same on the suite of 16-bit type t (cases_build_dtype): the GPU reads t, the CPU t too
  * where its `dtypes` has it, else the exact float32 upcast. */

@@ -10,6 +10,7 @@
  *   conformance_sampler_tv_cpu_<m>     sampling modules: the statistical sampler test
  *   conformance_deterministic_cpu_<m>  the same seed twice gives identical output
  *   gpu_conformance_matches_cpu_<m>    GPU = CPU bit for bit on the suite, and the oracle
+ *   gpu_conformance_tiled_matches_cpu_<m> the same with each case's rows cycled to B = 200
  *   gpu_conformance_sampler_tv_<m>     sampling modules, on the GPU
  *   gpu_conformance_deterministic_<m>  on the GPU
  *   gpu_conformance_last_run_stats_<m> on the GPU
@@ -167,6 +168,14 @@ static void gpu_matches_cpu(const void *arg)
 {
     if (implemented(arg))
         check_gpu_matches_cpu(((const struct tkp_algo *)arg)->name, NULL);
+}
+
+/* The suite's rows cycled to B = 200, past the 132 SMs of an H100 or H200: the paths of many
+ * rows (a CTA or a warp a row, rows in waves) on adversarial rows. */
+static void gpu_tiled_matches_cpu(const void *arg)
+{
+    if (implemented(arg))
+        check_gpu_matches_cpu_tiled(((const struct tkp_algo *)arg)->name, NULL, 200);
 }
 
 static void gpu_sampler_tv(const void *arg)
@@ -552,6 +561,34 @@ static void add_dtype_tests(const struct tkp_algo *a, enum tkp_backend backend)
     }
 }
 
+/* case_tile, which the tiled GPU tests rely on: row r of a tiled case is row r % B of the
+ * case, values and filters alike, so a module keeps the same set there (CPU, every case
+ * tiled to 3 and to 37 rows). */
+TEST(conformance_tiled_rows_keep_their_rows_kept_sets)
+{
+    struct test_case *c, *t;
+    const int n = cases_build(&c);
+    for (int64_t rows = 3; rows <= 37 && !test_failed(); rows += 34) {
+        REQUIRE(cases_build(&t) == n, "the suite is not the same twice");
+        for (int i = 0; i < n && !test_failed(); i++) {
+            const size_t v = (size_t)c[i].b.vocab;
+            uint8_t *once = malloc(v * (size_t)c[i].b.batch), *tiled = malloc(v * (size_t)rows);
+            case_tile(&t[i], rows);
+            REQUIRE(once && tiled && t[i].b.batch == rows &&
+                        apply_kept("naive_sort", NULL, TKP_CPU, &c[i].b, once, NULL) == TKP_OK &&
+                        apply_kept("naive_sort", NULL, TKP_CPU, &t[i].b, tiled, NULL) == TKP_OK,
+                    "case %s tiled to %lld rows", c[i].name, (long long)rows);
+            for (int64_t r = 0; r < rows; r++)
+                CHECK(memcmp(tiled + v * (size_t)r, once + v * (size_t)(r % c[i].b.batch), v) == 0,
+                      "case %s tiled to %lld rows: row %lld keeps what row %lld does not",
+                      c[i].name, (long long)rows, (long long)r, (long long)(r % c[i].b.batch));
+            free(once), free(tiled);
+        }
+        cases_free(t, n);
+    }
+    cases_free(c, n);
+}
+
 __attribute__((constructor)) static void register_conformance(void)
 {
     for (int i = 0; tkp_algos[i]; i++) {
@@ -567,6 +604,8 @@ __attribute__((constructor)) static void register_conformance(void)
         if (!(tkp_algo_backends(a) & TKP_GPU))
             continue;
         test_register_named("gpu_conformance_matches_cpu_", a->name, gpu_matches_cpu, a);
+        test_register_named("gpu_conformance_tiled_matches_cpu_", a->name, gpu_tiled_matches_cpu,
+                            a);
         if (sampler)
             test_register_named("gpu_conformance_sampler_tv_", a->name, gpu_sampler_tv, a);
         test_register_named("gpu_conformance_deterministic_", a->name, gpu_deterministic, a);

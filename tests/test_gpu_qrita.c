@@ -229,45 +229,6 @@ TEST(gpu_qrita_gaussian_b200_topp) { gaussian_matches(200, 0, 0.9f, 2.0f, NULL);
 TEST(gpu_qrita_gaussian_b200_topp_flat_rows) { gaussian_matches(200, 0, 0.9f, 1.0f, NULL); }
 TEST(gpu_qrita_gaussian_b200_topp_near_uniform_rows) { gaussian_matches(200, 0, 0.5f, 0.25f, NULL); }
 
-/* Case c's rows cycled into a batch of `batch` rows (values, k, p and min_p row by row). */
-static struct tkp_batch tiled(const struct tkp_batch *c, int64_t batch)
-{
-    const int64_t V = c->vocab;
-    struct tkp_batch b = { batch, V, malloc(sizeof(float) * (size_t)(batch * V)),
-                           malloc(sizeof(int32_t) * (size_t)batch),
-                           malloc(sizeof(float) * (size_t)batch), TKP_F32, NULL, NULL, NULL,
-                           c->min_p ? malloc(sizeof(float) * (size_t)batch) : NULL };
-    for (int64_t r = 0; r < batch; r++) {
-        const int64_t from = r % c->batch;
-        memcpy(b.logits + r * V, c->logits + from * V, sizeof(float) * (size_t)V);
-        b.k[r] = c->k[from];
-        b.p[r] = c->p[from];
-        if (b.min_p)
-            b.min_p[r] = c->min_p[from];
-    }
-    return b;
-}
-
-/* Past B = #SMs a warp searches each row and hands a row of many candidates to a block
- * (algos/qrita/README.md, "Past B = #SMs"): every adversarial case's rows, cycled to B = 200,
- * take that path; masks and statistics equal the CPU's. Run again with TKP_QRITA_HEAVY_N=0
- * (scripts/gpu-test.sh), every such row goes to the block. */
-TEST(gpu_qrita_adversarial_rows_past_the_sm_count)
-{
-    if (!tkp_gpu_present()) {
-        test_skip("no GPU");
-        return;
-    }
-    struct test_case *c;
-    const int n = cases_build(&c);
-    for (int i = 0; i < n && !test_failed(); i++) {
-        struct tkp_batch b = tiled(&c[i].b, 200);
-        cpu_equals_gpu(&b, NULL, c[i].name);
-        free(b.logits), free(b.k), free(b.p), free(b.min_p);
-    }
-    cases_free(c, n);
-}
-
 static void table4_options(int minp)
 {
     static const char *const runs[][4] = {
