@@ -181,7 +181,7 @@ void cases_free(struct test_case *c, int n)
 /* Rows of `from` (each `width` bytes) cycled into a new array of `batch` rows; NULL for NULL. */
 static void *cycled(const void *from, int64_t rows, size_t width, int64_t batch)
 {
-    if (!from)
+    if (!from || rows < 1)
         return NULL;
     char *to = malloc(width * (size_t)(batch > 0 ? batch : 1));
     for (int64_t r = 0; to && r < batch; r++)
@@ -201,7 +201,10 @@ void case_tile(struct test_case *c, int64_t batch)
     t.seed = cycled(b->seed, b->batch, sizeof(uint64_t), batch);
     t.offset = cycled(b->offset, b->batch, sizeof(uint64_t), batch);
     t.min_p = cycled(b->min_p, b->batch, sizeof(float), batch);
-    REQUIRE(t.logits && t.k && t.p, "case %s: out of memory tiling to %lld rows", c->name,
+    REQUIRE(batch > 0 && b->batch > 0 && t.logits && t.k && t.p &&
+                (t.logits16 || !b->logits16) && (t.seed || !b->seed) &&
+                (t.offset || !b->offset) && (t.min_p || !b->min_p),
+            "case %s: cannot tile %lld rows to %lld", c->name, (long long)b->batch,
             (long long)batch);
     free(b->logits), free(b->logits16), free(b->k), free(b->p);
     free(b->seed), free(b->offset), free(b->min_p);

@@ -561,32 +561,53 @@ static void add_dtype_tests(const struct tkp_algo *a, enum tkp_backend backend)
     }
 }
 
+/* naive_sort's kept sets and 4 draws a row of case c on the CPU (draws NULL: none). */
+static int run_naive_sort(const struct test_case *c, uint8_t *kept, int64_t *draws)
+{
+    const struct tkp_algo *a = tkp_algo_find("naive_sort");
+    void *opts = module_options("naive_sort", NULL);
+    struct tkp_error err = { "" };
+    const int rc = opts ? tkp_apply(a, opts, TKP_CPU, &c->b, kept, draws, draws ? 4 : 0, c->seed,
+                                    11, NULL, &err)
+                        : -1;
+    free(opts);
+    return rc;
+}
+
 /* case_tile, which the tiled GPU tests rely on: row r of a tiled case is row r % B of the
- * case, values and filters alike, so a module keeps the same set there (CPU, every case
- * tiled to 3 and to 37 rows). */
+ * case, values, encodings and filters alike, so a module keeps the same set there; with
+ * per-row keys (seeds and offsets tiled too) it also draws the same tokens (CPU, every case
+ * of the float32 and bf16 suites, tiled to 3 and to 37 rows). */
 TEST(conformance_tiled_rows_keep_their_rows_kept_sets)
 {
-    struct test_case *c, *t;
-    const int n = cases_build(&c);
-    for (int64_t rows = 3; rows <= 37 && !test_failed(); rows += 34) {
-        REQUIRE(cases_build(&t) == n, "the suite is not the same twice");
-        for (int i = 0; i < n && !test_failed(); i++) {
-            const size_t v = (size_t)c[i].b.vocab;
-            uint8_t *once = malloc(v * (size_t)c[i].b.batch), *tiled = malloc(v * (size_t)rows);
-            case_tile(&t[i], rows);
-            REQUIRE(once && tiled && t[i].b.batch == rows &&
-                        apply_kept("naive_sort", NULL, TKP_CPU, &c[i].b, once, NULL) == TKP_OK &&
-                        apply_kept("naive_sort", NULL, TKP_CPU, &t[i].b, tiled, NULL) == TKP_OK,
-                    "case %s tiled to %lld rows", c[i].name, (long long)rows);
-            for (int64_t r = 0; r < rows; r++)
-                CHECK(memcmp(tiled + v * (size_t)r, once + v * (size_t)(r % c[i].b.batch), v) == 0,
-                      "case %s tiled to %lld rows: row %lld keeps what row %lld does not",
-                      c[i].name, (long long)rows, (long long)r, (long long)(r % c[i].b.batch));
-            free(once), free(tiled);
+    for (enum tkp_dtype dt = TKP_F32; dt <= TKP_BF16 && !test_failed(); dt++) {
+        struct test_case *c, *t;
+        const int n = cases_build_dtype(dt, &c);
+        for (int64_t rows = 3; rows <= 37 && !test_failed(); rows += 34) {
+            REQUIRE(cases_build_dtype(dt, &t) == n, "the suite is not the same twice");
+            for (int i = 0; i < n && !test_failed(); i++) {
+                const size_t v = (size_t)c[i].b.vocab, b = (size_t)c[i].b.batch;
+                const int keyed = c[i].b.seed || c[i].b.offset;
+                uint8_t *k1 = malloc(v * b), *k2 = malloc(v * (size_t)rows);
+                int64_t *d1 = keyed ? malloc(32 * b) : NULL, *d2 = keyed ? malloc(32 * rows) : NULL;
+                case_tile(&t[i], rows);
+                REQUIRE(k1 && k2 && t[i].b.batch == rows && run_naive_sort(&c[i], k1, d1) == 0 &&
+                            run_naive_sort(&t[i], k2, d2) == 0,
+                        "case %s (%s) tiled to %lld rows", c[i].name, tkp_dtype_name(dt),
+                        (long long)rows);
+                for (int64_t r = 0; r < rows; r++) {
+                    const size_t from = (size_t)(r % c[i].b.batch);
+                    CHECK(memcmp(k2 + v * (size_t)r, k1 + v * from, v) == 0 &&
+                              (!keyed || memcmp(d2 + 4 * r, d1 + 4 * from, 32) == 0),
+                          "case %s (%s) tiled to %lld rows: row %lld is not row %zu", c[i].name,
+                          tkp_dtype_name(dt), (long long)rows, (long long)r, from);
+                }
+                free(k1), free(k2), free(d1), free(d2);
+            }
+            cases_free(t, n);
         }
-        cases_free(t, n);
+        cases_free(c, n);
     }
-    cases_free(c, n);
 }
 
 __attribute__((constructor)) static void register_conformance(void)

@@ -94,33 +94,40 @@ TEST(procs_merge_of_damaged_shards_never_crashes)
         free(good[i]);
 }
 
-/* A crash of the merging child is put on the shard that crashes libhdf5 read alone, whatever
- * file the child was reading when it crashed; a crash no shard makes alone names every shard.
- * TKP_PAUSE_SELF: the child sends itself SIGSEGV at the named place ("reading:FILE" when it
- * starts reading FILE, in the merge and in each shard's reading alone; "merge-writing" in the
- * merge only). */
+/* A crash of the merging child is put on the shard that crashes libhdf5 read alone; a crash
+ * no shard makes alone names every shard; a time limit (SIGALRM) reads no shard again.
+ * TKP_PAUSE_SELF: the child sends itself the signal at the named place ("reading:FILE" when
+ * it starts reading FILE, in the merge and in each shard's reading alone; "merge-writing" in
+ * the merge only). */
 TEST(procs_merge_crash_names_the_shard_that_crashes_alone)
 {
     const char *s[3] = { shard_file(0), shard_file(1), shard_file(2) };
     REQUIRE(s[0] && s[1] && s[2], "cannot make the shards");
-    char merged[512];
+    char merged[512], at[600], named[600];
     snprintf(merged, sizeof merged, "%s/procs-crash.h5", scratch_dir());
-    for (int alone = 1; alone >= 0; alone--) {
+    snprintf(at, sizeof at, "reading:%s", s[1]);
+    snprintf(named, sizeof named, "%s: a corrupt file (HDF5 crashed", s[1]);
+    const struct {
+        const char *point;
+        int sig;
+    } runs[] = { { at, SIGSEGV }, { "merge-writing", SIGSEGV }, { "merge-writing", SIGALRM } };
+    for (int i = 0; i < 3; i++) {
         unlink(merged);
-        int rc = run_cmd(out, sizeof out, "{ TKP_PAUSE_AT=%s%s TKP_PAUSE_SELF=1 TKP_PAUSE_SIGNAL=%d "
-                         "timeout 60 %s merge %s %s %s %s; }", alone ? "reading:" : "merge-writing",
-                         alone ? s[1] : "", SIGSEGV, topkp_bin(), merged, s[0], s[2], s[1]);
-        char named[600];
-        snprintf(named, sizeof named, "%s: a corrupt file (HDF5 crashed", s[1]);
-        if (alone)
+        int rc = run_cmd(out, sizeof out, "{ TKP_PAUSE_AT=%s TKP_PAUSE_SELF=1 "
+                         "TKP_PAUSE_SIGNAL=%d timeout 60 %s merge %s %s %s %s; }", runs[i].point,
+                         runs[i].sig, topkp_bin(), merged, s[0], s[2], s[1]);
+        if (i == 0)
             CHECK(rc == 1 && strstr(out, named) && !strstr(out, "read alone"),
                   "a crash reading %s alone: merge exited %d: %.600s", s[1], rc, out);
-        else
+        else if (i == 1)
             CHECK(rc == 1 && strstr(out, "no shard crashes it read alone") && strstr(out, s[0]) &&
                   strstr(out, s[1]) && strstr(out, s[2]),
                   "a crash of the merge only: merge exited %d without naming every shard: %.600s",
                   rc, out);
-        CHECK(access(merged, F_OK) != 0, "a crashed merge left its output: %.300s", out);
+        else
+            CHECK(rc == 1 && strstr(out, "did not finish within") && !strstr(out, "read alone"),
+                  "a time limit: merge exited %d: %.600s", rc, out);
+        CHECK(access(merged, F_OK) != 0, "a failed merge left its output: %.300s", out);
     }
 }
 

@@ -114,7 +114,8 @@ void tkp_read_guard_at(const char *path)
 static int child_status(const struct tkp_guard *g, const char *path, int status, const char *msg,
                         struct tkp_error *err, int *crashed)
 {
-    *crashed = WIFSIGNALED(status) && WTERMSIG(status) != SIGPIPE;
+    const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    *crashed = !sig || sig == SIGPIPE ? 0 : sig == SIGALRM || sig == SIGXCPU ? 2 : 1;
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGPIPE) { /* `topkp export F | head` */
         tkp_error_set(err, "%s: the output was closed before all of it was written", path);
         return TKP_EINVAL;

@@ -17,7 +17,8 @@ typedef int (*tkp_read_fn)(const char *path, const void *arg, FILE *out, struct 
 
 /* Run fn in a child process and return its status; what it writes to `out` is there when this
  * returns (out is flushed before the child starts). A child that crashed or hung is an error
- * naming the file (*crashed = 1); the child's own error message comes back through a pipe.
+ * naming the file (*crashed = 1 for a crash, 2 for a time limit); the child's own error
+ * message comes back through a pipe.
  * Without a pipe or a fork, fn runs in this process. */
 int tkp_read_guarded(tkp_read_fn fn, const char *path, const void *arg, FILE *out,
                      struct tkp_error *err, int *crashed);

@@ -376,7 +376,7 @@ int tkp_merge(const struct tkp_merge_args *a, struct tkp_error *err)
     const struct tkp_guard g = { merge_in_child, a->shards, a->n_shards, 2 };
     int crashed;
     rc = tkp_run_guarded(&g, &job, stderr, err, &crashed);
-    if (crashed)
+    if (crashed == 1) /* a crash, not a time limit (the hanging shard is named already) */
         name_the_crash(a, err);
     return tkp_out_finish(&o, rc, err);
 }

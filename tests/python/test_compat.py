@@ -179,17 +179,19 @@ def test_flashinfer_single_filter_samplers_draw_from_their_kept_sets():
         flashinfer.min_p_sampling_from_probs(probs, torch.full((3,), 0.1))
 
 
-def test_flashinfer_one_element_seed_keys_the_batch():
-    """A [1] seed or offset is the int's batch keying (FlashInfer reads one-element tensors so);
-    a [B] one keys each row."""
+def test_flashinfer_one_element_seed_keys_each_row():
+    """A [1] seed or offset is per-row keying, left on its device (a captured graph replays
+    with what it holds), as a [B] one; an int keys the batch; a float tensor is refused."""
     one = flashinfer.top_k_top_p_sampling_from_logits(X, 20, 0.9, seed=torch.tensor([11]),
                                                        offset=torch.tensor([4]))
-    assert torch.equal(one, flashinfer.top_k_top_p_sampling_from_logits(X, 20, 0.9, seed=11,
-                                                                          offset=4))
     rows = flashinfer.top_k_top_p_sampling_from_logits(X, 20, 0.9, seed=torch.full((4,), 11),
                                                         offset=4)
-    assert torch.equal(rows.long(), topkp.sample(LX, k=20, p=0.9, seeds=torch.full((4,), 11),
-                                                 offsets=torch.full((4,), 4))[:, 0])
+    want = topkp.sample(LX, k=20, p=0.9, seeds=torch.full((4,), 11), offsets=torch.full((4,), 4))
+    assert torch.equal(one.long(), want[:, 0]) and torch.equal(rows.long(), want[:, 0])
+    batch = flashinfer.top_k_top_p_sampling_from_logits(X, 20, 0.9, seed=11, offset=4)
+    assert torch.equal(batch.long(), topkp.sample(LX, k=20, p=0.9, seed=11, offset=4)[:, 0])
+    with pytest.raises(topkp.TopkpError, match="integer tensor"):
+        flashinfer.sampling_from_logits(X, seed=torch.tensor([1.5]))
 
 
 def test_flashinfer_softmax_is_torchs_with_temperature():
@@ -201,18 +203,22 @@ def test_flashinfer_softmax_is_torchs_with_temperature():
 
 def test_flashinfer_logits_and_their_softmax_draw_alike():
     """A sampler over logits draws what the one over torch.softmax(logits) draws, bit for bit
-    (FlashInfer's samplers over logits take the softmax first; its tests compare the two)."""
-    x = torch.rand(989, 32000, generator=torch.Generator().manual_seed(42)) * 5
-    probs = torch.softmax(x, dim=-1)  # on x itself one row of the 989 would draw otherwise
-    for order in ("joint", "top_k_first"):
-        for k, p in ((16000, 0.1), (3200, 0.5)):
+    (FlashInfer's samplers over logits take the softmax first; its tests compare the two).
+    Row 0 of generator 28 (k = 16000, p = 0.1) and row 4 of generator 32 (k = 3200, p = 0.5)
+    are rows where ranking the logits themselves draws another token (per-row keys: the
+    draw does not depend on the row's place)."""
+    key = dict(seed=torch.full((8,), 5), offset=torch.zeros(8, dtype=torch.int64))
+    for gen, k, p in ((28, 16000, 0.1), (32, 3200, 0.5)):
+        x = torch.rand(8, 32000, generator=torch.Generator().manual_seed(gen)) * 5
+        probs = torch.softmax(x, dim=-1)
+        for order in ("joint", "top_k_first"):
             a = flashinfer.top_k_top_p_sampling_from_logits(x, k, p, filter_apply_order=order,
-                                                             seed=5)
-            b = flashinfer.top_k_top_p_sampling_from_probs(probs, k, p, filter_apply_order=order,
-                                                            seed=5)
-            assert torch.equal(a, b), (order, k, p)
-    assert torch.equal(flashinfer.sampling_from_logits(x, seed=6),
-                       flashinfer.sampling_from_probs(probs, seed=6))
+                                                             **key)
+            b = flashinfer.top_k_top_p_sampling_from_probs(probs, k, p,
+                                                            filter_apply_order=order, **key)
+            assert torch.equal(a, b), (gen, order)
+        assert torch.equal(flashinfer.sampling_from_logits(x, **key),
+                           flashinfer.sampling_from_probs(probs, **key))
 
 
 def test_empty_batches_pass_through_the_adapters():

@@ -1,18 +1,16 @@
 """topkp.compat.flashinfer — FlashInfer's sampling calls (flashinfer/sampling.py) with their
 signatures, dtypes and return types: the samplers with two filters, one (top_k, top_p, min_p)
-or none, over probabilities or logits, with return_valid where FlashInfer has it; samples
-int32 [B] (or the dtype of `indices`), renormed
-probabilities and masked logits as new tensors of the input's dtype, a top_k / top_p that is
-a scalar or a [B] tensor (a 0-d, 2-D or wrongly sized one is a ValueError, as there).
-filter_apply_order "top_k_first" is topkp's order; "joint" keeps the tokens that both filters
-keep on the whole row, then draws from them. Every kernel is deterministic (`deterministic`
-has no effect). A row with nothing to draw gets 0, not valid, as FlashInfer's kernels give
-(docs/PYTHON.md, "Where the semantics differ"). Probability inputs follow docs/SEMANTICS.md,
-"Probabilities". Seeds: an int (or a [1] tensor) seed and offset key the batch; [B] int64
-tensors key each row (per-row keying,
-docs/SEMANTICS.md, "Sampling: two keying modes"); without them the generator's key
-(docs/PYTHON.md, "Seeds and offsets"), a CUDA generator's offset advanced by B * 32 rounded up
-to 4, as FlashInfer advances it."""
+or none, over probabilities or logits, with return_valid where FlashInfer has it; samples int32
+[B] (or the dtype of `indices`); renormed probabilities and masked logits as new tensors of the
+input's dtype; a top_k / top_p / min_p that is a scalar or a [B] tensor (a 0-d, 2-D or wrongly
+sized one is a ValueError, as there). filter_apply_order "top_k_first" is topkp's order;
+"joint" keeps the tokens that both filters keep on the whole row, then draws from them. Every
+kernel is deterministic (`deterministic` has no effect). A row with nothing to draw gets 0,
+not valid, as FlashInfer's kernels give (docs/PYTHON.md, "Where the semantics differ").
+Probability inputs follow docs/SEMANTICS.md, "Probabilities". Seeds: an int seed and offset
+key the batch; integer [B] or [1] tensors key each row (per-row keying, docs/SEMANTICS.md,
+"Sampling: two keying modes"); with neither, the generator's key (docs/PYTHON.md, "Seeds
+and offsets"), a CUDA generator's offset advanced as FlashInfer advances it for the call."""
 from typing import Optional, Union
 
 import torch
@@ -45,21 +43,25 @@ def _probs_logits(probs):
 
 
 def _key_rows(value, batch, device):
-    """A seed or offset: an int or a [1] tensor (batch keying, as FlashInfer reads a
-    one-element tensor), or a [B] tensor (one per row)."""
+    """A seed or offset: an int (batch keying), or an integer [1] or [B] tensor, one per row
+    (per-row keying), left on its device so that a captured CUDA graph replays with what it
+    holds (docs/PYTHON.md, "Seeds and offsets"; FlashInfer reads a [1] tensor as the batch's
+    key instead, "Where the semantics differ")."""
     if value is None or not isinstance(value, torch.Tensor):
         return value, None
-    if value.dim() != 1 or value.shape[0] not in (1, batch):
-        raise TopkpError(2, f"seed/offset tensor of shape {tuple(value.shape)}: expected (1,) "
-                            f"or ({batch},)")
-    if value.shape[0] == 1:
-        return int(value.reshape(()).item()), None
-    return None, value.to(device=device, dtype=torch.int64).contiguous()
+    if value.dim() != 1 or value.shape[0] not in (1, batch) or value.is_floating_point():
+        raise TopkpError(2, f"seed/offset tensor of shape {tuple(value.shape)} and dtype "
+                            f"{value.dtype}: expected an integer tensor of shape (1,) or "
+                            f"({batch},)")
+    return None, value.to(device=device, dtype=torch.int64).expand(batch).contiguous()
 
 
-def _sample(logits, indices, generator, seed, offset, algo, order="top_k_first", **filters):
+def _sample(logits, indices, generator, seed, offset, algo, order="top_k_first", per_row=32,
+            **filters):
     """topkp's one draw a row (int64, -1 where nothing can be drawn); filters: top_k, top_p,
-    min_p (scalars or [B] tensors, FlashInfer's refusals)."""
+    min_p (scalars or [B] tensors, FlashInfer's refusals); per_row: how far the generator's
+    offset moves a row (FlashInfer's amount for the call: 32, or V for sampling_from_logits,
+    1 for sampling_from_probs and min_p)."""
     if order not in ("top_k_first", "joint"):
         raise ValueError(f"Invalid filter_apply_order: {order}")
     if indices is not None:
@@ -75,7 +77,7 @@ def _sample(logits, indices, generator, seed, offset, algo, order="top_k_first",
     s, seeds = _key_rows(seed, b, logits.device)
     o, offsets = _key_rows(offset, b, logits.device)
     if seed is None and offset is None:
-        s, o = generator_key(logits, b * 32, generator)
+        s, o = generator_key(logits, b * per_row, generator)
     out = sample(logits, k=k, p=p, min_p=min_p, seeds=seeds, offsets=offsets, algo=algo,
                  seed=s or 0, offset=o or 0, draws=1)
     return out[:, 0]
@@ -137,14 +139,16 @@ def sampling_from_logits(logits: torch.Tensor, indices: Optional[torch.Tensor] =
                          deterministic: bool = True, generator: Optional[torch.Generator] = None,
                          check_nan: bool = False, seed=None, offset=None,
                          algo: Optional[str] = None):
-    return _from_logits(logits, indices, check_nan, generator, seed, offset, algo)[0]
+    return _from_logits(logits, indices, check_nan, generator, seed, offset, algo,
+                        per_row=logits.shape[-1])[0]
 
 
 def sampling_from_probs(probs: torch.Tensor, indices: Optional[torch.Tensor] = None,
                         deterministic: bool = True, generator: Optional[torch.Generator] = None,
                         check_nan: bool = False, seed=None, offset=None,
                         return_valid: bool = False, algo: Optional[str] = None):
-    return _from_probs(probs, indices, check_nan, generator, seed, offset, return_valid, algo)
+    return _from_probs(probs, indices, check_nan, generator, seed, offset, return_valid, algo,
+                       per_row=1)
 
 
 def top_k_sampling_from_probs(probs: torch.Tensor, top_k: Union[torch.Tensor, int],
@@ -171,7 +175,7 @@ def min_p_sampling_from_probs(probs: torch.Tensor, min_p: Union[torch.Tensor, fl
                               check_nan: bool = False, seed=None, offset=None,
                               return_valid: bool = False, algo: Optional[str] = None):
     return _from_probs(probs, indices, check_nan, generator, seed, offset, return_valid, algo,
-                       min_p=min_p)
+                       per_row=1, min_p=min_p)
 
 
 def softmax(logits: torch.Tensor, temperature=None, enable_pdl=None) -> torch.Tensor:
@@ -187,9 +191,9 @@ def softmax(logits: torch.Tensor, temperature=None, enable_pdl=None) -> torch.Te
 
 def _renorm(probs, **filters):
     b = probs.shape[0]
+    filters = {n: _param(v, b, "top_k" if n == "k" else "top_p") for n, v in filters.items()}
     if b == 0:
         return probs.clone()
-    filters = {n: _param(v, b, "top_k" if n == "k" else "top_p") for n, v in filters.items()}
     kept = top_k_top_p_mask(_probs_logits(probs), **filters)
     out = torch.where(kept, probs, torch.zeros((), dtype=probs.dtype, device=probs.device))
     total = out.sum(dim=-1, keepdim=True, dtype=torch.float32)
