@@ -131,6 +131,30 @@ TEST(procs_merge_crash_names_the_shard_that_crashes_alone)
     }
 }
 
+/* SIGTERM to a run whose results file is created but holds no row yet (TKP_PAUSE_AT=
+ * results-created) removes the file: nothing was in it, and a file stopped half written
+ * could not be resumed; the same command with --resume then runs every cell. After a row
+ * (cell-done) the file stays and resumes (docs/ROBUSTNESS.md, "Signals"). */
+TEST(procs_sigterm_before_the_first_row_leaves_no_results_file)
+{
+    char o[512];
+    snprintf(o, sizeof o, "%s/procs-early.h5", scratch_dir());
+    const char *cfg = shard_config();
+    for (int late = 0; late < 2; late++) {
+        unlink(o);
+        int rc = run_cmd(out, sizeof out, "{ TKP_PAUSE_AT=%s timeout 60 %s run %s -o %s; }",
+                         late ? "cell-done" : "results-created", topkp_bin(), cfg, o);
+        CHECK(rc != 0, "the run was not stopped (%s): %.300s", late ? "cell-done" : "created", out);
+        CHECK(late ? access(o, F_OK) == 0 : access(o, F_OK) != 0,
+              "stopped %s: the results file %s", late ? "after a row" : "before any row",
+              late ? "is gone" : "is left");
+        rc = run_cmd(out, sizeof out, "%s run %s -o %s --resume", topkp_bin(), cfg, o);
+        CHECK(rc == 0 && strstr(out, late ? "already done" : "12 cells run"),
+              "the resume after a stop (%s) exited %d: %.600s", late ? "cell-done" : "created",
+              rc, out);
+    }
+}
+
 /* The temporary is never an input nor a file that was there: with OUT.partial a shard (and
  * OUT.partial.1 someone's file), merge OUT OUT.partial ... leaves both byte for byte, whether
  * the merge succeeds or fails (a missing shard). */

@@ -12,6 +12,7 @@
 
 #include "axes.h"
 #include "h5util.h"
+#include "interrupt.h"
 #include "limits_files.h"
 #include "results.h"
 #include "results_parts.h"
@@ -167,6 +168,8 @@ void tkp_results_close(struct tkp_results *r)
 {
     if (!r)
         return;
+    if (r->removable) /* closed whole, rows or none: nothing for a signal to remove */
+        tkp_interrupt_remove(NULL);
     if (r->file >= 0 && !r->broken && H5Fclose(r->file) < 0)
         fprintf(stderr, "%s: closing failed (the last cells may not be on disk)\n", r->path);
     if (r->file >= 0) {
@@ -375,6 +378,10 @@ int tkp_results_append(struct tkp_results *r, const char *sweep, struct tkp_cell
                       "are kept", r->path, step, row->key, strlen(row->key) > 120 ? "..." : "",
                       saved_errno ? strerror(saved_errno) : "HDF5 write failed");
         return TKP_EINVAL;
+    }
+    if (r->removable) { /* a row is on disk: the file is worth keeping from now on */
+        tkp_interrupt_remove(NULL);
+        r->removable = 0;
     }
     if (results_is_final(row->status) && results_remember(r, sweep, row->key)) {
         tkp_error_set(err, "%s: out of host memory for the done keys", r->path);

@@ -13,6 +13,7 @@
 
 #include "file_error.h"
 #include "h5util.h"
+#include "interrupt.h"
 #include "limits_files.h"
 #include "results_parts.h"
 
@@ -206,6 +207,13 @@ static int create_file(struct tkp_results *r, struct tkp_error *err)
         return TKP_EINVAL;
     }
     r->fresh = 1;
+    /* Until its first row is flushed the file holds nothing to keep, and a signal in that
+     * window (a run stopped within its first second) could leave it half written and
+     * unreadable: the signal removes it instead, and a --resume starts afresh
+     * (docs/ROBUSTNESS.md, "Signals"; tkp_results_append ends the window). */
+    tkp_interrupt_remove(r->path);
+    r->removable = 1;
+    tkp_pause_point("results-created");
     return TKP_OK;
 }
 

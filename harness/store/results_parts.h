@@ -18,6 +18,7 @@ struct tkp_results {
     int fresh;    /* created (or a partial create replaced) by this open */
     int failed;   /* a write failed or had no room: nothing more is written */
     int broken;   /* likewise: the file is left unclosed, as last flushed (tkp_results_close) */
+    int removable; /* fresh, no row flushed yet: a signal removes the file (interrupt.h) */
     char path[1024];
     struct done_key *done; /* cells already ok in the file (for --resume) */
     size_t n_done, cap_done;
