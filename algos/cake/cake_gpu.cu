@@ -80,12 +80,9 @@ static const struct ck_variant *ck_variant_of(int threads)
 }
 static int ck_env_threads(struct tkp_error *err)
 {
-    const char *v = getenv("TKP_CAKE_THREADS");
-    if (!v || !*v)
-        return CK_THREADS;
-    char *end = nullptr;
-    const long t = strtol(v, &end, 10);
-    if (*end || t > 1024 || !ck_variant_of((int)t)) {
+    long t = CK_THREADS;
+    const char *v;
+    if (tkp_env_long("TKP_CAKE_THREADS", 1, 1024, &t, &v) < 0 || !ck_variant_of((int)t)) {
         tkp_error_set(err, "cake (gpu): TKP_CAKE_THREADS=%s: the variants have 512 or 256 "
                            "threads per CTA", v);
         return -1;

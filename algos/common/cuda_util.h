@@ -1,11 +1,13 @@
 /* cuda_util.h — for .cu files: turn a failed CUDA call or launch into a TKP_EDEVICE status
  * with a message naming the file, line and call (never an abort in the middle of a sweep),
- * and the host-side arithmetic of workspaces and row slices. Device primitives are in
+ * the host-side arithmetic of workspaces and row slices, and the launchers' experiment
+ * variables (tkp_env_long). Device primitives are in
  * gpu_warp.cuh, launch helpers in gpu_launch.cuh. */
 #ifndef TKP_CUDA_UTIL_H
 #define TKP_CUDA_UTIL_H
 
 #include <cuda_runtime.h>
+#include <stdlib.h>
 
 #include "../tkp.h"
 
@@ -21,6 +23,23 @@
 
 /* After a kernel launch: a bad configuration shows up here. */
 #define TKP_LAUNCH_CHECK(err) TKP_CUDA_TRY(cudaPeekAtLastError(), err)
+
+/* An integer environment variable of a launcher's experiment (TKP_CAKE_THREADS, ...): 0 when
+ * `name` is unset or empty (*out untouched), 1 when it is an integer in [lo, hi] (*out set),
+ * -1 otherwise; *text is its value for the caller's message. */
+static inline int tkp_env_long(const char *name, long lo, long hi, long *out, const char **text)
+{
+    const char *v = getenv(name);
+    *text = v ? v : "";
+    if (!v || !*v)
+        return 0;
+    char *end = NULL;
+    const long n = strtol(v, &end, 10);
+    if (*end || n < lo || n > hi)
+        return -1;
+    *out = n;
+    return 1;
+}
 
 /* Tokens per CTA when a row of `vocab` tokens is split over `c` CTAs, rounded up to a
  * multiple of `align` (a power of two, so that every slice starts as aligned as the row). */

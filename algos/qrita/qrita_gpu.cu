@@ -622,12 +622,9 @@ static int launch_chain(const struct qrita_gpu_plan *pl, const qr_args &a, cudaS
  * by a block instead of a warp, README "Past B = #SMs"); -1 with err set for another value. */
 static int qr_env_heavy_n(struct tkp_error *err)
 {
-    const char *v = getenv("TKP_QRITA_HEAVY_N");
-    if (!v || !*v)
-        return HEAVY_N;
-    char *end = nullptr;
-    const long n = strtol(v, &end, 10);
-    if (*end || n < 0 || n > HEAVY_N) {
+    long n = HEAVY_N;
+    const char *v;
+    if (tkp_env_long("TKP_QRITA_HEAVY_N", 0, HEAVY_N, &n, &v) < 0) {
         tkp_error_set(err, "qrita (gpu): TKP_QRITA_HEAVY_N=%s: expected an integer in [0, %d]", v,
                       HEAVY_N);
         return -1;

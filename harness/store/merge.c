@@ -316,8 +316,8 @@ static int merge_in_child(const char *first, const void *arg, FILE *out, struct 
     return rc;
 }
 
-/* A guarded child reading one shard alone as merge reads it: its identity, /plan, every
- * sweep's rows and every row's samples. */
+/* A guarded child reading one shard alone: its identity, /plan, every sweep's rows and every
+ * row's samples (what merge reads of it, but the root attributes and the copied records). */
 static int probe_shard(const char *path, const void *arg, FILE *out, struct tkp_error *err)
 {
     (void)arg, (void)out;
