@@ -52,6 +52,7 @@ struct cake_pivot {
 };
 
 static const char *const launch_choices[] = { "fused", "chained", NULL };
+static const char *const cake_thread_choices[] = { "auto", "512", "256", NULL };
 
 static const struct tkp_option cake_options[] = {
     { "topp_launch", "GPU: top-p, mask and draws in rank 0 of each cluster (fused), or in a "
@@ -60,6 +61,9 @@ static const struct tkp_option cake_options[] = {
     { "cluster", "GPU only (the CPU ignores it): CTAs per row, or auto (the dispatch table of "
       "the device, else the cost model); a size the device cannot run takes the cost model",
       TKP_OPT_ENUM_QUIET, offsetof(struct cake_opts, cluster), 0, 0, 0, tkp_cluster_choices },
+    { "threads", "GPU only: threads per CTA, 512 or 256 (two CTAs a SM), or auto (256 when the "
+      "batch has more rows than the device has SMs, else 512)",
+      TKP_OPT_ENUM_QUIET, offsetof(struct cake_opts, threads), 0, 0, 0, cake_thread_choices },
     { NULL },
 };
 
@@ -90,7 +94,7 @@ static int cake_init(void *state, const struct tkp_problem *pb, const void *opts
                      size_t *workspace_bytes, struct tkp_error *err)
 {
     (void)err;
-    (void)opts; /* topp_launch, cluster: GPU only */
+    (void)opts; /* topp_launch, cluster, threads: GPU only */
     struct cake_state *s = state;
     s->pb = *pb;
     *workspace_bytes = tkp_cpu_row_scratch_bytes(pb) + 2 * CAKE_SLAB * sizeof(uint64_t) +

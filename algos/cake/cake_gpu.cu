@@ -69,8 +69,7 @@ static const struct ck_variant ck_variants[] = {
     { 256, ck256::kernel_for, ck256::smem_bytes },
 };
 
-/* The variant of `threads` per CTA (512 unless TKP_CAKE_THREADS=256 asks: an experiment, and
- * the tests of the variant); null for another value of the variable. */
+/* The variant of `threads` per CTA; null for another number. */
 static const struct ck_variant *ck_variant_of(int threads)
 {
     for (size_t i = 0; i < sizeof ck_variants / sizeof ck_variants[0]; i++)
@@ -78,9 +77,17 @@ static const struct ck_variant *ck_variant_of(int threads)
             return &ck_variants[i];
     return nullptr;
 }
-static int ck_env_threads(struct tkp_error *err)
+
+/* Threads per CTA: the option threads=512|256 when given, else TKP_CAKE_THREADS (the tests of a
+ * variant on every cell), else auto: 256 once the batch has more rows than the device has SMs
+ * (two CTAs a SM, a row each: measured on the H100, README "Two CTAs a SM"), else 512. */
+static int ck_threads_of(const struct cake_opts *opts, int64_t batch, int sm_count,
+                         struct tkp_error *err)
 {
-    long t = CK_THREADS;
+    static const int by_choice[] = { 0, CK_THREADS, 256 }; /* cake_thread_choices (cake.c) */
+    if (opts && opts->threads > 0)
+        return by_choice[opts->threads];
+    long t = batch > sm_count ? 256 : CK_THREADS;
     const char *v;
     if (tkp_env_long("TKP_CAKE_THREADS", 1, 1024, &t, &v) < 0 || !ck_variant_of((int)t)) {
         tkp_error_set(err, "cake (gpu): TKP_CAKE_THREADS=%s: the variants have 512 or 256 "
@@ -166,7 +173,11 @@ extern "C" int cake_gpu_plan(const struct tkp_problem *pb, const void *opts, voi
     plan->pb = *pb;
     const int64_t batch = pb->batch, vocab = pb->vocab;
     const int topp_launch = opts ? ((const struct cake_opts *)opts)->topp_launch : 0;
-    plan->threads = ck_env_threads(err);
+    int dev = 0;
+    TKP_CUDA_TRY(cudaGetDevice(&dev), err);
+    TKP_CUDA_TRY(cudaDeviceGetAttribute(&plan->sm_count, cudaDevAttrMultiProcessorCount, dev),
+                 err);
+    plan->threads = ck_threads_of((const struct cake_opts *)opts, batch, plan->sm_count, err);
     if (plan->threads < 0)
         return TKP_EINVAL;
     const ck_kernel_t kernel = ck_variant_of(plan->threads)->kernel_for(pb->dtype);
@@ -175,10 +186,6 @@ extern "C" int cake_gpu_plan(const struct tkp_problem *pb, const void *opts, voi
                       (int)pb->dtype);
         return TKP_EINVAL;
     }
-    int dev = 0;
-    TKP_CUDA_TRY(cudaGetDevice(&dev), err);
-    TKP_CUDA_TRY(cudaDeviceGetAttribute(&plan->sm_count, cudaDevAttrMultiProcessorCount, dev),
-                 err);
     int major = 0;
     TKP_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), err);
     if (major < 9) {

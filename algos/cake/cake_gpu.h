@@ -19,7 +19,7 @@ enum cake_topp_launch { CAKE_TOPP_FUSED, CAKE_TOPP_CHAINED };
 struct cake_gpu_plan {
     struct tkp_problem pb; /* the problem (pb.dtype: which cake_kernel instantiation runs) */
     int cluster;           /* CTAs per row: 1, 2, 4, 8 or 16 (16: non-portable size) */
-    int threads;           /* per CTA: 512, or 256 (TKP_CAKE_THREADS: two CTAs a SM) */
+    int threads;           /* per CTA: 512, or 256 (two CTAs a SM): option threads, or auto */
     int chained;           /* 1: a second kernel (programmatic dependent launch) sorts the
                             * gathered entries and does top-p, mask and draws; 0: rank 0 of
                             * each cluster does, in the same launch */

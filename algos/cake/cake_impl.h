@@ -13,6 +13,7 @@
 struct cake_opts {
     int topp_launch; /* enum cake_topp_launch (GPU only; cake_gpu.h) */
     int cluster;     /* index into tkp_cluster_choices (GPU only; algos/tkp.h) */
+    int threads;     /* index into cake_thread_choices: auto, 512, 256 (GPU only; cake.c) */
 };
 
 /* The statistics the CPU counts (algos/tkp.h, struct tkp_stat; the GPU reports none):

@@ -27,6 +27,7 @@ static const double qrita_quantile[QRITA_QUANTILE_BINS - 1] = QRITA_NORMAL_QUANT
 static const char *const truncation_choices[] = { "auto", "off", "force_fallback", NULL };
 static const char *const search_choices[] = { "quaternary", "ternary", "binary", "sort", NULL };
 static const char *const switch_choices[] = { "on", "off", NULL };
+static const char *const qrita_heavy_choices[] = { "auto", "0", "1024", "4096", NULL };
 
 static const struct tkp_option qrita_options[] = {
     { "truncation", "sigma-truncation: auto (use the outliers when they suffice), off, "
@@ -48,6 +49,10 @@ static const struct tkp_option qrita_options[] = {
     { "max_iter", "pivot-search iteration cap (below 16/21/32 for quaternary/ternary/binary "
       "the search may stop unresolved: approximate)",
       TKP_OPT_INT, offsetof(struct qrita_opts, max_iter), 32, 1, 64, NULL },
+    { "heavy_n", "GPU only: where a warp searches each row (past B = #SMs), the candidates above "
+      "which it hands the row to a block: 0, 1024, 4096, or auto (0 up to twice as many rows "
+      "as the device has SMs, else 4096)",
+      TKP_OPT_ENUM_QUIET, offsetof(struct qrita_opts, heavy_n), 0, 0, 0, qrita_heavy_choices },
     { NULL },
 };
 

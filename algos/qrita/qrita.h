@@ -22,6 +22,7 @@ struct qrita_opts {
     int truncation, search, dedup, autotune; /* enum indices */
     double sigma_margin;
     int sample_block, max_iter;
+    int heavy_n; /* index into qrita_heavy_choices: auto, 0, 1024, 4096 (GPU only; qrita.c) */
 };
 
 /* Shared by both implementations (qrita.c). The outlier buffer of a row, in keys: a quarter of

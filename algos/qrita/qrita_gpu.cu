@@ -617,12 +617,17 @@ static int launch_chain(const struct qrita_gpu_plan *pl, const qr_args &a, cudaS
     return TKP_OK;
 }
 
-/* The candidates past which a warp-per-row search hands a row to qr_search_heavy: HEAVY_N, or
- * TKP_QRITA_HEAVY_N in [0, HEAVY_N] (an experiment: k = 1000 rows, ~2000 candidates, searched
- * by a block instead of a warp, README "Past B = #SMs"); -1 with err set for another value. */
-static int qr_env_heavy_n(struct tkp_error *err)
+/* The candidates past which a warp-per-row search hands a row to qr_search_heavy: the option
+ * heavy_n=0|1024|4096 when given, else TKP_QRITA_HEAVY_N in [0, HEAVY_N] (the tests of the
+ * hand-off on every cell), else auto: 0 up to twice as many rows as SMs (every row a block's:
+ * k = 1000 rows hold ~2000 candidates), HEAVY_N past it (measured on the H100, README "Past
+ * B = #SMs"); -1 with err set for another value of the variable. */
+static int qr_heavy_n_of(const struct qrita_gpu_plan *pl, struct tkp_error *err)
 {
-    long n = HEAVY_N;
+    static const int by_choice[] = { -1, 0, 1024, HEAVY_N }; /* qrita_heavy_choices (qrita.c) */
+    if (pl->opts.heavy_n > 0)
+        return by_choice[pl->opts.heavy_n];
+    long n = pl->pb.batch <= 2 * (int64_t)pl->sm_count ? 0 : HEAVY_N;
     const char *v;
     if (tkp_env_long("TKP_QRITA_HEAVY_N", 0, HEAVY_N, &n, &v) < 0) {
         tkp_error_set(err, "qrita (gpu): TKP_QRITA_HEAVY_N=%s: expected an integer in [0, %d]", v,
@@ -667,7 +672,7 @@ extern "C" int qrita_gpu_run(const void *plan, const struct tkp_io *io, void *wo
     a.scan_in_mass = a.fuse && pl->cta_per_row * pl->pb.batch + pl->pb.batch <= pl->mass_resident &&
                      !pl->scan_apart;
     a.minp_force = io->min_p && tkp_minp_force_count();
-    if ((a.heavy_n = qr_env_heavy_n(err)) < 0)
+    if ((a.heavy_n = qr_heavy_n_of(pl, err)) < 0)
         return TKP_EINVAL;
     a.batch = pl->pb.batch;
     a.vocab = pl->pb.vocab;

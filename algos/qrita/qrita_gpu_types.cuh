@@ -44,7 +44,7 @@ template <class E> __device__ __forceinline__ float4 qr_load_vec(const void *bod
 #define CAP_BLOCK 16384 /* shared-memory candidates per half, block-per-row search */
 #define BLOCK_G 512     /* threads of the block-per-row search */
 #define HEAVY_N 4096    /* warp-per-row search: rows with more candidates go to a block
-                         * (qr_args.heavy_n: this, or less under TKP_QRITA_HEAVY_N) */
+                         * (qr_args.heavy_n: this, or less: option heavy_n) */
 #define WARM_N 8        /* keys of the warm-up row of the block-per-row search */
 #define WIN_BINS 16 /* the window of a top-p-alone row: its keys of mass bin < WIN_BINS */
 #define WIN_CTA 64  /* ... at most this many per CTA of qr_mass (more: the window overflows) */
@@ -101,7 +101,7 @@ struct qr_args {
     int minp_force;   /* TKP_MINP_FORCE_COUNT (gpu_minp.cuh): the search folds min-p from a
                        * count over the row, never from the buffer */
     int heavy_n;      /* a warp-per-row search leaves a row with more candidates than this to
-                       * qr_search_heavy: HEAVY_N, or TKP_QRITA_HEAVY_N (an experiment) */
+                       * qr_search_heavy (option heavy_n, qrita_gpu.cu qr_heavy_n_of) */
     int64_t batch, vocab, stride, cap_gpu, cap_cpu, pitch, vpc, cpr;
     int trunc, search, dedup, sample_block, max_iter, pivots;
     double margin;

@@ -1,0 +1,22 @@
+-- batch_variants.lua — where two launch variants change places as the batch grows past the
+-- device's SMs (132 on the H100 and the H200), each variant named by its option in one run:
+-- cake's CTA shape (threads=512: one CTA a SM; threads=256: two, algos/cake/README.md "Two CTAs
+-- a SM") and qrita's hand-off of a warp's row to a block (heavy_n=4096 or 0,
+-- algos/qrita/README.md "Past B = #SMs"). The options' auto rules (256 past #SMs rows; 0 up to
+-- twice #SMs rows) are placed from these cells; auto itself runs beside them.
+--   build/gpu/topkp run configs/h100/batch_variants.lua --backend gpu -o batch_variants.h5
+local timing = { warmup = 3, min_reps = 20, max_reps = 200, max_seconds = 0.3, target_rel = 0.01 }
+
+sweep "cake_threads_by_batch" {
+    algos = { { "cake", threads = "512" }, { "cake", threads = "256" }, "cake" },
+    dataset = "peers_s1", vocab = { 128256, 262144 },
+    batch = { 128, 133, 160, 200, 264, 384, 512, 1024 },
+    k = { 50, 1000 }, p = 0.9, dtype = { "f32", "bf16" }, timing = timing,
+}
+
+sweep "qrita_heavy_by_batch" {
+    algos = { { "qrita", heavy_n = "4096" }, { "qrita", heavy_n = "0" }, "qrita" },
+    dataset = "peers_s1", vocab = { 128256, 262144 },
+    batch = { 133, 160, 200, 264, 384, 512, 768, 1024 },
+    k = { 50, 1000 }, p = { 0.9, 1.0 }, timing = timing,
+}
