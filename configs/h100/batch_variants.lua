@@ -20,3 +20,11 @@ sweep "qrita_heavy_by_batch" {
     batch = { 133, 160, 200, 264, 384, 512, 768, 1024 },
     k = { 50, 1000 }, p = { 0.9, 1.0 }, timing = timing,
 }
+
+-- cake's shapes between k = 50 (256 faster past #SMs rows) and 1000 (256 slower: the
+-- candidates overflow its 4096-entry list), for the k bound of threads=auto
+sweep "cake_threads_by_k" {
+    algos = { { "cake", threads = "512" }, { "cake", threads = "256" } },
+    dataset = "peers_s1", vocab = 128256, batch = { 264, 1024 },
+    k = { 64, 128, 256, 512 }, p = 0.9, dtype = { "f32", "bf16" }, timing = timing,
+}

@@ -1,6 +1,7 @@
 -- dispatch_fit.lua — the sweep a GPU's dispatch table is fitted from (docs/DESIGN.md, "Variants
--- and the dispatch table"): cake and rejection at every cluster size (the variants) on a fit
--- grid of B x V x k x dtype, and on held-out cells between its points. Then
+-- and the dispatch table"): cake and rejection at every cluster size, and cake's two CTA
+-- shapes (the variants), on a fit grid of B x V x k x dtype, and on held-out cells between its
+-- points. Then
 --   python3 scripts/fit-dispatch.py RESULTS.h5 SLUG > dispatch/SLUG.tsv
 --   python3 scripts/fit-dispatch.py RESULTS.h5 SLUG --check --topkp build/topkp
 -- (SLUG: the device's, scripts/reproduce.sh's folder rule: h100, h200). A size c is timed at a
@@ -12,13 +13,22 @@
 local MAX_CTAS = 4 * 132
 local timing = { warmup = 3, min_reps = 20, max_reps = 200, max_seconds = 0.3, target_rel = 0.01 }
 
+-- cake's CTA shape is a variant too (option threads): 512 at every size, and 256 (two CTAs a
+-- SM) at one CTA a row from B = 128 up, where rows outnumber or match the SMs (below, measured
+-- slower: results/h100-2026-12-06/cake_threads/). Both are explicit, so a table row names its
+-- shape and a cell that takes it plans it whatever `threads=auto` would.
 local function variants_at(batch)
     local out = {}
     for _, module in ipairs({ "cake", "rejection" }) do
         for _, c in ipairs({ 1, 2, 4, 8, 16 }) do
             if c == 1 or batch * c <= MAX_CTAS then
-                out[#out + 1] = { module, cluster = tostring(c) }
+                local v = { module, cluster = tostring(c) }
+                if module == "cake" then v.threads = "512" end
+                out[#out + 1] = v
             end
+        end
+        if module == "cake" and batch >= 128 then
+            out[#out + 1] = { module, cluster = "1", threads = "256" }
         end
     end
     return out
