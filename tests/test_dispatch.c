@@ -295,7 +295,7 @@ TEST(dispatch_h100_check_is_the_binary_lookup_on_the_committed_fit)
         test_skip("no " PYTHON " with h5py and numpy");
         return;
     }
-    const char *dir = "results/h100-2026-12-05/dispatch";
+    const char *dir = "results/h100-2026-12-06/dispatch";
     char *committed = NULL, path[256];
     snprintf(path, sizeof path, "%s/check.tsv", dir);
     REQUIRE((committed = slurp(path, NULL)) != NULL, "no %s", path);
@@ -308,7 +308,8 @@ TEST(dispatch_h100_check_is_the_binary_lookup_on_the_committed_fit)
 
 /* `topkp run --dry-run --backend gpu` shows the variant a GPU's table gives each cell, in a
  * build without CUDA too (it only plans): TKP_DISPATCH_SLUG=h100 names the compiled-in H100
- * table; the explicit cluster = 2 wins; a slug with no table leaves the cell at auto. */
+ * table; the explicit cluster = 2 wins (the variant's other options, threads, fill in beside
+ * it); a slug with no table leaves the cell at auto. */
 TEST(dispatch_dry_run_shows_the_variant_a_cell_takes)
 {
     const char *cfg = write_scratch("dispatch_dry.lua",
@@ -321,7 +322,7 @@ TEST(dispatch_dry_run_shows_the_variant_a_cell_takes)
     snprintf(want, sizeof want, "\tcake:auto\ttopp_launch=fused,%s\t", r->options);
     CHECK(run_cmd(out, sizeof out, "TKP_DISPATCH_SLUG=h100 %s run %s --dry-run --backend gpu",
                   topkp_bin(), cfg) == 0 &&
-              strstr(out, want) && strstr(out, "\tcake:two\ttopp_launch=fused,cluster=2\t"),
+              strstr(out, want) && strstr(out, "\tcake:two\ttopp_launch=fused,cluster=2"),
           "want '%s': %s", want, out);
     CHECK(run_cmd(out, sizeof out, "TKP_DISPATCH_SLUG=zz000 %s run %s --dry-run --backend gpu",
                   topkp_bin(), cfg) == 0 &&

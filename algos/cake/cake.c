@@ -62,7 +62,7 @@ static const struct tkp_option cake_options[] = {
       "the device, else the cost model); a size the device cannot run takes the cost model",
       TKP_OPT_ENUM_QUIET, offsetof(struct cake_opts, cluster), 0, 0, 0, tkp_cluster_choices },
     { "threads", "GPU only: threads per CTA, 512 or 256 (two CTAs a SM), or auto (256 when the "
-      "batch has more rows than the device has SMs, else 512)",
+      "batch has more rows than the device has SMs and k <= 256, else 512)",
       TKP_OPT_ENUM_QUIET, offsetof(struct cake_opts, threads), 0, 0, 0, cake_thread_choices },
     { NULL },
 };

@@ -78,16 +78,22 @@ static const struct ck_variant *ck_variant_of(int threads)
     return nullptr;
 }
 
+/* The largest top-k set the 256-thread variant is taken for under threads=auto: measured
+ * faster up to k = 256, 1.35-1.58x slower at k = 512 and more at 1000, as its 4096-entry
+ * candidate list's overflow path (the slice read again) predicts (README "Two CTAs a SM"). */
+#define CK256_SET_MAX 256
+
 /* Threads per CTA: the option threads=512|256 when given, else TKP_CAKE_THREADS (the tests of a
  * variant on every cell), else auto: 256 once the batch has more rows than the device has SMs
- * (two CTAs a SM, a row each: measured on the H100, README "Two CTAs a SM"), else 512. */
-static int ck_threads_of(const struct cake_opts *opts, int64_t batch, int sm_count,
-                         struct tkp_error *err)
+ * and every row's set is at most CK256_SET_MAX (two CTAs a SM, a row each: measured on the
+ * H100, README "Two CTAs a SM"), else 512. */
+static int ck_threads_of(const struct cake_opts *opts, const struct tkp_problem *pb,
+                         int sm_count, struct tkp_error *err)
 {
     static const int by_choice[] = { 0, CK_THREADS, 256 }; /* cake_thread_choices (cake.c) */
     if (opts && opts->threads > 0)
         return by_choice[opts->threads];
-    long t = batch > sm_count ? 256 : CK_THREADS;
+    long t = pb->batch > sm_count && pb->set_max <= CK256_SET_MAX ? 256 : CK_THREADS;
     const char *v;
     if (tkp_env_long("TKP_CAKE_THREADS", 1, 1024, &t, &v) < 0 || !ck_variant_of((int)t)) {
         tkp_error_set(err, "cake (gpu): TKP_CAKE_THREADS=%s: the variants have 512 or 256 "
@@ -177,7 +183,7 @@ extern "C" int cake_gpu_plan(const struct tkp_problem *pb, const void *opts, voi
     TKP_CUDA_TRY(cudaGetDevice(&dev), err);
     TKP_CUDA_TRY(cudaDeviceGetAttribute(&plan->sm_count, cudaDevAttrMultiProcessorCount, dev),
                  err);
-    plan->threads = ck_threads_of((const struct cake_opts *)opts, batch, plan->sm_count, err);
+    plan->threads = ck_threads_of((const struct cake_opts *)opts, pb, plan->sm_count, err);
     if (plan->threads < 0)
         return TKP_EINVAL;
     const ck_kernel_t kernel = ck_variant_of(plan->threads)->kernel_for(pb->dtype);
