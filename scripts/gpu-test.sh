@@ -39,10 +39,12 @@ if [[ $stages == all ]]; then
     TKP_CAKE_THREADS=256 "$bundle/topkp-tests" "$cake_tests,gpu_batch_invariance_cake" 2>&1 |
         tee "$logdir/gpu-tests-cake256.log" | tail -3
     [[ ${PIPESTATUS[0]} == 0 ]] || status=1
-    # qrita's rows past B = #SMs searched by a block, not a warp (algos/qrita/README.md, "Past
-    # B = #SMs"): TKP_QRITA_HEAVY_N=0 sends every row with candidates to qr_search_heavy
-    echo "== qrita's GPU tests with every warp-searched row handed to a block (TKP_QRITA_HEAVY_N=0)"
-    TKP_QRITA_HEAVY_N=0 "$bundle/topkp-tests" \
+    # qrita's rows past B = #SMs searched by a warp each
+    # (algos/qrita/README.md, "Past B = #SMs"): under heavy_n=auto the suite's B = 200 hands
+    # every row with candidates to a block; TKP_QRITA_HEAVY_N=4096 keeps them with their warps
+    # (the default past 264 rows)
+    echo "== qrita's GPU tests with rows past #SMs searched by a warp (TKP_QRITA_HEAVY_N=4096)"
+    TKP_QRITA_HEAVY_N=4096 "$bundle/topkp-tests" \
         gpu_qrita_gaussian_b200,gpu_conformance_tiled_matches_cpu_qrita,gpu_batch_invariance_qrita 2>&1 |
         tee "$logdir/gpu-tests-qrita-heavy.log" | tail -3
     [[ ${PIPESTATUS[0]} == 0 ]] || status=1

@@ -1,6 +1,9 @@
 """ncu-lines.py — the source page that scripts/ncu-source.sh writes (NAME-sass.csv: each SASS
 instruction with its CUDA source line) summed per source line: warp instructions executed and
-warp stall samples, most samples first, as a TSV on stdout.
+warp stall samples, most samples first, as a TSV on stdout. ncu attributes an inlined
+instruction to more than one line (the callee's and lines of its call chain: a call site can
+carry the same counts as the line it inlines), so the lines' sums exceed the kernel's totals:
+read a line's share against the details page, and never add lines of one call chain.
 usage: python3 scripts/ncu-lines.py NAME-sass.csv [TITLE]   (TITLE: a '# ' line above the header)
 """
 import collections

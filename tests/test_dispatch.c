@@ -1,7 +1,8 @@
 /* test_dispatch.c — the variants and the dispatch table (docs/DESIGN.md, "Variants and the
  * dispatch table"): the cluster option of cake and rejection and its precedence over the
  * TKP_*_CLUSTER hook; a device's slug; the lookup (log-log interpolation between grid points,
- * clamping outside the grid, a variant missing at a corner, the nearest k); a plan's cells take
+ * clamping outside the grid, a variant missing at a corner, the nearest k, rows that disagree
+ * with the options a config set); a plan's cells take
  * the options the config left unset, shown in a --dry-run; the compiled-in tables parse;
  * scripts/dispatch-tables.awk refuses a malformed table naming file:line and the field;
  * scripts/fit-dispatch.py on a synthetic export, and the committed H100 check is the binary's. */
@@ -82,15 +83,32 @@ TEST(dispatch_lookup_interpolates_log_log_between_grid_points)
     for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
         const struct tkp_dispatch_row *r =
             tkp_dispatch_lookup(rows, n_rows, cells[i].slug, cells[i].module, cells[i].dtype,
-                                cells[i].b, cells[i].v, cells[i].k, NULL);
+                                cells[i].b, cells[i].v, cells[i].k, NULL, NULL);
         CHECK(r == (cells[i].row < 0 ? NULL : &rows[cells[i].row]),
               "%s %s %s B=%lld V=%lld k=%lld: row %d, not %d", cells[i].slug, cells[i].module,
               cells[i].dtype, (long long)cells[i].b, (long long)cells[i].v, (long long)cells[i].k,
               r ? (int)(r - rows) : -1, cells[i].row);
     }
+    /* a row that disagrees with an option the config set is no candidate; one it does not
+     * name plays no part */
+    static const struct {
+        const char *module, *given;
+        int row; /* -1: none */
+    } held[] = {
+        { "cake", "cluster=1", 1 },           { "cake", "cluster=4", 2 },
+        { "cake", "cluster=16", -1 },         { "cake", "topp_launch=fused", 0 },
+        { "cake", "topp_launch=fused,cluster=4", 2 }, { "rejection", "max_rounds=16", 10 },
+        { "rejection", "max_rounds=8", -1 }, { "rejection", "cluster=8,max_rounds=1", -1 },
+    };
+    for (size_t i = 0; i < sizeof held / sizeof held[0]; i++) {
+        const struct tkp_dispatch_row *r = tkp_dispatch_lookup(
+            rows, n_rows, "t100", held[i].module, "f32", 2, 1000, 50, held[i].given, NULL);
+        CHECK(r == (held[i].row < 0 ? NULL : &rows[held[i].row]), "%s given '%s': row %d, not %d",
+              held[i].module, held[i].given, r ? (int)(r - rows) : -1, held[i].row);
+    }
     double us = 0; /* B = 8, V = 1e4: halfway in both, cluster=4's sqrt(5 * 9) beats sqrt(50) */
     const struct tkp_dispatch_row *r =
-        tkp_dispatch_lookup(rows, n_rows, "t100", "cake", "f32", 8, 10000, 50, &us);
+        tkp_dispatch_lookup(rows, n_rows, "t100", "cake", "f32", 8, 10000, 50, NULL, &us);
     CHECK(r == &rows[2] && us > 6.7082 && us < 6.7083, "row %d, %.6f us",
           r ? (int)(r - rows) : -1, us);
 }
@@ -105,7 +123,8 @@ static const char *options_of(const struct tkp_plan *plan, const char *variant, 
 }
 
 /* An explicit option always wins; a number names the cluster choice it spells (cluster = 4 is
- * "4", not the choice at index 4, "8"). */
+ * "4", not the choice at index 4, "8"); a row timed with another value of an option the config
+ * set is no candidate (rejection's one row has max_rounds=16: the config's 8 takes none). */
 TEST(dispatch_plan_sets_only_the_options_the_config_left_unset)
 {
     struct tkp_plan plan;
@@ -123,7 +142,7 @@ TEST(dispatch_plan_sets_only_the_options_the_config_left_unset)
         { "auto", "1", "topp_launch=fused,cluster=4" },
         { "auto", "16", "topp_launch=fused,cluster=1" },
         { "four", "16", "topp_launch=fused,cluster=4" },
-        { "rej", "1", "max_rounds=8,cluster=8" },
+        { "rej", "1", "max_rounds=8" },
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const char *got = options_of(&plan, want[i][0], atoi(want[i][1]));
@@ -136,6 +155,49 @@ TEST(dispatch_plan_sets_only_the_options_the_config_left_unset)
     rc = tkp_plan_dispatch(&plan, "t100", bad, 1, &err);
     CHECK(rc == TKP_EINVAL && strstr(err.msg, "bad.tsv:7") && strstr(err.msg, "cluster"),
           "rc %d: %s", rc, err.msg);
+    tkp_plan_free(&plan);
+}
+
+/* An option whose choices are numbers takes a number by its spelling and refuses any other,
+ * naming the option, the number and the choices (threads = 1 was once the choice at index 1,
+ * "512"; heavy_n = 2 was "1024"). */
+TEST(number_choices_refuse_a_number_that_is_none_of_them)
+{
+    static const char *const bad[][2] = {
+        { "{ 'cake', threads = 1 }", "'1'" },     { "{ 'qrita', heavy_n = 2 }", "'2'" },
+        { "{ 'cake', cluster = 3 }", "'3'" },     { "{ 'rejection', cluster = 4.5 }", "'4.5'" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[160];
+        snprintf(text, sizeof text, "sweep 'n' { algos = { %s }, vocab = 64, batch = 1, k = 5 }\n",
+                 bad[i][0]);
+        struct tkp_plan plan;
+        struct tkp_error err = { 0 };
+        const int rc = tkp_config_load(write_scratch("number_choice.lua", text), TKP_CPU, &plan,
+                                       &err);
+        CHECK(rc != TKP_OK && strstr(err.msg, bad[i][1]) && strstr(err.msg, "is not one of"),
+              "%s: rc %d: %s", bad[i][0], rc, err.msg);
+        if (rc == TKP_OK)
+            tkp_plan_free(&plan);
+    }
+    struct tkp_plan plan;
+    struct tkp_error err = { 0 };
+    REQUIRE(tkp_config_load(write_scratch("number_choice.lua",
+                                          "sweep 'n' { algos = { { 'cake', threads = 256 },\n"
+                                          "  { 'qrita', heavy_n = 0 } }, vocab = 64, batch = 1,"
+                                          " k = 5 }\n"),
+                            TKP_CPU, &plan, &err) == TKP_OK,
+            "%s", err.msg);
+    int seen = 0;
+    for (size_t i = 0; i < plan.n; i++) {
+        const char *o = plan.cells[i].options, *name = plan.cells[i].algo->name;
+        seen += strcmp(o, strcmp(name, "cake") == 0 ? "topp_launch=fused,threads=256"
+                                                     : "truncation=auto,search=quaternary,"
+                                                       "dedup=on,autotune=on,sigma_margin=0.15,"
+                                                       "sample_block=8192,max_iter=32,heavy_n=0")
+                == 0;
+    }
+    CHECK(seen == 2 && plan.n == 2, "%d of %zu cells take their number's choice", seen, plan.n);
     tkp_plan_free(&plan);
 }
 
@@ -308,22 +370,31 @@ TEST(dispatch_h100_check_is_the_binary_lookup_on_the_committed_fit)
 
 /* `topkp run --dry-run --backend gpu` shows the variant a GPU's table gives each cell, in a
  * build without CUDA too (it only plans): TKP_DISPATCH_SLUG=h100 names the compiled-in H100
- * table; the explicit cluster = 2 wins (the variant's other options, threads, fill in beside
- * it); a slug with no table leaves the cell at auto. */
+ * table; the explicit cluster = 2 wins and takes the fastest row of that size (its threads
+ * too); threads = 256, which the table has at no corner of B = 8, takes no row; a slug with
+ * no table leaves the cell at auto. */
 TEST(dispatch_dry_run_shows_the_variant_a_cell_takes)
 {
     const char *cfg = write_scratch("dispatch_dry.lua",
         "ablation 'd' { base = { vocab = 151936, batch = 8, k = 1000 },\n"
-        "  variants = { auto = 'cake', two = { 'cake', cluster = 2 } } }\n");
+        "  variants = { auto = 'cake', two = { 'cake', cluster = 2 },\n"
+        "               shape = { 'cake', threads = '256' } } }\n");
     const struct tkp_dispatch_row *r = tkp_dispatch_lookup(
-        tkp_dispatch_rows, tkp_dispatch_count, "h100", "cake", "f32", 8, 151936, 1000, NULL);
-    REQUIRE(r, "dispatch/h100.tsv gives cake f32 B=8 V=151936 k=1000 no variant");
-    char want[160];
+        tkp_dispatch_rows, tkp_dispatch_count, "h100", "cake", "f32", 8, 151936, 1000, NULL,
+        NULL);
+    const struct tkp_dispatch_row *r2 = tkp_dispatch_lookup(
+        tkp_dispatch_rows, tkp_dispatch_count, "h100", "cake", "f32", 8, 151936, 1000,
+        "cluster=2", NULL);
+    REQUIRE(r && r2 && strncmp(r2->options, "cluster=2,", 10) == 0,
+            "dispatch/h100.tsv gives cake f32 B=8 V=151936 k=1000 no variant (of cluster=2)");
+    char want[160], want2[160];
     snprintf(want, sizeof want, "\tcake:auto\ttopp_launch=fused,%s\t", r->options);
+    snprintf(want2, sizeof want2, "\tcake:two\ttopp_launch=fused,%s\t", r2->options);
     CHECK(run_cmd(out, sizeof out, "TKP_DISPATCH_SLUG=h100 %s run %s --dry-run --backend gpu",
                   topkp_bin(), cfg) == 0 &&
-              strstr(out, want) && strstr(out, "\tcake:two\ttopp_launch=fused,cluster=2"),
-          "want '%s': %s", want, out);
+              strstr(out, want) && strstr(out, want2) &&
+              strstr(out, "\tcake:shape\ttopp_launch=fused,threads=256\t"),
+          "want '%s' and '%s': %s", want, want2, out);
     CHECK(run_cmd(out, sizeof out, "TKP_DISPATCH_SLUG=zz000 %s run %s --dry-run --backend gpu",
                   topkp_bin(), cfg) == 0 &&
               strstr(out, "\tcake:auto\ttopp_launch=fused\t"),

@@ -222,12 +222,27 @@ TEST(gpu_qrita_gaussian_b200_topk) { gaussian_matches(200, 50, 1.0f, 1.0f, NULL)
 TEST(gpu_qrita_gaussian_b200_topk_topp) { gaussian_matches(200, 50, 0.9f, 1.0f, NULL); }
 TEST(gpu_qrita_gaussian_b200_topp) { gaussian_matches(200, 0, 0.9f, 2.0f, NULL); }
 
-/* Past B = #SMs a warp searches each row; rows of flat logits have too many top-p candidates
- * for a warp and go to the block kernel (qr_search_heavy): tens of thousands (scale 1, no
- * mass floor to speak of) or the whole row (scale 0.25: the buffer overflows, the row falls
- * back). */
+/* Past B = #SMs a warp searches each row (heavy_n=4096; under auto, up to twice #SMs rows, a
+ * block: algos/qrita/README.md, "Past B = #SMs"); rows of flat logits have too many top-p
+ * candidates for a warp and go to the block kernel (qr_search_heavy): tens of thousands
+ * (scale 1, no mass floor to speak of) or the whole row (scale 0.25: the buffer overflows, the
+ * row falls back). */
 TEST(gpu_qrita_gaussian_b200_topp_flat_rows) { gaussian_matches(200, 0, 0.9f, 1.0f, NULL); }
 TEST(gpu_qrita_gaussian_b200_topp_near_uniform_rows) { gaussian_matches(200, 0, 0.5f, 0.25f, NULL); }
+
+/* The warp-per-row search at B = 200, which heavy_n=auto leaves for past 264 rows: every
+ * filter, a k = 1000 row's ~2000 candidates in one warp, min-p folded by the warp, flat rows
+ * handed on. */
+TEST(gpu_qrita_gaussian_b200_warp_search)
+{
+    static const char *const warp[] = { "heavy_n=4096", NULL };
+    gaussian_matches(200, 50, 1.0f, 1.0f, warp);
+    gaussian_matches(200, 50, 0.9f, 1.0f, warp);
+    gaussian_matches(200, 1000, 0.9f, 1.0f, warp);
+    gaussian_matches(200, 0, 0.9f, 2.0f, warp);
+    gaussian_matches(200, 0, 0.9f, 1.0f, warp);
+    gaussian_run(200, 50, 0.9f, 1.0f, 1, warp);
+}
 
 static void table4_options(int minp)
 {
@@ -245,7 +260,8 @@ static void table4_options(int minp)
 TEST(gpu_qrita_gaussian_b200_table4_options) { table4_options(0); }
 
 /* min-p folded into qrita's kernels (algos/qrita/README.md, "min-p"): with top-k, from the
- * buffer by the search (a block per row at B = 8, a warp at B = 200), or over the row (the
+ * buffer by the search (a block per row at B = 8 and, under heavy_n=auto, at B = 200; a warp
+ * there in gpu_qrita_gaussian_b200_warp_search), or over the row (the
  * options without truncation; every row under TKP_MINP_FORCE_COUNT=1, scripts/gpu-test.sh's
  * second pass); with top-k off, by qr_prep before the threshold. At k = 500 min_p 0.5 leaves a
  * few tokens: rows whose buffer falls short of k but holds more than k' are checked against the
@@ -283,7 +299,7 @@ TEST(gpu_cases_qrita_pool_16) { with_pool("16", small_pool_cases); }
 static void pool_gaussians(void)
 {
     gaussian_matches(8, 50, 1.0f, 1.0f, NULL);   /* a block per row */
-    gaussian_matches(200, 50, 0.9f, 1.0f, NULL); /* a warp per row */
+    gaussian_matches(200, 50, 0.9f, 1.0f, NULL); /* a warp per row, handing it to a block */
     gaussian_matches(200, 1000, 0.9f, 1.0f, NULL);
     gaussian_matches(200, 0, 0.9f, 2.0f, NULL);  /* top-p alone: qr_gather2's bound */
     static const char *const sort[] = { "search=sort", NULL };

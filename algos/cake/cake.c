@@ -61,8 +61,9 @@ static const struct tkp_option cake_options[] = {
     { "cluster", "GPU only (the CPU ignores it): CTAs per row, or auto (the dispatch table of "
       "the device, else the cost model); a size the device cannot run takes the cost model",
       TKP_OPT_ENUM_QUIET, offsetof(struct cake_opts, cluster), 0, 0, 0, tkp_cluster_choices },
-    { "threads", "GPU only: threads per CTA, 512 or 256 (two CTAs a SM), or auto (256 when the "
-      "batch has more rows than the device has SMs and k <= 256, else 512)",
+    { "threads", "GPU only: threads per CTA, 512 or 256 (two CTAs a SM), or auto (the dispatch "
+      "table of the device, else 256 when the batch has more rows than the device has SMs and "
+      "k <= 256, else 512)",
       TKP_OPT_ENUM_QUIET, offsetof(struct cake_opts, threads), 0, 0, 0, cake_thread_choices },
     { NULL },
 };

@@ -51,7 +51,7 @@ static const struct tkp_option qrita_options[] = {
       TKP_OPT_INT, offsetof(struct qrita_opts, max_iter), 32, 1, 64, NULL },
     { "heavy_n", "GPU only: where a warp searches each row (past B = #SMs), the candidates above "
       "which it hands the row to a block: 0, 1024, 4096, or auto (0 up to twice as many rows "
-      "as the device has SMs, else 4096)",
+      "as the device has SMs, else 4096; not in the dispatch table)",
       TKP_OPT_ENUM_QUIET, offsetof(struct qrita_opts, heavy_n), 0, 0, 0, qrita_heavy_choices },
     { NULL },
 };

@@ -2,8 +2,10 @@
 -- device's SMs (132 on the H100 and the H200), each variant named by its option in one run:
 -- cake's CTA shape (threads=512: one CTA a SM; threads=256: two, algos/cake/README.md "Two CTAs
 -- a SM") and qrita's hand-off of a warp's row to a block (heavy_n=4096 or 0,
--- algos/qrita/README.md "Past B = #SMs"). The options' auto rules (256 past #SMs rows; 0 up to
--- twice #SMs rows) are placed from these cells; auto itself runs beside them.
+-- algos/qrita/README.md "Past B = #SMs"). The options' auto rules (256 past #SMs rows when
+-- k <= 256; 0 up to twice #SMs rows) are placed from these cells; auto itself runs beside them
+-- (on a device whose dispatch table sets cake's threads, cake's auto cells take the table's
+-- shape: the same cells as an explicit one, run once).
 --   build/gpu/topkp run configs/h100/batch_variants.lua --backend gpu -o batch_variants.h5
 local timing = { warmup = 3, min_reps = 20, max_reps = 200, max_seconds = 0.3, target_rel = 0.01 }
 

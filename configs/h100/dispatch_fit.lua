@@ -14,9 +14,10 @@ local MAX_CTAS = 4 * 132
 local timing = { warmup = 3, min_reps = 20, max_reps = 200, max_seconds = 0.3, target_rel = 0.01 }
 
 -- cake's CTA shape is a variant too (option threads): 512 at every size, and 256 (two CTAs a
--- SM) at one CTA a row from B = 128 up, where rows outnumber or match the SMs (below, measured
--- slower: results/h100-2026-12-06/cake_threads/). Both are explicit, so a table row names its
--- shape and a cell that takes it plans it whatever `threads=auto` would.
+-- SM) at one CTA a row from B = 128 up (the grid point below the first batch with more rows
+-- than SMs, so that B between 128 and 256 interpolates; below 128 measured slower:
+-- results/h100-2026-12-06/cake_threads/). Both are explicit, so a table row names its shape
+-- and a cell that takes it plans it whatever `threads=auto` would.
 local function variants_at(batch)
     local out = {}
     for _, module in ipairs({ "cake", "rejection" }) do

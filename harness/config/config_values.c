@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../algos/common/gate.h"
@@ -122,18 +123,30 @@ static void *entry_opts(lua_State *L, size_t size)
     return p;
 }
 
+/* Is one of enum option o's choices spelled as a number (cluster's "4", threads' "256")? */
+static int has_number_choice(const struct tkp_option *o)
+{
+    for (int i = 0; o->choices[i]; i++) {
+        char *end = NULL;
+        (void)strtod(o->choices[i], &end);
+        if (end != o->choices[i] && *end == 0)
+            return 1;
+    }
+    return 0;
+}
+
 /* A number for option `name`: an enum with a choice spelled as that number takes it (cluster = 4
- * is the choice "4"), any other enum takes it as a choice index, a number option as it is. */
+ * is the choice "4"); an enum whose choices are numbers refuses any other number, naming its
+ * choices (threads = 1 is no choice, not the choice at index 1); any other enum takes it as a
+ * choice index, a number option as it is. */
 static int set_number(const struct tkp_algo *a, void *opts, const char *name, double v,
                       struct tkp_error *err)
 {
     const struct tkp_option *o = tkp_option_find(a, name);
     char text[32];
-    snprintf(text, sizeof text, "%.0f", v);
-    if (o && TKP_OPT_IS_ENUM(o) && v == floor(v) && fabs(v) < 1e9)
-        for (int i = 0; o->choices[i]; i++)
-            if (strcmp(o->choices[i], text) == 0)
-                return tkp_option_set(a, opts, name, text, err);
+    snprintf(text, sizeof text, "%.15g", v);
+    if (o && TKP_OPT_IS_ENUM(o) && has_number_choice(o))
+        return tkp_option_set(a, opts, name, text, err);
     return tkp_option_set_number(a, opts, name, v, err);
 }
 

@@ -122,10 +122,40 @@ static double log_weight(int64_t x, int64_t lo, int64_t hi)
     return lo == hi ? 0 : (log((double)x) - log((double)lo)) / (log((double)hi) - log((double)lo));
 }
 
+/* The value of option `name` (name_len bytes) in `list` ("name=value" joined by commas), its
+ * length in *len; NULL when the list does not name it. */
+static const char *value_in(const char *list, const char *name, size_t name_len, size_t *len)
+{
+    for (const char *at = list; at && *at;) {
+        const size_t tok = strcspn(at, ",");
+        if (tok > name_len && at[name_len] == '=' && strncmp(at, name, name_len) == 0) {
+            *len = tok - name_len - 1;
+            return at + name_len + 1;
+        }
+        at += tok + (at[tok] != 0);
+    }
+    return NULL;
+}
+
+/* Does every option of `options` that `given` names have the same value in both? */
+static int agrees(const char *options, const char *given)
+{
+    for (const char *at = options; given && *at;) {
+        const size_t tok = strcspn(at, ","), name_len = strcspn(at, "=");
+        size_t len = 0;
+        const char *want = name_len < tok ? value_in(given, at, name_len, &len) : NULL;
+        if (want && (len != tok - name_len - 1 || strncmp(want, at + name_len + 1, len) != 0))
+            return 0;
+        at += tok + (at[tok] != 0);
+    }
+    return 1;
+}
+
 const struct tkp_dispatch_row *tkp_dispatch_lookup(const struct tkp_dispatch_row *rows, size_t n,
                                                    const char *slug, const char *module,
                                                    const char *dtype, int64_t batch,
-                                                   int64_t vocab, int64_t k, double *us)
+                                                   int64_t vocab, int64_t k, const char *given,
+                                                   double *us)
 {
     const struct cell_query q = { rows, n, slug, module, dtype };
     const int64_t gk = nearest_k(&q, k);
@@ -138,7 +168,8 @@ const struct tkp_dispatch_row *tkp_dispatch_lookup(const struct tkp_dispatch_row
     double best_log = 0;
     for (size_t i = 0; gk >= 0 && i < n; i++) {
         const struct tkp_dispatch_row *r = &rows[i];
-        if (r->batch != b[0] || r->vocab != v[0] || r->k != gk || !in_table(&q, r))
+        if (r->batch != b[0] || r->vocab != v[0] || r->k != gk || !in_table(&q, r) ||
+            !agrees(r->options, given))
             continue;
         double lt = 0;
         int missing = 0;

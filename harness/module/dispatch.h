@@ -35,14 +35,18 @@ void tkp_dispatch_slug(const char *gpu_name, char *slug, size_t n);
  * and V to their neighbouring grid values at that k (the largest at or below, the smallest at
  * or above; clamped to the grid's ends outside it); each variant timed at all four corners gets
  * its time interpolated bilinearly in (log B, log V) on log us, and the smallest wins (a tie:
- * the first in table order). A variant missing at a corner is no candidate. Returns the
+ * the first in table order). A variant missing at a corner is no candidate, nor is one that
+ * disagrees with `given` (the options the cell's config set, "name=value" joined by commas;
+ * NULL or "": none): a row whose options name one of them with another value (a config's
+ * cluster = 2 takes the fastest row of cluster=2, never another size's threads). Returns the
  * winner's row at the corner (B below, V below), whose options are the cell's; NULL when no
  * variant is a candidate (the module's options stay as they are). *us, when not NULL, gets the
  * interpolated time. */
 const struct tkp_dispatch_row *tkp_dispatch_lookup(const struct tkp_dispatch_row *rows, size_t n,
                                                    const char *slug, const char *module,
                                                    const char *dtype, int64_t batch,
-                                                   int64_t vocab, int64_t k, double *us);
+                                                   int64_t vocab, int64_t k, const char *given,
+                                                   double *us);
 
 /* Set on opts (module a's) each option of row->options whose bit in `given` is clear (bit i:
  * the config set option i of a's table: an explicit option always wins). TKP_EINVAL naming
