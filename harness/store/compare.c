@@ -43,9 +43,11 @@ enum tkp_verdict tkp_compare_samples(double median_a, const double *a, size_t na
     double alo, ahi, blo, bhi;
     *ratio = median_a > 0 && median_b >= 0 ? median_b / median_a : NAN;
     *lo = *hi = NAN;
-    if (isnan(*ratio) || tkp_median_interval(a, na, each, &alo, &ahi) ||
-        tkp_median_interval(b, nb, each, &blo, &bhi) || !(alo > 0))
+    if (isnan(*ratio))
         return TKP_UNCHANGED;
+    if (tkp_median_interval(a, na, each, &alo, &ahi) ||
+        tkp_median_interval(b, nb, each, &blo, &bhi) || !(alo > 0))
+        return TKP_NO_INTERVAL;
     *lo = blo / ahi;
     *hi = bhi / alo;
     if (*lo > 1 && *ratio > 1 + threshold)
@@ -421,7 +423,7 @@ static struct cell *find(const struct cell_set *s, const struct cell *like)
 /* ---- output ---- */
 
 static const char *const verdict_names[TKP_N_VERDICTS] = {
-    "faster", "slower", "unchanged", "only-in-A", "only-in-B", "not-timed",
+    "faster", "slower", "unchanged", "no-interval", "only-in-A", "only-in-B", "not-timed",
 };
 
 static void print_num(FILE *out, const char *format, double v)
@@ -530,10 +532,10 @@ int tkp_compare_files(const char *path_a, const char *path_b, const char *sweep,
     if (!rc) {
         size_t counts[TKP_N_VERDICTS] = { 0 };
         compare_sets(out, &a, &b, threshold, counts);
-        fprintf(out, "%zu faster, %zu slower, %zu unchanged, %zu only in A, %zu only in B, "
-                "%zu not timed in both\n", counts[TKP_FASTER], counts[TKP_SLOWER],
-                counts[TKP_UNCHANGED], counts[TKP_ONLY_A], counts[TKP_ONLY_B],
-                counts[TKP_NOT_TIMED]);
+        fprintf(out, "%zu faster, %zu slower, %zu unchanged, %zu without an interval, "
+                "%zu only in A, %zu only in B, %zu not timed in both\n", counts[TKP_FASTER],
+                counts[TKP_SLOWER], counts[TKP_UNCHANGED], counts[TKP_NO_INTERVAL],
+                counts[TKP_ONLY_A], counts[TKP_ONLY_B], counts[TKP_NOT_TIMED]);
         if (fflush(out) != 0) {
             tkp_error_set(err, "cannot write the comparison (%s)", strerror(errno));
             rc = TKP_EINVAL;
