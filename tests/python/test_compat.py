@@ -230,3 +230,75 @@ def test_empty_batches_pass_through_the_adapters():
     assert flashinfer.top_k_top_p_sampling_from_logits(x, 5, 0.9, seed=1).shape == (0,)
     assert flashinfer.top_k_renorm_probs(x, 5).shape == (0, 50)
     assert flashinfer.top_k_mask_logits(x, 5).shape == (0, 50)
+
+
+def _speculative_case(rows, n, vocab, seed):
+    """One draft row and one target row per position, repeated over `rows` rows; each row's
+    drafts drawn from the draft rows (as a draft model draws them)."""
+    g = torch.Generator().manual_seed(seed)
+    draft = torch.rand(n, vocab, generator=g) ** 3
+    draft /= draft.sum(-1, keepdim=True)
+    target = torch.rand(n + 1, vocab, generator=g) ** 3
+    target /= target.sum(-1, keepdim=True)
+    ids = torch.multinomial(draft, rows, replacement=True, generator=g).T.to(torch.int32)
+    return draft, target, ids.contiguous()
+
+
+def test_flashinfer_chain_speculative_sampling_shapes_prefix_and_counts():
+    draft, target, ids = _speculative_case(300, 3, 16, seed=5)
+    d, t = draft.expand(300, 3, 16), target.expand(300, 4, 16)
+    acc0 = torch.full((300,), 2, dtype=torch.int32)
+    emi0 = torch.full((300,), 1, dtype=torch.int32)
+    out, acc, emi = flashinfer.chain_speculative_sampling(d, ids, t, acc0, emi0, seed=9)
+    assert out.shape == (300, 4) and out.dtype == torch.int32
+    assert acc is acc0 and emi is emi0  # added in place
+    stop = emi - 1
+    assert torch.equal(emi, (out != -1).sum(dim=1).int())  # emitted + 1 tokens, from 1 + 1
+    assert bool((acc - 2 >= stop).all()) and bool((acc - 2 <= 3).all())
+    pos = torch.arange(4)[None]
+    assert torch.equal(out[:, :3][pos[:, :3] < stop[:, None]], ids[pos[:, :3] < stop[:, None]])
+    assert bool((out[pos > stop[:, None]] == -1).all())
+    drawn = out[torch.arange(300), stop.long()]
+    assert bool(((drawn >= 0) & (drawn < 16)).all())
+    again = flashinfer.chain_speculative_sampling(d, ids, t, seed=9)[0]
+    assert torch.equal(again, out)  # an int seed repeats the call
+
+
+def test_flashinfer_chain_speculative_sampling_keeps_a_target_that_agrees():
+    """FlashInfer's own check: a one-hot target equal to the drafts keeps them all and draws
+    its bonus token."""
+    g = torch.Generator().manual_seed(2)
+    b, n, vocab = 50, 5, 111
+    draft = torch.rand(b, n, vocab, generator=g)
+    draft /= draft.sum(-1, keepdim=True)
+    ids = torch.randint(vocab, (b, n), generator=g)
+    want = torch.randint(vocab, (b, n + 1), generator=g)
+    want[:, :n] = ids
+    target = torch.zeros(b, n + 1, vocab).scatter_(2, want[..., None], 1)
+    out, acc, emi = flashinfer.chain_speculative_sampling(draft, ids, target,
+                                                          generator=torch.Generator())
+    assert torch.equal(out.long(), want) and bool((acc == n).all()) and bool((emi == n).all())
+
+
+def test_flashinfer_chain_speculative_sampling_draws_from_the_target():
+    """Speculative sampling's promise: whatever the draft, the first token follows the target's
+    first row; the chain's length follows the acceptance rates sum(min(draft, target)) and the
+    token drawn where it stops follows the residual there (the last target row after a whole
+    chain). Frequencies within 5 standard errors over 40000 rows."""
+    rows, vocab = 40000, 8
+    draft, target, ids = _speculative_case(rows, 2, vocab, seed=11)
+    out, _, emi = flashinfer.chain_speculative_sampling(
+        draft.expand(rows, 2, vocab), ids, target.expand(rows, 3, vocab), seed=17)
+
+    def follows(tokens, probs, what):
+        freq = torch.bincount(tokens.long(), minlength=probs.numel()).double() / tokens.numel()
+        se = (probs.double() * (1 - probs.double()) / tokens.numel()).sqrt() + 1e-4
+        worst = ((freq - probs.double()).abs() / se).max().item()
+        assert worst < 5, f"{what} (seed 11/17): {worst:.1f} standard errors off"
+
+    follows(out[:, 0], target[0], "first token against target row 0")
+    a = torch.minimum(draft, target[:2]).sum(-1)
+    follows(emi, torch.stack([1 - a[0], a[0] * (1 - a[1]), a[0] * a[1]]), "chain length")
+    for stop in range(3):
+        w = target[stop] if stop == 2 else (target[stop] - draft[stop]).clamp_min(0)
+        follows(out[emi == stop, stop], w / w.sum(), f"token drawn at position {stop}")

@@ -1,6 +1,7 @@
 """topkp.compat.flashinfer — FlashInfer's sampling calls (flashinfer/sampling.py) with their
 signatures, dtypes and return types: the samplers with two filters, one (top_k, top_p, min_p)
-or none, over probabilities or logits, with return_valid where FlashInfer has it; samples int32
+or none, over probabilities or logits, with return_valid where FlashInfer has it, and chain
+speculative sampling (docs/PYTHON.md, "The adapters"); samples int32
 [B] (or the dtype of `indices`); renormed probabilities and masked logits as new tensors of the
 input's dtype; a top_k / top_p / min_p that is a scalar or a [B] tensor (a 0-d, 2-D or wrongly
 sized one is a ValueError, as there). filter_apply_order "top_k_first" is topkp's order;
@@ -176,6 +177,63 @@ def min_p_sampling_from_probs(probs: torch.Tensor, min_p: Union[torch.Tensor, fl
                               return_valid: bool = False, algo: Optional[str] = None):
     return _from_probs(probs, indices, check_nan, generator, seed, offset, return_valid, algo,
                        per_row=1, min_p=min_p)
+
+
+def _uniforms(shape, device, generator, seed, offset):
+    """The acceptance tests' uniforms in [0, 1): from the generator (torch's default for the
+    device when none), or, with an int seed and offset, from a generator they seed (the same
+    call repeats its draws)."""
+    if isinstance(seed, torch.Tensor) or isinstance(offset, torch.Tensor):
+        raise TopkpError(2, "chain_speculative_sampling: seed and offset tensors are not "
+                            "supported (an int seed and offset, or a generator)")
+    if seed is not None or offset is not None:
+        generator = torch.Generator(device=device)
+        generator.manual_seed(((seed or 0) * 1000003 + (offset or 0)) % (1 << 63))
+    return torch.rand(shape, generator=generator, device=device)
+
+
+def chain_speculative_sampling(
+        draft_probs: torch.Tensor, draft_token_ids: torch.Tensor, target_probs: torch.Tensor,
+        maybe_output_accepted_token_num: Optional[torch.Tensor] = None,
+        maybe_output_emitted_draft_token_num: Optional[torch.Tensor] = None,
+        deterministic: bool = True, generator: Optional[torch.Generator] = None, seed=None,
+        offset=None, algo: Optional[str] = None):
+    """FlashInfer's chain speculative sampling (Chen et al. 2023, arXiv 2302.01318): draft
+    token i of a row (draft probability q, target probability p) is kept when u * q < p, u
+    uniform in [0, 1); the chain stops at the first one that is not, where a token is drawn from
+    the residual max(target - draft, 0) (the target row where that is all 0); after a whole
+    chain, the bonus token from target row N. Returns (tokens int32 [B, N + 1], -1 after the
+    drawn token; accepted_num, += the drafts each test keeps on its own; emitted_num, += the
+    drafts before the first rejection), the counts added in place into the tensors given. The
+    draw is topkp's sampling_from_probs over the chosen rows (generator, seed, offset, algo)."""
+    b, n = draft_token_ids.shape
+    dev = draft_probs.device
+    accepted = maybe_output_accepted_token_num
+    emitted = maybe_output_emitted_draft_token_num
+    accepted = torch.zeros(b, dtype=torch.int32, device=dev) if accepted is None else accepted
+    emitted = torch.zeros(b, dtype=torch.int32, device=dev) if emitted is None else emitted
+    ids = draft_token_ids.to(device=dev, dtype=torch.long)
+    q = draft_probs.float().gather(2, ids[..., None])[..., 0]
+    p = target_probs[:, :n].float().gather(2, ids[..., None])[..., 0]
+    kept = _uniforms((b, n), dev, generator, seed, offset) * q < p
+    rejected = ~kept
+    stop = torch.where(rejected.any(dim=1), rejected.int().argmax(dim=1),
+                       torch.full((b,), n, dtype=torch.long, device=dev))
+    accepted += kept.sum(dim=1).to(accepted.dtype)
+    emitted += stop.to(emitted.dtype)
+    rows = torch.arange(b, device=dev)
+    target = target_probs.float()[rows, stop]
+    draft = (draft_probs.float()[rows, stop.clamp(max=max(n - 1, 0))] * (stop < n)[:, None]
+             if n else torch.zeros_like(target))
+    residual = (target - draft).clamp_min(0)
+    weights = torch.where((residual.sum(dim=1) > 0)[:, None], residual, target)
+    token = sampling_from_probs(weights, generator=generator, seed=seed, offset=offset,
+                                algo=algo)
+    position = torch.arange(n + 1, device=dev)[None]
+    out = torch.full((b, n + 1), -1, dtype=torch.int32, device=dev)
+    out[:, :n] = torch.where(position[:, :n] < stop[:, None], ids, -1).to(torch.int32)
+    out[rows, stop] = token.to(torch.int32)
+    return out, accepted, emitted
 
 
 def softmax(logits: torch.Tensor, temperature=None, enable_pdl=None) -> torch.Tensor:
