@@ -1,15 +1,19 @@
 /* interrupt.c — see interrupt.h. The handler only calls async-signal-safe functions (kill,
- * waitpid, unlink, raise) on data written before it is armed. */
+ * waitpid, nanosleep, unlink, sigaction, raise) and lock-free atomics on data written before
+ * it is armed. */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "interrupt.h"
+#include "limits_files.h"
 
 #define MAX_CHILDREN 512
 
@@ -18,27 +22,69 @@ static volatile sig_atomic_t have_temp;
 static volatile pid_t children[MAX_CHILDREN];
 static pid_t main_pid;
 static void (*volatile calls[4])(void);
+/* HOLD_OFF: a signal acts at once; HOLD_ON: a write is in progress; -sig: sig came during it and
+ * waits for tkp_interrupt_release. One atomic word, whichever thread the signal lands on. */
+enum { HOLD_OFF = 0, HOLD_ON = 1 };
+static atomic_int hold_state = HOLD_OFF;
+static int hold_depth; /* the main thread's nesting of hold and release */
+static atomic_flag cleaning = ATOMIC_FLAG_INIT; /* set by the signal that ends the process */
 
+/* End the children: SIGTERM (and SIGCONT, for a stopped one), then up to
+ * TKP_CHILD_GRACE_SECONDS for them to end, then SIGKILL; every one is reaped, so that its
+ * locks are released before this process ends. */
+static void end_children(void)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (children[i] > 0) {
+            kill(children[i], SIGTERM);
+            kill(children[i], SIGCONT);
+        }
+    const struct timespec tick = { 0, 10 * 1000 * 1000 };
+    for (int t = 0, left = 1; left && t < TKP_CHILD_GRACE_SECONDS * 100; t++) {
+        left = 0;
+        for (int i = 0; i < MAX_CHILDREN; i++)
+            if (children[i] > 0 && waitpid(children[i], NULL, WNOHANG) == 0)
+                left = 1;
+            else
+                children[i] = 0;
+        if (left)
+            nanosleep(&tick, NULL);
+    }
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (children[i] > 0) {
+            kill(children[i], SIGKILL);
+            while (waitpid(children[i], NULL, 0) < 0 && errno == EINTR)
+                ;
+        }
+}
+
+/* A signal during a held write waits for its release; otherwise the cleaning runs once and
+ * ends the process by the signal. A repeat meanwhile (`timeout` signals the command and then
+ * its whole process group: two at once) changes nothing: the cleaning is bounded. */
 static void on_signal(int sig)
 {
     const int saved = errno;
+    int held = HOLD_ON;
+    if (atomic_compare_exchange_strong(&hold_state, &held, -sig) || held < 0 ||
+        atomic_flag_test_and_set(&cleaning)) {
+        errno = saved;
+        return;
+    }
     for (int i = 0; i < 4; i++)
         if (calls[i])
             calls[i]();
-    for (int i = 0; i < MAX_CHILDREN; i++)
-        if (children[i] > 0)
-            kill(children[i], SIGTERM);
-    for (int i = 0; i < MAX_CHILDREN; i++)
-        if (children[i] > 0)
-            while (waitpid(children[i], NULL, 0) < 0 && errno == EINTR)
-                ;
+    end_children();
     if (have_temp)
         unlink(temp);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, NULL);
+    raise(sig); /* the default action now, which ends this process */
     errno = saved;
-    raise(sig); /* SA_RESETHAND: the default action now, which ends this process */
 }
 
-/* Arm the handler (once): reset to the default on entry, so a second signal ends at once. */
+/* Arm the handler (once). SA_NODEFER: a repeat reaches on_signal, which ignores it. */
 static void arm(void)
 {
     static int armed;
@@ -48,7 +94,7 @@ static void arm(void)
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    sa.sa_flags = SA_NODEFER;
     sigemptyset(&sa.sa_mask);
     const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
     for (int i = 0; i < 3; i++) {
@@ -94,6 +140,22 @@ void tkp_interrupt_call(void (*fn)(void))
             arm();
             return;
         }
+}
+
+void tkp_interrupt_hold(void)
+{
+    arm();
+    if (hold_depth++ == 0)
+        atomic_store(&hold_state, HOLD_ON);
+}
+
+void tkp_interrupt_release(void)
+{
+    if (hold_depth == 0 || --hold_depth > 0)
+        return;
+    const int was = atomic_exchange(&hold_state, HOLD_OFF);
+    if (was < 0)
+        on_signal(-was); /* ends the process */
 }
 
 void tkp_interrupt_main(void)

@@ -19,6 +19,9 @@
 /* Largest existing results file that fails to open and is taken for a partial create (a run
  * killed before its first flush leaves 96 bytes) rather than a corrupt results file. */
 #define TKP_PARTIAL_CREATE_BYTES 4096
+/* Seconds a signalled process waits for its children (workers, guarded readers) to end after
+ * SIGTERM before it kills them (interrupt.c): their locks go with them either way. */
+#define TKP_CHILD_GRACE_SECONDS 5
 /* Bytes reserved past a results file's end for HDF5's metadata of one append (results.c). */
 #define TKP_RESULTS_METADATA_ROOM (64 * 1024)
 /* How many bytes a stored byte of a results table may stand for when read: zlib's deflate

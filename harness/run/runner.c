@@ -511,7 +511,9 @@ static int open_results(struct run_state *s, struct tkp_error *err)
         tkp_error_set(err, "%s; not resumed", crash.msg);
         return TKP_EINVAL;
     }
+    tkp_interrupt_hold(); /* a fresh file is whole, or removed on a signal, when this returns */
     int rc = tkp_results_open(&s->res, args->output, args->resume, err);
+    tkp_interrupt_release();
     if (rc)
         return rc;
     tkp_run_identity_of(&s->plan, &s->id);
@@ -526,7 +528,7 @@ static int open_results(struct run_state *s, struct tkp_error *err)
 }
 
 /* Before the first cell: the provenance, the config texts and this run's record (/runs). */
-static int record_start(struct run_state *s, struct tkp_error *err)
+static int write_start(struct run_state *s, struct tkp_error *err)
 {
     const struct tkp_run_args *args = s->args;
     uint64_t texts = 0; /* the config texts, twice at most (/config and a forced run's record) */
@@ -558,6 +560,15 @@ static int record_start(struct run_state *s, struct tkp_error *err)
     return TKP_OK;
 }
 
+/* write_start with signals held (interrupt.h): a stop in its writes would leave a torn file. */
+static int record_start(struct run_state *s, struct tkp_error *err)
+{
+    tkp_interrupt_hold();
+    const int rc = write_start(s, err);
+    tkp_interrupt_release();
+    return rc;
+}
+
 /* The cells, one results row each, with a progress line; --resume skips those done. */
 static int run_cells(struct run_state *s, struct tkp_error *err)
 {
@@ -578,7 +589,9 @@ static int run_cells(struct run_state *s, struct tkp_error *err)
         int64_t n;
         run_cell(&s->plan, c, &s->env, &row, &samples, &n);
         row.cell_seconds = (tkp_now_us() - t0) * 1e-6;
+        tkp_interrupt_hold(); /* a signal now acts once the row is on disk */
         rc = tkp_results_append(s->res, c->sweep, &row, samples, n, err);
+        tkp_interrupt_release();
         free(samples);
         if (rc) /* not recorded: the error says why, and no progress line claims the cell */
             break;
@@ -596,6 +609,7 @@ static int run_finish(struct run_state *s, int rc, struct tkp_error *err)
         fprintf(stderr, "resume: %lld %s already done\n", (long long)s->prog.skipped_n,
                 s->prog.skipped_n == 1 ? "cell was" : "cells were");
     struct tkp_error end_err = { "" };
+    tkp_interrupt_hold(); /* the run's end and the close, whole or not begun */
     if (!tkp_results_failed(s->res) && tkp_results_reserve(s->res, 0, &end_err) != TKP_OK &&
         rc == TKP_OK) {
         *err = end_err;
@@ -609,6 +623,7 @@ static int run_finish(struct run_state *s, int rc, struct tkp_error *err)
     }
     tkp_results_close(s->res);
     s->res = NULL;
+    tkp_interrupt_release();
     if (s->prog.plan)
         tkp_progress_summary(&s->prog, s->args->output, rc == TKP_OK, stderr);
     return rc;
@@ -617,7 +632,9 @@ static int run_finish(struct run_state *s, int rc, struct tkp_error *err)
 /* The one cleanup path: whatever the run holds, in reverse order of its taking. */
 static void run_close(struct run_state *s)
 {
+    tkp_interrupt_hold();
     tkp_results_close(s->res);
+    tkp_interrupt_release();
     tkp_progress_free(&s->prog);
     cache_free(&s->env.cache);
     tkp_peer_session_close(&s->env.peers);

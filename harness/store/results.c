@@ -351,7 +351,10 @@ int tkp_results_append(struct tkp_results *r, const char *sweep, struct tkp_cell
             step = "cannot write its samples";
         else if (H5Fflush(r->file, H5F_SCOPE_GLOBAL) < 0)
             step = "cannot flush its samples";
-        else if ((room = reserve_room(r, append_room(0))) != 0)
+    }
+    if (!step) {
+        tkp_pause_point("row-writing"); /* the tests' signal between the two flushes */
+        if ((room = reserve_room(r, append_room(0))) != 0)
             step = "no room for its row";
         else if (append(cells, t, row, 1) < 0)
             step = "cannot write its row";
