@@ -479,3 +479,26 @@ TEST(qrita_minp_truncates_on_k_and_searches_on_the_folded_k)
           "fallbacks %.0f", STAT(off, HIT_RATE), STAT(on, HIT_RATE), STAT(on, FALLBACKS));
     free_case(&c);
 }
+
+/* heavy_n=auto's cut (the GPU's hand-off of a row's search to a block; README "Past B = #SMs"):
+ * four rows a SM only where every row has top-k on with k > 256 and vocab x k > 2^27, else
+ * two: a top-p-alone row (its set is the vocabulary), a small k, a short row or the product at
+ * 2^27 itself keep two. */
+TEST(qrita_block_rows_per_sm_follows_vocab_and_k)
+{
+    const struct {
+        int64_t vocab, set_max, want;
+    } cases[] = {
+        { 262144, 1000, 4 }, { 151936, 1000, 4 }, { 262144, 513, 4 }, { 131072, 1025, 4 },
+        { 128256, 1000, 2 }, { 131072, 1024, 2 }, { 262144, 512, 2 }, { 262144, 50, 2 },
+        { 1048576, 256, 2 }, { 262144, 262144, 2 }, { 4096, 1000, 2 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct tkp_problem pb = { .batch = 1024, .vocab = cases[i].vocab,
+                                  .set_max = cases[i].set_max };
+        CHECK(qrita_block_rows_per_sm(&pb) == cases[i].want,
+              "vocab %lld, largest set %lld: %lld rows a SM, want %lld", (long long)pb.vocab,
+              (long long)pb.set_max, (long long)qrita_block_rows_per_sm(&pb),
+              (long long)cases[i].want);
+    }
+}

@@ -51,7 +51,8 @@ static const struct tkp_option qrita_options[] = {
       TKP_OPT_INT, offsetof(struct qrita_opts, max_iter), 32, 1, 64, NULL },
     { "heavy_n", "GPU only: where a warp searches each row (past B = #SMs), the candidates above "
       "which it hands the row to a block: 0, 1024, 4096, or auto (0 up to twice as many rows "
-      "as the device has SMs, else 4096; not in the dispatch table)",
+      "as the device has SMs, four times where vocab x k > 2^27 with k > 256, else 4096; not in "
+      "the dispatch table)",
       TKP_OPT_ENUM_QUIET, offsetof(struct qrita_opts, heavy_n), 0, 0, 0, qrita_heavy_choices },
     { NULL },
 };
@@ -78,6 +79,13 @@ int64_t qrita_outlier_capacity(int64_t vocab)
 {
     int64_t capacity = vocab / 4 > 4096 ? vocab / 4 : 4096;
     return capacity < vocab ? capacity : vocab;
+}
+
+int64_t qrita_block_rows_per_sm(const struct tkp_problem *pb)
+{
+    const int long_search = pb->set_max > 256 && pb->set_max < pb->vocab &&
+                            pb->vocab * pb->set_max > ((int64_t)1 << 27);
+    return long_search ? 4 : 2;
 }
 
 static int qrita_supports(const struct tkp_problem *pb, const void *opts, const char **why)

@@ -619,15 +619,15 @@ static int launch_chain(const struct qrita_gpu_plan *pl, const qr_args &a, cudaS
 
 /* The candidates past which a warp-per-row search hands a row to qr_search_heavy: the option
  * heavy_n=0|1024|4096 when given, else TKP_QRITA_HEAVY_N in [0, HEAVY_N] (the tests of the
- * hand-off on every cell), else auto: 0 up to twice as many rows as SMs (every row a block's:
- * k = 1000 rows hold ~2000 candidates), HEAVY_N past it (measured on the H100, README "Past
- * B = #SMs"); -1 with err set for another value of the variable. */
+ * hand-off on every cell), else auto: 0 (every row a block's) up to qrita_block_rows_per_sm
+ * rows a SM (qrita.c), HEAVY_N past it; -1 with err set for another value of the variable. */
 static int qr_heavy_n_of(const struct qrita_gpu_plan *pl, struct tkp_error *err)
 {
     static const int by_choice[] = { -1, 0, 1024, HEAVY_N }; /* qrita_heavy_choices (qrita.c) */
     if (pl->opts.heavy_n > 0)
         return by_choice[pl->opts.heavy_n];
-    long n = pl->pb.batch <= 2 * (int64_t)pl->sm_count ? 0 : HEAVY_N;
+    const int64_t block_rows = qrita_block_rows_per_sm(&pl->pb) * pl->sm_count;
+    long n = pl->pb.batch <= block_rows ? 0 : HEAVY_N;
     const char *v;
     if (tkp_env_long("TKP_QRITA_HEAVY_N", 0, HEAVY_N, &n, &v) < 0) {
         tkp_error_set(err, "qrita (gpu): TKP_QRITA_HEAVY_N=%s: expected an integer in [0, %d]", v,
