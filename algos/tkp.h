@@ -235,8 +235,11 @@ int tkp_option_set(const struct tkp_algo *a, void *opts, const char *name, const
 /* Set a numeric value (enum options accept the choice index). */
 int tkp_option_set_number(const struct tkp_algo *a, void *opts, const char *name, double v,
                           struct tkp_error *err);
-/* "name=value,name=value" in table order, defaults included. */
+/* "name=value,name=value" in table order, defaults included (but a quiet enum's). */
 void tkp_options_format(const struct tkp_algo *a, const void *opts, char *buf, size_t n);
+/* The same of the options whose bit is set in `given` (bit i: a->options[i]), quiet or not. */
+void tkp_options_format_given(const struct tkp_algo *a, const void *opts, unsigned given,
+                              char *buf, size_t n);
 void tkp_option_value(const struct tkp_option *o, const void *opts, char *buf, size_t n);
 /* A forced cluster size from environment variable `name` (an experiment and test hook of the
  * GPU samplers): *size = 0 when it is unset or empty, else 1, 2, 4, 8 or 16; any other value

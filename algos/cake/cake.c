@@ -13,6 +13,7 @@
  * be at most 1024. This file holds the module's table and its CPU implementation; the GPU one
  * is its row in algos/common/tkp_gpu_impl.c. */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/cpu_row.h"
@@ -53,6 +54,11 @@ struct cake_pivot {
 
 static const char *const launch_choices[] = { "fused", "chained", NULL };
 static const char *const cake_thread_choices[] = { "auto", "512", "256", NULL };
+
+int cake_threads_chosen(const struct cake_opts *o)
+{
+    return o && o->threads > 0 ? atoi(cake_thread_choices[o->threads]) : 0;
+}
 
 static const struct tkp_option cake_options[] = {
     { "topp_launch", "GPU: top-p, mask and draws in rank 0 of each cluster (fused), or in a "

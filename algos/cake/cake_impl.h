@@ -28,4 +28,13 @@ enum { CAKE_STATS(TKP_STAT_ID) CAKE_STAT_COUNT };
 
 extern const struct tkp_impl tkp_cake_gpu;
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* The threads a CTA the option `threads` chose, 0 for auto (or NULL options; cake.c). */
+int cake_threads_chosen(const struct cake_opts *o);
+#ifdef __cplusplus
+}
+#endif
+
 #endif

@@ -194,17 +194,34 @@ void tkp_option_value(const struct tkp_option *o, const void *opts, char *buf, s
         snprintf(buf, n, "%g", v);
 }
 
-void tkp_options_format(const struct tkp_algo *a, const void *opts, char *buf, size_t n)
+/* The options of `a` whose bit is in `mask`, less a quiet enum at its default when
+ * `skip_quiet_defaults`, as "name=value" joined by commas. */
+static void format_options(const struct tkp_algo *a, const void *opts, unsigned mask,
+                           int skip_quiet_defaults, char *buf, size_t n)
 {
     size_t used = 0;
     buf[0] = 0;
     for (const struct tkp_option *o = a->options; o && o->name && used < n; o++) {
         char val[64];
-        if (o->type == TKP_OPT_ENUM_QUIET && (int)load(o, opts) == (int)o->def)
+        const long at = (long)(o - a->options); /* past 32: no bit (no module has as many) */
+        if ((at < 32 && !((mask >> at) & 1u)) ||
+            (skip_quiet_defaults && o->type == TKP_OPT_ENUM_QUIET &&
+             (int)load(o, opts) == (int)o->def))
             continue;
         tkp_option_value(o, opts, val, sizeof val);
         used += (size_t)snprintf(buf + used, n - used, "%s%s=%s", used ? "," : "", o->name, val);
     }
+}
+
+void tkp_options_format(const struct tkp_algo *a, const void *opts, char *buf, size_t n)
+{
+    format_options(a, opts, ~0u, 1, buf, n);
+}
+
+void tkp_options_format_given(const struct tkp_algo *a, const void *opts, unsigned given,
+                              char *buf, size_t n)
+{
+    format_options(a, opts, given, 0, buf, n);
 }
 
 int tkp_env_cluster(const char *name, int *size, struct tkp_error *err)

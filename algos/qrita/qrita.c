@@ -16,6 +16,7 @@
  * min-p folded in, as the GPU does (README.md, "min-p").
  * The kept set is exactly naive_sort's. algos/qrita/README.md maps options to the paper. The GPU
  * implementation is its row in algos/common/tkp_gpu_impl.c. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/cpu_row.h"
@@ -28,6 +29,11 @@ static const char *const truncation_choices[] = { "auto", "off", "force_fallback
 static const char *const search_choices[] = { "quaternary", "ternary", "binary", "sort", NULL };
 static const char *const switch_choices[] = { "on", "off", NULL };
 static const char *const qrita_heavy_choices[] = { "auto", "0", "1024", "4096", NULL };
+
+int qrita_heavy_n_chosen(const struct qrita_opts *o)
+{
+    return o->heavy_n > 0 ? atoi(qrita_heavy_choices[o->heavy_n]) : -1;
+}
 
 static const struct tkp_option qrita_options[] = {
     { "truncation", "sigma-truncation: auto (use the outliers when they suffice), off, "

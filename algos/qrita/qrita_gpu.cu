@@ -623,9 +623,8 @@ static int launch_chain(const struct qrita_gpu_plan *pl, const qr_args &a, cudaS
  * rows a SM (qrita.c), HEAVY_N past it; -1 with err set for another value of the variable. */
 static int qr_heavy_n_of(const struct qrita_gpu_plan *pl, struct tkp_error *err)
 {
-    static const int by_choice[] = { -1, 0, 1024, HEAVY_N }; /* qrita_heavy_choices (qrita.c) */
-    if (pl->opts.heavy_n > 0)
-        return by_choice[pl->opts.heavy_n];
+    if (qrita_heavy_n_chosen(&pl->opts) >= 0)
+        return qrita_heavy_n_chosen(&pl->opts);
     const int64_t block_rows = qrita_block_rows_per_sm(&pl->pb) * pl->sm_count;
     long n = pl->pb.batch <= block_rows ? 0 : HEAVY_N;
     const char *v;

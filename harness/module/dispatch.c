@@ -122,32 +122,47 @@ static double log_weight(int64_t x, int64_t lo, int64_t hi)
     return lo == hi ? 0 : (log((double)x) - log((double)lo)) / (log((double)hi) - log((double)lo));
 }
 
-/* The value of option `name` (name_len bytes) in `list` ("name=value" joined by commas), its
- * length in *len; NULL when the list does not name it. */
-static const char *value_in(const char *list, const char *name, size_t name_len, size_t *len)
+/* One "name=value" of a list of them joined by commas (a row's options, a cell's given ones). */
+struct assignment {
+    const char *text, *value; /* the whole entry; its value (NULL: no '=') */
+    size_t len, name_len, value_len;
+};
+
+/* The entry at *at into *e, *at moved past it; 0 at the end of the list. */
+static int next_assignment(const char **at, struct assignment *e)
 {
-    for (const char *at = list; at && *at;) {
-        const size_t tok = strcspn(at, ",");
-        if (tok > name_len && at[name_len] == '=' && strncmp(at, name, name_len) == 0) {
-            *len = tok - name_len - 1;
-            return at + name_len + 1;
-        }
-        at += tok + (at[tok] != 0);
-    }
-    return NULL;
+    if (!*at || !**at)
+        return 0;
+    const size_t len = strcspn(*at, ","), eq = strcspn(*at, "=");
+    e->text = *at;
+    e->len = len;
+    e->name_len = eq < len ? eq : len;
+    e->value = eq < len ? *at + eq + 1 : NULL;
+    e->value_len = eq < len ? len - eq - 1 : 0;
+    *at += len + ((*at)[len] != 0);
+    return 1;
+}
+
+/* The entry of `list` that names option `name` (name_len bytes) into *found; 0 when none. */
+static int find_assignment(const char *list, const char *name, size_t name_len,
+                           struct assignment *found)
+{
+    for (const char *at = list; next_assignment(&at, found);)
+        if (found->value && found->name_len == name_len &&
+            strncmp(found->text, name, name_len) == 0)
+            return 1;
+    return 0;
 }
 
 /* Does every option of `options` that `given` names have the same value in both? */
 static int agrees(const char *options, const char *given)
 {
-    for (const char *at = options; given && *at;) {
-        const size_t tok = strcspn(at, ","), name_len = strcspn(at, "=");
-        size_t len = 0;
-        const char *want = name_len < tok ? value_in(given, at, name_len, &len) : NULL;
-        if (want && (len != tok - name_len - 1 || strncmp(want, at + name_len + 1, len) != 0))
+    struct assignment row, want;
+    for (const char *at = options; given && next_assignment(&at, &row);)
+        if (row.value && find_assignment(given, row.text, row.name_len, &want) &&
+            (want.value_len != row.value_len ||
+             strncmp(want.value, row.value, row.value_len) != 0))
             return 0;
-        at += tok + (at[tok] != 0);
-    }
     return 1;
 }
 
@@ -201,16 +216,15 @@ int tkp_dispatch_apply(const struct tkp_algo *a, void *opts, unsigned given,
                        const struct tkp_dispatch_row *row, struct tkp_error *err)
 {
     char assignment[128];
-    for (const char *at = row->options; *at;) {
-        const size_t len = strcspn(at, ",");
-        snprintf(assignment, sizeof assignment, "%.*s", (int)len, at);
+    struct assignment e;
+    for (const char *at = row->options; next_assignment(&at, &e);) {
+        snprintf(assignment, sizeof assignment, "%.*s", (int)e.len, e.text);
         struct tkp_error why;
-        if (!is_given(a, given, at, strcspn(assignment, "=")) &&
+        if (!is_given(a, given, e.text, e.name_len) &&
             tkp_option_assign(a, opts, assignment, &why) != TKP_OK) {
             tkp_error_set(err, "%s: %s", row->where, why.msg);
             return TKP_EINVAL;
         }
-        at += len + (at[len] != 0);
     }
     return TKP_OK;
 }

@@ -127,21 +127,6 @@ size_t tkp_plan_merge_duplicates(struct tkp_plan *plan, const char *config, FILE
     return merged;
 }
 
-/* The options cell c's config set, "name=value" joined by commas (tkp_dispatch_lookup's
- * `given`). */
-static void given_options(const struct tkp_cell *c, char *buf, size_t n)
-{
-    size_t used = 0;
-    buf[0] = 0;
-    for (const struct tkp_option *o = c->algo->options; o && o->name && used < n; o++) {
-        char val[64];
-        if (!((c->given >> (o - c->algo->options)) & 1u))
-            continue;
-        tkp_option_value(o, c->opts, val, sizeof val);
-        used += (size_t)snprintf(buf + used, n - used, "%s%s=%s", used ? "," : "", o->name, val);
-    }
-}
-
 /* plan.h: each cell takes the options of its row of `slug`'s table that its config left unset
  * (a row that disagrees with an option the config set is no candidate), and c->options shows
  * them (the results' options column, the key, --dry-run's lines). */
@@ -151,8 +136,8 @@ int tkp_plan_dispatch(struct tkp_plan *plan, const char *slug, const struct tkp_
     for (size_t i = 0; i < plan->n; i++) {
         struct tkp_cell *c = &plan->cells[i];
         const char *dtype = tkp_dtype_name((enum tkp_dtype)c->dtype);
-        char given[1024];
-        given_options(c, given, sizeof given);
+        char given[1024]; /* tkp_dispatch_lookup's: the options the config set */
+        tkp_options_format_given(c->algo, c->opts, c->given, given, sizeof given);
         const struct tkp_dispatch_row *row =
             tkp_dispatch_lookup(rows, n, slug, c->algo->name, dtype ? dtype : "", c->batch,
                                 c->vocab, c->k, given, NULL);
