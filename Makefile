@@ -58,7 +58,7 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-format-truncation -Werror=p
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhdf5_hl -lz -lm
 
 NVCC    ?= $(shell command -v nvcc 2>/dev/null)
-CU_SRCS := $(wildcard algos/*/*.cu harness/*/*.cu)
+CU_SRCS := $(wildcard algos/*/*.cu harness/*/*.cu peers/floor/*.cu)
 # The GPU implementation of each module (the glue between its table and its kernels,
 # algos/tkp.h: struct tkp_impl, TKP_GPU_IMPL): C files compiled only with the kernels.
 GPU_IMPL_SRCS := $(wildcard algos/*/*_gpu_impl.c)
@@ -96,6 +96,7 @@ endif
 # into topkp only; every other harness/*/*.c goes into libtopkp.a, which the tests link too.
 CLI_SRCS  := $(wildcard harness/cli/*.c)
 LIB_SRCS  := $(filter-out $(GPU_IMPL_SRCS),$(wildcard algos/common/*.c algos/*/*.c datasets/*.c)) \
+             peers/floor/floor.c \
              $(filter-out $(CLI_SRCS) harness/device/gpu_none.c,$(wildcard harness/*/*.c)) \
              $(CUDA_C_SRCS) $(NO_CUDA_SRCS)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(CU_OBJS) $(CUB_PEER_OBJS) $(BUILD)/dispatch_tables.o
@@ -152,7 +153,7 @@ $(BUILD)/topkp-tests: $(TEST_OBJS) $(BUILD)/libtopkp.a
 # kernels too, for CUDA_ARCH only (a GPU of another kind is refused by name). The peers are
 # not in it: cub.topk's unit stays out (-UTKP_HAVE_CCCL133), as every peer's.
 OPS_C_SRCS := capi/topkp_ops.c harness/module/apply.c harness/module/registry.c \
-              harness/module/peers.c \
+              harness/module/peers.c peers/floor/floor.c \
               $(filter-out $(GPU_IMPL_SRCS),$(wildcard algos/common/*.c algos/*/*.c)) \
               $(CUDA_C_SRCS) $(NO_CUDA_SRCS)
 OPS_OBJS   := $(OPS_C_SRCS:%.c=$(BUILD)/pic/%.o) $(if $(CU_OBJS),$(CU_SRCS:%.cu=$(BUILD)/pic/%.o))

@@ -2,12 +2,13 @@
 (algos/*/README.md) from `topkp export` of a floor_grid.lua run (and of floor_grid_modules.lua
 run with the build before, for the no-regression check; MORE files, comma-separated, replace
 NEW's rows of the same cell and algorithm, e.g. a later run of one module): one line per cell with each module's
-median, its peer's and the ratio, the read floor of docs/H200-PEERS.md (B >= 128;
-read plus mask write = read + (copy - read) / 4, one byte written per four read), and a summary
-of every target's misses. A 16-bit cell (the dtype column; a file without it is f32) is held to
-the floor of its own bytes: the read floor of the f32 cell with as many bytes (V, B/2) when the
-table has it, else the f32 read floor scaled by the bytes, plus the same mask write. Prints
-Markdown."""
+median, its peer's and the ratio, the floors, and a summary of every target's misses. The
+floors of a cell are those measured in the same files by floor.read and floor.copy (its
+`floors` sweep; docs/PEERS.md, "Memory floors": read, and read plus mask write = read +
+(copy - read) / element size, one byte written a logit); a cell without them falls back on the
+H200 reference of docs/H200-PEERS.md (B >= 128, f32; a 16-bit cell: the read floor of the f32
+cell with as many bytes (V, B/2) when the table has it, else the f32 one scaled by the bytes,
+plus the same mask write). The `floors from` column says which. Prints Markdown."""
 import csv
 import sys
 
@@ -23,8 +24,9 @@ FLOORS = {
 ELEMENT_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
 
 
-def floors_of(V, B, dtype):
-    """The read and read+mask floors (us) of a cell of `dtype`, from the f32 table by bytes."""
+def reference_floors(V, B, dtype):
+    """The read and read+mask floors (us) of a cell of `dtype` from the H200 reference table
+    (f32), by bytes."""
     fl = FLOORS.get((V, B))
     if not fl:
         return None, None
@@ -32,6 +34,26 @@ def floors_of(V, B, dtype):
     same_bytes = FLOORS.get((V, B * size // 4))
     read = same_bytes[0] if same_bytes else fl[0] * size / 4
     return read, read + (fl[1] - fl[0]) / 4
+
+
+def measured_floors(rows):
+    """(V, B, dtype) -> (read, read + mask write) from the floor.read and floor.copy cells of
+    the same files (docs/PEERS.md, "Memory floors"): the mask's one byte a logit costs
+    (copy - read) / element size."""
+    out = {}
+    for (sweep, V, B, dtype), cell in rows.items():
+        read, copy = med(cell, "floor.read"), med(cell, "floor.copy")
+        if read and copy:
+            out[(V, B, dtype)] = (read, read + (copy - read) / ELEMENT_BYTES[dtype])
+    return out
+
+
+def floors_of(V, B, dtype, measured):
+    """The cell's floors and where they come from: this run's, else the H200 reference's."""
+    if (V, B, dtype) in measured:
+        return measured[(V, B, dtype)] + ("run",)
+    read, read_mask = reference_floors(V, B, dtype)
+    return read, read_mask, "H200 ref" if read else "—"
 
 
 def load(paths):
@@ -61,15 +83,18 @@ def med(cell, name):
 def main():
     new = load(sys.argv[1])
     old = load(sys.argv[2]) if len(sys.argv) > 2 else {}
+    measured = measured_floors(new)
     misses = {1: [], 2: [], 3: [], 5: []}
     print("| mode | V | B | dtype | cake | FI cake | cake/FI | cake/floor | rejection | FI best | rej/FI |"
-          " qrita | vLLM Triton | vLLM/qrita | qrita/(read+mask) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          " qrita | vLLM Triton | vLLM/qrita | qrita/(read+mask) | read floor | floors from |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for key in sorted(new, key=lambda c: (c[0], c[1], c[2], c[3])):
         sweep, V, B, dtype = key
         label = sweep if dtype == "f32" else f"{sweep} {dtype}"
         c = new[key]
-        read, read_mask = floors_of(V, B, dtype)
+        if set(c) <= {"floor.read", "floor.copy"}:
+            continue  # the floors' own cells: in the columns of the others
+        read, read_mask, source = floors_of(V, B, dtype, measured)
         cake, ficake = med(c, "cake"), med(c, "flashinfer.cake")
         rej = med(c, "rejection")
         fis = [m for m in (med(c, "flashinfer.sampling_probs:single"),
@@ -85,7 +110,7 @@ def main():
             return f"{a:.1f}" if a else "—"
         cells += [n(cake), n(ficake), r(cake, ficake), r(cake, read) if cake else "—"]
         cells += [n(rej), n(fibest), r(rej, fibest)]
-        cells += [n(q), n(vt), r(vt, q), r(q, read_mask) if q else "—"]
+        cells += [n(q), n(vt), r(vt, q), r(q, read_mask) if q else "—", n(read), source]
         print("| " + " | ".join(str(x) for x in cells) + " |")
         if cake and ficake and cake > ficake:
             misses[1].append(f"{label} V={V} B={B}: cake {cake:.1f} vs FI {ficake:.1f}")

@@ -30,3 +30,9 @@ sweep "topk1000_topp09" {
               fi_rejection_joint },
     dataset = "peers_s1", vocab = vocab, batch = batch, k = 1000, p = 0.9, timing = timing,
 }
+-- The floors of every (V, B) of the grid, in the same run and by the same timer as the cells
+-- held to them (docs/PEERS.md, "Memory floors"; scripts/floor-table.py reads them from here).
+sweep "floors" {
+    algos = { "floor.read", "floor.copy" }, dataset = "peers_s1", vocab = vocab, batch = batch,
+    k = 50, p = 1.0, dtype = { "f32", "bf16" }, timing = timing,
+}

@@ -114,7 +114,8 @@ static void list_peers(int probe)
             if (strcmp(found.peer[j].name, a->name) == 0)
                 p = &found.peer[j];
         if (tkp_peer_of(a)->native)
-            printf("    native (no Python): %s\n", a->gpu ? "built here" : tkp_peer_of(a)->native);
+            printf("    native (no Python): %s%s\n", a->gpu ? "built here" : a->cpu ? "CPU built "
+                   "here; GPU: " : "", a->gpu ? "" : tkp_peer_of(a)->native);
         else if (probe && rc)
             printf("    importable here: unknown (%s)\n", err.msg);
         else if (probe && !p)

@@ -2,9 +2,11 @@
  * `struct tkp_peer` each (peers.h): its module table, flagged TKP_PEER, with the ops, outputs
  * and options that `topkp list` prints and config checks use, then its package and backends.
  * Their code is Python (peers/catalog.py names the same peers); `topkp run` calls them through
- * the worker of peer_worker.c; a native peer's (cub.topk) is compiled in and runs as a module's. */
+ * the worker of peer_worker.c; a native peer's (cub.topk, the memory floors) is compiled in and
+ * runs as a module's. */
 #include <stddef.h>
 
+#include "../../peers/floor/floor.h"
 #include "peers.h"
 
 /* The options a peer may take; each peer lists only those it reads. */
@@ -108,8 +110,29 @@ static const struct tkp_peer cub_topk = {
               "(`make cccl-headers`, or make CCCL_133=<folder>; docs/PEERS.md, \"cub.topk\")",
 };
 
+/* The memory floors: native, C and CUDA in peers/floor/ (docs/PEERS.md, "Memory floors"). No
+ * outputs, so never judged: every cell of any mode is theirs to time. */
+#define FLOOR_PEER(id, label, about, cpu_impl, gpu_impl)                                       \
+    static const struct tkp_peer id = {                                                       \
+        .algo = { .abi = TKP_ABI, .name = label, .summary = about, .ops = ALL_OPS | TKP_MINP, \
+                  .outputs = 0, .flags = TKP_PEER, .options = no_options,                    \
+                  .opts_size = sizeof(struct peer_opts), .cpu = &(cpu_impl),                  \
+                  .gpu = TKP_GPU_IMPL(gpu_impl) },                                            \
+        .package = "none (peers/floor/, compiled in)", .backends = TKP_CPU | TKP_GPU,         \
+        .native = "the memory floors' GPU code is in CUDA builds only (make without "         \
+                  "CPU_ONLY, with nvcc)",                                                     \
+    }
+FLOOR_PEER(floor_read, "floor.read",
+           "the read floor: every byte of the batch's logits read once (16-byte loads over the "
+           "whole device), one word a CTA written; not a sampler, never judged",
+           tkp_floor_read_cpu, tkp_floor_read_gpu);
+FLOOR_PEER(floor_copy, "floor.copy",
+           "the copy floor: every byte of the batch's logits read and written once (into its "
+           "workspace); not a sampler, never judged",
+           tkp_floor_copy_cpu, tkp_floor_copy_gpu);
+
 const struct tkp_peer *const tkp_peers[] = {
     &torch_sort,    &torch_sample, &torch_topk, &vllm_pytorch, &vllm_triton,
     &fi_sampling,   &fi_sampling_probs, &fi_min_p, &fi_top_k_mask, &fi_renorm, &fi_topk,
-    &fi_cake,       &sglang_via_flashinfer, &cub_topk, NULL,
+    &fi_cake,       &sglang_via_flashinfer, &cub_topk, &floor_read, &floor_copy, NULL,
 };

@@ -261,9 +261,11 @@ static int run_module(const struct tkp_cell *cell, struct run_env *env, const st
         struct tkp_stats stats;
         tkp_instance_stats(&in, &stats);
         tkp_row_stats(row, a, &stats);
-        /* a native peer's rows are reported, as a bridged peer's (docs/PEERS.md) */
+        /* a native peer's rows are reported, as a bridged peer's (docs/PEERS.md); one with no
+         * outputs (a memory floor) has nothing to judge */
         int exact = !(a->flags & TKP_PEER) && !(a->approximate && a->approximate(cell->opts));
-        rc = tkp_row_judge(row, b, kept, drawn, draws, cell->verify_rows, exact, memo, err);
+        if (a->outputs)
+            rc = tkp_row_judge(row, b, kept, drawn, draws, cell->verify_rows, exact, memo, err);
     }
     tkp_instance_close(&in);
     return rc;

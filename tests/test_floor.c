@@ -1,0 +1,135 @@
+/* test_floor.c — the memory floors, floor.read and floor.copy (peers/floor/floor.h; docs/PEERS.md,
+ * "Memory floors"): their checksum is the XOR of the logits' 32-bit little-endian words, the last
+ * one zero-padded (against a word-by-word loop here); on each backend floor.read leaves words
+ * whose XOR is that checksum and floor.copy a byte-for-byte copy, on shapes whose bytes end
+ * past the last 16-byte vector (a 16-bit batch of odd V) and on one larger than the GPU's grid
+ * reads in one step; in a sweep they run every mode, timed, with nothing judged. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../peers/floor/floor.h"
+#include "apply.h"
+#include "cases.h"
+#include "cli_util.h"
+#include "gpu.h"
+#include "test.h"
+
+/* The checksum as floor.h defines it, a word at a time. */
+static uint32_t naive_checksum(const unsigned char *b, size_t n)
+{
+    uint32_t sum = 0;
+    for (size_t w = 0; w < (n + 3) / 4; w++) {
+        uint32_t word = 0;
+        for (size_t j = 0; j < 4 && 4 * w + j < n; j++)
+            word |= (uint32_t)b[4 * w + j] << (8 * j);
+        sum ^= word;
+    }
+    return sum;
+}
+
+TEST(floor_checksum_is_the_xor_of_little_endian_words)
+{
+    unsigned char bytes[67];
+    uint64_t s = 20261206;
+    for (size_t i = 0; i < sizeof bytes; i++)
+        bytes[i] = (unsigned char)case_next_u64(&s);
+    for (size_t n = 0; n <= sizeof bytes; n++)
+        CHECK(floor_checksum(bytes, n) == naive_checksum(bytes, n),
+              "%zu bytes: checksum %08x, want %08x", n, floor_checksum(bytes, n),
+              naive_checksum(bytes, n));
+}
+
+/* Run floor `name` on `backend` over c's batch; its workspace into *ws (malloc'd, *n bytes). */
+static int run_floor(const char *name, enum tkp_backend backend, const struct tkp_batch *b,
+                     unsigned char **ws, size_t *n, struct tkp_error *err)
+{
+    struct tkp_problem pb = tkp_problem_of(b, backend, 0, 0);
+    struct tkp_instance in;
+    struct tkp_staged st;
+    int rc = tkp_instance_open(&in, tkp_algo_find(name), NULL, &pb, err), opened = !rc;
+    int staged = !rc && !(rc = tkp_stage(&st, b, backend, NULL, NULL, 0, 1, 0, err));
+    if (!rc)
+        rc = tkp_instance_run(&in, &st.io, err);
+    *n = opened ? in.workspace_bytes : 0;
+    *ws = malloc(*n ? *n : 1);
+    if (!rc && backend == TKP_GPU)
+        rc = tkp_gpu_sync(err) || tkp_gpu_download(*ws, in.workspace, *n, err);
+    else if (!rc)
+        memcpy(*ws, in.workspace, *n);
+    if (staged)
+        tkp_staged_release(&st);
+    if (opened)
+        tkp_instance_close(&in);
+    return rc;
+}
+
+static void check_floors(enum tkp_backend backend)
+{
+    const struct {
+        int64_t batch, vocab;
+        enum tkp_dtype dtype;
+    } shapes[] = { { 3, 4097, TKP_BF16 }, { 1, 7, TKP_F16 },   { 2, 4099, TKP_F32 },
+                   { 5, 1, TKP_BF16 },    { 64, 151936, TKP_F32 } };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        struct test_case c;
+        case_gaussian(&c, 100 + i, shapes[i].batch, shapes[i].vocab, 3.0f);
+        if (shapes[i].dtype != TKP_F32)
+            case_to_dtype(&c, shapes[i].dtype);
+        const size_t bytes = (size_t)(c.b.batch * c.b.vocab) * tkp_dtype_size(c.b.dtype);
+        const unsigned char *in = tkp_batch_input(&c.b);
+        const uint32_t want = naive_checksum(in, bytes);
+        struct tkp_error err = { "" };
+        unsigned char *ws;
+        size_t n;
+        int rc = run_floor("floor.read", backend, &c.b, &ws, &n, &err);
+        uint32_t got = 0;
+        for (size_t w = 0; !rc && w + 4 <= n; w += 4) {
+            uint32_t word;
+            memcpy(&word, ws + w, 4);
+            got ^= word;
+        }
+        CHECK(!rc && got == want, "floor.read [%lld, %lld] %s: %s checksum %08x, want %08x",
+              (long long)c.b.batch, (long long)c.b.vocab, tkp_dtype_name(c.b.dtype), err.msg,
+              got, want);
+        free(ws);
+        rc = run_floor("floor.copy", backend, &c.b, &ws, &n, &err);
+        CHECK(!rc && n == bytes && memcmp(ws, in, bytes) == 0,
+              "floor.copy [%lld, %lld] %s: %s (%zu bytes, want %zu) not a copy",
+              (long long)c.b.batch, (long long)c.b.vocab, tkp_dtype_name(c.b.dtype), err.msg, n,
+              bytes);
+        free(ws);
+        free(c.b.logits), free(c.b.logits16), free(c.b.k), free(c.b.p);
+    }
+}
+
+TEST(floor_cpu_reads_and_copies_every_byte) { check_floors(TKP_CPU); }
+
+TEST(gpu_floor_reads_and_copies_every_byte)
+{
+    REQUIRE_GPU();
+    check_floors(TKP_GPU);
+}
+
+/* In a sweep: every mode (top-k, top-p, both, none, min-p) is a floor's cell, timed, ok, with
+ * no row judged; naive_sort beside them still is. */
+TEST(floor_cells_are_timed_and_never_judged)
+{
+    static char out[1 << 15];
+    const char *cfg = write_scratch("floors.lua",
+        "sweep \"fl\" {\n"
+        "  algos = { \"naive_sort\", \"floor.read\", \"floor.copy\" }, dataset = \"gaussian\",\n"
+        "  vocab = 999, batch = 2, k = { 0, 5 }, p = { 0.9, 1.0 }, min_p = { 0, 0.1 },\n"
+        "  verify = 2, timing = { warmup = 1, min_reps = 2, max_reps = 2 },\n"
+        "}\n");
+    char h5[512];
+    snprintf(h5, sizeof h5, "%s/floors.h5", scratch_dir());
+    unlink(h5);
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s", topkp_bin(), cfg, h5) == 0, "%s", out);
+    run_cmd(out, sizeof out, "%s export %s | awk -F'\\t' 'NR == 1 { for (i = 1; i <= NF; i++) "
+            "c[$i] = i; next } { print $(c[\"algo\"]), $(c[\"status\"]), $(c[\"rows_checked\"]), "
+            "($(c[\"median_us\"]) > 0) }' | sort | uniq -c", topkp_bin(), h5);
+    CHECK(strstr(out, "8 floor.read ok 0 1") && strstr(out, "8 floor.copy ok 0 1") &&
+              strstr(out, "naive_sort ok 2 1"),
+          "want 8 timed ok cells of each floor with no row judged, naive_sort judged:\n%s", out);
+}
