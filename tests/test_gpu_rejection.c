@@ -303,6 +303,30 @@ TEST(gpu_cases_rejection_one_cta_per_row_match_cpu)
     unsetenv("TKP_REJ_CLUSTER");
 }
 
+/* The 256-thread kernel (option threads=256; TKP_REJ_THREADS=256 here, with one CTA a row:
+ * TKP_REJ_CLUSTER=1), four CTAs a SM: every adversarial case with and without the round
+ * budget's fallback, in float32 and bfloat16, and flat rows past pass 1's first chunk whose
+ * list overflows (k = 1500, V = 40000) at B = 264. */
+TEST(gpu_cases_rejection_256_threads_match_cpu)
+{
+    setenv("TKP_REJ_CLUSTER", "1", 1);
+    setenv("TKP_REJ_THREADS", "256", 1);
+    check_gpu_matches_cpu("rejection", NULL);
+    check_gpu_matches_cpu("rejection", budget_1);
+    check_gpu_matches_cpu_dtype("rejection", NULL, TKP_BF16);
+    if (tkp_gpu_present()) {
+        struct test_case c;
+        gaussian(&c, 131, 264, 40000, 1.0f, 0, 1500, 0.9f);
+        check_batch("256 threads, list overflow, B=264 k=1500 V=40000", &c.b, NULL, 2, 131);
+        free_case(&c);
+        gaussian(&c, 132, 264, 20000, 1.0f, 0, 50, 0.9f);
+        check_batch("256 threads, listed, B=264 k=50 V=20000", &c.b, NULL, 2, 132);
+        free_case(&c);
+    }
+    unsetenv("TKP_REJ_THREADS");
+    unsetenv("TKP_REJ_CLUSTER");
+}
+
 /* The 512-thread kernel (B > SMs: 264 rows, two per SM on the H200) with rows longer than
  * pass 1's first chunk (16384 tokens): flat rows whose list holds the k-th key's bucket
  * (k = 50), and rows whose list overflows while the k-th key's bucket and above fit the
@@ -329,7 +353,7 @@ TEST(gpu_rejection_512_threads_list_match_cpu)
                                         .ops = TKP_TOPK_TOPP, .outputs = TKP_OUT_SAMPLE,
                                         .k_max = sh->k, .draws = sh->draws, .set_max = sh->k };
         struct rej_gpu_plan plan;
-        rej_gpu_plan_for(&pb, 0, &plan);
+        rej_gpu_plan_for(&pb, 0, 0, &plan);
         REQUIRE(plan.threads == 512 && plan.cluster == 1,
                 "%s is planned on %d threads, cluster %d: not the 512-thread kernel this tests "
                 "(a device with more than 263 SMs?)", sh->name, plan.threads, plan.cluster);

@@ -14,6 +14,7 @@
  * design: README.md here. */
 #include <float.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/cpu_row.h"
@@ -44,12 +45,22 @@ struct rej_row {
 };
 
 /* Count and fixed-point mass of the valid tokens canonically before a pivot. */
+static const char *const rej_thread_choices[] = { "auto", "1024", "512", "256", NULL };
+
+int rej_threads_chosen(const struct rej_opts *o)
+{
+    return o->threads > 0 ? atoi(rej_thread_choices[o->threads]) : 0;
+}
+
 static const struct tkp_option rej_options[] = {
     { "max_rounds", "rejection rounds per draw; the last one samples the exact kept set",
       TKP_OPT_INT, offsetof(struct rej_opts, max_rounds), 32, 1, 4096, NULL },
     { "cluster", "GPU only (the CPU ignores it): CTAs per row, or auto (the dispatch table of "
       "the device, else the cost model); a size the device cannot run takes the cost model",
       TKP_OPT_ENUM_QUIET, offsetof(struct rej_opts, cluster), 0, 0, 0, tkp_cluster_choices },
+    { "threads", "GPU only: threads a CTA where one CTA takes a row (no cluster): 1024, 512, "
+      "256, or auto (1024 up to one row a SM, else 512; README \"GPU\")",
+      TKP_OPT_ENUM_QUIET, offsetof(struct rej_opts, threads), 0, 0, 0, rej_thread_choices },
     { NULL },
 };
 

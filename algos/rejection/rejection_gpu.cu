@@ -61,7 +61,7 @@ using namespace rej_gpu;
 
 /* One CTA per row: row blockIdx.x, draws blockIdx.y, blockIdx.y + groups, ... */
 template <class E, int THREADS>
-__global__ void __launch_bounds__(THREADS, THREADS == 1024 ? 1 : 2)
+__global__ void __launch_bounds__(THREADS, 1024 / THREADS) /* 64 registers at 512 and 256 */
     rejection_kernel(const Params prm)
 {
     __shared__ Shared<THREADS> sh;
@@ -98,16 +98,22 @@ __global__ void __launch_bounds__(kClusterThreads, 1) rejection_cluster_kernel(c
 /* The kernels of one element type (every instantiation has the signature of Kernel). */
 typedef void (*Kernel)(const Params);
 struct Kernels {
-    Kernel row512, row1024, cluster;
+    Kernel row256, row512, row1024, cluster;
+    /* The one-CTA-a-row kernel of `threads` (256, 512 or 1024). */
+    Kernel row(int threads) const
+    {
+        return threads == 256 ? row256 : threads == 512 ? row512 : row1024;
+    }
 };
 
 /* The kernels reading logits of `dtype`; all null for a value outside the enum. */
 Kernels kernels_for(enum tkp_dtype dtype)
 {
-    Kernels k = { nullptr, nullptr, nullptr };
+    Kernels k = { nullptr, nullptr, nullptr, nullptr };
     tkp_with_dtype(dtype, [&](auto e) {
         using E = decltype(e);
-        k = { rejection_kernel<E, 512>, rejection_kernel<E, 1024>, rejection_cluster_kernel<E> };
+        k = { rejection_kernel<E, 256>, rejection_kernel<E, 512>, rejection_kernel<E, 1024>,
+              rejection_cluster_kernel<E> };
     });
     return k;
 }
@@ -196,7 +202,7 @@ size_t rej_stats_bytes(const struct rej_gpu_plan *plan)
 } // namespace
 
 extern "C" void rej_gpu_plan_for(const struct tkp_problem *pb, int forced_cluster,
-                                 struct rej_gpu_plan *plan)
+                                 int forced_threads, struct rej_gpu_plan *plan)
 {
     const int64_t sms = device_sms();
     int active = 0;
@@ -214,7 +220,7 @@ extern "C" void rej_gpu_plan_for(const struct tkp_problem *pb, int forced_cluste
          * H200, V = 128256, peaked, B = 256 97.9 us with 1024 threads, 83.0 with 512); at most
          * one row per SM: 1024 threads per row and several CTAs per row when there are draws
          * enough to fill the SMs. */
-        plan->threads = pb->batch > sms ? 512 : 1024;
+        plan->threads = forced_threads ? forced_threads : pb->batch > sms ? 512 : 1024;
         plan->slice = 0;
         plan->smem = 0;
         groups = pb->batch > 0 ? (sms + pb->batch - 1) / pb->batch : 1;
@@ -235,12 +241,20 @@ extern "C" int rej_gpu_plan(const struct tkp_problem *pb, const void *opts, void
                             size_t *workspace_bytes, struct tkp_error *err)
 {
     struct rej_gpu_plan *plan = (struct rej_gpu_plan *)plan_out;
+    const struct rej_opts *o = (const struct rej_opts *)opts;
     int forced = 0; /* the cluster option, else TKP_REJ_CLUSTER (tests and experiments) */
-    const int rc = tkp_forced_cluster(((const struct rej_opts *)opts)->cluster,
-                                      "TKP_REJ_CLUSTER", &forced, err);
+    const int rc = tkp_forced_cluster(o->cluster, "TKP_REJ_CLUSTER", &forced, err);
     if (rc != TKP_OK)
         return rc;
-    rej_gpu_plan_for(pb, forced, plan);
+    long threads = rej_threads_chosen(o); /* the threads option, else TKP_REJ_THREADS */
+    const char *v;
+    if (!threads && (tkp_env_long("TKP_REJ_THREADS", 256, 1024, &threads, &v) < 0 ||
+                     (threads && threads != 256 && threads != 512 && threads != 1024))) {
+        tkp_error_set(err, "rejection (gpu): TKP_REJ_THREADS=%s: the CTAs have 256, 512 or "
+                           "1024 threads", v);
+        return TKP_EINVAL;
+    }
+    rej_gpu_plan_for(pb, forced, (int)threads, plan);
     plan->pb = *pb;
     plan->max_rounds = ((const struct rej_opts *)opts)->max_rounds;
     *workspace_bytes = plan->workspace;
@@ -280,10 +294,7 @@ extern "C" int rej_gpu_run(const void *plan_in, const struct tkp_io *io, void *w
                      err);
     } else {
         const dim3 grid((unsigned)pb->batch, (unsigned)plan->groups);
-        if (plan->threads == 512)
-            kernels.row512<<<grid, 512, 0, s>>>(prm);
-        else
-            kernels.row1024<<<grid, 1024, 0, s>>>(prm);
+        kernels.row(plan->threads)<<<grid, plan->threads, 0, s>>>(prm);
     }
     TKP_LAUNCH_CHECK(err);
     return TKP_OK;

@@ -17,7 +17,7 @@ extern "C" {
 struct rej_gpu_plan {
     struct tkp_problem pb;
     int max_rounds;       /* option: rejection rounds before the exact fallback */
-    int threads;          /* threads per CTA: 1024 or 512 */
+    int threads;          /* threads per CTA: 1024, 512 or 256 */
     int cluster;          /* CTAs per row and group: 1, or a thread-block cluster of 2 .. 16 */
     int groups;           /* CTAs (clusters) per row; group g draws d = g, g + groups, ... */
     int slice;            /* cluster: tokens of the row per CTA */
@@ -28,8 +28,11 @@ struct rej_gpu_plan {
 };
 
 /* Plan a problem (queries the device's SM count; falls back to 132 without a device).
- * forced_cluster: 0, or a cluster size to take where it fits (TKP_REJ_CLUSTER, tests). */
-void rej_gpu_plan_for(const struct tkp_problem *pb, int forced_cluster, struct rej_gpu_plan *plan);
+ * forced_cluster: 0, or a cluster size to take where it fits (TKP_REJ_CLUSTER, tests);
+ * forced_threads: 0, or the threads of a CTA where one takes a row (option threads,
+ * TKP_REJ_THREADS). */
+void rej_gpu_plan_for(const struct tkp_problem *pb, int forced_cluster, int forced_threads,
+                      struct rej_gpu_plan *plan);
 
 /* The launcher (algos/common/gpu_impl.h): the plan, with options of struct rej_opts (the
  * cluster size TKP_REJ_CLUSTER forces, for tests and experiments, is read here; the workspace:

@@ -10,7 +10,17 @@
 struct rej_opts {
     int max_rounds;
     int cluster; /* index into tkp_cluster_choices (GPU only; algos/tkp.h) */
+    int threads; /* index into rej_thread_choices: auto, 1024, 512, 256 (GPU only; rejection.c) */
 };
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* The threads a CTA the option `threads` chose, 0 for auto (rejection.c). */
+int rej_threads_chosen(const struct rej_opts *o);
+#ifdef __cplusplus
+}
+#endif
 
 /* The statistics both backends count (algos/tkp.h, struct tkp_stat): X(id, name, unit,
  * meaning), the indices of struct tkp_stats.total. */

@@ -1,8 +1,10 @@
 -- batch_variants.lua — where two launch variants change places as the batch grows past the
 -- device's SMs (132 on the H100 and the H200), each variant named by its option in one run:
 -- cake's CTA shape (threads=512: one CTA a SM; threads=256: two, algos/cake/README.md "Two CTAs
--- a SM") and qrita's hand-off of a warp's row to a block (heavy_n=4096 or 0,
--- algos/qrita/README.md "Past B = #SMs"). The options' auto rules (256 past #SMs rows when
+-- a SM"), qrita's hand-off of a warp's row to a block (heavy_n=4096 or 0,
+-- algos/qrita/README.md "Past B = #SMs") and rejection's CTA shape where a CTA takes a row
+-- (threads=512: two CTAs a SM; 256: four; cluster=1 so that no cluster takes the small
+-- batches). The options' auto rules (256 past #SMs rows when
 -- k <= 256; 0 up to twice #SMs rows) are placed from these cells; auto itself runs beside them
 -- (on a device whose dispatch table sets cake's threads, cake's auto cells take the table's
 -- shape: the same cells as an explicit one, run once).
@@ -29,4 +31,15 @@ sweep "cake_threads_by_k" {
     algos = { { "cake", threads = "512" }, { "cake", threads = "256" } },
     dataset = "peers_s1", vocab = 128256, batch = { 264, 1024 },
     k = { 64, 128, 256, 512 }, p = 0.9, dtype = { "f32", "bf16" }, timing = timing,
+}
+
+-- rejection's one-CTA-a-row shapes (cluster=1): 1024 threads (one a SM), 512 (two: auto past
+-- #SMs rows) and 256 (four, so that one CTA's tail overlaps three others' streams)
+sweep "rejection_threads_by_batch" {
+    algos = { { "rejection", cluster = "1", threads = "1024" },
+              { "rejection", cluster = "1", threads = "512" },
+              { "rejection", cluster = "1", threads = "256" }, "rejection" },
+    dataset = "peers_s1", vocab = { 128256, 262144 },
+    batch = { 64, 132, 133, 264, 528, 1024 },
+    k = { 50, 0 }, p = 0.9, dtype = { "f32", "bf16" }, timing = timing,
 }
