@@ -119,13 +119,14 @@ awk -F'\t' -v OFS='\t' -v baseline="$baseline" -v algos="$algos" -v exact="$base
                      "best_peer", "best_peer_us", "vs_peer", "cell", "input", "like_set_peer", "like_set_us", "vs_like_set",
                      "like_sample_peer", "like_sample_us", "vs_like_sample", "softmax_us"; next }
     { a = $col["algo"]; variant = $col["variant"]; peer = index(a, ".") > 0; t = $col["median_us"] + 0
+      floor = a ~ /^floor\./ # a memory floor (docs/PEERS.md): a peer, never the best peer of a module
       key = $col["sweep"] SUBSEP $col["dataset"] SUBSEP $col["vocab"] SUBSEP $col["batch"] SUBSEP $col["k"] SUBSEP $col["p"] }
     NR == FNR {
         if (variant == "") note(a, $col["options"])
         if ($col["status"] != "ok" || variant != "") next
         if (a == baseline) ref[key] = $col["median_us"]
-        if (peer && t > 0 && (!(key in best) || t < best[key])) { best[key] = t; bestname[key] = a SUBSEP $col["options"] }
-        if (peer && t > 0) { inp = input_of(a, $col["options"]); twin[key, a, sans_input($col["options"]), inp] = t
+        if (peer && !floor && t > 0 && (!(key in best) || t < best[key])) { best[key] = t; bestname[key] = a SUBSEP $col["options"] }
+        if (peer && !floor && t > 0) { inp = input_of(a, $col["options"]); twin[key, a, sans_input($col["options"]), inp] = t
             for (j = 1; j <= 2; j++) { o = j == 1 ? "set" : "sample"; g = key SUBSEP o
                 if (inp != "probs" && writes(a, o) && (!(g in like) || t < like[g])) { like[g] = t; likename[g] = a SUBSEP $col["options"] } } }
         next

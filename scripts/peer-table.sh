@@ -18,6 +18,7 @@ bin=${TOPKP:-$(cd "$(dirname "$0")/.." && pwd)/build/topkp}
     $c["status"] != "ok" { next }
     { key = $c["sweep"] "|" $c["dataset"] "|" $c["vocab"] "|" $c["batch"] "|" $c["k"] "|" $c["p"]
       t = $c["median_us"] + 0 }
+    $c["algo"] ~ /^floor\./ { next } # the memory floors (docs/PEERS.md) are the peer of no module
     index($c["algo"], ".") {
         opts = $c["options"]; gsub(/,?order=top_k_first/, "", opts); sub(/^,/, "", opts)
         name = $c["algo"] (opts != "" ? " " opts : "")

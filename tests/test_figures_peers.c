@@ -241,3 +241,39 @@ TEST(figures_vs_peers_pairs_like_with_like)
               strcmp(c_plain, "rgb(213,  94,   0)") == 0,
           "%s: qrita drawn in %s, want its palette colour beside no emphasis", path, c_plain);
 }
+
+/* The fake peers and a memory floor (floor.read, docs/PEERS.md "Memory floors") a hundred times
+ * faster than naive_sort in each of its cells. */
+static int add_peers_and_a_floor(struct tkp_results *r, const char *header, const char *line,
+                                 struct tkp_error *err)
+{
+    int rc = add_fake_peers(r, header, line, err);
+    char algo[32], status[16];
+    if (rc || strcmp(get(header, line, "algo", algo, sizeof algo), "naive_sort") ||
+        strcmp(get(header, line, "status", status, sizeof status), "ok"))
+        return rc;
+    struct tkp_cell_row row;
+    peer_row(&row, header, line, "floor.read", "", "ok", 0.01, N_FAKE_PEERS);
+    return tkp_results_append(r, "plain", &row, &row.median_us, 1, err);
+}
+
+/* A floor is no module's peer: the fastest peer of a cell (vs-peers) stays the fastest real one
+ * (BEST_PEER) however fast the floor beside it is. */
+TEST(figures_a_floor_is_never_the_best_peer)
+{
+    char res[512], dir[512], out[8192], path[600];
+    snprintf(res, sizeof res, "%s/figs-floor.h5", scratch_dir());
+    REQUIRE(tiny_results() && results_with_added_rows(tiny_results(), res, "--sweep plain",
+                                                      add_peers_and_a_floor) == 0,
+            "could not make the results file with a floor");
+    snprintf(dir, sizeof dir, "%s/figs-floor-out", scratch_dir());
+    int rc = run_cmd(out, sizeof out, "FIGURE_FORMATS=svg TOPKP=%s bash scripts/figures.sh %s %s",
+                     topkp_bin(), res, dir);
+    REQUIRE(rc == 0, "figures.sh failed (%d): %s", rc, out);
+    snprintf(path, sizeof path, "%s/figs-floor-vs-peers.tsv", dir);
+    char *tsv = slurp(path, NULL);
+    CHECK(tsv && strstr(tsv, BEST_PEER) && !strstr(tsv, "floor.read"),
+          "%s: the best peer should be %s, never floor.read:\n%.600s", path, BEST_PEER,
+          tsv ? tsv : "(none)");
+    free(tsv);
+}

@@ -1,5 +1,5 @@
-/* test_floor.c — the memory floors, floor.read and floor.copy (peers/floor/floor.h; docs/PEERS.md,
- * "Memory floors"): their checksum is the XOR of the logits' 32-bit little-endian words, the last
+/* test_floor.c — the memory floors, floor.read and floor.copy (peers/floor/floor.h;
+ * docs/PEERS.md, "Memory floors"): their checksum is the XOR of the logits' 32-bit little-endian words, the last
  * one zero-padded (against a word-by-word loop here); on each backend floor.read leaves words
  * whose XOR is that checksum and floor.copy a byte-for-byte copy, on shapes whose bytes end
  * past the last 16-byte vector (a 16-bit batch of odd V) and on one larger than the GPU's grid

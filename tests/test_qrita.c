@@ -481,9 +481,9 @@ TEST(qrita_minp_truncates_on_k_and_searches_on_the_folded_k)
 }
 
 /* heavy_n=auto's cut (the GPU's hand-off of a row's search to a block; README "Past B = #SMs"):
- * four rows a SM only where every row has top-k on with k > 256 and vocab x k > 2^27, else
- * two: a top-p-alone row (its set is the vocabulary), a small k, a short row or the product at
- * 2^27 itself keep two. */
+ * four rows a SM only where every row has top-k on, the largest k past 256 and vocab x k >
+ * 2^27, else two: a top-p-alone row (its set is the vocabulary), a small k, a short row or the
+ * product at 2^27 itself keep two. */
 TEST(qrita_block_rows_per_sm_follows_vocab_and_k)
 {
     const struct {

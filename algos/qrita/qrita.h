@@ -32,8 +32,9 @@ int64_t qrita_outlier_capacity(int64_t vocab);
 /* The candidates the option heavy_n chose, -1 for auto (the choices: qrita.c). */
 int qrita_heavy_n_chosen(const struct qrita_opts *o);
 /* The GPU's heavy_n=auto: rows a SM up to which every row's search is a block's (past it a
- * warp searches each row): 2, or 4 where every row has top-k on with k > 256 over a long row
- * (vocab x k > 2^27: at k = 1000 a row buffers ~2000 candidates that one warp searches slowly).
+ * warp searches each row): 2, or 4 where every row has top-k on and the largest k is past 256
+ * over a long row (vocab x k > 2^27: at k = 1000 a row buffers ~2000 candidates that one warp
+ * searches slowly).
  * Measured on the H100 (README, "Past B = #SMs"). */
 int64_t qrita_block_rows_per_sm(const struct tkp_problem *pb);
 /* The statistics both backends count (algos/tkp.h, struct tkp_stat): X(id, name, unit,

@@ -58,8 +58,9 @@ static const struct tkp_option rej_options[] = {
     { "cluster", "GPU only (the CPU ignores it): CTAs per row, or auto (the dispatch table of "
       "the device, else the cost model); a size the device cannot run takes the cost model",
       TKP_OPT_ENUM_QUIET, offsetof(struct rej_opts, cluster), 0, 0, 0, tkp_cluster_choices },
-    { "threads", "GPU only: threads a CTA where one CTA takes a row (no cluster): 1024, 512, "
-      "256, or auto (1024 up to one row a SM, else 512; README \"GPU\")",
+    { "threads", "GPU only: threads a CTA, one CTA a row (a number takes cluster 1; with a "
+      "larger cluster it is an error): 1024, 512, 256, or auto (1024 up to one row a SM, else "
+      "512; README \"GPU\")",
       TKP_OPT_ENUM_QUIET, offsetof(struct rej_opts, threads), 0, 0, 0, rej_thread_choices },
     { NULL },
 };

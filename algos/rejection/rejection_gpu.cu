@@ -254,7 +254,13 @@ extern "C" int rej_gpu_plan(const struct tkp_problem *pb, const void *opts, void
                            "1024 threads", v);
         return TKP_EINVAL;
     }
-    rej_gpu_plan_for(pb, forced, (int)threads, plan);
+    if (threads && forced > 1) { /* the shape of one CTA a row is no cluster's */
+        tkp_error_set(err, "rejection (gpu): threads=%ld is the shape of one CTA a row; with "
+                           "cluster=%d (given, or the dispatch table's) set cluster=1",
+                      threads, forced);
+        return TKP_EINVAL;
+    }
+    rej_gpu_plan_for(pb, threads ? 1 : forced, (int)threads, plan);
     plan->pb = *pb;
     plan->max_rounds = ((const struct rej_opts *)opts)->max_rounds;
     *workspace_bytes = plan->workspace;

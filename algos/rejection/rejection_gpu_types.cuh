@@ -51,6 +51,11 @@ struct Params {
 };
 
 template <int THREADS> struct Shared {
+    /* 256 at least: fold_buckets_to_first_digit and the radix histogram's clear give one of
+     * 256 entries to each of the first 256 threads; the per-thread loops divide evenly */
+    static_assert(THREADS >= 256 && kSmall % THREADS == 0 && kGather % THREADS == 0 &&
+                      kBuckets % THREADS == 0,
+                  "rejection's CTAs have 256, 512 or 1024 threads");
     static constexpr int kWarps = THREADS / 32;
     u64 red[3][kWarps];  /* block reductions */
     u64 scan[2][kWarps]; /* warp totals of the inverse-CDF scan, double-buffered per tile */

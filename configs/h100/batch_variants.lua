@@ -4,8 +4,9 @@
 -- a SM"), qrita's hand-off of a warp's row to a block (heavy_n=4096 or 0,
 -- algos/qrita/README.md "Past B = #SMs") and rejection's CTA shape where a CTA takes a row
 -- (threads=512: two CTAs a SM; 256: four; cluster=1 so that no cluster takes the small
--- batches). The options' auto rules (256 past #SMs rows when
--- k <= 256; 0 up to twice #SMs rows) are placed from these cells; auto itself runs beside them
+-- batches). The options' auto rules (cake: 256 past #SMs rows when k <= 256; qrita: 0 up to
+-- twice #SMs rows, four times where V x k > 2^27 with k > 256; rejection: 512 past #SMs rows,
+-- 256 not yet measured) are placed from these cells; auto itself runs beside them
 -- (on a device whose dispatch table sets cake's threads, cake's auto cells take the table's
 -- shape: the same cells as an explicit one, run once).
 --   build/gpu/topkp run configs/h100/batch_variants.lua --backend gpu -o batch_variants.h5

@@ -1,6 +1,6 @@
 /* interrupt.c — see interrupt.h. The handler only calls async-signal-safe functions (kill,
- * waitpid, nanosleep, unlink, sigaction, raise) and lock-free atomics on data written before
- * it is armed. */
+ * waitpid, nanosleep, unlink, sigaction, raise, _exit) and lock-free atomics on data written
+ * before it is armed. */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -27,7 +27,7 @@ static void (*volatile calls[4])(void);
 enum { HOLD_OFF = 0, HOLD_ON = 1 };
 static atomic_int hold_state = HOLD_OFF;
 static int hold_depth; /* the main thread's nesting of hold and release */
-static atomic_flag cleaning = ATOMIC_FLAG_INIT; /* set by the signal that ends the process */
+static atomic_int cleaning; /* 1 once a signal's cleaning began: the process is ending */
 
 /* End the children: SIGTERM (and SIGCONT, for a stopped one), then up to
  * TKP_CHILD_GRACE_SECONDS for them to end, then SIGKILL; every one is reaped, so that its
@@ -66,7 +66,7 @@ static void on_signal(int sig)
     const int saved = errno;
     int held = HOLD_ON;
     if (atomic_compare_exchange_strong(&hold_state, &held, -sig) || held < 0 ||
-        atomic_flag_test_and_set(&cleaning)) {
+        atomic_exchange(&cleaning, 1)) {
         errno = saved;
         return;
     }
@@ -81,7 +81,7 @@ static void on_signal(int sig)
     dfl.sa_handler = SIG_DFL;
     sigaction(sig, &dfl, NULL);
     raise(sig); /* the default action now, which ends this process */
-    errno = saved;
+    _exit(128 + sig); /* where it does not (a PID 1 ignores it) */
 }
 
 /* Arm the handler (once). SA_NODEFER: a repeat reaches on_signal, which ignores it. */
@@ -145,8 +145,13 @@ void tkp_interrupt_call(void (*fn)(void))
 void tkp_interrupt_hold(void)
 {
     arm();
-    if (hold_depth++ == 0)
+    if (hold_depth++ == 0) {
         atomic_store(&hold_state, HOLD_ON);
+        /* a handler that found the state off before that store is ending the process on
+         * another thread: no write begins (seq_cst: it saw HOLD_ON, or this sees it) */
+        while (atomic_load(&cleaning))
+            pause();
+    }
 }
 
 void tkp_interrupt_release(void)
