@@ -1,9 +1,10 @@
 /* test_floor.c — the memory floors, floor.read and floor.copy (peers/floor/floor.h;
- * docs/PEERS.md, "Memory floors"): their checksum is the XOR of the logits' 32-bit little-endian words, the last
- * one zero-padded (against a word-by-word loop here); on each backend floor.read leaves words
- * whose XOR is that checksum and floor.copy a byte-for-byte copy, on shapes whose bytes end
- * past the last 16-byte vector (a 16-bit batch of odd V) and on one larger than the GPU's grid
- * reads in one step; in a sweep they run every mode, timed, with nothing judged. */
+ * docs/PEERS.md, "Memory floors"): their checksum is the XOR of the logits' 32-bit
+ * little-endian words, the last one zero-padded (against a word-by-word loop here); on each
+ * backend floor.read leaves words whose XOR is that checksum and floor.copy a byte-for-byte
+ * copy, on shapes whose bytes end past the last 16-byte vector (a 16-bit batch of odd V) and on
+ * one larger than the GPU's grid reads in one step; in a sweep they run every mode, timed, with
+ * nothing judged; scripts/floor-table.py takes a cell's floors from the same run. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -132,4 +133,38 @@ TEST(floor_cells_are_timed_and_never_judged)
     CHECK(strstr(out, "8 floor.read ok 0 1") && strstr(out, "8 floor.copy ok 0 1") &&
               strstr(out, "naive_sort ok 2 1"),
           "want 8 timed ok cells of each floor with no row judged, naive_sort judged:\n%s", out);
+}
+
+/* scripts/floor-table.py holds each cell to the floors measured in the same file: the `read
+ * floor` column is floor.read's median of that (V, B, dtype) and `floors from` says "run"; the
+ * floors' own cells are no rows of the table. */
+TEST(floor_table_takes_the_floors_of_the_same_run)
+{
+    static char out[1 << 15];
+    const char *cfg = write_scratch("floor_table.lua",
+        "local timing = { warmup = 1, min_reps = 2, max_reps = 2 }\n"
+        "sweep \"topk50\" { algos = { \"cake\", \"qrita\" }, dataset = \"gaussian\",\n"
+        "  vocab = 2000, batch = { 1, 3 }, k = 50, p = 1.0, timing = timing }\n"
+        "sweep \"floors\" { algos = { \"floor.read\", \"floor.copy\" }, dataset = \"gaussian\",\n"
+        "  vocab = 2000, batch = { 1, 3 }, k = 50, p = 1.0, timing = timing }\n");
+    char h5[512], tsv[600];
+    snprintf(h5, sizeof h5, "%s/floor_table.h5", scratch_dir());
+    snprintf(tsv, sizeof tsv, "%s/floor_table.tsv", scratch_dir());
+    unlink(h5);
+    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s && %s export %s > %s", topkp_bin(), cfg,
+                    h5, topkp_bin(), h5, tsv) == 0, "%s", out);
+    char want[2][64];
+    for (int b = 0; b < 2; b++) { /* floor.read's median at B = 1 and 3, as the table prints it */
+        run_cmd(out, sizeof out, "awk -F'\\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; "
+                "next } $(c[\"algo\"]) == \"floor.read\" && $(c[\"batch\"]) == %d { printf "
+                "\"%%.1f\", $(c[\"median_us\"]) }' %s", b ? 3 : 1, tsv);
+        snprintf(want[b], sizeof want[b], "| %s | run |", out);
+    }
+    REQUIRE(run_cmd(out, sizeof out, "python3 scripts/floor-table.py %s", tsv) == 0, "%s", out);
+    CHECK(strstr(out, "| topk50 | 2000 | 1 | f32 |") && strstr(out, "| topk50 | 2000 | 3 | f32 |"),
+          "no row of each topk50 cell:\n%s", out);
+    CHECK(!strstr(out, "| floors |"), "the floors' own cells are rows of the table:\n%s", out);
+    for (int b = 0; b < 2; b++)
+        CHECK(strstr(out, want[b]), "B = %d: the row does not end in floor.read's median '%s':\n%s",
+              b ? 3 : 1, want[b], out);
 }
