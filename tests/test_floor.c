@@ -7,7 +7,6 @@
  * nothing judged; scripts/floor-table.py takes a cell's floors from the same run. */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../peers/floor/floor.h"
 #include "apply.h"
@@ -124,9 +123,7 @@ TEST(floor_cells_are_timed_and_never_judged)
         "  verify = 2, timing = { warmup = 1, min_reps = 2, max_reps = 2 },\n"
         "}\n");
     char h5[512];
-    snprintf(h5, sizeof h5, "%s/floors.h5", scratch_dir());
-    unlink(h5);
-    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s", topkp_bin(), cfg, h5) == 0, "%s", out);
+    REQUIRE(run_into(cfg, "floors", "", h5, sizeof h5) == 0, "topkp run %s failed", cfg);
     run_cmd(out, sizeof out, "%s export %s | awk -F'\\t' 'NR == 1 { for (i = 1; i <= NF; i++) "
             "c[$i] = i; next } { print $(c[\"algo\"]), $(c[\"status\"]), $(c[\"rows_checked\"]), "
             "($(c[\"median_us\"]) > 0) }' | sort | uniq -c", topkp_bin(), h5);
@@ -148,11 +145,9 @@ TEST(floor_table_takes_the_floors_of_the_same_run)
         "sweep \"floors\" { algos = { \"floor.read\", \"floor.copy\" }, dataset = \"gaussian\",\n"
         "  vocab = 2000, batch = { 1, 3 }, k = 50, p = 1.0, timing = timing }\n");
     char h5[512], tsv[600];
-    snprintf(h5, sizeof h5, "%s/floor_table.h5", scratch_dir());
     snprintf(tsv, sizeof tsv, "%s/floor_table.tsv", scratch_dir());
-    unlink(h5);
-    REQUIRE(run_cmd(out, sizeof out, "%s run %s -o %s && %s export %s > %s", topkp_bin(), cfg,
-                    h5, topkp_bin(), h5, tsv) == 0, "%s", out);
+    REQUIRE(run_into(cfg, "floor_table", "", h5, sizeof h5) == 0, "topkp run %s failed", cfg);
+    REQUIRE(run_cmd(out, sizeof out, "%s export %s > %s", topkp_bin(), h5, tsv) == 0, "%s", out);
     char want[2][64];
     for (int b = 0; b < 2; b++) { /* floor.read's median at B = 1 and 3, as the table prints it */
         run_cmd(out, sizeof out, "awk -F'\\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; "

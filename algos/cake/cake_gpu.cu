@@ -90,8 +90,9 @@ static const struct ck_variant *ck_variant_of(int threads)
 static int ck_threads_of(const struct cake_opts *opts, const struct tkp_problem *pb,
                          int sm_count, struct tkp_error *err)
 {
-    if (cake_threads_chosen(opts) > 0)
-        return cake_threads_chosen(opts);
+    const int chosen = cake_threads_chosen(opts);
+    if (chosen > 0)
+        return chosen;
     long t = pb->batch > sm_count && pb->set_max <= CK256_SET_MAX ? 256 : CK_THREADS;
     const char *v;
     if (tkp_env_long("TKP_CAKE_THREADS", 1, 1024, &t, &v) < 0 || !ck_variant_of((int)t)) {

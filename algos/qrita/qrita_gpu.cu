@@ -623,8 +623,9 @@ static int launch_chain(const struct qrita_gpu_plan *pl, const qr_args &a, cudaS
  * rows a SM (qrita.c), HEAVY_N past it; -1 with err set for another value of the variable. */
 static int qr_heavy_n_of(const struct qrita_gpu_plan *pl, struct tkp_error *err)
 {
-    if (qrita_heavy_n_chosen(&pl->opts) >= 0)
-        return qrita_heavy_n_chosen(&pl->opts);
+    const int chosen = qrita_heavy_n_chosen(&pl->opts);
+    if (chosen >= 0)
+        return chosen;
     const int64_t block_rows = qrita_block_rows_per_sm(&pl->pb) * pl->sm_count;
     long n = pl->pb.batch <= block_rows ? 0 : HEAVY_N;
     const char *v;
