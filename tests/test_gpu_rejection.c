@@ -185,7 +185,7 @@ TEST(gpu_rejection_benchmark_shapes_match_cpu)
  * memory; flat: the list of pass 2 overflows and a gathering pass runs, or the set is too big
  * for shared memory), and k = 1000, whose k-th key's bucket is crowded on N(0, 1) rows (the
  * radix select over the row, then a gathering pass of the set); each on a cluster per row, one
- * 1024-thread CTA per row and 512-thread CTAs. */
+ * 1024-thread CTA per row and 512-thread CTAs (top-p alone there by TKP_REJ_THREADS). */
 TEST(gpu_rejection_first_candidate_sets_match_cpu)
 {
     if (!tkp_gpu_present()) {
@@ -202,10 +202,18 @@ TEST(gpu_rejection_first_candidate_sets_match_cpu)
         { "one CTA, k=1000 alone, flat", 137, 6, 128256, 1.0f, 0, 1000, 1.0f, 4, 1 },
         { "one CTA, k=1000 p=0.9, flat", 138, 6, 262144, 1.0f, 0, 1000, 0.9f, 4, 1 },
         { "B=300 k=1000 p=0.9 (512 threads)", 139, 300, 20000, 1.0f, 0, 1000, 0.9f, 1, 0 },
-        { "B=300 top-p 0.9 alone (512 threads)", 140, 300, 20000, 2.0f, 1, 0, 0.9f, 1, 0 },
+        { "B=300 top-p 0.9 alone (1024 threads)", 140, 300, 20000, 2.0f, 1, 0, 0.9f, 1, 0 },
         { "B=300 top-k 50 alone (512 threads)", 141, 300, 20000, 1.0f, 0, 50, 1.0f, 1, 0 },
     };
     check_shapes(shapes, sizeof shapes / sizeof shapes[0]);
+    /* top-p alone on 512-thread CTAs, which auto no longer takes (rej_auto_threads) */
+    setenv("TKP_REJ_THREADS", "512", 1);
+    static const struct shape forced[] = {
+        { "B=300 top-p 0.9 alone (512 threads forced)", 142, 300, 20000, 2.0f, 1, 0, 0.9f, 1,
+          0 },
+    };
+    check_shapes(forced, sizeof forced / sizeof forced[0]);
+    unsetenv("TKP_REJ_THREADS");
 }
 
 TEST(gpu_rejection_mixed_rows_odd_vocab_match_cpu)

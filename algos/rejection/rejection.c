@@ -52,6 +52,14 @@ int rej_threads_chosen(const struct rej_opts *o)
     return o->threads > 0 ? atoi(rej_thread_choices[o->threads]) : 0;
 }
 
+int rej_auto_threads(const struct tkp_problem *pb, int64_t sms)
+{
+    const int topp_alone_row = pb->set_max >= pb->vocab; /* crowded rounds: 1024 wins */
+    if (topp_alone_row || pb->batch <= sms)
+        return 1024;
+    return pb->batch >= 4 * sms && pb->set_max <= 256 ? 256 : 512;
+}
+
 static const struct tkp_option rej_options[] = {
     { "max_rounds", "rejection rounds per draw; the last one samples the exact kept set",
       TKP_OPT_INT, offsetof(struct rej_opts, max_rounds), 32, 1, 4096, NULL },

@@ -215,12 +215,9 @@ extern "C" void rej_gpu_plan_for(const struct tkp_problem *pb, int forced_cluste
         plan->smem = cluster_smem_bytes(plan->slice);
         groups = active / (pb->batch > 0 ? pb->batch : 1);
     } else {
-        /* More rows than SMs: 512-thread CTAs, two per SM, so one CTA's barriers overlap the
-         * other's loads and up to 2 x SMs rows run in one wave (1024-thread CTAs took two:
-         * H200, V = 128256, peaked, B = 256 97.9 us with 1024 threads, 83.0 with 512); at most
-         * one row per SM: 1024 threads per row and several CTAs per row when there are draws
-         * enough to fill the SMs. */
-        plan->threads = forced_threads ? forced_threads : pb->batch > sms ? 512 : 1024;
+        /* One CTA a row, of the threads rej_auto_threads chooses (README "GPU", "Launch
+         * shape"), and several CTAs a row when B < SMs and there are draws enough. */
+        plan->threads = forced_threads ? forced_threads : rej_auto_threads(pb, sms);
         plan->slice = 0;
         plan->smem = 0;
         groups = pb->batch > 0 ? (sms + pb->batch - 1) / pb->batch : 1;

@@ -5,10 +5,11 @@
 -- algos/qrita/README.md "Past B = #SMs") and rejection's CTA shape where a CTA takes a row
 -- (threads=512: two CTAs a SM; 256: four; cluster=1 so that no cluster takes the small
 -- batches). The options' auto rules (cake: 256 past #SMs rows when k <= 256; qrita: 0 up to
--- twice #SMs rows, four times where V x k > 2^27 with k > 256; rejection: 512 past #SMs rows,
--- 256 not yet measured) are placed from these cells; auto itself runs beside them
--- (on a device whose dispatch table sets cake's threads, cake's auto cells take the table's
--- shape: the same cells as an explicit one, run once).
+-- twice #SMs rows, four times where V x k > 2^27 with k > 256; rejection: 1024 where a row has
+-- top-p alone, else 512 past #SMs rows and 256 from four times #SMs when k <= 256) are placed
+-- from these cells; auto itself runs beside them (on a device whose dispatch table sets cake's
+-- threads, cake's auto cells take the table's shape: the same cells as an explicit one, run
+-- once).
 --   build/gpu/topkp run configs/h100/batch_variants.lua --backend gpu -o batch_variants.h5
 local timing = { warmup = 3, min_reps = 20, max_reps = 200, max_seconds = 0.3, target_rel = 0.01 }
 
@@ -34,13 +35,14 @@ sweep "cake_threads_by_k" {
     k = { 64, 128, 256, 512 }, p = 0.9, dtype = { "f32", "bf16" }, timing = timing,
 }
 
--- rejection's one-CTA-a-row shapes (cluster=1): 1024 threads (one a SM), 512 (two: auto past
--- #SMs rows) and 256 (four, so that one CTA's tail overlaps three others' streams)
+-- rejection's one-CTA-a-row shapes (cluster=1): 1024 threads (one a SM), 512 (two) and 256
+-- (four, so that one CTA's tail overlaps three others' streams); k = 256 and 1000 check the
+-- bound of 256 (measured at k = 50 and top-p alone only: algos/rejection/README.md, "GPU")
 sweep "rejection_threads_by_batch" {
     algos = { { "rejection", cluster = "1", threads = "1024" },
               { "rejection", cluster = "1", threads = "512" },
               { "rejection", cluster = "1", threads = "256" }, "rejection" },
     dataset = "peers_s1", vocab = { 128256, 262144 },
     batch = { 64, 132, 133, 264, 528, 1024 },
-    k = { 50, 0 }, p = 0.9, dtype = { "f32", "bf16" }, timing = timing,
+    k = { 50, 256, 1000, 0 }, p = 0.9, dtype = { "f32", "bf16" }, timing = timing,
 }
