@@ -86,8 +86,8 @@ def main():
     measured = measured_floors(new)
     misses = {1: [], 2: [], 3: [], 5: []}
     print("| mode | V | B | dtype | cake | FI cake | cake/FI | cake/floor | rejection | FI best | rej/FI |"
-          " qrita | vLLM Triton | vLLM/qrita | qrita/(read+mask) | read floor | floors from |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          " rej/floor | qrita | vLLM Triton | vLLM/qrita | qrita/(read+mask) | read floor | floors from |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for key in sorted(new, key=lambda c: (c[0], c[1], c[2], c[3])):
         sweep, V, B, dtype = key
         label = sweep if dtype == "f32" else f"{sweep} {dtype}"
@@ -109,7 +109,7 @@ def main():
         def n(a):
             return f"{a:.1f}" if a else "—"
         cells += [n(cake), n(ficake), r(cake, ficake), r(cake, read) if cake else "—"]
-        cells += [n(rej), n(fibest), r(rej, fibest)]
+        cells += [n(rej), n(fibest), r(rej, fibest), r(rej, read) if rej else "—"]
         cells += [n(q), n(vt), r(vt, q), r(q, read_mask) if q else "—", n(read), source]
         print("| " + " | ".join(str(x) for x in cells) + " |")
         if cake and ficake and cake > ficake:
@@ -118,6 +118,8 @@ def main():
             misses[1].append(f"{label} V={V} B={B}: cake {cake / read:.2f}x read floor")
         if rej and fibest and rej > fibest:
             misses[2].append(f"{label} V={V} B={B}: rejection {rej:.1f} vs FI {fibest:.1f}")
+        if rej and read and B >= 128 and rej > 1.15 * read:
+            misses[2].append(f"{label} V={V} B={B}: rejection {rej / read:.2f}x read floor")
         if q and vt and vt < 2 * q:
             misses[3].append(f"{label} V={V} B={B}: vLLM/qrita {vt / q:.2f}")
         if q and read_mask and B >= 128 and q > 1.3 * read_mask:
@@ -132,6 +134,9 @@ def main():
     for b, key in sorted(ws, key=lambda x: x[1]):
         print(f"- qrita workspace {key[0]} V={key[1]} B={key[2]}: {b / 2**20:.2f} MiB")
     for t in (1, 2, 3, 5):
+        if t == 5 and not old:
+            print("\nTarget 5: not checked (no OLD file: the build before the issue)")
+            continue
         print(f"\nTarget {t}: {len(misses[t])} misses")
         for line in misses[t]:
             print(f"- {line}")

@@ -348,7 +348,8 @@ if [[ -n $real ]]; then # the real-model logits' provenance
     partial=""
 fi
 
-pending=$(awk -F'\t' 'NR > 1 && $9 !~ /^ok/ { print $10 }' "$tsv" | paste -sd' ')
+pending=$(for i in "${!names[@]}"; do done_ok "${names[$i]}" || echo "${names[$i]}"; done | paste -sd' ')
+# every chunk of the table not ok, a chunk the budget put off (no line yet) included
 echo "campaign $out: $(awk 'NR > 1' "$tsv" | wc -l) chunks recorded; not ok: ${pending:-none}"
 if ((paper)) && ((!budget)); then
     if command -v pdflatex >/dev/null; then

@@ -116,6 +116,28 @@ TEST(reproduce_records_a_line_per_chunk_and_shares_a_file)
           version, sha, lines);
 }
 
+/* The last line names every chunk not ok, those the budget put off before they ran (no line in
+ * campaign.tsv yet) too: "not ok: none" is the sign to stop calling. */
+TEST(reproduce_names_the_chunks_a_budget_put_off)
+{
+    static char out[1 << 14];
+    REQUIRE(reproduce(out, sizeof out, "put_off", "--budget 1") == 0, "%s", out);
+    const char *summary = strstr(out, "chunks recorded; not ok: ");
+    REQUIRE(summary, "no summary line:\n%s", out);
+    static const char *const names[] = { "first", "rest", "gpu_only", "real_only" };
+    int unrecorded = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char status[512], word[64];
+        chunk_status("put_off", names[i], status, sizeof status);
+        unrecorded += !status[0];
+        snprintf(word, sizeof word, " %s", names[i]);
+        if (strncmp(status, "ok", 2) != 0)
+            CHECK(strstr(summary, word), "chunk %s ('%s') is not ok but the summary says: %s",
+                  names[i], status, summary);
+    }
+    CHECK(unrecorded > 0, "every chunk ran within a 1-second budget: nothing put off\n%s", out);
+}
+
 TEST(reproduce_resumes_a_stopped_chunk)
 {
     static char out[1 << 14];
