@@ -244,6 +244,48 @@ TEST(gpu_qrita_gaussian_b200_warp_search)
     gaussian_run(200, 50, 0.9f, 1.0f, 1, warp);
 }
 
+/* Past #SMs rows under a warp search (heavy_n=4096) at V = 4096 <= heavy_n: the odd rows take
+ * two values (0 or 1, plus noise) so that their truncation misses and the row is searched in
+ * full, which a warp leaves to a block; the even rows hit. CPU = GPU, and the CPU's statistics
+ * show the misses (else this shape tests nothing). */
+TEST(gpu_qrita_truncation_misses_under_warp_search_match_cpu)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    static const char *const warp[] = { "heavy_n=4096", NULL };
+    const int64_t B = 200, V = 4096;
+    const float ps[] = { 1.0f, 0.9f };
+    for (int pi = 0; pi < 2 && !test_failed(); pi++) {
+        struct test_case c;
+        const uint64_t seed = 4242 + (uint64_t)pi;
+        case_gaussian(&c, seed, B, V, 1.0f);
+        uint64_t s = seed;
+        for (int64_t r = 0; r < B; r++) {
+            c.b.k[r] = 50;
+            c.b.p[r] = ps[pi];
+            for (int64_t i = 0; r % 2 && i < V; i++) {
+                s = s * 6364136223846793005ull + 1442695040888963407ull;
+                c.b.logits[r * V + i] = (float)(s >> 63) + 1e-3f * (float)((s >> 40) & 1023);
+            }
+        }
+        uint8_t *kept = malloc((size_t)(B * V));
+        struct tkp_stats st;
+        REQUIRE(apply_kept("qrita", warp, TKP_CPU, &c.b, kept, &st) == TKP_OK, "CPU run");
+        CHECK(STAT(st, FALLBACKS) > 0, "seed %llu p=%g: no row missed its truncation",
+              (unsigned long long)seed, (double)ps[pi]);
+        char what[96];
+        snprintf(what, sizeof what, "two-valued odd rows, seed %llu p=%g",
+                 (unsigned long long)seed, (double)ps[pi]);
+        cpu_equals_gpu(&c.b, warp, what);
+        free(kept);
+        free(c.b.logits);
+        free(c.b.k);
+        free(c.b.p);
+    }
+}
+
 static void table4_options(int minp)
 {
     static const char *const runs[][4] = {

@@ -206,8 +206,8 @@ search_attempt(Eng &e, const Src &src, struct qrita_query q, u64 total, const Ro
 /* Row r's search with filters k, p and min_p by the G threads of group g (tid: the thread's
  * index in the group; pool: the group's 2 x CAP words of shared memory); r = batch is the
  * warm-up row of qr_search (k = 0, min_p = 0). A warp (G = 32) leaves a row with more than
- * a.heavy_n candidates, or whose min-p needs a count over the row, to qr_search_heavy: it only
- * lists it. */
+ * a.heavy_n candidates, one searched over the whole row (a truncation miss, a buffer that failed
+ * its check) or whose min-p needs a count over the row to qr_search_heavy: it only lists it. */
 template <int G, int CAP, class E>
 __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t k, float p,
                                            float min_p, int g, int tid, uint32_t *pool,
@@ -241,7 +241,10 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
         bool use_pool = plan.use_pool, validate = plan.validate;
         const int64_t pool_n = plan.pool_n;
         const uint32_t lo_q = plan.lo_q;
-        if (G == 32 && (use_pool ? pool_n : V) > a.heavy_n)
+        /* a warp searches a buffer of at most heavy_n keys, never the row itself: a row that
+         * missed its truncation is read in full many times over, 16 times faster by a block
+         * (README, "Past B = #SMs") */
+        if (G == 32 && (!use_pool || pool_n > a.heavy_n))
             return list_heavy(a, r, tid);
         pool_n_out = pool_n;
         const bool in_win = plan.in_win;
@@ -271,6 +274,8 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
                                           pool, gcnt, sm);
             if (!failed)
                 break;
+            if (G == 32) /* the buffer did not provably hold the answer: a block searches the row */
+                return list_heavy(a, r, tid);
             use_pool = false; /* the buffer did not provably hold the answer: search the row */
             validate = false;
         }
