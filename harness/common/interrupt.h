@@ -21,7 +21,9 @@ void tkp_interrupt_call(void (*fn)(void));
 /* Hold the signals' action while a file this process keeps is being written (a results file's
  * row, its run record, its closing: a signal in the middle of HDF5's flush or close leaves a
  * file that no longer opens); a signal that comes meanwhile acts at the matching release, once
- * the file is whole again. Nests; the main thread's calls only. */
+ * the file is whole again. Nests; the main thread's calls only. The results store's write
+ * functions hold by themselves (harness/store); a caller holds around several that belong
+ * together. */
 void tkp_interrupt_hold(void);
 void tkp_interrupt_release(void);
 /* Record this process as the one a pause point signals (main() calls it first thing). */

@@ -301,11 +301,8 @@ static void note_package(struct tkp_peer_session *s, const char *peer, const cha
         return;
     size_t used = strlen(s->packages);
     snprintf(s->packages + used, sizeof s->packages - used, "%s%s", used ? "; " : "", entry);
-    if (s->res) { /* written at once (whole: interrupt.h), so that a killed run keeps it */
-        tkp_interrupt_hold();
+    if (s->res) /* written at once (whole: the store holds), so that a killed run keeps it */
         tkp_results_attr(s->res, "peer_packages", s->packages);
-        tkp_interrupt_release();
-    }
 }
 
 int tkp_peer_open_line(const struct tkp_cell *cell, const char *logits, int64_t rows,

@@ -513,9 +513,8 @@ static int open_results(struct run_state *s, struct tkp_error *err)
         tkp_error_set(err, "%s; not resumed", crash.msg);
         return TKP_EINVAL;
     }
-    tkp_interrupt_hold(); /* a fresh file is whole, or removed on a signal, when this returns */
+    /* a fresh file is whole, or removed on a signal, when this returns (the store holds) */
     int rc = tkp_results_open(&s->res, args->output, args->resume, err);
-    tkp_interrupt_release();
     if (rc)
         return rc;
     tkp_run_identity_of(&s->plan, &s->id);
@@ -591,9 +590,8 @@ static int run_cells(struct run_state *s, struct tkp_error *err)
         int64_t n;
         run_cell(&s->plan, c, &s->env, &row, &samples, &n);
         row.cell_seconds = (tkp_now_us() - t0) * 1e-6;
-        tkp_interrupt_hold(); /* a signal now acts once the row is on disk */
+        /* a signal now acts once the row is on disk (the store holds) */
         rc = tkp_results_append(s->res, c->sweep, &row, samples, n, err);
-        tkp_interrupt_release();
         free(samples);
         if (rc) /* not recorded: the error says why, and no progress line claims the cell */
             break;
@@ -634,9 +632,7 @@ static int run_finish(struct run_state *s, int rc, struct tkp_error *err)
 /* The one cleanup path: whatever the run holds, in reverse order of its taking. */
 static void run_close(struct run_state *s)
 {
-    tkp_interrupt_hold();
     tkp_results_close(s->res);
-    tkp_interrupt_release();
     tkp_progress_free(&s->prog);
     cache_free(&s->env.cache);
     tkp_peer_session_close(&s->env.peers);

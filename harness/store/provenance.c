@@ -9,6 +9,7 @@
 #include "provenance.h"
 #include "timing.h"
 #include "version.h"
+#include "interrupt.h"
 
 void tkp_utc_now(char *buf, size_t n)
 {
@@ -79,8 +80,8 @@ double tkp_measure_copy_gbps(enum tkp_backend backend)
     return 2.0 * (double)bytes / (best * 1e3); /* read + write, bytes per ns = GB/s */
 }
 
-void tkp_provenance_write(struct tkp_results *r, enum tkp_backend backend, int argc,
-                          char **argv, double copy_gbps)
+static void write_provenance(struct tkp_results *r, enum tkp_backend backend, int argc,
+                             char **argv, double copy_gbps)
 {
     char buf[4096];
     tkp_results_attr(r, "tool_version", TKP_VERSION);
@@ -107,4 +108,13 @@ void tkp_provenance_write(struct tkp_results *r, enum tkp_backend backend, int a
     tkp_results_attr(r, "start_time", buf);
     tkp_command_line(argc, argv, buf, sizeof buf);
     tkp_results_attr(r, "command_line", buf);
+}
+
+/* The store's writes hold signals (interrupt.h): a stop mid-write would tear the file. */
+void tkp_provenance_write(struct tkp_results *r, enum tkp_backend backend, int argc,
+                          char **argv, double copy_gbps)
+{
+    tkp_interrupt_hold();
+    write_provenance(r, backend, argc, argv, copy_gbps);
+    tkp_interrupt_release();
 }

@@ -164,7 +164,7 @@ static uint64_t superblock_eoa(int fd)
  * before the failure are on disk already, each flushed) and topkp turns that handler off
  * (main.c). Either way the room reserved past the end (reserve_room) is given back, up to
  * the end of file the superblock on disk names. */
-void tkp_results_close(struct tkp_results *r)
+static void close_file(struct tkp_results *r)
 {
     if (!r)
         return;
@@ -183,11 +183,27 @@ void tkp_results_close(struct tkp_results *r)
     results_free(r);
 }
 
-int tkp_results_attr(struct tkp_results *r, const char *name, const char *value)
+/* The store's writes hold signals (interrupt.h): a stop mid-write would tear the file. */
+void tkp_results_close(struct tkp_results *r)
+{
+    tkp_interrupt_hold();
+    close_file(r);
+    tkp_interrupt_release();
+}
+
+static int write_attr(struct tkp_results *r, const char *name, const char *value)
 {
     if (r->failed)
         return -1;
     return h5_set_attr_str(r->file, name, value);
+}
+
+int tkp_results_attr(struct tkp_results *r, const char *name, const char *value)
+{
+    tkp_interrupt_hold();
+    const int rc = write_attr(r, name, value);
+    tkp_interrupt_release();
+    return rc;
 }
 
 int tkp_results_attr_get(struct tkp_results *r, const char *name, char *buf, size_t n)
@@ -195,9 +211,17 @@ int tkp_results_attr_get(struct tkp_results *r, const char *name, char *buf, siz
     return h5_get_attr_str(r->file, name, buf, n);
 }
 
-int tkp_results_attr_num(struct tkp_results *r, const char *name, double value)
+static int write_attr_num(struct tkp_results *r, const char *name, double value)
 {
     return h5_set_attr_f64(r->file, name, value);
+}
+
+int tkp_results_attr_num(struct tkp_results *r, const char *name, double value)
+{
+    tkp_interrupt_hold();
+    const int rc = write_attr_num(r, name, value);
+    tkp_interrupt_release();
+    return rc;
 }
 
 static hid_t group_path(hid_t file, const char *path)
@@ -219,7 +243,7 @@ void tkp_results_config_link(const char *name, char *link, size_t n)
             *c = '|';
 }
 
-int tkp_results_config(struct tkp_results *r, const char *name, const char *text)
+static int write_config(struct tkp_results *r, const char *name, const char *text)
 {
     hid_t g = group_path(r->file, "/config");
     char link[256];
@@ -230,6 +254,14 @@ int tkp_results_config(struct tkp_results *r, const char *name, const char *text
     H5Gclose(g);
     if (H5Fflush(r->file, H5F_SCOPE_GLOBAL) < 0)
         rc = -1;
+    return rc;
+}
+
+int tkp_results_config(struct tkp_results *r, const char *name, const char *text)
+{
+    tkp_interrupt_hold();
+    const int rc = write_config(r, name, text);
+    tkp_interrupt_release();
     return rc;
 }
 
@@ -321,7 +353,7 @@ void tkp_results_fail(struct tkp_results *r) { r->failed = r->broken = 1; }
 
 /* Append the repetition times and flush, then the row and flush: a row reaches the disk only
  * after its samples (docs/RESULTS.md, "Results"). Any failed HDF5 call fails the append. */
-int tkp_results_append(struct tkp_results *r, const char *sweep, struct tkp_cell_row *row,
+static int append_cell(struct tkp_results *r, const char *sweep, struct tkp_cell_row *row,
                        const double *samples_us, int64_t n, struct tkp_error *err)
 {
     if (r->failed) {
@@ -391,6 +423,15 @@ int tkp_results_append(struct tkp_results *r, const char *sweep, struct tkp_cell
         return TKP_ENOMEM;
     }
     return TKP_OK;
+}
+
+int tkp_results_append(struct tkp_results *r, const char *sweep, struct tkp_cell_row *row,
+                       const double *samples_us, int64_t n, struct tkp_error *err)
+{
+    tkp_interrupt_hold();
+    const int rc = append_cell(r, sweep, row, samples_us, n, err);
+    tkp_interrupt_release();
+    return rc;
 }
 
 int tkp_results_done(struct tkp_results *r, const char *sweep, const char *key)

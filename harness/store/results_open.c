@@ -217,7 +217,7 @@ static int create_file(struct tkp_results *r, struct tkp_error *err)
     return TKP_OK;
 }
 
-int tkp_results_open(struct tkp_results **out, const char *path, int resume,
+static int open_file(struct tkp_results **out, const char *path, int resume,
                      struct tkp_error *err)
 {
     h5_quiet();
@@ -284,4 +284,14 @@ int tkp_results_open(struct tkp_results **out, const char *path, int resume,
     }
     *out = r;
     return TKP_OK;
+}
+
+/* The store's writes hold signals (interrupt.h): a stop mid-write would tear the file. */
+int tkp_results_open(struct tkp_results **out, const char *path, int resume,
+                     struct tkp_error *err)
+{
+    tkp_interrupt_hold();
+    const int rc = open_file(out, path, resume, err);
+    tkp_interrupt_release();
+    return rc;
 }

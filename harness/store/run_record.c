@@ -10,6 +10,7 @@
 #include "provenance.h"
 #include "run_record.h"
 #include "version.h"
+#include "interrupt.h"
 
 static unsigned long crc_of_file(const char *path)
 {
@@ -117,9 +118,9 @@ static int run_count(hid_t file)
     return n;
 }
 
-int tkp_run_record_begin(struct tkp_results *r, const struct tkp_plan *plan,
-                         const struct tkp_run_identity *id, enum tkp_backend backend, int fresh,
-                         int forced, int argc, char **argv)
+static int record_begin(struct tkp_results *r, const struct tkp_plan *plan,
+                        const struct tkp_run_identity *id, enum tkp_backend backend, int fresh,
+                        int forced, int argc, char **argv)
 {
     const hid_t file = (hid_t)tkp_results_handle(r);
     const int n = run_count(file);
@@ -175,7 +176,18 @@ int tkp_run_record_begin(struct tkp_results *r, const struct tkp_plan *plan,
     return n;
 }
 
-void tkp_run_record_end(struct tkp_results *r, int n)
+/* The store's writes hold signals (interrupt.h): a stop mid-write would tear the file. */
+int tkp_run_record_begin(struct tkp_results *r, const struct tkp_plan *plan,
+                         const struct tkp_run_identity *id, enum tkp_backend backend, int fresh,
+                         int forced, int argc, char **argv)
+{
+    tkp_interrupt_hold();
+    const int rc = record_begin(r, plan, id, backend, fresh, forced, argc, argv);
+    tkp_interrupt_release();
+    return rc;
+}
+
+static void record_end(struct tkp_results *r, int n)
 {
     if (n < 0)
         return;
@@ -188,4 +200,11 @@ void tkp_run_record_end(struct tkp_results *r, int n)
     tkp_utc_now(now, sizeof now);
     h5_set_attr_str(g, "end_time", now);
     H5Gclose(g);
+}
+
+void tkp_run_record_end(struct tkp_results *r, int n)
+{
+    tkp_interrupt_hold();
+    record_end(r, n);
+    tkp_interrupt_release();
 }

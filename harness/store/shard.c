@@ -12,6 +12,7 @@
 #include "../algos/common/half.h"
 #include "h5util.h"
 #include "shard.h"
+#include "interrupt.h"
 
 /* A decimal number of at most 9 digits at *at (no sign, no space); -1 otherwise. */
 static long digits(const char **at)
@@ -246,8 +247,8 @@ static int write_plan(hid_t file, const struct tkp_shard_plan *sp)
     return rc;
 }
 
-int tkp_shard_record(struct tkp_results *r, int run, int fresh, const struct tkp_shard *s,
-                     const struct tkp_shard_plan *sp, int device)
+static int record_shard(struct tkp_results *r, int run, int fresh, const struct tkp_shard *s,
+                        const struct tkp_shard_plan *sp, int device)
 {
     const hid_t file = (hid_t)tkp_results_handle(r);
     char spec[64] = "", path[64];
@@ -275,4 +276,14 @@ int tkp_shard_record(struct tkp_results *r, int run, int fresh, const struct tkp
     if (s->count > 0)
         rc |= write_plan(file, sp);
     return rc || H5Fflush(file, H5F_SCOPE_GLOBAL) < 0;
+}
+
+/* The store's writes hold signals (interrupt.h): a stop mid-write would tear the file. */
+int tkp_shard_record(struct tkp_results *r, int run, int fresh, const struct tkp_shard *s,
+                     const struct tkp_shard_plan *sp, int device)
+{
+    tkp_interrupt_hold();
+    const int rc = record_shard(r, run, fresh, s, sp, device);
+    tkp_interrupt_release();
+    return rc;
 }
