@@ -8,7 +8,8 @@ floors of a cell are those measured in the same files by floor.read and floor.co
 (copy - read) / element size, one byte written a logit); a cell without them falls back on the
 H200 reference of docs/H200-PEERS.md (B >= 128, f32; a 16-bit cell: the read floor of the f32
 cell with as many bytes (V, B/2) when the table has it, else the f32 one scaled by the bytes,
-plus the same mask write). The `floors from` column says which. Prints Markdown."""
+plus the same mask write). The `floors from` column says which. Target 4 (bf16 >= 1.6x faster than
+float32 at B = 1024) reads the cells of a sweep timed in both dtypes. Prints Markdown."""
 import csv
 import sys
 
@@ -80,11 +81,30 @@ def med(cell, name):
     return float(row["median_us"]) if row else None
 
 
+def bf16_speedups(rows, misses):
+    """Target 4: each module's float32 time over its bf16 time, at least 1.6 at B = 1024, on the
+    cells timed in both dtypes in one sweep. Prints one line a pair; returns how many."""
+    pairs = 0
+    for (sweep, V, B, dtype), c in sorted(rows.items()):
+        twin = rows.get((sweep, V, B, "f32"))
+        if dtype != "bf16" or B != 1024 or not twin:
+            continue
+        for m in ("cake", "rejection", "qrita"):
+            a, b = med(twin, m), med(c, m)
+            if not (a and b):
+                continue
+            pairs += 1
+            print(f"- {sweep} {m} V={V} B={B}: float32 {a:.1f} us, bf16 {b:.1f} us: {a / b:.2f}x")
+            if a < 1.6 * b:
+                misses.append(f"{sweep} {m} V={V} B={B}: bf16 {a / b:.2f}x faster than float32")
+    return pairs
+
+
 def main():
     new = load(sys.argv[1])
     old = load(sys.argv[2]) if len(sys.argv) > 2 else {}
     measured = measured_floors(new)
-    misses = {1: [], 2: [], 3: [], 5: []}
+    misses = {1: [], 2: [], 3: [], 4: [], 5: []}
     print("| mode | V | B | dtype | cake | FI cake | cake/FI | cake/floor | rejection | FI best | rej/FI |"
           " rej/floor | qrita | vLLM Triton | vLLM/qrita | qrita/(read+mask) | read floor | floors from |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -128,12 +148,16 @@ def main():
             a, b = med(c, m), med(old.get(key, {}), m)
             if a and b and a > 1.03 * b:
                 misses[5].append(f"{label} {m} V={V} B={B}: {a:.1f} vs {b:.1f} ({a / b:.3f})")
+    bf16_checked = bf16_speedups(new, misses[4])
     ws = [(int(row["workspace_bytes"]), key) for key, c in new.items()
           for m, row in c.items() if m == "qrita" and key[1] == 262144 and key[2] == 1024]
     print()
     for b, key in sorted(ws, key=lambda x: x[1]):
         print(f"- qrita workspace {key[0]} V={key[1]} B={key[2]}: {b / 2**20:.2f} MiB")
-    for t in (1, 2, 3, 5):
+    for t in (1, 2, 3, 4, 5):
+        if t == 4 and not bf16_checked:
+            print("\nTarget 4: not checked (no cell timed in float32 and bf16 at B = 1024)")
+            continue
         if t == 5 and not old:
             print("\nTarget 5: not checked (no OLD file: the build before the issue)")
             continue

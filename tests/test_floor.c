@@ -163,3 +163,24 @@ TEST(floor_table_takes_the_floors_of_the_same_run)
         CHECK(strstr(out, want[b]), "B = %d: the row does not end in floor.read's median '%s':\n%s",
               b ? 3 : 1, want[b], out);
 }
+
+/* Target 4 of scripts/floor-table.py (bf16 at least 1.6x faster than float32 at B = 1024): each
+ * module timed in both dtypes in one sweep gets a line with both times and their ratio, and
+ * the target is checked, not skipped as it is without such cells. */
+TEST(floor_table_checks_bf16_against_float32_at_b1024)
+{
+    static char out[1 << 15];
+    const char *cfg = write_scratch("floor_bf16.lua",
+        "sweep \"bf16_b1024\" { algos = { \"cake\" }, dataset = \"gaussian\", vocab = 512,\n"
+        "  batch = 1024, k = 50, p = 0.9, dtype = { \"f32\", \"bf16\" },\n"
+        "  timing = { warmup = 1, min_reps = 2, max_reps = 2 } }\n");
+    char h5[512], tsv[600];
+    snprintf(tsv, sizeof tsv, "%s/floor_bf16.tsv", scratch_dir());
+    REQUIRE(run_into(cfg, "floor_bf16", "", h5, sizeof h5) == 0, "topkp run %s failed", cfg);
+    REQUIRE(run_cmd(out, sizeof out, "%s export %s > %s", topkp_bin(), h5, tsv) == 0, "%s", out);
+    REQUIRE(run_cmd(out, sizeof out, "python3 scripts/floor-table.py %s", tsv) == 0, "%s", out);
+    CHECK(strstr(out, "- bf16_b1024 cake V=512 B=1024: float32 ") && strstr(out, " us, bf16 "),
+          "no line comparing cake's float32 and bf16 times:\n%s", out);
+    CHECK(strstr(out, "\nTarget 4: ") && !strstr(out, "Target 4: not checked"),
+          "target 4 not checked on cells timed in both dtypes:\n%s", out);
+}

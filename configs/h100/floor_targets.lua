@@ -26,6 +26,12 @@ sweep "topk50_topp09" (grid({ "qrita", "cake", "rejection", "vllm.triton", fi_ca
                               fi_rejection, fi_rejection_joint }, "peers_s1", 50, 0.9))
 sweep "topk1000_topp09" (grid({ "qrita", "cake", "rejection", "vllm.triton", fi_cake,
                                 fi_rejection, fi_rejection_joint }, "peers_s1", 1000, 0.9))
+-- 16-bit logits at their own floor: each module in float32 and bf16 at B = 1024 (the target:
+-- bf16 at least 1.6x faster; scripts/floor-table.py's target 4)
+sweep "bf16_b1024" {
+    algos = { "qrita", "cake", "rejection" }, dataset = "peers_s1", vocab = vocab, batch = 1024,
+    k = 50, p = 0.9, dtype = { "f32", "bf16" }, timing = timing,
+}
 sweep "floors" {
     algos = { "floor.read", "floor.copy" }, dataset = "peers_s1", vocab = vocab, batch = batch,
     k = 50, p = 1.0, dtype = { "f32", "bf16" }, timing = timing,
