@@ -315,25 +315,30 @@ TEST(rejection_cpu_topp_alone_starts_at_mass_floor)
 
 /* threads=auto where one CTA takes a row (README "GPU", "Launch shape"; measured on the H100 by
  * configs/h100/batch_variants.lua): 1024 up to a row a SM and wherever a row has top-p alone
- * (its set is the vocabulary), 512 past #SMs rows, 256 from four rows a SM when every set is
- * at most 256 tokens. */
+ * (not a row without any filter, nor one whose k is past the row), 512 past #SMs rows, 256 from
+ * four rows a SM when every set is at most 256 tokens. */
 TEST(rejection_auto_threads_follow_batch_and_k)
 {
+    const unsigned K = TKP_TOPK_TOPP, P = TKP_TOPP;
     const struct {
         int64_t batch, vocab, set_max;
+        unsigned ops;
         int want;
     } cases[] = {
-        { 1, 128256, 50, 1024 },      { 132, 128256, 50, 1024 },    { 133, 128256, 50, 512 },
-        { 527, 262144, 50, 512 },     { 528, 262144, 50, 256 },     { 1024, 128256, 256, 256 },
-        { 1024, 128256, 257, 512 },   { 1024, 128256, 1000, 512 },  { 133, 128256, 128256, 1024 },
-        { 1024, 262144, 262144, 1024 }, { 4096, 4096, 50, 256 },    { 4096, 4096, 4096, 1024 },
+        { 1, 128256, 50, K, 1024 },        { 132, 128256, 50, K, 1024 },
+        { 133, 128256, 50, K, 512 },       { 527, 262144, 50, K, 512 },
+        { 528, 262144, 50, K, 256 },       { 1024, 128256, 256, K, 256 },
+        { 1024, 128256, 257, K, 512 },     { 1024, 128256, 1000, K, 512 },
+        { 133, 128256, 128256, P, 1024 },  { 1024, 262144, 262144, P, 1024 },
+        { 4096, 4096, 50, K, 256 },        { 4096, 4096, 4096, P | K, 1024 },
+        { 133, 128256, 128256, 0, 512 },   { 1024, 128256, 128256, TKP_TOPK | K, 512 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct tkp_problem pb = { .batch = cases[i].batch, .vocab = cases[i].vocab,
-                                        .set_max = cases[i].set_max };
+                                        .set_max = cases[i].set_max, .ops = cases[i].ops };
         const int got = rej_auto_threads(&pb, 132);
-        CHECK(got == cases[i].want, "B %lld, V %lld, largest set %lld: %d threads, want %d",
-              (long long)pb.batch, (long long)pb.vocab, (long long)pb.set_max, got,
+        CHECK(got == cases[i].want, "B %lld, V %lld, largest set %lld, ops %u: %d threads, want %d",
+              (long long)pb.batch, (long long)pb.vocab, (long long)pb.set_max, pb.ops, got,
               cases[i].want);
     }
 }

@@ -54,7 +54,7 @@ int rej_threads_chosen(const struct rej_opts *o)
 
 int rej_auto_threads(const struct tkp_problem *pb, int64_t sms)
 {
-    const int topp_alone_row = pb->set_max >= pb->vocab; /* crowded rounds: 1024 wins */
+    const int topp_alone_row = (pb->ops & TKP_TOPP) != 0; /* crowded rounds: 1024 wins */
     if (topp_alone_row || pb->batch <= sms)
         return 1024;
     return pb->batch >= 4 * sms && pb->set_max <= 256 ? 256 : 512;
@@ -67,8 +67,9 @@ static const struct tkp_option rej_options[] = {
       "the device, else the cost model); a size the device cannot run takes the cost model",
       TKP_OPT_ENUM_QUIET, offsetof(struct rej_opts, cluster), 0, 0, 0, tkp_cluster_choices },
     { "threads", "GPU only: threads a CTA, one CTA a row (a number takes cluster 1; with a "
-      "larger cluster it is an error): 1024, 512, 256, or auto (1024 up to one row a SM, else "
-      "512; README \"GPU\")",
+      "larger cluster it is an error): 1024, 512, 256, or auto (rej_auto_threads: 1024 while "
+      "a row has top-p alone or B <= #SMs, 256 from 4 x #SMs rows with k <= 256, else 512; "
+      "README \"GPU\")",
       TKP_OPT_ENUM_QUIET, offsetof(struct rej_opts, threads), 0, 0, 0, rej_thread_choices },
     { NULL },
 };

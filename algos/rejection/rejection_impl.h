@@ -19,7 +19,7 @@ extern "C" {
 /* The threads a CTA the option `threads` chose, 0 for auto (rejection.c). */
 int rej_threads_chosen(const struct rej_opts *o);
 /* threads=auto where one CTA takes a row, on a device of `sms` SMs (rejection.c; README "GPU",
- * "Launch shape"): 1024 while some row has top-p alone (its set is the vocabulary) or B <= SMs,
+ * "Launch shape"): 1024 while some row has top-p alone (TKP_TOPP in pb->ops) or B <= SMs,
  * 256 from B >= 4 x SMs when every set is at most 256 tokens, else 512. */
 int rej_auto_threads(const struct tkp_problem *pb, int64_t sms);
 #ifdef __cplusplus
