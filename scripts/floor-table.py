@@ -93,6 +93,8 @@ def bf16_speedups(rows, misses):
             a, b = med(twin, m), med(c, m)
             if not (a and b):
                 continue
+            if not pairs:
+                print("\nbf16 against float32 at B = 1024 (target 4):")
             pairs += 1
             print(f"- {sweep} {m} V={V} B={B}: float32 {a:.1f} us, bf16 {b:.1f} us: {a / b:.2f}x")
             if a < 1.6 * b:
