@@ -241,9 +241,8 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
         bool use_pool = plan.use_pool, validate = plan.validate;
         const int64_t pool_n = plan.pool_n;
         const uint32_t lo_q = plan.lo_q;
-        /* a warp searches a buffer of at most heavy_n keys, never the row itself: a row that
-         * missed its truncation is read in full many times over, 16 times faster by a block
-         * (README, "Past B = #SMs") */
+        /* a warp searches at most heavy_n buffered keys, never the row (README, "Past B =
+         * #SMs": a missed row is read in full at every pass, 16 times wider by a block) */
         if (G == 32 && (!use_pool || pool_n > a.heavy_n))
             return list_heavy(a, r, tid);
         pool_n_out = pool_n;
@@ -274,9 +273,9 @@ __device__ __forceinline__ void search_row(const qr_args &a, int64_t r, int32_t 
                                           pool, gcnt, sm);
             if (!failed)
                 break;
-            if (G == 32) /* the buffer did not provably hold the answer: a block searches the row */
+            if (G == 32) /* the buffer did not provably hold the answer: a block searches */
                 return list_heavy(a, r, tid);
-            use_pool = false; /* the buffer did not provably hold the answer: search the row */
+            use_pool = false; /* ... the row */
             validate = false;
         }
         rs.iterations = sort ? 0 : iters;
