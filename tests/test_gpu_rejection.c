@@ -296,8 +296,9 @@ TEST(gpu_rejection_batch_1_and_1024_match_cpu)
 }
 
 /* One CTA per row (TKP_REJ_CLUSTER=1) on every adversarial case, and on two flat rows whose
- * pass-1 list overflows while the k-th key's bucket and above fit (k = 1500, V = 40000: the
- * gathering pass after a listed pass 1, small enough for the sanitizers, which run every
+ * pass-1 list (without the big one: TKP_REJ_BIG_LIST=0) overflows while the k-th key's bucket
+ * and above fit (k = 1500, V = 40000: the gathering pass after a listed pass 1; with the big
+ * list, the same rows from it), small enough for the sanitizers, which run every
  * gpu_cases_ test; the benchmark shapes test has the larger rows). */
 TEST(gpu_cases_rejection_one_cta_per_row_match_cpu)
 {
@@ -306,7 +307,10 @@ TEST(gpu_cases_rejection_one_cta_per_row_match_cpu)
     if (tkp_gpu_present()) {
         struct test_case c;
         gaussian(&c, 126, 2, 40000, 1.0f, 0, 1500, 0.9f);
+        check_batch("one CTA, big list, k=1500 V=40000", &c.b, NULL, 4, 126);
+        setenv("TKP_REJ_BIG_LIST", "0", 1); /* the list of kGather tokens overflows */
         check_batch("one CTA, list overflow, k=1500 V=40000", &c.b, NULL, 4, 126);
+        unsetenv("TKP_REJ_BIG_LIST");
         free_case(&c);
     }
     unsetenv("TKP_REJ_CLUSTER");
@@ -370,6 +374,86 @@ TEST(gpu_rejection_512_threads_list_match_cpu)
     }
 #endif
     check_shapes(shapes, sizeof shapes / sizeof shapes[0]);
+    /* k = 1500 plans pass 1's big list, which holds these rows' tokens above the bound: the
+     * overflow above is the list of kGather tokens, as without the big list */
+    setenv("TKP_REJ_BIG_LIST", "0", 1);
+    check_shapes(shapes, sizeof shapes / sizeof shapes[0]);
+    unsetenv("TKP_REJ_BIG_LIST");
+}
+
+/* The k-th key selected from pass 1's big list (README "The k-th key from pass 1's list"):
+ * rows whose k-th key's bucket is crowded (k = 600-1500 on flat rows: more than 2048 tokens in
+ * it and above), one CTA a row at 1024 threads (B = 8, 4) and 512 (B = 200), float32, bf16,
+ * with min-p (its count over the row, then the list again), and rows of integers: at
+ * V = 128256 ~8500 ties at the k-th key (from the list, then the rounds over the row), at
+ * 262144 more than the big list holds (the radix select over the row, as before). Each
+ * shape runs with the big list and without it (TKP_REJ_BIG_LIST=0), and the plan must give
+ * the list its room, or the test would not test it. */
+TEST(gpu_rejection_kth_from_big_list_matches_cpu)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    static const struct {
+        const char *name;
+        int64_t batch, vocab;
+        int peaked, dtype16, coarse, holes;
+        int32_t k;
+        float p, min_p;
+    } shapes[] = {
+        { "flat k=1000 p=0.9", 8, 128256, 0, 0, 0, 0, 1000, 0.9f, 0 },
+        { "peaked k=600 p=0.9", 8, 128256, 1, 0, 0, 0, 600, 0.9f, 0 },
+        { "flat k=1000 top-k alone V=262144", 4, 262144, 0, 0, 0, 0, 1000, 1.0f, 0 },
+        { "flat k=1500 p=0.95 V=100003", 8, 100003, 0, 0, 0, 0, 1500, 0.95f, 0 },
+        { "flat k=1000 p=0.9, 512 threads", 200, 128256, 0, 0, 0, 0, 1000, 0.9f, 0 },
+        { "bf16 flat k=1000 p=0.9", 8, 128256, 0, 1, 0, 0, 1000, 0.9f, 0 },
+        { "flat k=1000 p=0.9 min-p 0.002", 8, 128256, 0, 0, 0, 0, 1000, 0.9f, 0.002f },
+        { "flat k=1000 p=0.9, NaN and -inf holes", 8, 128256, 0, 0, 0, 1, 1000, 0.9f, 0 },
+        { "integers k=1000 (a first set of ~8500 ties)", 4, 128256, 0, 0, 1, 0, 1000, 0.9f, 0 },
+        { "integers k=1000 V=262144 (the big list overflows)", 4, 262144, 0, 0, 1, 0, 1000, 0.9f,
+          0 },
+    };
+    setenv("TKP_REJ_CLUSTER", "1", 1);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && !test_failed(); i++) {
+        struct test_case c;
+        const uint64_t seed = 700 + i;
+        gaussian(&c, seed, shapes[i].batch, shapes[i].vocab, 1.0f, shapes[i].peaked,
+                 shapes[i].k, shapes[i].p);
+        for (int64_t j = 0; shapes[i].coarse && j < c.b.batch * c.b.vocab; j++)
+            c.b.logits[j] = roundf(c.b.logits[j]);
+        for (int64_t j = 0; shapes[i].holes && j < c.b.batch * c.b.vocab; j++)
+            if (j % 7 == 0 || j % 11 == 0) /* invalid tokens: order key 0, never listed */
+                c.b.logits[j] = j % 7 == 0 ? NAN : -INFINITY;
+        float *min_p = NULL;
+        if (shapes[i].min_p > 0) {
+            min_p = malloc(sizeof(float) * (size_t)c.b.batch);
+            for (int64_t r = 0; r < c.b.batch; r++)
+                min_p[r] = shapes[i].min_p;
+            c.b.min_p = min_p;
+        }
+        if (shapes[i].dtype16)
+            case_to_dtype(&c, TKP_BF16);
+#ifdef TKP_HAVE_CUDA /* (a GPU is present only in CUDA builds) */
+        const struct tkp_problem pb = { .batch = c.b.batch, .vocab = c.b.vocab,
+                                        .stride = c.b.vocab, .backend = TKP_GPU,
+                                        .ops = TKP_TOPK_TOPP, .outputs = TKP_OUT_SAMPLE,
+                                        .k_max = shapes[i].k, .draws = 2,
+                                        .set_max = shapes[i].k, .dtype = c.b.dtype };
+        struct rej_gpu_plan plan;
+        rej_gpu_plan_for(&pb, 1, 0, &plan);
+        CHECK(plan.list_cap == 16 * plan.threads && plan.smem == 8 * (size_t)plan.list_cap,
+              "%s: planned with a list of %d tokens (%zu bytes) on %d threads: no big list",
+              shapes[i].name, plan.list_cap, plan.smem, plan.threads);
+#endif
+        check_batch(shapes[i].name, &c.b, NULL, 2, seed);
+        setenv("TKP_REJ_BIG_LIST", "0", 1);
+        check_batch(shapes[i].name, &c.b, NULL, 2, seed);
+        unsetenv("TKP_REJ_BIG_LIST");
+        free(min_p);
+        free_case(&c);
+    }
+    unsetenv("TKP_REJ_CLUSTER");
 }
 
 TEST(gpu_rejection_same_seed_same_draws)

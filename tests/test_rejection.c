@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../algos/rejection/rejection_impl.h"
+#include "../algos/rejection/rejection_rules.h"
 #include "../harness/verify/oracle.h"
 #include "cases.h"
 #include "test.h"
@@ -340,5 +341,44 @@ TEST(rejection_auto_threads_follow_batch_and_k)
         CHECK(got == cases[i].want, "B %lld, V %lld, largest set %lld, ops %u: %d threads, want %d",
               (long long)pb.batch, (long long)pb.vocab, (long long)pb.set_max, pb.ops, got,
               cases[i].want);
+    }
+}
+
+/* Pass 1's big list on the GPU (README "The k-th key from pass 1's list"): its room, 16 tokens a
+ * thread, only for 512 and 1024 threads, some row's k past 256 and rows longer than the first
+ * chunk; the first chunk grows with k (a bound near the row's k-th key keeps the list short)
+ * by whole steps, at most four, and stays shorter than the row. */
+TEST(rejection_big_list_room_and_first_chunk)
+{
+    const int step = 16384, gather = 2048;
+    const struct {
+        int threads;
+        int32_t k_max;
+        int64_t vocab;
+        int want;
+    } rooms[] = {
+        { 1024, 1000, 128256, 16384 }, { 512, 257, 128256, 8192 }, { 512, 256, 128256, 2048 },
+        { 256, 1000, 128256, 2048 },   { 1024, 1000, 16384, 2048 }, { 1024, 0, 128256, 2048 },
+    };
+    for (size_t i = 0; i < sizeof rooms / sizeof rooms[0]; i++) {
+        const struct tkp_problem pb = { .batch = 8, .vocab = rooms[i].vocab,
+                                        .k_max = rooms[i].k_max };
+        const int got = rej_list_cap(&pb, rooms[i].threads, step, gather);
+        CHECK(got == rooms[i].want, "%d threads, k_max %d, V %lld: room %d, want %d",
+              rooms[i].threads, rooms[i].k_max, (long long)rooms[i].vocab, got, rooms[i].want);
+    }
+    const struct {
+        int32_t k;
+        int64_t vocab;
+        int want;
+    } chunks[] = {
+        { 50, 128256, 16384 },  { 256, 128256, 16384 }, { 257, 128256, 32768 },
+        { 1000, 128256, 65536 }, { 5000, 262144, 65536 }, { 1000, 65536, 49152 },
+        { 1000, 40000, 32768 },  { 1000, 16385, 16384 },
+    };
+    for (size_t i = 0; i < sizeof chunks / sizeof chunks[0]; i++) {
+        const int got = rej_list_chunk(chunks[i].k, chunks[i].vocab, step);
+        CHECK(got == chunks[i].want, "k %d, V %lld: first chunk %d, want %d", chunks[i].k,
+              (long long)chunks[i].vocab, got, chunks[i].want);
     }
 }

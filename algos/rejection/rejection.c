@@ -60,6 +60,11 @@ int rej_auto_threads(const struct tkp_problem *pb, int64_t sms)
     return pb->batch >= 4 * sms && pb->set_max <= 256 ? 256 : 512;
 }
 
+int rej_list_cap(const struct tkp_problem *pb, int threads, int step, int gather)
+{
+    return threads >= 512 && pb->k_max > 256 && pb->vocab > step ? 16 * threads : gather;
+}
+
 static const struct tkp_option rej_options[] = {
     { "max_rounds", "rejection rounds per draw; the last one samples the exact kept set",
       TKP_OPT_INT, offsetof(struct rej_opts, max_rounds), 32, 1, 4096, NULL },

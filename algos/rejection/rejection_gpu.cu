@@ -42,6 +42,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../common/cuda_util.h"
 #include "../common/gpu_launch.cuh"
@@ -64,11 +65,13 @@ template <class E, int THREADS>
 __global__ void __launch_bounds__(THREADS, 1024 / THREADS) /* 64 registers at 512 and 256 */
     rejection_kernel(const Params prm)
 {
-    __shared__ Shared<THREADS> sh;
+    __shared__ Shared<THREADS> sh; /* the big list, when given, in dynamic shared memory */
     const int r = blockIdx.x;
     const void *__restrict__ x = tkp_row_ptr<E>(prm.io.logits, prm.stride, r);
     Row<E, THREADS, false> row{ sh,        nullptr, x, nullptr, nullptr, prm.vocab, 0, prm.vocab,
                                 tkp_vec4_ok<E>(x, 0), false, 0u, 1u, 0 };
+    if (threadIdx.x == 0) /* read after prepare_row's first barrier */
+        sh.list_cap = prm.list_cap;
     sample_row(row, prm, r, (int)blockIdx.y);
 }
 
@@ -90,6 +93,8 @@ __global__ void __launch_bounds__(kClusterThreads, 1) rejection_cluster_kernel(c
     const int n = prm.vocab - begin < prm.slice ? prm.vocab - begin : prm.slice;
     Row<E, kClusterThreads, true> row{ cs.sh, &cs.cx, x, xs, wc, prm.vocab, begin, n,
                                        tkp_vec4_ok<E>(x, 0), false, rank, size, 0 };
+    if (threadIdx.x == 0) /* read after prepare_row's first barrier */
+        cs.sh.list_cap = kGather;
     row.load_slice();
     sample_row(row, prm, r, (int)blockIdx.y);
     cl.sync(); /* no CTA leaves while another may still read its shared memory */
@@ -191,6 +196,25 @@ int choose_cluster(const struct tkp_problem *pb, int forced, int *active)
     return forced ? choose_cluster(pb, 0, active) : 1;
 }
 
+/* One CTA a row: pass 1's list (rej_list_cap), the big one in dynamic shared memory where
+ * the kernel may have it (TKP_REJ_BIG_LIST=0 keeps the gathered tokens' arrays: the ablation). */
+void plan_list(const struct tkp_problem *pb, struct rej_gpu_plan *plan)
+{
+    const char *off = getenv("TKP_REJ_BIG_LIST");
+    plan->list_cap = rej_list_cap(pb, plan->threads, kFirstChunk, kGather);
+    if (off && strcmp(off, "0") == 0)
+        plan->list_cap = kGather;
+    plan->smem = plan->list_cap > kGather ? 2 * sizeof(uint32_t) * (size_t)plan->list_cap : 0;
+    const Kernel kernel = kernels_for(pb->dtype).row(plan->threads);
+    if (plan->smem && (!kernel || cudaFuncSetAttribute(kernel,
+                                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                      (int)plan->smem) != cudaSuccess)) {
+        (void)cudaGetLastError();
+        plan->list_cap = kGather;
+        plan->smem = 0;
+    }
+}
+
 /* The workspace's statistics slots, rounded up to 256 bytes: all of it (min-p is folded into
  * k inside the kernels, prepare_row: no array of folded k). */
 size_t rej_stats_bytes(const struct rej_gpu_plan *plan)
@@ -206,6 +230,7 @@ extern "C" void rej_gpu_plan_for(const struct tkp_problem *pb, int forced_cluste
 {
     const int64_t sms = device_sms();
     int active = 0;
+    plan->list_cap = kGather;
     plan->cluster = choose_cluster(pb, forced_cluster, &active);
     int64_t groups;
     if (plan->cluster > 1) {
@@ -219,7 +244,7 @@ extern "C" void rej_gpu_plan_for(const struct tkp_problem *pb, int forced_cluste
          * shape"), and several CTAs a row when B < SMs and there are draws enough. */
         plan->threads = forced_threads ? forced_threads : rej_auto_threads(pb, sms);
         plan->slice = 0;
-        plan->smem = 0;
+        plan_list(pb, plan);
         groups = pb->batch > 0 ? (sms + pb->batch - 1) / pb->batch : 1;
     }
     if (groups > pb->draws)
@@ -288,6 +313,7 @@ extern "C" int rej_gpu_run(const void *plan_in, const struct tkp_io *io, void *w
     prm.max_rounds = plan->max_rounds;
     prm.groups = plan->groups;
     prm.slice = plan->slice;
+    prm.list_cap = plan->list_cap;
     cudaStream_t s = (cudaStream_t)stream;
     if (plan->cluster > 1) {
         TKP_CUDA_TRY(tkp_launch_cluster(kernels.cluster, plan->cluster,
@@ -297,7 +323,7 @@ extern "C" int rej_gpu_run(const void *plan_in, const struct tkp_io *io, void *w
                      err);
     } else {
         const dim3 grid((unsigned)pb->batch, (unsigned)plan->groups);
-        kernels.row(plan->threads)<<<grid, plan->threads, 0, s>>>(prm);
+        kernels.row(plan->threads)<<<grid, plan->threads, plan->smem, s>>>(prm);
     }
     TKP_LAUNCH_CHECK(err);
     return TKP_OK;

@@ -21,7 +21,9 @@ struct rej_gpu_plan {
     int cluster;          /* CTAs per row and group: 1, or a thread-block cluster of 2 .. 16 */
     int groups;           /* CTAs (clusters) per row; group g draws d = g, g + groups, ... */
     int slice;            /* cluster: tokens of the row per CTA */
-    size_t smem;          /* cluster: dynamic shared memory per CTA */
+    size_t smem;          /* dynamic shared memory per CTA: the cluster's slice, or one
+                           * CTA's big list */
+    int list_cap;         /* one CTA a row: the room of pass 1's list (rej_list_cap) */
     int64_t slots;        /* per-CTA statistics slots: batch * groups * cluster */
     size_t workspace;     /* device bytes: the statistics slots, then the rows' k with min-p
                            * folded in (gpu_minp.cuh) */

@@ -1,7 +1,7 @@
 /* rejection_gpu_passes.cuh — the passes of the CUDA rejection sampler that prepare_row and the
  * draws are made of: the counting pass before two pivots (tally2), the radix-select digit and
  * the bucket of the k-th key (select_digit, select_bucket), the small first candidate set in
- * shared memory (pick_small, tally2_small, keep_from_bucket, store_small) and pass 1's
+ * shared memory (pick_small, tally2_small, keep_listed, store_small) and pass 1's
  * float-compare scan (scan_fast). README.md ("GPU", "First candidate sets on the GPU") says
  * what each computes and why it equals the CPU's. */
 #ifndef REJECTION_GPU_PASSES_CUH
@@ -192,32 +192,44 @@ __device__ void tally2_small(Shared<THREADS> &sh, uint64_t a, uint64_t b, Tally 
     tb.mass = v[2];
 }
 
-/* Keep only the listed tokens (sh.g_key / sh.g_idx, sh.gcount <= kGather of them) whose
- * bucket is >= `bucket`, `kept` of them (the histogram's count of those buckets): a block scan
- * gives each thread where its entries go. Called after a barrier that made the list visible;
- * ends with a barrier. */
-template <int THREADS>
-__device__ void keep_from_bucket(Shared<THREADS> &sh, unsigned bucket, unsigned kept)
+/* Keep the listed tokens (row.list_key() / list_idx(), sh.gcount <= sh.list_cap of them)
+ * whose key is >= `least`, `kept` of them (the caller's count: the histogram's, or the radix
+ * select's; at most kGather), in sh.g_key / sh.g_idx: chunk by chunk of kGather entries, a
+ * block scan gives each thread where its entries go. In place when the list is sh.g_key: an
+ * entry only moves down, and a chunk is read whole (the scan's barriers) before it is written.
+ * Called after a barrier that made the list visible; ends with a barrier. */
+template <class R> __device__ void keep_listed(const R &row, uint32_t least, unsigned kept)
 {
-    constexpr int per = kGather / THREADS;
-    const int n = (int)sh.gcount, j0 = per * (int)threadIdx.x;
-    uint32_t key[per], idx[per];
-    unsigned c = 0;
+    constexpr int THREADS = R::kThreads, per = kGather / THREADS;
+    auto &sh = row.sh;
+    const uint32_t *lkey = row.list_key(), *lidx = row.list_idx();
+    const int n = (int)sh.gcount;
+    __syncthreads(); /* every thread has read n before thread 0 rewrites it, below */
+    unsigned out = 0;
+    for (int c0 = 0; c0 < n; c0 += kGather) {
+        const int j0 = c0 + per * (int)threadIdx.x;
+        uint32_t key[per], idx[per];
+        unsigned c = 0;
 #pragma unroll
-    for (int j = 0; j < per; j++) {
-        key[j] = j0 + j < n ? sh.g_key[j0 + j] : 0;
-        idx[j] = j0 + j < n ? sh.g_idx[j0 + j] : 0;
-        c += j0 + j < n && (key[j] >> kBucketShift) >= bucket;
-    }
-    /* every entry is read before the scan returns */
-    unsigned at = (unsigned)tkp_block_excl_scan<Shared<THREADS>::kWarps>((u64)c, sh.scan[0]);
-#pragma unroll
-    for (int j = 0; j < per; j++)
-        if (j0 + j < n && (key[j] >> kBucketShift) >= bucket) {
-            sh.g_key[at] = key[j];
-            sh.g_idx[at] = idx[j];
-            at++;
+        for (int j = 0; j < per; j++) {
+            const bool in = j0 + j < n;
+            key[j] = in ? lkey[j0 + j] : 0;
+            idx[j] = in ? lidx[j0 + j] : 0;
+            c += in && key[j] >= least;
         }
+        u64 total;
+        unsigned at = out + (unsigned)tkp_block_excl_scan_total<Shared<THREADS>::kWarps>(
+                                (u64)c, sh.scan[0], total);
+#pragma unroll
+        for (int j = 0; j < per; j++)
+            if (j0 + j < n && key[j] >= least && at < (unsigned)kGather) {
+                sh.g_key[at] = key[j];
+                sh.g_idx[at] = idx[j];
+                at++;
+            }
+        out += (unsigned)total;
+        __syncthreads(); /* the chunk is written before the next scan rewrites sh.scan[0] */
+    }
     if (threadIdx.x == 0)
         sh.gcount = kept;
     __syncthreads();
@@ -252,8 +264,8 @@ __device__ void store_small(Shared<THREADS> &sh, int n, uint32_t least, int n0, 
 /* Pass 1 of one CTA over local elements [from, n) with float compares instead of order keys
  * (the tokens at or above a bucket bound are a few per cent): the number of valid tokens and
  * the largest order key into vcount / kmax; the tokens >= fthr (tkp_key_floor of the bound;
- * NaN for none) counted in sh.hist by bucket and appended to the list sh.g_key / sh.g_idx
- * (one atomic per warp, sh.gcount counting past kGather on overflow). Per four values: their
+ * NaN for none) counted in sh.hist by bucket and appended to pass 1's list (row.list_key,
+ * one atomic per warp, sh.gcount counting past sh.list_cap on overflow). Per four values: their
  * maximum (kept in the row's maximum, and one bit of `hot` when it reaches fthr) and their sum;
  * only the quads of a hot bit are compared value by value, counted and appended, in the same
  * order as a compare of every value (a quad whose maximum is below fthr, or NaN, holds none).
@@ -305,9 +317,9 @@ __device__ __forceinline__ void scan_fast(const R &row, float fthr, int from, ui
                     if (v[u][j] >= fthr) {
                         const uint32_t key = tkp_order_key(v[u][j]);
                         atomicAdd(&sh.hist[key >> kBucketShift], 1u);
-                        if (slot < (unsigned)kGather) {
-                            sh.g_key[slot] = key;
-                            sh.g_idx[slot] = (uint32_t)(l0 + R::tile_off(u) + j);
+                        if (slot < (unsigned)row.sh.list_cap) {
+                            row.list_key()[slot] = key;
+                            row.list_idx()[slot] = (uint32_t)(l0 + R::tile_off(u) + j);
                         }
                         slot++;
                     }

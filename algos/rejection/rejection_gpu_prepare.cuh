@@ -135,7 +135,8 @@ __device__ __forceinline__ bool pass1_scan(R &row, int32_t k, bool may_select, u
                 tkp_warp_hist_add(sh.hist, counted ? key >> kBucketShift : (unsigned)kBuckets,
                                   kBuckets);
                 if (listing)
-                    append_token(key, i, counted, sh.g_key, sh.g_idx, &sh.gcount);
+                    append_token(key, i, counted, row.list_key(), row.list_idx(), &sh.gcount,
+                                 (unsigned)row.sh.list_cap);
             }
         }
     };
@@ -143,10 +144,12 @@ __device__ __forceinline__ bool pass1_scan(R &row, int32_t k, bool may_select, u
      * multiple of each one's step). At 8192 (one step of the 512-thread kernel) the floor of
      * a flat N(0, 1) row at k = 50 often falls one 11-bit bucket lower (2.0 instead of 2.5)
      * and the list overflows: 42% of V = 128256 rows at 8192, none at 16384 (a simulation of
-     * the rule on the CPU). */
-    constexpr int chunk = kReduceUnroll * 4 * 1024;
-    static_assert(chunk % (kReduceUnroll * 4 * THREADS) == 0,
+     * the rule on the CPU). With the big list, rej_list_chunk's 1-4 times that for a larger k,
+     * so that the floor stays near the row's k-th key. */
+    static_assert(kFirstChunk % (kReduceUnroll * 4 * THREADS) == 0,
                   "each_tile stops at whole steps only: the chunk must be a number of them");
+    const int chunk =
+        row.sh.list_cap > kGather ? rej_list_chunk(k, vocab, kFirstChunk) : kFirstChunk;
     if constexpr (R::kCluster) {
         row.each(scan);
     } else if (may_select && k > 0 && vocab > chunk && k <= chunk) { /* top-k on */
@@ -160,8 +163,8 @@ __device__ __forceinline__ bool pass1_scan(R &row, int32_t k, bool may_select, u
          * of the row is listed as it is counted. */
         row.each([&](float v, int i, bool in_row) {
             const uint32_t key = tkp_order_key(v);
-            append_token(key, i, in_row && (key >> kBucketShift) >= floor, sh.g_key, sh.g_idx,
-                         &sh.gcount);
+            append_token(key, i, in_row && (key >> kBucketShift) >= floor, row.list_key(),
+                         row.list_idx(), &sh.gcount, (unsigned)row.sh.list_cap);
         }, 0, chunk);
         listing = true;
         if (floor > 0)
@@ -190,7 +193,7 @@ template <class R>
 __device__ __forceinline__ void list_bucket(R &row, unsigned bucket, bool from_list)
 {
     if (from_list)
-        keep_from_bucket(row.sh, bucket, row.sh.gabove + row.sh.ties);
+        keep_listed(row, bucket << kBucketShift, row.sh.gabove + row.sh.ties);
     else
         row.gather(bucket);
 }
@@ -333,14 +336,46 @@ __device__ __forceinline__ unsigned *radix_digit_histogram(R &row, int shift, bo
     return row.hist_total(256, last);
 }
 
+/* radix_digit_histogram over pass 1's list instead of the row (one CTA per row, the list
+ * whole: every token at or above its floor, which is at most the k-th key's bucket). Every
+ * token of the prefix in a bin the walk reads (K's bin and above) is listed; a token of the
+ * prefix below the floor lies in a lower bin than K's (its bucket is lower), which neither
+ * select_digit's walk nor its mass above K reads. (README.md, "The k-th key from pass 1's
+ * list".) */
+template <class R>
+__device__ __forceinline__ unsigned *radix_digit_histogram_list(R &row, int shift, bool last,
+                                                                uint32_t prefix, uint32_t mask,
+                                                                float max, u64 &mass_high)
+{
+    auto &sh = row.sh;
+    if (threadIdx.x < 256)
+        sh.hist[threadIdx.x] = 0;
+    __syncthreads();
+    const uint32_t *lkey = row.list_key();
+    const int n = (int)sh.gcount;
+    for (int i = threadIdx.x; i < n; i += R::kThreads) {
+        const uint32_t key = lkey[i];
+        if ((key & mask) == prefix)
+            atomicAdd(&sh.hist[(key >> shift) & 0xFFu], 1u);
+        if (last && (key >> 8) > (prefix >> 8))
+            mass_high += tkp_weight(tkp_key_value(key), max);
+    }
+    u64 c[3] = { mass_high, 0, 0 }; /* the mass; two unused sums */
+    tkp_block_sums<Shared<R::kThreads>::kWarps>(c, sh.red); /* ends with a barrier */
+    mass_high = c[0];
+    return sh.hist;
+}
+
 /* Radix select of the k-th key K over the row (rej_kth_key; digit 1's histogram ready in
  * `hist`), then the mass above K: tokens above K in their top 24 bits are summed during the
  * last histogram pass, the others (same top 24 bits, larger last digit) from the last
- * histogram. (Cluster: sh.hist, the local histogram, is free again once hist_total has
+ * histogram. `from_list`: digits 2-4 from pass 1's list, whole (radix_digit_histogram_list),
+ * not from the row. (Cluster: sh.hist, the local histogram, is free again once hist_total has
  * returned.) */
 template <class R>
 __device__ __forceinline__ void start_at_radix_kth(R &row, unsigned *hist, int64_t k_limit,
-                                                   float max, bool count_passes, RowStart &rs)
+                                                   float max, bool from_list, bool count_passes,
+                                                   RowStart &rs)
 {
     auto &sh = row.sh;
     uint32_t prefix = 0, mask = 0;
@@ -349,7 +384,9 @@ __device__ __forceinline__ void start_at_radix_kth(R &row, unsigned *hist, int64
     for (int pass = 1; pass <= REJ_DIGIT_PASSES; pass++) {
         const int shift = 32 - pass * REJ_DIGIT_BITS;
         const bool last = pass == REJ_DIGIT_PASSES;
-        if (pass > 1)
+        if (pass > 1 && from_list)
+            hist = radix_digit_histogram_list(row, shift, last, prefix, mask, max, mass_high);
+        else if (pass > 1)
             hist = radix_digit_histogram(row, shift, last, prefix, mask, max, mass_high);
         select_digit(sh, hist, rank, last, prefix, max); /* ends with a barrier */
         const unsigned digit = sh.digit;
@@ -370,9 +407,13 @@ __device__ __forceinline__ void start_at_radix_kth(R &row, unsigned *hist, int64
      * (V = 128256, k = 1000, p = 0.9: B = 16 232.0 -> 171.2 us, B = 64 261.4 -> 173.0).
      * Not a cluster's rows: there the set's ranking cost more than the rounds over the
      * slices it replaced (B = 1 60.3 -> 82.7 us, B = 4 56.8 -> 81.5; README) */
-    if (!R::kCluster && above + (int64_t)ties <= kSmall) {
-        row.gather_from_key(prefix);
-        store_small(sh, (int)sh.gcount, prefix, (int)(above + (int64_t)ties), max);
+    const int n0 = (int)(above + (int64_t)ties);
+    if (!R::kCluster && n0 <= kSmall) {
+        if (from_list)
+            keep_listed(row, prefix, (unsigned)n0);
+        else
+            row.gather_from_key(prefix);
+        store_small(sh, (int)sh.gcount, prefix, n0, max);
     }
 }
 
@@ -446,8 +487,9 @@ __device__ __forceinline__ int64_t start_row(R &row, unsigned *hist, int32_t k, 
     }
     if (gathered) {
         /* K, total_S and the first candidate set come from the gathered tokens */
-    } else if (rej_starts_at_kth(k_limit, valid)) {
-        start_at_radix_kth(row, hist, k_limit, max, count_passes, rs);
+    } else if (rej_starts_at_kth(k_limit, valid)) { /* a crowded bucket */
+        start_at_radix_kth(row, hist, k_limit, max, !R::kCluster && from_list, count_passes,
+                           rs);
     } else {
         start_at_row_mass(row, p, k_limit, max, maxkey, rs);
     }
@@ -480,7 +522,7 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float min
     row.sum_max(valid, maxkey); /* ends with a (cluster) barrier: the histogram is complete */
     /* Whether the list holds every token of its floor and above, read by every thread here:
      * barriers follow before anyone rewrites sh.gcount (row.gather's thread 0 zeroes it). */
-    const bool from_list = listing && sh.gcount <= (unsigned)kGather;
+    const bool from_list = listing && sh.gcount <= (unsigned)row.sh.list_cap;
     max = -INFINITY;
     if (valid == 0)
         return 0;

@@ -71,12 +71,13 @@ __device__ __forceinline__ void load8(const void *__restrict__ x, int n, bool ve
     }
 }
 
-/* Append (key, i) of the lanes with `mine` to keys/idxs through the shared counter *count
- * (ballot + one atomic per warp; the order of the entries does not matter to anyone reading
- * them). The counter keeps counting past kGather, so count > kGather says the list overflowed.
- * All 32 lanes call it. */
+/* Append (key, i) of the lanes with `mine` to keys/idxs (room for `cap` entries) through the
+ * shared counter *count (ballot + one atomic per warp; the order of the entries does not
+ * matter to anyone reading them). The counter keeps counting past cap, so count > cap says
+ * the list overflowed. All 32 lanes call it. */
 __device__ __forceinline__ void append_token(uint32_t key, int i, bool mine, uint32_t *keys,
-                                             uint32_t *idxs, unsigned *count)
+                                             uint32_t *idxs, unsigned *count,
+                                             unsigned cap = kGather)
 {
     const int lane = threadIdx.x & 31;
     const unsigned ballot = __ballot_sync(kTkpFullWarp, mine);
@@ -86,7 +87,7 @@ __device__ __forceinline__ void append_token(uint32_t key, int i, bool mine, uin
             base = atomicAdd(count, (unsigned)__popc(ballot));
         base = __shfl_sync(kTkpFullWarp, base, 0);
         const unsigned slot = base + __popc(ballot & ((1u << lane) - 1u));
-        if (mine && slot < (unsigned)kGather) {
+        if (mine && slot < cap) {
             keys[slot] = key;
             idxs[slot] = (uint32_t)i;
         }
@@ -188,6 +189,19 @@ template <class E, int THREADS, bool CLUSTER> struct Row {
     int parity;                 /* cluster: the next xchg buffer */
 
     __device__ bool leader() const { return rank == 0; }
+
+    /* Pass 1's list of the tokens at or above its bound (one CTA per row): the dynamic shared
+     * memory's big list when the launch gave one (sh.list_cap > kGather), else sh.g_key /
+     * g_idx, the gathered tokens' arrays. (The room lives in shared memory, not in a register
+     * of every pass.) */
+    __device__ __forceinline__ uint32_t *list_key() const
+    {
+        return sh.list_cap > kGather ? rej_big_list : sh.g_key;
+    }
+    __device__ __forceinline__ uint32_t *list_idx() const
+    {
+        return sh.list_cap > kGather ? rej_big_list + sh.list_cap : sh.g_idx;
+    }
 
     /* Local elements j .. j+3 (j a multiple of 4); past the slice or the row: -inf. */
     __device__ __forceinline__ void quad(int j, float v[4]) const

@@ -16,6 +16,9 @@
 namespace rej_gpu {
 
 constexpr int kReduceUnroll = 4; /* tiles in flight per thread in the counting passes */
+/* Pass 1's first chunk, whose k-th key bounds the list (pass1_scan): a whole number of steps
+ * of every kernel (kReduceUnroll tiles of 4 x threads tokens). */
+constexpr int kFirstChunk = kReduceUnroll * 4 * 1024;
 constexpr int kStatWords = 3;    /* per CTA: rounds, fallbacks, iterations */
 /* Top-k-then-top-p: the first pass histograms the top kBucketBits bits of the order keys; the
  * second gathers every token of the bucket holding the k-th key and above (at most kGather)
@@ -26,6 +29,12 @@ constexpr int kBuckets = 1 << kBucketBits;
 constexpr int kBucketShift = 32 - kBucketBits;
 constexpr int kGather = 2048;
 constexpr int kSmall = 1024;
+/* Pass 1's big list (one CTA per row, a row whose k may crowd its bucket: rej_list_cap in
+ * rejection.c): the tokens at or above pass 1's bound, list_cap of them, keys then indices, in
+ * the dynamic shared memory of the one-CTA kernels; the k-th key is then selected from it
+ * (README.md, "The k-th key from pass 1's list"). Declared once; every extern shared array
+ * starts at the dynamic shared memory's base. */
+extern __shared__ __align__(16) uint32_t rej_big_list[];
 /* The cluster variant: 1024 threads per CTA, at most 16 CTAs (16 is non-portable), a slice of
  * at most kSliceCap tokens per CTA (8 bytes each in shared memory: the logit and its cached
  * weight), at least kMinSlice tokens per CTA unless forced (TKP_REJ_CLUSTER). */
@@ -47,6 +56,7 @@ struct Params {
     int64_t stride;
     int vocab, draws, max_rounds, groups;
     int slice; /* cluster variant: tokens per CTA (a multiple of 4) */
+    int list_cap; /* pass 1's list: rej_big_list's room (> kGather), else kGather (sh.g_key) */
     bool minp_force_count; /* every min-p row counts over the whole row (tkp_minp_force_count) */
 };
 
@@ -67,6 +77,7 @@ template <int THREADS> struct Shared {
     u64 s_pos[kSmall];       /* the first candidate set in index order: positions */
     u64 s_w[kSmall];         /* and fixed-point weights */
     int nsmall;              /* its size when kept in shared memory, else 0 */
+    int list_cap; /* pass 1's list: rej_big_list's room (> kGather), else kGather (g_key) */
     unsigned gcount, gabove, kth;
     u64 cand_pos;        /* the inverse-CDF pass: position and index of the candidate */
     int cand;

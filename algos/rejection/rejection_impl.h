@@ -22,6 +22,11 @@ int rej_threads_chosen(const struct rej_opts *o);
  * "Launch shape"): 1024 while some row has top-p alone (TKP_TOPP in pb->ops) or B <= SMs,
  * 256 from B >= 4 x SMs when every set is at most 256 tokens, else 512. */
 int rej_auto_threads(const struct tkp_problem *pb, int64_t sms);
+/* The room of pass 1's list on the GPU, in tokens, for one-CTA rows of `threads` (rejection.c;
+ * README "The k-th key from pass 1's list"): 16 a thread (the big list in dynamic shared
+ * memory) at 512 and 1024 threads when some row's k exceeds 256 on a row longer than `step`
+ * tokens (pass 1's first chunk), else `gather` (the gathered tokens' own arrays). */
+int rej_list_cap(const struct tkp_problem *pb, int threads, int step, int gather);
 #ifdef __cplusplus
 }
 #endif

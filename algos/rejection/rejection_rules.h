@@ -46,6 +46,20 @@ TKP_HD int rej_from_mass_floor(float p, int64_t k_limit)
     return tkp_topp_on(p) && k_limit == REJ_NO_LIMIT;
 }
 
+/* GPU only (the launch shape, not a decision of the draws; README.md, "The k-th key from pass
+ * 1's list"): the first chunk of a row whose k-th key is selected from pass 1's big list, in
+ * tokens. Its k-th key sets the bound of the list, a lower bound of the row's k-th key, so
+ * the list holds about k * vocab / chunk tokens: `step` (a whole number of the kernel's steps)
+ * times ceil(k / 256), at most 4 times, and less than the row. */
+TKP_HD int rej_list_chunk(int32_t k, int64_t vocab, int step)
+{
+    int64_t m = ((int64_t)k + 255) / 256;
+    m = m < 1 ? 1 : m > 4 ? 4 : m;
+    while (m > 1 && m * step >= vocab)
+        m--;
+    return (int)(m * step);
+}
+
 /* Would a token at a pivot with `count` tokens of fixed mass `mass` before it be kept?
  * (docs/SEMANTICS.md: in the top-k set, and first or with the mass before it below the top-p
  * target.) Monotone: once false at a pivot, false at every later one. */
