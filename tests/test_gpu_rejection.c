@@ -345,7 +345,9 @@ TEST(gpu_cases_rejection_256_threads_match_cpu)
  * (k = 50), and rows whose list overflows while the k-th key's bucket and above fit the
  * gathering buffer (k = 1500, V = 40000: the gathering pass after a listed pass 1, the branch
  * of the race fixed in cdb3d99, on ~99% of such rows in a simulation of the rule; at V = 20000
- * most rows take the crowded-bucket radix select instead). Small enough for the sanitizers
+ * most rows take the crowded-bucket radix select instead): that list is the 2048 tokens of the
+ * gathering buffer (TKP_REJ_BIG_LIST=0); with k = 1500 the plan gives pass 1 its big list,
+ * which holds these rows, so the shapes run both ways. Small enough for the sanitizers
  * (make test-gpu runs them on it). */
 TEST(gpu_rejection_512_threads_list_match_cpu)
 {
@@ -381,14 +383,18 @@ TEST(gpu_rejection_512_threads_list_match_cpu)
     unsetenv("TKP_REJ_BIG_LIST");
 }
 
-/* The k-th key selected from pass 1's big list (README "The k-th key from pass 1's list"):
- * rows whose k-th key's bucket is crowded (k = 600-1500 on flat rows: more than 2048 tokens in
- * it and above), one CTA a row at 1024 threads (B = 8, 4) and 512 (B = 200), float32, bf16,
- * with min-p (its count over the row, then the list again), and rows of integers: at
- * V = 128256 ~8500 ties at the k-th key (from the list, then the rounds over the row), at
- * 262144 more than the big list holds (the radix select over the row, as before). Each
- * shape runs with the big list and without it (TKP_REJ_BIG_LIST=0), and the plan must give
- * the list its room, or the test would not test it. */
+/* The k-th key selected from pass 1's big list (README "The k-th key from pass 1's list"), one
+ * CTA a row, each shape with and without the big list (TKP_REJ_BIG_LIST=0); the plan must give
+ * the list its room and the expected threads (1024 up to B = #SMs, 512 past: a 132-SM card).
+ * On flat N(0, 1) rows at k = 1000 the k-th key's bucket and above hold ~2900 tokens (crowded):
+ * the select from the list and the first set copied out of it (float32 at 1024 and 512
+ * threads, bf16, NaN and -inf tokens); k = 1500 at V = 100003 and integer rows at V = 128256
+ * (~8500 ties at K): the select from the list, the rounds over the row (a first set past 1024);
+ * integer rows at k = 2000, V = 262144: a crowded bucket whose ~17500 tokens overflow the big
+ * list (the radix select over the row, as before). Uncrowded from the big list: peaked k = 600
+ * and k = 1000 top-k alone at V = 262144 (a list of several chunks). min-p: 0.15 on k = 1000
+ * folds a crowded k into an uncrowded k' (~800; the count over the row, then the list), 0.3 on
+ * k = 700 folds k' (~90) from the list itself (prepare_row's listed branch). */
 TEST(gpu_rejection_kth_from_big_list_matches_cpu)
 {
     if (!tkp_gpu_present()) {
@@ -401,18 +407,20 @@ TEST(gpu_rejection_kth_from_big_list_matches_cpu)
         int peaked, dtype16, coarse, holes;
         int32_t k;
         float p, min_p;
+        int threads;
     } shapes[] = {
-        { "flat k=1000 p=0.9", 8, 128256, 0, 0, 0, 0, 1000, 0.9f, 0 },
-        { "peaked k=600 p=0.9", 8, 128256, 1, 0, 0, 0, 600, 0.9f, 0 },
-        { "flat k=1000 top-k alone V=262144", 4, 262144, 0, 0, 0, 0, 1000, 1.0f, 0 },
-        { "flat k=1500 p=0.95 V=100003", 8, 100003, 0, 0, 0, 0, 1500, 0.95f, 0 },
-        { "flat k=1000 p=0.9, 512 threads", 200, 128256, 0, 0, 0, 0, 1000, 0.9f, 0 },
-        { "bf16 flat k=1000 p=0.9", 8, 128256, 0, 1, 0, 0, 1000, 0.9f, 0 },
-        { "flat k=1000 p=0.9 min-p 0.002", 8, 128256, 0, 0, 0, 0, 1000, 0.9f, 0.002f },
-        { "flat k=1000 p=0.9, NaN and -inf holes", 8, 128256, 0, 0, 0, 1, 1000, 0.9f, 0 },
-        { "integers k=1000 (a first set of ~8500 ties)", 4, 128256, 0, 0, 1, 0, 1000, 0.9f, 0 },
-        { "integers k=1000 V=262144 (the big list overflows)", 4, 262144, 0, 0, 1, 0, 1000, 0.9f,
-          0 },
+        { "flat k=1000 p=0.9", 8, 128256, 0, 0, 0, 0, 1000, 0.9f, 0, 1024 },
+        { "peaked k=600 p=0.9", 8, 128256, 1, 0, 0, 0, 600, 0.9f, 0, 1024 },
+        { "flat k=1000 top-k alone V=262144", 4, 262144, 0, 0, 0, 0, 1000, 1.0f, 0, 1024 },
+        { "flat k=1500 p=0.95 V=100003", 8, 100003, 0, 0, 0, 0, 1500, 0.95f, 0, 1024 },
+        { "flat k=1000 p=0.9, 512 threads", 200, 128256, 0, 0, 0, 0, 1000, 0.9f, 0, 512 },
+        { "bf16 flat k=1000 p=0.9", 8, 128256, 0, 1, 0, 0, 1000, 0.9f, 0, 1024 },
+        { "flat k=1000 p=0.9 min-p 0.15", 8, 128256, 0, 0, 0, 0, 1000, 0.9f, 0.15f, 1024 },
+        { "flat k=700 p=0.9 min-p 0.3", 8, 128256, 0, 0, 0, 0, 700, 0.9f, 0.3f, 1024 },
+        { "flat k=1000 p=0.9, NaN and -inf holes", 8, 128256, 0, 0, 0, 1, 1000, 0.9f, 0, 1024 },
+        { "integers k=1000 (~8500 ties at K)", 4, 128256, 0, 0, 1, 0, 1000, 0.9f, 0, 1024 },
+        { "integers k=2000 V=262144 (the big list overflows)", 4, 262144, 0, 0, 1, 0, 2000, 0.9f,
+          0, 1024 },
     };
     setenv("TKP_REJ_CLUSTER", "1", 1);
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && !test_failed(); i++) {
@@ -442,9 +450,11 @@ TEST(gpu_rejection_kth_from_big_list_matches_cpu)
                                         .set_max = shapes[i].k, .dtype = c.b.dtype };
         struct rej_gpu_plan plan;
         rej_gpu_plan_for(&pb, 1, 0, &plan);
-        CHECK(plan.list_cap == 16 * plan.threads && plan.smem == 8 * (size_t)plan.list_cap,
-              "%s: planned with a list of %d tokens (%zu bytes) on %d threads: no big list",
-              shapes[i].name, plan.list_cap, plan.smem, plan.threads);
+        CHECK(plan.list_cap == 16 * plan.threads && plan.smem == 8 * (size_t)plan.list_cap &&
+                  plan.threads == shapes[i].threads,
+              "%s: planned with a list of %d tokens (%zu bytes) on %d threads, want the big list "
+              "on %d (a card of other than 132 SMs?)", shapes[i].name, plan.list_cap, plan.smem,
+              plan.threads, shapes[i].threads);
 #endif
         check_batch(shapes[i].name, &c.b, NULL, 2, seed);
         setenv("TKP_REJ_BIG_LIST", "0", 1);

@@ -110,9 +110,9 @@ __device__ uint32_t select_gathered(Shared<THREADS> &sh, unsigned bucket, float 
  * of the row's k-th key's bucket (so every bucket select_bucket or the radix select reads above
  * it stays exact); warps with no token at or above it skip the histogram. (One CTA per row
  * only: a slice of a cluster is short, and its histogram is summed with the others'.) Returns
- * whether the tokens counted in the histogram (bucket >= floor) were also listed in
- * sh.g_key / sh.g_idx (sh.gcount of them, counting past kGather on overflow), so that the
- * usual case needs no gathering pass. */
+ * whether the tokens counted in the histogram (bucket >= floor) were also listed in pass 1's
+ * list (row.list_key / list_idx: the big list or sh.g_key; sh.gcount of them, counting past
+ * sh.list_cap on overflow), so that the usual case needs no gathering pass. */
 template <class R>
 __device__ __forceinline__ bool pass1_scan(R &row, int32_t k, bool may_select, uint32_t &vcount,
                                            uint32_t &kmax)
@@ -186,9 +186,9 @@ struct RowStart {
 };
 
 /* Every token of bucket `bucket` and above into sh.g_key / sh.g_idx (sh.gabove + sh.ties of
- * them, select_bucket's counts of that bucket, <= kGather): from pass 1's list when it holds
- * every token of its floor and above (`from_list`; the floor is at most that bucket), else by
- * one gathering pass. */
+ * them, select_bucket's counts of that bucket, <= kGather): from pass 1's list (the big list,
+ * or sh.g_key itself) when it holds every token of its floor and above (`from_list`; the floor
+ * is at most that bucket), else by one gathering pass. */
 template <class R>
 __device__ __forceinline__ void list_bucket(R &row, unsigned bucket, bool from_list)
 {
