@@ -1,8 +1,9 @@
--- rejection_big_list.lua — rejection's k-th key from pass 1's big list (algos/rejection/
--- README.md, "The k-th key from pass 1's list") against the build without it, and one CTA a row
--- against the cluster variant where the cost model takes a cluster (B <= 16): k = 300-1000 on
--- peers_s1 rows, FlashInfer's samplers (probabilities in) beside them. Run it twice in one
--- device call, the second time with TKP_REJ_BIG_LIST=0 (the ablation), and compare the files:
+-- rejection_big_list.lua — rejection's k-th key from pass 1's big list
+-- (algos/rejection/README.md, "The k-th key from pass 1's list") against the build without
+-- it, and one CTA a row against the cluster variant where the cost model takes a cluster
+-- (B <= 16): k = 300-1000 on peers_s1 rows, FlashInfer's samplers (probabilities in) beside
+-- them. Run it twice in one device call, the second time with TKP_REJ_BIG_LIST=0 (the
+-- ablation), and compare the files (results/h100-2026-12-06/big-list/):
 --   build/gpu/topkp run configs/h100/rejection_big_list.lua --backend gpu -o big.h5
 --   TKP_REJ_BIG_LIST=0 build/gpu/topkp run configs/h100/rejection_big_list.lua --backend gpu \
 --       --only rejection -o small.h5
