@@ -46,3 +46,14 @@ sweep "rejection_threads_by_batch" {
     batch = { 64, 132, 133, 264, 528, 1024 },
     k = { 50, 256, 1000, 0 }, p = 0.9, dtype = { "f32", "bf16" }, timing = timing,
 }
+
+-- top-p alone, 1024 against 512 threads on both benchmark datasets in one run: the rule's 1024
+-- for top-p rows was read off peers_s1 rows (above), and the floor targets' peers_s2 rows took
+-- 1.03-1.10x longer with it across two runs (results/h100-2026-12-06/README.md, "The floor
+-- targets at c120595")
+sweep "rejection_topp_threads_by_dataset" {
+    algos = { { "rejection", cluster = "1", threads = "1024" },
+              { "rejection", cluster = "1", threads = "512" } },
+    dataset = { "peers_s1", "peers_s2" }, vocab = { 128256, 262144 }, batch = { 256, 1024 },
+    k = 0, p = 0.9, timing = timing,
+}
