@@ -236,24 +236,59 @@ template <class R> __device__ void keep_listed(const R &row, uint32_t least, uns
 }
 
 /* The first candidate set from the listed tokens (sh.g_key / sh.g_idx, n of them): the n0 with
- * a key >= least, stored in shared memory in index order (rank by index) with their positions
- * and weights when n0 <= kSmall; sh.nsmall says so (0: not stored). Ends with a barrier. */
+ * a key >= least, stored in shared memory in index order with their positions and weights when
+ * n0 <= kSmall; sh.nsmall says so (0: not stored). They are compacted into s_pos as
+ * (index << 32 | key), chunk by chunk of kGather entries (a block scan gives each its slot),
+ * sorted ascending by a bitonic network over the next power of two (the indices are distinct,
+ * so the order is the unique index order; padding sorts last), then rewritten in place as
+ * position and weight. (It ranked each token by counting the others before: n0 x n compares
+ * on one SM, most of a row's time at k = 600-1000; README.md, "The k-th key from pass 1's
+ * list".) Ends with a barrier. */
 template <int THREADS>
 __device__ void store_small(Shared<THREADS> &sh, int n, uint32_t least, int n0, float max)
 {
     if (n0 <= kSmall) {
-        for (int i = threadIdx.x; i < n; i += THREADS) {
-            const uint32_t ki = sh.g_key[i];
-            if (ki < least)
-                continue;
-            const uint32_t ii = sh.g_idx[i];
-            int rank = 0;
-            for (int j = 0; j < n; j++)
-                rank += sh.g_key[j] >= least && sh.g_idx[j] < ii;
-            if (rank < kSmall) { /* always (n0 <= kSmall of them); a guard for the callers */
-                sh.s_pos[rank] = rej_pos(ki, ii);
-                sh.s_w[rank] = tkp_weight(tkp_key_value(ki), max);
+        constexpr int per = kGather / THREADS;
+        unsigned out = 0;
+        for (int c0 = 0; c0 < n; c0 += kGather) {
+            const int j0 = c0 + per * (int)threadIdx.x;
+            unsigned c = 0;
+#pragma unroll
+            for (int j = 0; j < per; j++)
+                c += j0 + j < n && sh.g_key[j0 + j] >= least;
+            u64 total;
+            unsigned at = out + (unsigned)tkp_block_excl_scan_total<Shared<THREADS>::kWarps>(
+                                    (u64)c, sh.scan[0], total);
+#pragma unroll
+            for (int j = 0; j < per; j++)
+                if (j0 + j < n && sh.g_key[j0 + j] >= least && at < (unsigned)kSmall)
+                    sh.s_pos[at++] = (u64)sh.g_idx[j0 + j] << 32 | sh.g_key[j0 + j];
+            out += (unsigned)total;
+            __syncthreads(); /* the next scan rewrites sh.scan[0] */
+        }
+        int size = 1;
+        while (size < n0)
+            size <<= 1;
+        for (int j = n0 + (int)threadIdx.x; j < size; j += THREADS)
+            sh.s_pos[j] = ~0ull;
+        __syncthreads();
+        for (int span = 2; span <= size; span <<= 1)
+            for (int stride = span >> 1; stride > 0; stride >>= 1) {
+                for (int i = threadIdx.x; i < size / 2; i += THREADS) {
+                    const int lo = (i / stride) * 2 * stride + i % stride, hi = lo + stride;
+                    const u64 a = sh.s_pos[lo], b = sh.s_pos[hi];
+                    if ((a > b) == ((lo & span) == 0)) {
+                        sh.s_pos[lo] = b;
+                        sh.s_pos[hi] = a;
+                    }
+                }
+                __syncthreads();
             }
+        for (int j = threadIdx.x; j < n0; j += THREADS) {
+            const u64 e = sh.s_pos[j];
+            const uint32_t key = (uint32_t)e;
+            sh.s_pos[j] = rej_pos(key, (int64_t)(e >> 32));
+            sh.s_w[j] = tkp_weight(tkp_key_value(key), max);
         }
     }
     if (threadIdx.x == 0)
