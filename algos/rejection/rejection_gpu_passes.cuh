@@ -192,19 +192,16 @@ __device__ void tally2_small(Shared<THREADS> &sh, uint64_t a, uint64_t b, Tally 
     tb.mass = v[2];
 }
 
-/* Keep the listed tokens (row.list_key() / list_idx(), sh.gcount <= sh.list_cap of them)
- * whose key is >= `least`, `kept` of them (the caller's count: the histogram's, or the radix
- * select's; at most kGather), in sh.g_key / sh.g_idx: chunk by chunk of kGather entries, a
- * block scan gives each thread where its entries go. In place when the list is sh.g_key: an
- * entry only moves down, and a chunk is read whole (the scan's barriers) before it is written.
- * Called after a barrier that made the list visible; ends with a barrier. */
-template <class R> __device__ void keep_listed(const R &row, uint32_t least, unsigned kept)
+/* The tokens of keys / idxs (n of them) whose key is >= `least`, each handed to
+ * put(slot, key, index) with its slot among them (0, 1, ...), chunk by chunk of kGather
+ * entries: a block scan gives each thread its entries' slots. A chunk is read whole (the scan's
+ * barrier) before any of it is put, so put may write over the list itself at slots no later
+ * than the entries' own. The trip count is the same in every thread. Ends with a barrier. */
+template <int THREADS, class Put>
+__device__ void compact_at_least(Shared<THREADS> &sh, const uint32_t *keys,
+                                 const uint32_t *idxs, int n, uint32_t least, Put put)
 {
-    constexpr int THREADS = R::kThreads, per = kGather / THREADS;
-    auto &sh = row.sh;
-    const uint32_t *lkey = row.list_key(), *lidx = row.list_idx();
-    const int n = (int)sh.gcount;
-    __syncthreads(); /* every thread has read n before thread 0 rewrites it, below */
+    constexpr int per = kGather / THREADS;
     unsigned out = 0;
     for (int c0 = 0; c0 < n; c0 += kGather) {
         const int j0 = c0 + per * (int)threadIdx.x;
@@ -213,8 +210,8 @@ template <class R> __device__ void keep_listed(const R &row, uint32_t least, uns
 #pragma unroll
         for (int j = 0; j < per; j++) {
             const bool in = j0 + j < n;
-            key[j] = in ? lkey[j0 + j] : 0;
-            idx[j] = in ? lidx[j0 + j] : 0;
+            key[j] = in ? keys[j0 + j] : 0;
+            idx[j] = in ? idxs[j0 + j] : 0;
             c += in && key[j] >= least;
         }
         u64 total;
@@ -222,38 +219,76 @@ template <class R> __device__ void keep_listed(const R &row, uint32_t least, uns
                                 (u64)c, sh.scan[0], total);
 #pragma unroll
         for (int j = 0; j < per; j++)
-            if (j0 + j < n && key[j] >= least && at < (unsigned)kGather) {
-                sh.g_key[at] = key[j];
-                sh.g_idx[at] = idx[j];
-                at++;
-            }
+            if (j0 + j < n && key[j] >= least)
+                put(at++, key[j], idx[j]);
         out += (unsigned)total;
-        __syncthreads(); /* the chunk is written before the next scan rewrites sh.scan[0] */
+        __syncthreads(); /* the chunk is put before the next scan rewrites sh.scan[0] */
     }
+}
+
+/* Keep the listed tokens (row.list_key() / list_idx(), sh.gcount <= sh.list_cap of them)
+ * whose key is >= `least`, `kept` of them (the caller's count: the histogram's, or the radix
+ * select's; at most kGather), in sh.g_key / sh.g_idx (compact_at_least; in place when the
+ * list is sh.g_key: an entry only moves down). Called after a barrier that made the list
+ * visible; ends with a barrier. */
+template <class R> __device__ void keep_listed(const R &row, uint32_t least, unsigned kept)
+{
+    auto &sh = row.sh;
+    const int n = (int)sh.gcount;
+    __syncthreads(); /* every thread has read n before thread 0 rewrites it, below */
+    compact_at_least(sh, row.list_key(), row.list_idx(), n, least,
+                     [&](unsigned at, uint32_t key, uint32_t idx) {
+                         if (at < (unsigned)kGather) {
+                             sh.g_key[at] = key;
+                             sh.g_idx[at] = idx;
+                         }
+                     });
     if (threadIdx.x == 0)
         sh.gcount = kept;
     __syncthreads();
 }
 
 /* The first candidate set from the listed tokens (sh.g_key / sh.g_idx, n of them): the n0 with
- * a key >= least, stored in shared memory in index order (rank by index) with their positions
- * and weights when n0 <= kSmall; sh.nsmall says so (0: not stored). Ends with a barrier. */
+ * a key >= least, stored in shared memory in index order with their positions and weights when
+ * n0 <= kSmall; sh.nsmall says so (0: not stored). They are compacted into s_pos as
+ * (index << 32 | key) (compact_at_least),
+ * sorted ascending by a bitonic network over the next power of two (the indices are distinct,
+ * so the order is the unique index order; padding sorts last), then rewritten in place as
+ * position and weight. (It ranked each token by counting the others before: n0 x n compares
+ * on one SM, most of a row's time at k = 600-1000; README.md, "The k-th key from pass 1's
+ * list".) Ends with a barrier. */
 template <int THREADS>
 __device__ void store_small(Shared<THREADS> &sh, int n, uint32_t least, int n0, float max)
 {
     if (n0 <= kSmall) {
-        for (int i = threadIdx.x; i < n; i += THREADS) {
-            const uint32_t ki = sh.g_key[i];
-            if (ki < least)
-                continue;
-            const uint32_t ii = sh.g_idx[i];
-            int rank = 0;
-            for (int j = 0; j < n; j++)
-                rank += sh.g_key[j] >= least && sh.g_idx[j] < ii;
-            if (rank < kSmall) { /* always (n0 <= kSmall of them); a guard for the callers */
-                sh.s_pos[rank] = rej_pos(ki, ii);
-                sh.s_w[rank] = tkp_weight(tkp_key_value(ki), max);
+        compact_at_least(sh, sh.g_key, sh.g_idx, n, least,
+                         [&](unsigned at, uint32_t key, uint32_t idx) {
+                             if (at < (unsigned)kSmall)
+                                 sh.s_pos[at] = (u64)idx << 32 | key;
+                         });
+        int size = 1;
+        while (size < n0)
+            size <<= 1;
+        for (int j = n0 + (int)threadIdx.x; j < size; j += THREADS)
+            sh.s_pos[j] = ~0ull;
+        __syncthreads();
+        for (int span = 2; span <= size; span <<= 1)
+            for (int stride = span >> 1; stride > 0; stride >>= 1) {
+                for (int i = threadIdx.x; i < size / 2; i += THREADS) {
+                    const int lo = (i / stride) * 2 * stride + i % stride, hi = lo + stride;
+                    const u64 a = sh.s_pos[lo], b = sh.s_pos[hi];
+                    if ((a > b) == ((lo & span) == 0)) {
+                        sh.s_pos[lo] = b;
+                        sh.s_pos[hi] = a;
+                    }
+                }
+                __syncthreads();
             }
+        for (int j = threadIdx.x; j < n0; j += THREADS) {
+            const u64 e = sh.s_pos[j];
+            const uint32_t key = (uint32_t)e;
+            sh.s_pos[j] = rej_pos(key, (int64_t)(e >> 32));
+            sh.s_w[j] = tkp_weight(tkp_key_value(key), max);
         }
     }
     if (threadIdx.x == 0)

@@ -57,50 +57,6 @@ __device__ void start_at_mass_floor(R &row, float p, u64 total, float max, uint3
     store_small(sh, n <= kGather ? n : 0, least, n <= kGather ? (int)c[0] : kSmall + 1, max);
 }
 
-/* Top-k-then-top-p from the gathered tokens (sh.g_key / sh.g_idx, sh.gcount <= kGather of
- * them: every token of the k-th key's bucket and above): the k-th key K (the one with fewer
- * than k larger keys and at least k keys >= it), the counts above and equal to it and the mass
- * above it (exact integers, so rej_kth_key's and rej_prepare's numbers). When the first
- * candidate set (keys >= K) has at most kSmall tokens, they are stored in index order (rank by
- * index) with their positions and weights, and sh.nsmall says so. Returns K; above/ties/
- * mass_above by reference. Every CTA of a cluster computes the same from the same list. */
-template <int THREADS>
-__device__ uint32_t select_gathered(Shared<THREADS> &sh, unsigned bucket, float max,
-                                    int64_t k_limit, uint64_t &above, uint64_t &ties,
-                                    uint64_t &mass_above)
-{
-    const int n = (int)sh.gcount; /* = gabove + ties of the bucket, <= kGather */
-    /* K: only a key of the bucket can be it. */
-    for (int i = threadIdx.x; i < n; i += THREADS) {
-        const uint32_t ki = sh.g_key[i];
-        if ((ki >> kBucketShift) != bucket)
-            continue;
-        int64_t gt = 0, eq = 0;
-        for (int j = 0; j < n; j++) {
-            const uint32_t kj = sh.g_key[j];
-            gt += kj > ki;
-            eq += kj == ki;
-        }
-        if (gt < k_limit && gt + eq >= k_limit)
-            sh.kth = ki; /* every writer writes the same key */
-    }
-    __syncthreads();
-    const uint32_t kth = sh.kth;
-    u64 s[3] = { 0, 0, 0 }; /* keys above K, keys equal to K, mass above K */
-    for (int i = threadIdx.x; i < n; i += THREADS) {
-        const uint32_t ki = sh.g_key[i];
-        s[0] += ki > kth;
-        s[1] += ki == kth;
-        s[2] += ki > kth ? tkp_weight(tkp_key_value(ki), max) : 0;
-    }
-    tkp_block_sums<Shared<THREADS>::kWarps>(s, sh.red); /* ends with a barrier */
-    above = s[0];
-    ties = s[1];
-    mass_above = s[2];
-    store_small(sh, n, kth, (int)(s[0] + s[1]), max);
-    return kth;
-}
-
 /* Pass 1 (rej_prepare's scan of the row) into this thread's valid-token count `vcount` and
  * largest order key `kmax`: when the row may start at a k-th key (`may_select`: top-k on, or
  * min-p on, whose k' may turn top-k on), also the histogram of the top kBucketBits key bits in
@@ -196,31 +152,6 @@ __device__ __forceinline__ void list_bucket(R &row, unsigned bucket, bool from_l
         keep_listed(row, bucket << kBucketShift, row.sh.gabove + row.sh.ties);
     else
         row.gather(bucket);
-}
-
-/* The usual top-k case (sh.gabove + sh.ties <= kGather, select_bucket's results of the row's
- * histogram ready): the tokens of the k-th key's bucket and above in shared memory, the rest
- * done there. `listed`: they are there already, maybe with tokens of lower buckets (the list
- * prepare_row took at the bucket of k before min-p folded it into a smaller k'); else
- * list_bucket lists them. select_gathered and store_small read a superset the same way: a key
- * of a lower bucket is below every key of the k-th key's bucket. */
-template <class R>
-__device__ __forceinline__ void start_at_gathered_kth(R &row, int64_t k_limit, float max,
-                                                      bool listed, bool from_list,
-                                                      bool count_passes, RowStart &rs)
-{
-    auto &sh = row.sh;
-    const unsigned bucket = sh.digit;
-    if (!listed)
-        list_bucket(row, bucket, from_list);
-    uint64_t above, ties, mass_above;
-    const uint32_t kth = select_gathered(sh, bucket, max, k_limit, above, ties, mass_above);
-    const uint64_t kth_weight = tkp_weight(tkp_key_value(kth), max);
-    rs.set_mass = mass_above + (uint64_t)(k_limit - (int64_t)above) * kth_weight;
-    rs.start = rej_pos(kth, 0xFFFFFFFFu);
-    rs.start_mass = mass_above + ties * kth_weight;
-    if (threadIdx.x == 0 && count_passes) /* the CPU's radix passes, once per row */
-        sh.stat[2] += REJ_DIGIT_PASSES;
 }
 
 /* This CTA's count of min-p's passing tokens (tkp_minp_counts, the test of tkp_minp_fold_k)
@@ -336,14 +267,16 @@ __device__ __forceinline__ unsigned *radix_digit_histogram(R &row, int shift, bo
     return row.hist_total(256, last);
 }
 
-/* radix_digit_histogram over pass 1's list instead of the row (one CTA per row, the list
- * whole: every token at or above its floor, which is at most the k-th key's bucket). Every
- * token of the prefix in a bin the walk reads (K's bin and above) is listed; a token of the
- * prefix below the floor lies in a lower bin than K's (its bucket is lower), which neither
- * select_digit's walk nor its mass above K reads. (README.md, "The k-th key from pass 1's
- * list".) */
+/* radix_digit_histogram over a list of keys instead of the row: `keys`, sh.gcount of them,
+ * every token at or above a bucket that is at most the k-th key's (pass 1's list, whole; or the
+ * gathered tokens of that bucket and above). Every token of the prefix in a bin the walk reads
+ * (K's bin and above) is listed; a token of the prefix below that bucket lies in a lower bin
+ * than K's, or (digit 1) in K's own bin, whose count then only grows past the rank the walk
+ * stops at: neither select_digit's walk nor its mass above K changes. (README.md, "The k-th
+ * key from pass 1's list".) */
 template <class R>
-__device__ __forceinline__ unsigned *radix_digit_histogram_list(R &row, int shift, bool last,
+__device__ __forceinline__ unsigned *radix_digit_histogram_list(R &row, const uint32_t *keys,
+                                                                int shift, bool last,
                                                                 uint32_t prefix, uint32_t mask,
                                                                 float max, u64 &mass_high)
 {
@@ -351,7 +284,7 @@ __device__ __forceinline__ unsigned *radix_digit_histogram_list(R &row, int shif
     if (threadIdx.x < 256)
         sh.hist[threadIdx.x] = 0;
     __syncthreads();
-    const uint32_t *lkey = row.list_key();
+    const uint32_t *lkey = keys;
     const int n = (int)sh.gcount;
     for (int i = threadIdx.x; i < n; i += R::kThreads) {
         const uint32_t key = lkey[i];
@@ -366,15 +299,15 @@ __device__ __forceinline__ unsigned *radix_digit_histogram_list(R &row, int shif
     return sh.hist;
 }
 
-/* Radix select of the k-th key K over the row (rej_kth_key; digit 1's histogram ready in
- * `hist`), then the mass above K: tokens above K in their top 24 bits are summed during the
- * last histogram pass, the others (same top 24 bits, larger last digit) from the last
- * histogram. `from_list`: digits 2-4 from pass 1's list, whole (radix_digit_histogram_list),
- * not from the row. (Cluster: sh.hist, the local histogram, is free again once hist_total has
- * returned.) */
+/* Radix select of the k-th key K (rej_kth_key), then the mass above K: tokens above K in their
+ * top 24 bits are summed during the last histogram pass, the others (same top 24 bits, larger
+ * last digit) from the last histogram. The digits' histograms come from the row, or, with
+ * `keys` (radix_digit_histogram_list: pass 1's whole list, or the gathered tokens in
+ * sh.g_key), from the list; digit 1's from `hist` when given (the bucket histogram folded).
+ * (Cluster: sh.hist, the local histogram, is free again once hist_total has returned.) */
 template <class R>
-__device__ __forceinline__ void start_at_radix_kth(R &row, unsigned *hist, int64_t k_limit,
-                                                   float max, bool from_list, bool count_passes,
+__device__ __forceinline__ void start_at_radix_kth(R &row, unsigned *hist, const uint32_t *keys,
+                                                   int64_t k_limit, float max, bool count_passes,
                                                    RowStart &rs)
 {
     auto &sh = row.sh;
@@ -384,8 +317,9 @@ __device__ __forceinline__ void start_at_radix_kth(R &row, unsigned *hist, int64
     for (int pass = 1; pass <= REJ_DIGIT_PASSES; pass++) {
         const int shift = 32 - pass * REJ_DIGIT_BITS;
         const bool last = pass == REJ_DIGIT_PASSES;
-        if (pass > 1 && from_list)
-            hist = radix_digit_histogram_list(row, shift, last, prefix, mask, max, mass_high);
+        if ((pass > 1 || !hist) && keys)
+            hist = radix_digit_histogram_list(row, keys, shift, last, prefix, mask, max,
+                                              mass_high);
         else if (pass > 1)
             hist = radix_digit_histogram(row, shift, last, prefix, mask, max, mass_high);
         select_digit(sh, hist, rank, last, prefix, max); /* ends with a barrier */
@@ -402,19 +336,38 @@ __device__ __forceinline__ void start_at_radix_kth(R &row, unsigned *hist, int64
     rs.start_mass = mass_above + ties * kth_weight;
     if (threadIdx.x == 0 && count_passes) /* counted once per row, as on the CPU */
         sh.stat[2] += REJ_DIGIT_PASSES;
-    /* a crowded bucket (k = 1000 on N(0, 1) rows) but a first candidate set that fits:
-     * one CTA per row takes one gathering pass, and the rounds run in shared memory
-     * (V = 128256, k = 1000, p = 0.9: B = 16 232.0 -> 171.2 us, B = 64 261.4 -> 173.0).
-     * Not a cluster's rows: there the set's ranking cost more than the rounds over the
-     * slices it replaced (B = 1 60.3 -> 82.7 us, B = 4 56.8 -> 81.5; README) */
+    /* A first candidate set that fits goes to shared memory: out of the list (the big list's
+     * copied to sh.g_key first), or, from the row, by one gathering pass (V = 128256, k = 1000,
+     * p = 0.9: B = 16 232.0 -> 171.2 us, B = 64 261.4 -> 173.0), not on a cluster's rows,
+     * where the set's ranking (by counting then) cost more than the rounds over the slices it
+     * replaced (B = 1 60.3 -> 82.7 us, B = 4 56.8 -> 81.5; README) */
     const int n0 = (int)(above + (int64_t)ties);
-    if (!R::kCluster && n0 <= kSmall) {
-        if (from_list)
+    if (keys && n0 <= kSmall) {
+        if (keys != sh.g_key)
             keep_listed(row, prefix, (unsigned)n0);
-        else
-            row.gather_from_key(prefix);
+        store_small(sh, (int)sh.gcount, prefix, n0, max);
+    } else if (!keys && !R::kCluster && n0 <= kSmall) {
+        row.gather_from_key(prefix);
         store_small(sh, (int)sh.gcount, prefix, n0, max);
     }
+}
+
+/* The usual top-k case (sh.gabove + sh.ties <= kGather, select_bucket's results of the row's
+ * histogram ready): the tokens of the k-th key's bucket and above in shared memory, the rest
+ * done there. `listed`: they are there already, maybe with tokens of lower buckets (the list
+ * prepare_row took at the bucket of k before min-p folded it into a smaller k'); else
+ * list_bucket lists them. The radix select over them (start_at_radix_kth) and store_small read
+ * a superset the same way: a key of a lower bucket is below every key of the k-th key's
+ * bucket. */
+template <class R>
+__device__ __forceinline__ void start_at_gathered_kth(R &row, int64_t k_limit, float max,
+                                                      bool listed, bool from_list,
+                                                      bool count_passes, RowStart &rs)
+{
+    auto &sh = row.sh;
+    if (!listed)
+        list_bucket(row, sh.digit, from_list);
+    start_at_radix_kth(row, nullptr, sh.g_key, k_limit, max, count_passes, rs);
 }
 
 /* The first candidate set of a row that does not start at its k-th key: pass 2 sums the
@@ -488,8 +441,8 @@ __device__ __forceinline__ int64_t start_row(R &row, unsigned *hist, int32_t k, 
     if (gathered) {
         /* K, total_S and the first candidate set come from the gathered tokens */
     } else if (rej_starts_at_kth(k_limit, valid)) { /* a crowded bucket */
-        start_at_radix_kth(row, hist, k_limit, max, !R::kCluster && from_list, count_passes,
-                           rs);
+        start_at_radix_kth(row, hist, !R::kCluster && from_list ? row.list_key() : nullptr,
+                           k_limit, max, count_passes, rs);
     } else {
         start_at_row_mass(row, p, k_limit, max, maxkey, rs);
     }
