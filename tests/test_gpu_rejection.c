@@ -6,8 +6,9 @@
  * 256-thread CTAs), bf16 and fp16 batches whose rows start at 16-, 8- and 2-byte boundaries (the 16-byte,
  * 8-byte and scalar loads of the one-CTA kernels) against the CPU on their float32 upcast
  * (docs/SEMANTICS.md, "16-bit logits"), the statistics, run-to-run determinism and CUDA-graph
- * replay. Every test skips without a GPU. */
+ * replay, and errors for the experiments' knobs out of range. Every test skips without a GPU. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -489,6 +490,36 @@ TEST(gpu_rejection_same_seed_same_draws)
     free(a);
     free(b);
     free(other);
+    free_case(&c);
+}
+
+/* The experiments' environment knobs take only their documented values: any other is an error
+ * that names the variable and the value, not a silent default. */
+TEST(gpu_rejection_bad_knob_values_are_errors)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    static const char *const knobs[][2] = {
+        { "TKP_REJ_BIG_LIST", "yes" }, { "TKP_REJ_BIG_LIST", "2" }, { "TKP_REJ_THREADS", "300" },
+    };
+    struct test_case c;
+    case_gaussian(&c, 113, 2, 4096, 1.0f);
+    int64_t out[2];
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
+        struct tkp_error err = { "" };
+        char want[64];
+        snprintf(want, sizeof want, "%s=%s", knobs[i][0], knobs[i][1]);
+        setenv(knobs[i][0], knobs[i][1], 1);
+        void *opts = module_options("rejection", NULL);
+        const int rc = tkp_apply(tkp_algo_find("rejection"), opts, TKP_GPU, &c.b, NULL, out, 1,
+                                 1, 0, NULL, &err);
+        unsetenv(knobs[i][0]);
+        free(opts);
+        CHECK(rc == TKP_EINVAL && strstr(err.msg, want),
+              "%s: rc %d, message \"%s\" (want TKP_EINVAL naming it)", want, rc, err.msg);
+    }
     free_case(&c);
 }
 

@@ -196,13 +196,21 @@ int choose_cluster(const struct tkp_problem *pb, int forced, int *active)
     return forced ? choose_cluster(pb, 0, active) : 1;
 }
 
+/* TKP_REJ_BIG_LIST: 0 keeps the gathered tokens' arrays (the ablation), 1 or unset lets
+ * pass 1 list into dynamic shared memory; -1 for any other value (rej_gpu_plan's error). */
+int big_list_setting(const char **text)
+{
+    long on = 1;
+    return tkp_env_long("TKP_REJ_BIG_LIST", 0, 1, &on, text) < 0 ? -1 : (int)on;
+}
+
 /* One CTA a row: pass 1's list (rej_list_cap), the big one in dynamic shared memory where
- * the kernel may have it (TKP_REJ_BIG_LIST=0 keeps the gathered tokens' arrays: the ablation). */
+ * the kernel may have it and big_list_setting allows it. */
 void plan_list(const struct tkp_problem *pb, struct rej_gpu_plan *plan)
 {
-    const char *off = getenv("TKP_REJ_BIG_LIST");
+    const char *text;
     plan->list_cap = rej_list_cap(pb, plan->threads, kFirstChunk, kGather);
-    if (off && strcmp(off, "0") == 0)
+    if (big_list_setting(&text) == 0)
         plan->list_cap = kGather;
     plan->smem = plan->list_cap > kGather ? 2 * sizeof(uint32_t) * (size_t)plan->list_cap : 0;
     const Kernel kernel = kernels_for(pb->dtype).row(plan->threads);
@@ -274,6 +282,10 @@ extern "C" int rej_gpu_plan(const struct tkp_problem *pb, const void *opts, void
                      (threads && threads != 256 && threads != 512 && threads != 1024))) {
         tkp_error_set(err, "rejection (gpu): TKP_REJ_THREADS=%s: the CTAs have 256, 512 or "
                            "1024 threads", v);
+        return TKP_EINVAL;
+    }
+    if (big_list_setting(&v) < 0) {
+        tkp_error_set(err, "rejection (gpu): TKP_REJ_BIG_LIST=%s: 0 (no big list) or 1", v);
         return TKP_EINVAL;
     }
     if (threads && forced > 1) { /* the shape of one CTA a row is no cluster's */

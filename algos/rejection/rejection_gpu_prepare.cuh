@@ -238,6 +238,14 @@ template <int THREADS> __device__ __forceinline__ void fold_buckets_to_first_dig
     __syncthreads();
 }
 
+/* The 256 bins of one digit's histogram cleared, before any thread adds to them. */
+template <class S> __device__ __forceinline__ void clear_digit_bins(S &sh)
+{
+    if (threadIdx.x < 256)
+        sh.hist[threadIdx.x] = 0;
+    __syncthreads();
+}
+
 /* Radix select digit `pass` > 1 (rej_kth_key's loop): the histogram of the digit at `shift`
  * of the tokens whose key matches `prefix` under `mask`, summed over the row; on the last
  * digit the mass of the tokens above K in their top 24 bits is added to mass_high and summed
@@ -248,9 +256,7 @@ __device__ __forceinline__ unsigned *radix_digit_histogram(R &row, int shift, bo
                                                            float max, u64 &mass_high)
 {
     auto &sh = row.sh;
-    if (threadIdx.x < 256)
-        sh.hist[threadIdx.x] = 0;
-    __syncthreads();
+    clear_digit_bins(sh);
     row.each([&](float v, int, bool in_row) {
         const uint32_t key = tkp_order_key(v);
         const unsigned digit = in_row && (key & mask) == prefix ? (key >> shift) & 0xFFu : 256u;
@@ -281,13 +287,10 @@ __device__ __forceinline__ unsigned *radix_digit_histogram_list(R &row, const ui
                                                                 float max, u64 &mass_high)
 {
     auto &sh = row.sh;
-    if (threadIdx.x < 256)
-        sh.hist[threadIdx.x] = 0;
-    __syncthreads();
-    const uint32_t *lkey = keys;
+    clear_digit_bins(sh);
     const int n = (int)sh.gcount;
     for (int i = threadIdx.x; i < n; i += R::kThreads) {
-        const uint32_t key = lkey[i];
+        const uint32_t key = keys[i];
         if ((key & mask) == prefix)
             atomicAdd(&sh.hist[(key >> shift) & 0xFFu], 1u);
         if (last && (key >> 8) > (prefix >> 8))
