@@ -473,6 +473,37 @@ static int ended(long pid)
     return !state || state == 'Z';
 }
 
+/* A pause point fires once a process (docs/ROBUSTNESS.md, "Signals"): a run stopped by SIGSTOP
+ * at its first cell and continued runs on to its end without stopping at the next of its
+ * twelve cells. (A --workers parent stopped again at worker-running right after its SIGCONT,
+ * before the SIGTERM meant to end it arrived, stayed stopped: a stopped process holds a
+ * SIGTERM until the next SIGCONT.) */
+TEST(procs_a_pause_point_fires_once)
+{
+    char dst[512], log[512], cmd[2048];
+    snprintf(dst, sizeof dst, "%s/procs-once.h5", scratch_dir());
+    snprintf(log, sizeof log, "%s/procs-once.log", scratch_dir());
+    unlink(dst);
+    snprintf(cmd, sizeof cmd, "TKP_PAUSE_AT=cell-done TKP_PAUSE_SIGNAL=%d %s run %s -o %s "
+             "--backend cpu", SIGSTOP, topkp_bin(), shard_config(), dst);
+    const long pid = start_bg(log, cmd);
+    REQUIRE(pid > 0 && wait_stopped(pid), "the run did not stop at its first cell (pid %ld)",
+            pid);
+    kill((pid_t)pid, SIGCONT);
+    usleep(20000);
+    char state = proc_state(pid);
+    for (int i = 0; i < 6000 && state && state != 'Z' && state != 'T'; i++, usleep(10000))
+        state = proc_state(pid);
+    CHECK(!state || state == 'Z', "the continued run %s (state %c; log %s)",
+          state == 'T' ? "stopped again at a later cell" : "did not end within 60 s", state,
+          log);
+    kill((pid_t)pid, SIGKILL);
+    kill((pid_t)pid, SIGCONT);
+    CHECK(run_cmd(out, sizeof out, "%s export %s", topkp_bin(), dst) == 0 &&
+              strstr(out, "rtopk") && strstr(out, "naive_sort"),
+          "the continued run's results do not read back with both algorithms: %s", out);
+}
+
 /* A SIGTERM and its repeat (what `timeout` sends: to the command, then to its process group)
  * end a --workers parent whose workers are stopped (SIGSTOP here, so that SIGTERM alone never
  * ends them): the parent is stopped at worker-running, its workers stopped, then the two

@@ -170,8 +170,9 @@ void tkp_interrupt_main(void)
 
 void tkp_pause_point(const char *point)
 {
+    static atomic_int fired; /* once a process: a run continued after SIGSTOP goes on */
     const char *at = getenv("TKP_PAUSE_AT"), *sig = getenv("TKP_PAUSE_SIGNAL");
-    if (!at || strcmp(at, point) != 0)
+    if (!at || strcmp(at, point) != 0 || atomic_exchange(&fired, 1))
         return;
     const int s = sig && *sig ? atoi(sig) : SIGTERM;
     fprintf(stderr, "topkp: pause point %s: signal %d\n", point, s);
