@@ -270,6 +270,18 @@ static int wait_stopped(long pid)
     return 0;
 }
 
+/* A CPU run of shard_config() into `dst` (its log in `log`), started in the background with
+ * TKP_PAUSE_AT=cell-done and SIGSTOP, so that it stops at its first cell (wait_stopped); its
+ * pid, as start_bg's. */
+static long start_run_stopping_at_first_cell(const char *dst, const char *log)
+{
+    char cmd[2048];
+    unlink(dst);
+    snprintf(cmd, sizeof cmd, "TKP_PAUSE_AT=cell-done TKP_PAUSE_SIGNAL=%d %s run %s -o %s "
+             "--backend cpu", SIGSTOP, topkp_bin(), shard_config(), dst);
+    return start_bg(log, cmd);
+}
+
 /* `merge --force` onto a file that a running sweep holds (stopped at its first cell by
  * TKP_PAUSE_AT=cell-done with SIGSTOP) is refused as in use, and the sweep's file is left as
  * it was; so is `apply`, `gen` and `export -o` with --force onto it. */
@@ -277,16 +289,13 @@ TEST(procs_outputs_a_running_sweep_holds_are_refused)
 {
     const char *s[3] = { shard_file(0), shard_file(1), shard_file(2) };
     REQUIRE(s[0] && s[1] && s[2], "cannot make the shards");
-    char held[512], log[512], cmd[2048], logits[512];
+    char held[512], log[512], logits[512];
     snprintf(held, sizeof held, "%s/procs-held.h5", scratch_dir());
     snprintf(log, sizeof log, "%s/procs-held.log", scratch_dir());
     snprintf(logits, sizeof logits, "%s/procs-held-logits.h5", scratch_dir());
     REQUIRE(run_cmd(out, sizeof out, "%s gen gaussian --batch 2 --vocab 50 -o %s", topkp_bin(),
                     logits) == 0, "gen: %s", out);
-    unlink(held);
-    snprintf(cmd, sizeof cmd, "TKP_PAUSE_AT=cell-done TKP_PAUSE_SIGNAL=%d %s run %s -o %s "
-             "--backend cpu", SIGSTOP, topkp_bin(), shard_config(), held);
-    const long pid = start_bg(log, cmd);
+    const long pid = start_run_stopping_at_first_cell(held, log);
     REQUIRE(pid > 0 && wait_stopped(pid), "the run did not stop at its first cell (pid %ld)",
             pid);
     size_t n;
@@ -480,13 +489,10 @@ static int ended(long pid)
  * SIGTERM until the next SIGCONT.) */
 TEST(procs_a_pause_point_fires_once)
 {
-    char dst[512], log[512], cmd[2048];
+    char dst[512], log[512];
     snprintf(dst, sizeof dst, "%s/procs-once.h5", scratch_dir());
     snprintf(log, sizeof log, "%s/procs-once.log", scratch_dir());
-    unlink(dst);
-    snprintf(cmd, sizeof cmd, "TKP_PAUSE_AT=cell-done TKP_PAUSE_SIGNAL=%d %s run %s -o %s "
-             "--backend cpu", SIGSTOP, topkp_bin(), shard_config(), dst);
-    const long pid = start_bg(log, cmd);
+    const long pid = start_run_stopping_at_first_cell(dst, log);
     REQUIRE(pid > 0 && wait_stopped(pid), "the run did not stop at its first cell (pid %ld)",
             pid);
     kill((pid_t)pid, SIGCONT);
