@@ -368,7 +368,7 @@ __device__ __forceinline__ void start_by_counting(R &row, int64_t k_limit, float
     const int n = (int)sh.gcount;
     for (int i = threadIdx.x; i < n; i += R::kThreads) {
         const uint32_t ki = sh.g_key[i];
-        int64_t gt = 0, eq = 0;
+        int gt = 0, eq = 0; /* n <= kCountedGather */
         for (int j = 0; j < n; j++) {
             const uint32_t kj = sh.g_key[j];
             gt += kj > ki;
