@@ -186,7 +186,8 @@ TEST(gpu_rejection_benchmark_shapes_match_cpu)
  * memory; flat: the list of pass 2 overflows and a gathering pass runs, or the set is too big
  * for shared memory), and k = 1000, whose k-th key's bucket is crowded on N(0, 1) rows (the
  * radix select over the row, then a gathering pass of the set); each on a cluster per row, one
- * 1024-thread CTA per row and 512-thread CTAs (top-p alone there by TKP_REJ_THREADS). */
+ * 1024-thread CTA per row and 512-thread CTAs (top-p alone there by TKP_REJ_THREADS); k = 200
+ * on V = 40000, whose ~250 gathered tokens a row fall on both sides of kCountedGather. */
 TEST(gpu_rejection_first_candidate_sets_match_cpu)
 {
     if (!tkp_gpu_present()) {
@@ -205,6 +206,12 @@ TEST(gpu_rejection_first_candidate_sets_match_cpu)
         { "B=300 k=1000 p=0.9 (512 threads)", 139, 300, 20000, 1.0f, 0, 1000, 0.9f, 1, 0 },
         { "B=300 top-p 0.9 alone (1024 threads)", 140, 300, 20000, 2.0f, 1, 0, 0.9f, 1, 0 },
         { "B=300 top-k 50 alone (512 threads)", 141, 300, 20000, 1.0f, 0, 50, 1.0f, 1, 0 },
+        /* ~248 +- 16 gathered tokens a row, about a third past kCountedGather: rows by counting
+         * and rows by the radix select in one batch */
+        { "k=200 p=0.9 flat V=40000 (counted and radix rows)", 143, 32, 40000, 1.0f, 0, 200,
+          0.9f, 4, 0 },
+        { "one CTA, k=200 p=0.9 flat V=40000 (counted and radix rows)", 144, 32, 40000, 1.0f, 0,
+          200, 0.9f, 4, 1 },
     };
     check_shapes(shapes, sizeof shapes / sizeof shapes[0]);
     /* top-p alone on 512-thread CTAs, which auto no longer takes (rej_auto_threads) */

@@ -248,49 +248,76 @@ template <class R> __device__ void keep_listed(const R &row, uint32_t least, uns
     __syncthreads();
 }
 
+/* store_small's order for a few gathered tokens (n <= kCountedGather): each kept token's rank
+ * among the kept by counting those of a smaller index, its position and weight written there.
+ * No barrier (store_small's ends it). */
+template <int THREADS>
+__device__ __forceinline__ void rank_small_by_counting(Shared<THREADS> &sh, int n,
+                                                       uint32_t least, float max)
+{
+    for (int i = threadIdx.x; i < n; i += THREADS) {
+        const uint32_t ki = sh.g_key[i];
+        if (ki < least)
+            continue;
+        const uint32_t ii = sh.g_idx[i];
+        int rank = 0;
+        for (int j = 0; j < n; j++)
+            rank += sh.g_key[j] >= least && sh.g_idx[j] < ii;
+        sh.s_pos[rank] = rej_pos(ki, ii); /* rank < n0 <= kSmall */
+        sh.s_w[rank] = tkp_weight(tkp_key_value(ki), max);
+    }
+}
+
+/* store_small's order for more gathered tokens: the kept ones compacted into s_pos as
+ * (index << 32 | key) (compact_at_least), sorted ascending by a bitonic network over the next
+ * power of two (the indices are distinct, so the order is the unique index order; padding
+ * sorts last), then rewritten in place as position and weight. No barrier at the end. */
+template <int THREADS>
+__device__ void sort_small(Shared<THREADS> &sh, int n, uint32_t least, int n0, float max)
+{
+    compact_at_least(sh, sh.g_key, sh.g_idx, n, least,
+                     [&](unsigned at, uint32_t key, uint32_t idx) {
+                         if (at < (unsigned)kSmall)
+                             sh.s_pos[at] = (u64)idx << 32 | key;
+                     });
+    int size = 1;
+    while (size < n0)
+        size <<= 1;
+    for (int j = n0 + (int)threadIdx.x; j < size; j += THREADS)
+        sh.s_pos[j] = ~0ull;
+    __syncthreads();
+    for (int span = 2; span <= size; span <<= 1)
+        for (int stride = span >> 1; stride > 0; stride >>= 1) {
+            for (int i = threadIdx.x; i < size / 2; i += THREADS) {
+                const int lo = (i / stride) * 2 * stride + i % stride, hi = lo + stride;
+                const u64 a = sh.s_pos[lo], b = sh.s_pos[hi];
+                if ((a > b) == ((lo & span) == 0)) {
+                    sh.s_pos[lo] = b;
+                    sh.s_pos[hi] = a;
+                }
+            }
+            __syncthreads();
+        }
+    for (int j = threadIdx.x; j < n0; j += THREADS) {
+        const u64 e = sh.s_pos[j];
+        const uint32_t key = (uint32_t)e;
+        sh.s_pos[j] = rej_pos(key, (int64_t)(e >> 32));
+        sh.s_w[j] = tkp_weight(tkp_key_value(key), max);
+    }
+}
+
 /* The first candidate set from the listed tokens (sh.g_key / sh.g_idx, n of them): the n0 with
  * a key >= least, stored in shared memory in index order with their positions and weights when
- * n0 <= kSmall; sh.nsmall says so (0: not stored). They are compacted into s_pos as
- * (index << 32 | key) (compact_at_least),
- * sorted ascending by a bitonic network over the next power of two (the indices are distinct,
- * so the order is the unique index order; padding sorts last), then rewritten in place as
- * position and weight. (It ranked each token by counting the others before: n0 x n compares
- * on one SM, most of a row's time at k = 600-1000; README.md, "The k-th key from pass 1's
- * list".) Ends with a barrier. */
+ * n0 <= kSmall (rank_small_by_counting up to kCountedGather tokens, else sort_small; ranking
+ * by counting past that was most of a row's time at k = 600-1000: README.md, "The k-th key
+ * from pass 1's list"); sh.nsmall says so (0: not stored). Ends with a barrier. */
 template <int THREADS>
 __device__ void store_small(Shared<THREADS> &sh, int n, uint32_t least, int n0, float max)
 {
-    if (n0 <= kSmall) {
-        compact_at_least(sh, sh.g_key, sh.g_idx, n, least,
-                         [&](unsigned at, uint32_t key, uint32_t idx) {
-                             if (at < (unsigned)kSmall)
-                                 sh.s_pos[at] = (u64)idx << 32 | key;
-                         });
-        int size = 1;
-        while (size < n0)
-            size <<= 1;
-        for (int j = n0 + (int)threadIdx.x; j < size; j += THREADS)
-            sh.s_pos[j] = ~0ull;
-        __syncthreads();
-        for (int span = 2; span <= size; span <<= 1)
-            for (int stride = span >> 1; stride > 0; stride >>= 1) {
-                for (int i = threadIdx.x; i < size / 2; i += THREADS) {
-                    const int lo = (i / stride) * 2 * stride + i % stride, hi = lo + stride;
-                    const u64 a = sh.s_pos[lo], b = sh.s_pos[hi];
-                    if ((a > b) == ((lo & span) == 0)) {
-                        sh.s_pos[lo] = b;
-                        sh.s_pos[hi] = a;
-                    }
-                }
-                __syncthreads();
-            }
-        for (int j = threadIdx.x; j < n0; j += THREADS) {
-            const u64 e = sh.s_pos[j];
-            const uint32_t key = (uint32_t)e;
-            sh.s_pos[j] = rej_pos(key, (int64_t)(e >> 32));
-            sh.s_w[j] = tkp_weight(tkp_key_value(key), max);
-        }
-    }
+    if (n0 <= kSmall && n <= kCountedGather)
+        rank_small_by_counting(sh, n, least, max);
+    else if (n0 <= kSmall)
+        sort_small(sh, n, least, n0, max);
     if (threadIdx.x == 0)
         sh.nsmall = n0 <= kSmall ? n0 : 0;
     __syncthreads();

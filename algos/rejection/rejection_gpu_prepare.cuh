@@ -355,6 +355,47 @@ __device__ __forceinline__ void start_at_radix_kth(R &row, unsigned *hist, const
     }
 }
 
+/* start_at_radix_kth's results for a few gathered tokens (sh.gcount <= kCountedGather, in
+ * sh.g_key / sh.g_idx, made visible by a barrier): the k-th key K by counting (the key with
+ * fewer than k larger ones and at least k at or above it: every thread that writes sh.kth writes
+ * the same key), then the counts above and at K and the mass above K, the same integers as
+ * the radix select's (a key of a lower bucket is below K either way); then store_small. */
+template <class R>
+__device__ __forceinline__ void start_by_counting(R &row, int64_t k_limit, float max,
+                                                  bool count_passes, RowStart &rs)
+{
+    auto &sh = row.sh;
+    const int n = (int)sh.gcount;
+    for (int i = threadIdx.x; i < n; i += R::kThreads) {
+        const uint32_t ki = sh.g_key[i];
+        int gt = 0, eq = 0; /* n <= kCountedGather */
+        for (int j = 0; j < n; j++) {
+            const uint32_t kj = sh.g_key[j];
+            gt += kj > ki;
+            eq += kj == ki;
+        }
+        if (gt < k_limit && gt + eq >= k_limit)
+            sh.kth = ki;
+    }
+    __syncthreads();
+    const uint32_t kth = sh.kth;
+    u64 c[3] = { 0, 0, 0 }; /* keys above K, keys equal to K, mass above K */
+    for (int i = threadIdx.x; i < n; i += R::kThreads) {
+        const uint32_t ki = sh.g_key[i];
+        c[0] += ki > kth;
+        c[1] += ki == kth;
+        c[2] += ki > kth ? tkp_weight(tkp_key_value(ki), max) : 0;
+    }
+    tkp_block_sums<Shared<R::kThreads>::kWarps>(c, sh.red); /* ends with a barrier */
+    const uint64_t kth_weight = tkp_weight(tkp_key_value(kth), max);
+    rs.set_mass = c[2] + (uint64_t)(k_limit - (int64_t)c[0]) * kth_weight;
+    rs.start = rej_pos(kth, 0xFFFFFFFFu);
+    rs.start_mass = c[2] + c[1] * kth_weight;
+    if (threadIdx.x == 0 && count_passes) /* the CPU's radix passes, once per row */
+        sh.stat[2] += REJ_DIGIT_PASSES;
+    store_small(sh, n, kth, (int)(c[0] + c[1]), max);
+}
+
 /* The usual top-k case (sh.gabove + sh.ties <= kGather, select_bucket's results of the row's
  * histogram ready): the tokens of the k-th key's bucket and above in shared memory, the rest
  * done there. `listed`: they are there already, maybe with tokens of lower buckets (the list
@@ -370,7 +411,10 @@ __device__ __forceinline__ void start_at_gathered_kth(R &row, int64_t k_limit, f
     auto &sh = row.sh;
     if (!listed)
         list_bucket(row, sh.digit, from_list);
-    start_at_radix_kth(row, nullptr, sh.g_key, k_limit, max, count_passes, rs);
+    if (sh.gcount <= (unsigned)kCountedGather)
+        start_by_counting(row, k_limit, max, count_passes, rs);
+    else
+        start_at_radix_kth(row, nullptr, sh.g_key, k_limit, max, count_passes, rs);
 }
 
 /* The first candidate set of a row that does not start at its k-th key: pass 2 sums the
