@@ -13,12 +13,15 @@ The cells table stores its strings as fixed-length byte strings (the HDF5 layout
 contract), which h5py returns as `bytes`: this module decodes them (UTF-8, undecodable bytes
 replaced), so `df.algo == "qrita"` selects rows. A float column that does not apply to a cell
 (the times of an unsupported cell, hit_rate of a module without truncation) holds NaN and stays
-NaN. Without pandas, load() returns a list of dicts of plain Python values.
+NaN. Without pandas, load() returns a list of dicts of plain Python values. A path ending in
+.xz is a results file compressed by `xz` (results/README.md): it is read from memory.
 
     python3 scripts/topkp_results.py FILE [SWEEP]   # prints the cells as JSON lines
 
 Needs h5py and numpy (scripts/install-python-deps.sh); pandas is optional."""
+import io
 import json
+import lzma
 import math
 import sys
 
@@ -31,9 +34,17 @@ except ImportError:  # list of dicts instead
     pandas = None
 
 
+def _open(path):
+    """The results file at `path`, read-only; one ending in .xz decompressed into memory."""
+    if path.endswith(".xz"):
+        with lzma.open(path, "rb") as packed:
+            return h5py.File(io.BytesIO(packed.read()), "r")
+    return h5py.File(path, "r")
+
+
 def sweeps(path):
     """The names of the sweeps of a results file that have a cells table, in HDF5's order."""
-    with h5py.File(path, "r") as f:
+    with _open(path) as f:
         group = f.get("sweeps")
         if group is None:
             return []
@@ -77,7 +88,7 @@ def load(path, sweep=None):
     if not names:
         raise ValueError("%s: not a topkp results file (no /sweeps/<name>/cells)" % path)
     parts = []
-    with h5py.File(path, "r") as f:
+    with _open(path) as f:
         for name in names:
             parts.append(_columns(f["sweeps"][name]["cells"], name))
     if pandas is not None:
@@ -123,7 +134,7 @@ def _parse(text):
 def samples(path, sweep, cell):
     """The repetition times (us) of one cell: a row of load() (a dict or a pandas row)."""
     n, offset = int(cell["n_samples"]), int(cell["samples_offset"])
-    with h5py.File(path, "r") as f:
+    with _open(path) as f:
         return f["sweeps"][sweep]["samples"][offset:offset + n].tolist() if n else []
 
 

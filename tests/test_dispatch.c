@@ -347,25 +347,31 @@ TEST(dispatch_fit_script_picks_the_fastest_and_checks_held_out_cells)
           "a binary with no table for x100 agrees with the fit: %s", out);
 }
 
-/* The committed H100 check is the binary's: its compiled-in dispatch/h100.tsv and C lookup give
+/* Each committed check is the binary's: its compiled-in dispatch/SLUG.tsv and C lookup give
  * every held-out cell of the committed fit run the variant the check names, and the file is
- * what --check prints today (dispatch/h100.tsv is not stale against the results). */
-TEST(dispatch_h100_check_is_the_binary_lookup_on_the_committed_fit)
+ * what --check prints today (the table is not stale against the results; the fit runs are
+ * kept compressed, read by scripts/topkp_results.py). */
+TEST(dispatch_checks_are_the_binary_lookup_on_the_committed_fits)
 {
     if (access(PYTHON, X_OK) != 0 ||
         run_cmd(NULL, 0, "%s -c 'import h5py, numpy'", PYTHON) != 0) {
         test_skip("no " PYTHON " with h5py and numpy");
         return;
     }
-    const char *dir = "results/h100-2026-12-06/dispatch";
-    char *committed = NULL, path[256];
-    snprintf(path, sizeof path, "%s/check.tsv", dir);
-    REQUIRE((committed = slurp(path, NULL)) != NULL, "no %s", path);
-    run_cmd(out, sizeof out, "%s scripts/fit-dispatch.py %s/dispatch_fit.h5 h100 --check --topkp %s",
-            PYTHON, dir, topkp_bin());
-    CHECK(strcmp(out, committed) == 0 && strstr(out, "\n# 64 held-out cells, "),
-          "%s differs from --check --topkp:\n%s", path, out);
-    free(committed);
+    static const struct { const char *slug, *dir; } fits[] = {
+        { "h100", "results/h100-2026-12-06/dispatch" },
+        { "h200", "results/h200/d7af87f-2026-12-06" },
+    };
+    for (size_t i = 0; i < sizeof fits / sizeof fits[0]; i++) {
+        char *committed = NULL, path[256];
+        snprintf(path, sizeof path, "%s/check.tsv", fits[i].dir);
+        REQUIRE((committed = slurp(path, NULL)) != NULL, "no %s", path);
+        run_cmd(out, sizeof out, "%s scripts/fit-dispatch.py %s/dispatch_fit.h5.xz %s --check --topkp %s",
+                PYTHON, fits[i].dir, fits[i].slug, topkp_bin());
+        CHECK(strcmp(out, committed) == 0 && strstr(out, "\n# 64 held-out cells, "),
+              "%s differs from --check --topkp:\n%s", path, out);
+        free(committed);
+    }
 }
 
 /* `topkp run --dry-run --backend gpu` shows the variant a GPU's table gives each cell, in a
