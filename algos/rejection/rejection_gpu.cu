@@ -60,16 +60,17 @@ namespace {
 
 using namespace rej_gpu;
 
-/* One CTA per row: row blockIdx.x, draws blockIdx.y, blockIdx.y + groups, ... */
-template <class E, int THREADS>
+/* One CTA per row: row blockIdx.x, draws blockIdx.y, blockIdx.y + groups, ... BIG: launched
+ * with pass 1's big list in dynamic shared memory (prm.list_cap > kGather), else without. */
+template <class E, int THREADS, bool BIG>
 __global__ void __launch_bounds__(THREADS, 1024 / THREADS) /* 64 registers at 512 and 256 */
     rejection_kernel(const Params prm)
 {
-    __shared__ Shared<THREADS> sh; /* the big list, when given, in dynamic shared memory */
+    __shared__ Shared<THREADS> sh;
     const int r = blockIdx.x;
     const void *__restrict__ x = tkp_row_ptr<E>(prm.io.logits, prm.stride, r);
-    Row<E, THREADS, false> row{ sh,        nullptr, x, nullptr, nullptr, prm.vocab, 0, prm.vocab,
-                                tkp_vec4_ok<E>(x, 0), false, 0u, 1u, 0 };
+    Row<E, THREADS, false, BIG> row{ sh,      nullptr, x, nullptr, nullptr, prm.vocab, 0,
+                                     prm.vocab, tkp_vec4_ok<E>(x, 0), false, 0u, 1u, 0 };
     if (threadIdx.x == 0) /* read after prepare_row's first barrier */
         sh.list_cap = prm.list_cap;
     sample_row(row, prm, r, (int)blockIdx.y);
@@ -103,22 +104,26 @@ __global__ void __launch_bounds__(kClusterThreads, 1) rejection_cluster_kernel(c
 /* The kernels of one element type (every instantiation has the signature of Kernel). */
 typedef void (*Kernel)(const Params);
 struct Kernels {
-    Kernel row256, row512, row1024, cluster;
-    /* The one-CTA-a-row kernel of `threads` (256, 512 or 1024). */
-    Kernel row(int threads) const
+    Kernel row256, row512, row1024, row512_big, row1024_big, cluster;
+    /* The one-CTA-a-row kernel of `threads` (256, 512 or 1024), with pass 1's big list (512
+     * and 1024 only: rej_list_cap) or without. */
+    Kernel row(int threads, bool big) const
     {
-        return threads == 256 ? row256 : threads == 512 ? row512 : row1024;
+        if (threads == 256)
+            return row256;
+        return threads == 512 ? (big ? row512_big : row512) : (big ? row1024_big : row1024);
     }
 };
 
 /* The kernels reading logits of `dtype`; all null for a value outside the enum. */
 Kernels kernels_for(enum tkp_dtype dtype)
 {
-    Kernels k = { nullptr, nullptr, nullptr, nullptr };
+    Kernels k = { nullptr, nullptr, nullptr, nullptr, nullptr, nullptr };
     tkp_with_dtype(dtype, [&](auto e) {
         using E = decltype(e);
-        k = { rejection_kernel<E, 256>, rejection_kernel<E, 512>, rejection_kernel<E, 1024>,
-              rejection_cluster_kernel<E> };
+        k = { rejection_kernel<E, 256, false>,  rejection_kernel<E, 512, false>,
+              rejection_kernel<E, 1024, false>, rejection_kernel<E, 512, true>,
+              rejection_kernel<E, 1024, true>,  rejection_cluster_kernel<E> };
     });
     return k;
 }
@@ -213,7 +218,7 @@ void plan_list(const struct tkp_problem *pb, struct rej_gpu_plan *plan)
     if (big_list_setting(&text) == 0)
         plan->list_cap = kGather;
     plan->smem = plan->list_cap > kGather ? 2 * sizeof(uint32_t) * (size_t)plan->list_cap : 0;
-    const Kernel kernel = kernels_for(pb->dtype).row(plan->threads);
+    const Kernel kernel = kernels_for(pb->dtype).row(plan->threads, true);
     if (plan->smem && (!kernel || cudaFuncSetAttribute(kernel,
                                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                       (int)plan->smem) != cudaSuccess)) {
@@ -335,7 +340,8 @@ extern "C" int rej_gpu_run(const void *plan_in, const struct tkp_io *io, void *w
                      err);
     } else {
         const dim3 grid((unsigned)pb->batch, (unsigned)plan->groups);
-        kernels.row(plan->threads)<<<grid, plan->threads, plan->smem, s>>>(prm);
+        kernels.row(plan->threads, plan->list_cap > kGather)<<<grid, plan->threads, plan->smem,
+                                                              s>>>(prm);
     }
     TKP_LAUNCH_CHECK(err);
     return TKP_OK;

@@ -226,7 +226,7 @@ __device__ void compact_at_least(Shared<THREADS> &sh, const uint32_t *keys,
     }
 }
 
-/* Keep the listed tokens (row.list_key() / list_idx(), sh.gcount <= sh.list_cap of them)
+/* Keep the listed tokens (row.list_key() / list_idx(), sh.gcount <= row.list_room() of them)
  * whose key is >= `least`, `kept` of them (the caller's count: the histogram's, or the radix
  * select's; at most kGather), in sh.g_key / sh.g_idx (compact_at_least; in place when the
  * list is sh.g_key: an entry only moves down). Called after a barrier that made the list
@@ -327,7 +327,7 @@ __device__ void store_small(Shared<THREADS> &sh, int n, uint32_t least, int n0, 
  * (the tokens at or above a bucket bound are a few per cent): the number of valid tokens and
  * the largest order key into vcount / kmax; the tokens >= fthr (tkp_key_floor of the bound;
  * NaN for none) counted in sh.hist by bucket and appended to pass 1's list (row.list_key,
- * one atomic per warp, sh.gcount counting past sh.list_cap on overflow). Per four values: their
+ * one atomic per warp, sh.gcount counting past row.list_room() on overflow). Per four values: their
  * maximum (kept in the row's maximum, and one bit of `hot` when it reaches fthr) and their sum;
  * only the quads of a hot bit are compared value by value, counted and appended, in the same
  * order as a compare of every value (a quad whose maximum is below fthr, or NaN, holds none).
@@ -379,7 +379,7 @@ __device__ __forceinline__ void scan_fast(const R &row, float fthr, int from, ui
                     if (v[u][j] >= fthr) {
                         const uint32_t key = tkp_order_key(v[u][j]);
                         atomicAdd(&sh.hist[key >> kBucketShift], 1u);
-                        if (slot < (unsigned)row.sh.list_cap) {
+                        if (slot < row.list_room()) {
                             row.list_key()[slot] = key;
                             row.list_idx()[slot] = (uint32_t)(l0 + R::tile_off(u) + j);
                         }

@@ -68,7 +68,7 @@ __device__ void start_at_mass_floor(R &row, float p, u64 total, float max, uint3
  * only: a slice of a cluster is short, and its histogram is summed with the others'.) Returns
  * whether the tokens counted in the histogram (bucket >= floor) were also listed in pass 1's
  * list (row.list_key / list_idx: the big list or sh.g_key; sh.gcount of them, counting past
- * sh.list_cap on overflow), so that the usual case needs no gathering pass. */
+ * row.list_room() on overflow), so that the usual case needs no gathering pass. */
 template <class R>
 __device__ __forceinline__ bool pass1_scan(R &row, int32_t k, bool may_select, uint32_t &vcount,
                                            uint32_t &kmax)
@@ -92,7 +92,7 @@ __device__ __forceinline__ bool pass1_scan(R &row, int32_t k, bool may_select, u
                                   kBuckets);
                 if (listing)
                     append_token(key, i, counted, row.list_key(), row.list_idx(), &sh.gcount,
-                                 (unsigned)row.sh.list_cap);
+                                 row.list_room());
             }
         }
     };
@@ -105,7 +105,7 @@ __device__ __forceinline__ bool pass1_scan(R &row, int32_t k, bool may_select, u
     static_assert(kFirstChunk % (kReduceUnroll * 4 * THREADS) == 0,
                   "each_tile stops at whole steps only: the chunk must be a number of them");
     const int chunk =
-        row.sh.list_cap > kGather ? rej_list_chunk(k, vocab, kFirstChunk) : kFirstChunk;
+        R::kBig ? rej_list_chunk(k, vocab, kFirstChunk) : kFirstChunk;
     if constexpr (R::kCluster) {
         row.each(scan);
     } else if (may_select && k > 0 && vocab > chunk && k <= chunk) { /* top-k on */
@@ -120,7 +120,7 @@ __device__ __forceinline__ bool pass1_scan(R &row, int32_t k, bool may_select, u
         row.each([&](float v, int i, bool in_row) {
             const uint32_t key = tkp_order_key(v);
             append_token(key, i, in_row && (key >> kBucketShift) >= floor, row.list_key(),
-                         row.list_idx(), &sh.gcount, (unsigned)row.sh.list_cap);
+                         row.list_idx(), &sh.gcount, row.list_room());
         }, 0, chunk);
         listing = true;
         if (floor > 0)
@@ -522,7 +522,7 @@ __device__ __forceinline__ u64 prepare_row(R &row, int32_t k, float p, float min
     row.sum_max(valid, maxkey); /* ends with a (cluster) barrier: the histogram is complete */
     /* Whether the list holds every token of its floor and above, read by every thread here:
      * barriers follow before anyone rewrites sh.gcount (row.gather's thread 0 zeroes it). */
-    const bool from_list = listing && sh.gcount <= (unsigned)row.sh.list_cap;
+    const bool from_list = listing && sh.gcount <= row.list_room();
     max = -INFINITY;
     if (valid == 0)
         return 0;

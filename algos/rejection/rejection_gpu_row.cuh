@@ -160,9 +160,10 @@ __device__ void scan_pick(const R &row, float max, uint64_t lo, uint64_t t, uint
  * CLUSTER = false: the whole row, read from global memory, reduced over the block.
  * CLUSTER = true: this CTA's slice [begin, begin + n) in shared memory, reduced over the block
  * and then over the cluster (every CTA gets the cluster-wide numbers). */
-template <class E, int THREADS, bool CLUSTER> struct Row {
+template <class E, int THREADS, bool CLUSTER, bool BIG = false> struct Row {
     static constexpr int kThreads = THREADS;
     static constexpr bool kCluster = CLUSTER;
+    static constexpr bool kBig = BIG; /* launched with pass 1's big list (sh.list_cap > kGather) */
     /* Tiles in flight per thread in scan_fast (pass 1's float-compare scan of the row in
      * global memory): as many bytes as float32's kReduceUnroll tiles, so twice the tiles for
      * 16-bit elements. */
@@ -191,16 +192,30 @@ template <class E, int THREADS, bool CLUSTER> struct Row {
     __device__ bool leader() const { return rank == 0; }
 
     /* Pass 1's list of the tokens at or above its bound (one CTA per row): the dynamic shared
-     * memory's big list when the launch gave one (sh.list_cap > kGather), else sh.g_key /
-     * g_idx, the gathered tokens' arrays. (The room lives in shared memory, not in a register
-     * of every pass.) */
+     * memory's big list in a kernel launched with one (BIG: sh.list_cap > kGather of room),
+     * else sh.g_key / g_idx with kGather of room. Which one is known at compile time, so that
+     * appending a token loads neither the room nor the arrays' place (README.md, "Pass 1's
+     * list known at compile time"). */
     __device__ __forceinline__ uint32_t *list_key() const
     {
-        return sh.list_cap > kGather ? rej_big_list : sh.g_key;
+        if constexpr (BIG)
+            return rej_big_list;
+        else
+            return sh.g_key;
     }
     __device__ __forceinline__ uint32_t *list_idx() const
     {
-        return sh.list_cap > kGather ? rej_big_list + sh.list_cap : sh.g_idx;
+        if constexpr (BIG)
+            return rej_big_list + sh.list_cap;
+        else
+            return sh.g_idx;
+    }
+    __device__ __forceinline__ unsigned list_room() const
+    {
+        if constexpr (BIG)
+            return (unsigned)sh.list_cap;
+        else
+            return (unsigned)kGather;
     }
 
     /* Local elements j .. j+3 (j a multiple of 4); past the slice or the row: -inf. */
