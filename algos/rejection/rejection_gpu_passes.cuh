@@ -342,6 +342,10 @@ __device__ __forceinline__ void scan_fast(const R &row, float fthr, int from, ui
     static_assert(kUnroll <= 32, "one bit a quad");
     auto &sh = row.sh;
     float vmax = -INFINITY;
+    /* read once: with the big list (R::kBig) its room and place are run-time values, which
+     * the stores below would otherwise make the compiler load again for every listed token */
+    uint32_t *const list_key = row.list_key(), *const list_idx = row.list_idx();
+    const unsigned list_room = row.list_room();
     row.template each_tile<kUnroll>([&](const float (&v)[kUnroll][4], int l0) {
         float sum = 0.0f;
         uint32_t hot = 0;
@@ -379,9 +383,9 @@ __device__ __forceinline__ void scan_fast(const R &row, float fthr, int from, ui
                     if (v[u][j] >= fthr) {
                         const uint32_t key = tkp_order_key(v[u][j]);
                         atomicAdd(&sh.hist[key >> kBucketShift], 1u);
-                        if (slot < row.list_room()) {
-                            row.list_key()[slot] = key;
-                            row.list_idx()[slot] = (uint32_t)(l0 + R::tile_off(u) + j);
+                        if (slot < list_room) {
+                            list_key[slot] = key;
+                            list_idx[slot] = (uint32_t)(l0 + R::tile_off(u) + j);
                         }
                         slot++;
                     }
