@@ -23,6 +23,7 @@ import io
 import json
 import lzma
 import math
+import os
 import sys
 
 import h5py
@@ -36,20 +37,26 @@ except ImportError:  # list of dicts instead
 
 def _open(path):
     """The results file at `path`, read-only; one ending in .xz decompressed into memory."""
+    path = os.fspath(path)
     if path.endswith(".xz"):
         with lzma.open(path, "rb") as packed:
             return h5py.File(io.BytesIO(packed.read()), "r")
     return h5py.File(path, "r")
 
 
+def _sweeps_of(f):
+    """The names of the sweeps of the open file `f` that have a cells table."""
+    group = f.get("sweeps")
+    if group is None:
+        return []
+    return [name for name in group if isinstance(group[name], h5py.Group)
+            and "cells" in group[name]]
+
+
 def sweeps(path):
     """The names of the sweeps of a results file that have a cells table, in HDF5's order."""
     with _open(path) as f:
-        group = f.get("sweeps")
-        if group is None:
-            return []
-        return [name for name in group if isinstance(group[name], h5py.Group)
-                and "cells" in group[name]]
+        return _sweeps_of(f)
 
 
 def _decode(value):
@@ -80,17 +87,15 @@ def load(path, sweep=None):
     """Every cell of `path` (or of the one sweep named `sweep`): a pandas.DataFrame, or a list
     of dicts when pandas is absent. Raises KeyError for a sweep the file does not have and
     ValueError for a file without cells tables."""
-    names = sweeps(path)
-    if sweep is not None:
-        if sweep not in names:
-            raise KeyError("%s: no sweep named %s with cells" % (path, sweep))
-        names = [sweep]
-    if not names:
-        raise ValueError("%s: not a topkp results file (no /sweeps/<name>/cells)" % path)
-    parts = []
     with _open(path) as f:
-        for name in names:
-            parts.append(_columns(f["sweeps"][name]["cells"], name))
+        names = _sweeps_of(f)
+        if sweep is not None:
+            if sweep not in names:
+                raise KeyError("%s: no sweep named %s with cells" % (path, sweep))
+            names = [sweep]
+        if not names:
+            raise ValueError("%s: not a topkp results file (no /sweeps/<name>/cells)" % path)
+        parts = [_columns(f["sweeps"][name]["cells"], name) for name in names]
     if pandas is not None:
         frames = [pandas.DataFrame(p) for p in parts]
         return pandas.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]

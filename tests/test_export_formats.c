@@ -298,6 +298,13 @@ TEST(export_formats_pandas_recipe_selects_rows)
         "assert all(math.isnan(r['hit_rate']) for r in rows if r['algo'] == 'naive_sort')\n"
         "ok = [r for r in rows if r['status'] == 'ok']\n"
         "assert len(topkp_results.samples(sys.argv[1], 'fmt', ok[0])) == ok[0]['n_samples']\n"
+        "import lzma, shutil\n" /* a results file kept xz-compressed reads the same */
+        "xz = sys.argv[1] + '.xz'\n"
+        "with open(sys.argv[1], 'rb') as f, lzma.open(xz, 'wb') as g:\n"
+        "    shutil.copyfileobj(f, g)\n"
+        "assert repr(topkp_results.load(xz, 'fmt')) == repr(rows), 'xz cells'\n"
+        "assert topkp_results.sweeps(xz) == topkp_results.sweeps(sys.argv[1])\n"
+        "assert topkp_results.samples(xz, 'fmt', ok[0]) == topkp_results.samples(sys.argv[1], 'fmt', ok[0])\n"
         "print('dicts ok')\n";
     const char *py = write_scratch("check_pandas.py", script);
     CHECK(run_cmd(out, sizeof out, "%s %s %s", PYTHON, py, h5) == 0 && strstr(out, "dicts ok"),

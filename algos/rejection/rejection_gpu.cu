@@ -4,8 +4,8 @@
  * same integer decisions (rejection_rules.h) and the same Philox counters, so every draw is
  * the CPU's bit for bit. All masses and counts are exact integers, so block and cluster
  * reductions and scans give the CPU's numbers whatever the order of addition. Two variants run
- * the same code (prepare_row, draw_one) through the policy Row<THREADS, CLUSTER>, which says
- * where the tokens come from and how the per-pass integers are reduced:
+ * the same code (prepare_row, draw_one) through the policy Row<E, THREADS, CLUSTER, BIG>,
+ * which says where the tokens come from and how the per-pass integers are reduced:
  *  - one CTA per row (CLUSTER = false; large batches): grid (batch, groups); every pass
  *    streams the row from global memory (16-byte vector loads when the row starts one: a
  *    float4 of four values, or a uint4 of eight 16-bit ones, else a uint2 of four 16-bit ones
@@ -109,8 +109,8 @@ struct Kernels {
      * and 1024 only: rej_list_cap) or without. */
     Kernel row(int threads, bool big) const
     {
-        if (threads == 256)
-            return row256;
+        if (threads == 256) /* never with the big list (rej_list_cap): no such kernel */
+            return big ? nullptr : row256;
         return threads == 512 ? (big ? row512_big : row512) : (big ? row1024_big : row1024);
     }
 };
