@@ -1,10 +1,10 @@
-/* rejection_gpu_row.cuh — the row policy of the CUDA rejection sampler,
- * Row<E, THREADS, CLUSTER, BIG>: says where a CTA's tokens come from (the row in global memory,
- * or a cluster CTA's slice in shared memory) and how a pass's integers are reduced (over the block, then over the
- * cluster through distributed shared memory). Also the loads (load4; load8, one 16-byte load
- * of eight 16-bit values), the token list append and the inverse-CDF scan that the policy's
- * gather and pick are built on. README.md ("GPU", "Cluster variant", "16-bit logits")
- * describes both variants and the loads. */
+/* rejection_gpu_row.cuh — the row policy of the CUDA rejection sampler, Row<E, THREADS, CLUSTER,
+ * BIG>: says where a CTA's tokens come from (the row in global memory, or a cluster CTA's slice in
+ * shared memory) and how a pass's integers are reduced (over the block, then over the cluster
+ * through distributed shared memory). Also the loads (load4; load8, one 16-byte load of eight
+ * 16-bit values), the token list append and the inverse-CDF scan that the policy's gather and pick
+ * are built on. README.md ("GPU", "Cluster variant", "16-bit logits") describes both variants and
+ * the loads. */
 #ifndef REJECTION_GPU_ROW_CUH
 #define REJECTION_GPU_ROW_CUH
 
