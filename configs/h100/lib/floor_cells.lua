@@ -2,10 +2,7 @@
 -- configs/h200/floor_grid.lua's four modes, the modules and the peers each is held to, on two
 -- of its vocabularies and five of its batches, and each module in float32 and bf16 at B = 1024.
 -- Included by floor_targets.lua (with the floors) and floor_targets_modules.lua (without).
--- max_seconds caps a cell's wall-clock time with its untimed work (data, warm-up, judging):
--- at 0.3 s the samplers' B = 1024 cells kept one sample each (2026-12-06; their judging alone
--- took 0.3-1.1 s), so 2 s here
-local timing = { warmup = 3, min_reps = 10, max_reps = 60, max_seconds = 2, target_rel = 0.01 }
+local timing = { warmup = 3, min_reps = 10, max_reps = 60, max_seconds = 0.3, target_rel = 0.01 }
 local vocab = { 128256, 262144 }
 local batch = { 1, 16, 128, 256, 1024 }
 
