@@ -9,6 +9,7 @@
 
 #include "cli_util.h"
 #include "test.h"
+#include "gpu.h"
 #include "timing.h"
 
 /* A fake repetition source: each call takes `untimed_us` of wall-clock time, the timed part
@@ -135,4 +136,31 @@ TEST(timing_run_of_a_tiny_cell_ends_at_max_seconds)
     tsv_field(row + 1, col, field, sizeof field);
     CHECK(atof(field) > 0 && atof(field) < 2.0, "the cell took %s s, want under 2 (max_seconds "
           "0.3)", field);
+}
+
+/* On the GPU a module's warm-up waits for each call, so that warmup_seconds is the GPU's time:
+ * a large batch's launches only enqueued for 0.05 s held seconds of work that the first timed
+ * repetition waited behind, past max_seconds, and the cell kept one sample (results/h200/
+ * d7af87f-2026-12-06/README.md). A rejection cell of ~0.3 ms a call keeps min_reps. */
+TEST(gpu_timing_module_warm_up_leaves_min_reps_within_max_seconds)
+{
+    if (!tkp_gpu_present()) {
+        test_skip("no GPU");
+        return;
+    }
+    const char *cfg = write_scratch("timing-warm.lua",
+        "sweep \"warm\" { algos = { \"rejection\" }, dataset = \"gaussian\",\n"
+        "  vocab = 128256, batch = 1024, k = 50, p = 1.0, verify = 1,\n"
+        "  timing = { warmup = 1, warmup_seconds = 0.05, min_reps = 10,\n"
+        "  max_reps = 20, max_seconds = 0.5 } }\n");
+    char h5[512], out[1 << 14], field[64];
+    snprintf(h5, sizeof h5, "%s/timing-warm.h5", scratch_dir());
+    REQUIRE(run_cmd(out, sizeof out, "timeout 120 %s run %s -o %s --backend gpu", topkp_bin(),
+                    cfg, h5) == 0, "the run failed: %s", out);
+    REQUIRE(run_cmd(out, sizeof out, "%s export %s", topkp_bin(), h5) == 0, "export: %s", out);
+    const int col = tsv_column(out, "n_samples");
+    const char *row = strchr(out, '\n');
+    REQUIRE(col >= 0 && row, "no n_samples column or row: %s", out);
+    tsv_field(row + 1, col, field, sizeof field);
+    CHECK(atoi(field) >= 10, "the cell kept %s samples, want min_reps = 10 within 0.5 s", field);
 }

@@ -210,14 +210,25 @@ static int capture_graph(void *ctx, struct tkp_error *err)
                              err);
 }
 
+/* A warm-up call that waits for the device, so that warm-up's `warmup_seconds` counts the GPU's
+ * time: launches only enqueued for that long could hold seconds of work that the first timed
+ * repetition then waits behind, past the cell's `max_seconds`, leaving it one sample (as a
+ * peer's warm-up call, a whole repetition, always waited). */
+static int warm_and_wait(void *ctx, struct tkp_error *err)
+{
+    struct launch *l = ctx;
+    int rc = tkp_instance_call_launch(&l->call, err);
+    return rc || !l->gpu ? rc : tkp_gpu_sync(err);
+}
+
 /* Time repetitions of one opened instance under the shared timer policy (timing.h). */
 static int time_cell(struct tkp_instance *in, const struct tkp_io *io, const struct tkp_cell *cell,
                      struct tkp_gpu_timer *gpu, double max_clock_mhz, double **samples,
                      int64_t *n, int64_t *throttled, struct tkp_error *err)
 {
     struct launch l = { { in, io }, gpu };
-    struct tkp_rep_source src = { tkp_instance_call_launch,
-                                  gpu && cell->graph ? capture_graph : NULL, launch_timed, &l };
+    struct tkp_rep_source src = { warm_and_wait, gpu && cell->graph ? capture_graph : NULL,
+                                  launch_timed, &l };
     int rc = tkp_time_repetitions(&cell->timing, &src, max_clock_mhz, samples, n, throttled, err);
     if (gpu)
         tkp_graph_release(gpu);
