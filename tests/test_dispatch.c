@@ -366,8 +366,9 @@ TEST(dispatch_checks_are_the_binary_lookup_on_the_committed_fits)
         char *committed = NULL, path[256];
         snprintf(path, sizeof path, "%s/check.tsv", fits[i].dir);
         REQUIRE((committed = slurp(path, NULL)) != NULL, "no %s", path);
-        run_cmd(out, sizeof out, "%s scripts/fit-dispatch.py %s/dispatch_fit.h5.xz %s --check --topkp %s",
-                PYTHON, fits[i].dir, fits[i].slug, topkp_bin());
+        run_cmd(out, sizeof out,
+                "%s scripts/fit-dispatch.py %s/dispatch_fit.h5.xz %s --check --topkp %s", PYTHON,
+                fits[i].dir, fits[i].slug, topkp_bin());
         CHECK(strcmp(out, committed) == 0 && strstr(out, "\n# 64 held-out cells, "),
               "%s differs from --check --topkp:\n%s", path, out);
         free(committed);

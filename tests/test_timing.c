@@ -115,6 +115,34 @@ TEST(timing_settled_samples_stop_at_the_minimum)
               (long long)n, TKP_POLICY_MIN_SAMPLES);
 }
 
+/* Run the one-cell config `cfg` into scratch_dir()/<name>.h5 on `backend` (stopped after
+ * `limit_s` seconds) and put field `column` of its exported row into `field`; 0, or -1 with
+ * what failed in `field`. */
+static int run_one_cell(const char *cfg, const char *name, const char *backend, int limit_s,
+                        const char *column, char *field, size_t n)
+{
+    static char out[1 << 14];
+    char h5[512];
+    snprintf(h5, sizeof h5, "%s/%s.h5", scratch_dir(), name);
+    if (run_cmd(out, sizeof out, "timeout %d %s run %s -o %s --backend %s", limit_s, topkp_bin(),
+                cfg, h5, backend) != 0) {
+        snprintf(field, n, "the run failed or ran past %d s: %.400s", limit_s, out);
+        return -1;
+    }
+    if (run_cmd(out, sizeof out, "%s export %s", topkp_bin(), h5) != 0) {
+        snprintf(field, n, "export: %.400s", out);
+        return -1;
+    }
+    const int col = tsv_column(out, column);
+    const char *row = strchr(out, '\n');
+    if (col < 0 || !row) {
+        snprintf(field, n, "no %s column or row: %.400s", column, out);
+        return -1;
+    }
+    tsv_field(row + 1, col, field, n);
+    return 0;
+}
+
 /* The same through `topkp run` (stopped at 60 s): a tiny cell allowed a million repetitions that never settle
  * (target_rel = 0), a warm-up of 30 s and max_seconds = 0.3 records a cell_seconds under 2 s
  * (the cap, plus the judging of its rows). */
@@ -125,15 +153,9 @@ TEST(timing_run_of_a_tiny_cell_ends_at_max_seconds)
                                     "  batch = 1, k = 3, p = 1.0, timing = { warmup = 1,\n"
                                     "  warmup_seconds = 30, min_reps = 10, max_reps = 1000000,\n"
                                     "  max_seconds = 0.3, target_rel = 0 } }\n");
-    char h5[512], out[1 << 14], field[64];
-    snprintf(h5, sizeof h5, "%s/timing-cap.h5", scratch_dir());
-    REQUIRE(run_cmd(out, sizeof out, "timeout 60 %s run %s -o %s --backend cpu", topkp_bin(),
-                    cfg, h5) == 0, "the run failed or ran past 60 s: %s", out);
-    REQUIRE(run_cmd(out, sizeof out, "%s export %s", topkp_bin(), h5) == 0, "export: %s", out);
-    const int col = tsv_column(out, "cell_seconds");
-    const char *row = strchr(out, '\n');
-    REQUIRE(col >= 0 && row, "no cell_seconds column or row: %s", out);
-    tsv_field(row + 1, col, field, sizeof field);
+    char field[512];
+    REQUIRE(run_one_cell(cfg, "timing-cap", "cpu", 60, "cell_seconds", field, sizeof field) == 0,
+            "%s", field);
     CHECK(atof(field) > 0 && atof(field) < 2.0, "the cell took %s s, want under 2 (max_seconds "
           "0.3)", field);
 }
@@ -153,14 +175,8 @@ TEST(gpu_timing_module_warm_up_leaves_min_reps_within_max_seconds)
         "  vocab = 128256, batch = 1024, k = 50, p = 1.0, verify = 1,\n"
         "  timing = { warmup = 1, warmup_seconds = 0.05, min_reps = 10,\n"
         "  max_reps = 20, max_seconds = 0.5 } }\n");
-    char h5[512], out[1 << 14], field[64];
-    snprintf(h5, sizeof h5, "%s/timing-warm.h5", scratch_dir());
-    REQUIRE(run_cmd(out, sizeof out, "timeout 120 %s run %s -o %s --backend gpu", topkp_bin(),
-                    cfg, h5) == 0, "the run failed: %s", out);
-    REQUIRE(run_cmd(out, sizeof out, "%s export %s", topkp_bin(), h5) == 0, "export: %s", out);
-    const int col = tsv_column(out, "n_samples");
-    const char *row = strchr(out, '\n');
-    REQUIRE(col >= 0 && row, "no n_samples column or row: %s", out);
-    tsv_field(row + 1, col, field, sizeof field);
+    char field[512];
+    REQUIRE(run_one_cell(cfg, "timing-warm", "gpu", 120, "n_samples", field, sizeof field) == 0,
+            "%s", field);
     CHECK(atoi(field) >= 10, "the cell kept %s samples, want min_reps = 10 within 0.5 s", field);
 }

@@ -32,7 +32,7 @@ constexpr int kSmall = 1024;
 /* At most this many gathered tokens: the k-th key and the first set's index order by counting
  * (each token against the others, one pass), more: by the radix select and a sort, whose
  * digit passes and stages cost a barrier or several each (README.md, "Counting below 256
- * gathered tokens": the gathered tokens are ~50-100 at k = 50, 375-3000 from k = 300 on peers_s1). */
+ * gathered tokens": ~50-100 gathered tokens at k = 50, 375-3000 from k = 300 on peers_s1). */
 constexpr int kCountedGather = 256;
 /* Pass 1's big list (one CTA per row, a row whose k may crowd its bucket: rej_list_cap in
  * rejection.c): the tokens at or above pass 1's bound, list_cap of them, keys then indices, in
