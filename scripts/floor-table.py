@@ -1,16 +1,20 @@
-"""floor-table.py NEW.tsv[,MORE.tsv...] [OLD.tsv] — the memory-floor targets of qrita, cake and rejection
-(algos/*/README.md) from `topkp export` of a floor_grid.lua run (and of floor_grid_modules.lua
-run with the build before, for the no-regression check; MORE files, comma-separated, replace
-NEW's rows of the same cell and algorithm, e.g. a later run of one module): one line per cell with each module's
-median, its peer's and the ratio, the floors, and a summary of every target's misses. The
-floors of a cell are those measured in the same files by floor.read and floor.copy (its
-`floors` sweep; docs/PEERS.md, "Memory floors": read, and read plus mask write = read +
-(copy - read) / element size, one byte written a logit); a cell without them falls back on the
-H200 reference of docs/H200-PEERS.md (B >= 128, f32; a 16-bit cell: the read floor of the f32
-cell with as many bytes (V, B/2) when the table has it, else the f32 one scaled by the bytes,
-plus the same mask write). The `floors from` column says which. Target 4 (bf16 >= 1.6x faster than
-float32 at B = 1024) reads the cells of a sweep timed in both dtypes. Prints Markdown."""
+"""floor-table.py NEW.tsv[+AGAIN.tsv][,MORE.tsv...] [OLD.tsv[...]] — the memory-floor targets
+of qrita, cake and rejection (algos/*/README.md) from `topkp export` of a floor_grid.lua run
+(and of floor_grid_modules.lua run with the build before, for the no-regression check; MORE
+files, comma-separated, replace NEW's rows of the same cell and algorithm, e.g. a later run of
+one module; AGAIN, joined by '+', is a repeat of the same build, its medians and NEW's averaged
+geometrically, e.g. the two runs of an A B A order; OLD takes the same forms): one line per cell
+with each module's median, its peer's and the ratio, the floors, and a summary of every
+target's misses. The floors of a cell are those measured in the same files by floor.read and
+floor.copy (its `floors` sweep; docs/PEERS.md, "Memory floors": read, and read plus mask write
+= read + (copy - read) / element size, one byte written a logit); a cell without them falls
+back on the H200 reference of docs/H200-PEERS.md (B >= 128, f32; a 16-bit cell: the read floor
+of the f32 cell with as many bytes (V, B/2) when the table has it, else the f32 one scaled by
+the bytes, plus the same mask write). The `floors from` column says which. Target 4 (bf16 >=
+1.6x faster than float32 at B = 1024) reads the cells of a sweep timed in both dtypes. Prints
+Markdown."""
 import csv
+import math
 import sys
 
 # docs/H200-PEERS.md ("Memory floors", the 2026-11-30 reference), top-k k = 50: read floor, copy floor (us) at the batches >= 128.
@@ -58,13 +62,23 @@ def floors_of(V, B, dtype, measured):
 
 
 def load(paths):
+    """The rows of NEW or OLD: comma-separated groups, a later group's rows replacing an earlier
+    one's of the same cell and algorithm; a group's files joined by '+' are repeated runs of one
+    build (an A B A order), each median the geometric mean of theirs."""
     out = {}
-    for path in paths.split(","):
-        load_into(out, path)
+    for group in paths.split(","):
+        runs = [load_file(path) for path in group.split("+")]
+        for cell, algos in runs[0].items():
+            for name, row in algos.items():
+                meds = [float(run[cell][name]["median_us"]) for run in runs
+                        if name in run.get(cell, {})]
+                mean = math.exp(sum(math.log(m) for m in meds) / len(meds))
+                out.setdefault(cell, {})[name] = dict(row, median_us=str(mean))
     return out
 
 
-def load_into(out, path):
+def load_file(path):
+    out = {}
     with open(path) as f:
         for row in csv.DictReader(f, delimiter="\t"):
             if row["status"] != "ok":
@@ -74,6 +88,7 @@ def load_into(out, path):
             if "order=joint" in row["options"]:
                 name = row["algo"] + ":joint"
             out.setdefault(cell, {})[name] = row
+    return out
 
 
 def med(cell, name):

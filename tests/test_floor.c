@@ -184,3 +184,30 @@ TEST(floor_table_checks_bf16_against_float32_at_b1024)
     CHECK(strstr(out, "\nTarget 4: ") && !strstr(out, "Target 4: not checked"),
           "target 4 not checked on cells timed in both dtypes:\n%s", out);
 }
+
+/* scripts/floor-table.py's `A+B`: two runs of one build are one column, each median the
+ * geometric mean of theirs (cake 4x slower in B: twice A's in the table), and target 5 holds
+ * that mean against OLD (twice A's: a miss at 2.000). */
+TEST(floor_table_averages_the_repeated_runs_of_one_build)
+{
+    static char out[1 << 15];
+    const char *cfg = write_scratch("floor_again.lua",
+        "sweep \"topk50\" { algos = { \"cake\" }, dataset = \"gaussian\", vocab = 2000,\n"
+        "  batch = 1, k = 50, p = 1.0, timing = { warmup = 1, min_reps = 2, max_reps = 2 } }\n");
+    char h5[512], a[600], b[600], want[128];
+    snprintf(a, sizeof a, "%s/floor_again_a.tsv", scratch_dir());
+    snprintf(b, sizeof b, "%s/floor_again_b.tsv", scratch_dir());
+    REQUIRE(run_into(cfg, "floor_again", "", h5, sizeof h5) == 0, "topkp run %s failed", cfg);
+    REQUIRE(run_cmd(out, sizeof out, "%s export %s > %s", topkp_bin(), h5, a) == 0, "%s", out);
+    REQUIRE(run_cmd(out, sizeof out, "awk -F'\\t' -v OFS='\\t' 'NR == 1 { for (i = 1; i <= NF; "
+                    "i++) c[$i] = i; print; next } { $(c[\"median_us\"]) *= 4; print }' %s > %s",
+                    a, b) == 0, "%s", out);
+    run_cmd(out, sizeof out, "awk -F'\\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next } "
+            "{ printf \"%%.1f\", 2 * $(c[\"median_us\"]) }' %s", a);
+    snprintf(want, sizeof want, "| topk50 | 2000 | 1 | f32 | %s |", out);
+    REQUIRE(run_cmd(out, sizeof out, "python3 scripts/floor-table.py %s+%s %s", a, b, a) == 0,
+            "%s", out);
+    CHECK(strstr(out, want), "cake's column is not the geometric mean '%s':\n%s", want, out);
+    CHECK(strstr(out, "\nTarget 5: 1 misses\n- topk50 cake V=2000 B=1: ") &&
+              strstr(out, "(2.000)"), "target 5 does not hold the mean against OLD:\n%s", out);
+}
