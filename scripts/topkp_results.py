@@ -14,11 +14,13 @@ contract), which h5py returns as `bytes`: this module decodes them (UTF-8, undec
 replaced), so `df.algo == "qrita"` selects rows. A float column that does not apply to a cell
 (the times of an unsupported cell, hit_rate of a module without truncation) holds NaN and stays
 NaN. Without pandas, load() returns a list of dicts of plain Python values. A path ending in
-.xz is a results file compressed by `xz` (results/README.md): it is read from memory.
+.xz is a results file compressed by `xz` (results/README.md): it is read from memory,
+decompressed once while the file is unchanged.
 
     python3 scripts/topkp_results.py FILE [SWEEP]   # prints the cells as JSON lines
 
 Needs h5py and numpy (scripts/install-python-deps.sh); pandas is optional."""
+import functools
 import io
 import json
 import lzma
@@ -36,12 +38,20 @@ except ImportError:  # list of dicts instead
 
 
 def _open(path):
-    """The results file at `path`, read-only; one ending in .xz decompressed into memory."""
+    """The results file at `path`, read-only; one ending in .xz decompressed into memory (once
+    while the file is unchanged: a loop of samples() over its cells reads it once)."""
     path = os.fspath(path)
     if path.endswith(".xz"):
-        with lzma.open(path, "rb") as packed:
-            return h5py.File(io.BytesIO(packed.read()), "r")
+        st = os.stat(path)
+        return h5py.File(io.BytesIO(_unpacked(path, st.st_mtime_ns, st.st_size)), "r")
     return h5py.File(path, "r")
+
+
+@functools.lru_cache(maxsize=2)
+def _unpacked(path, mtime_ns, size):
+    """The bytes of the .xz file `path` as it was at (mtime_ns, size): the cache's key."""
+    with lzma.open(path, "rb") as packed:
+        return packed.read()
 
 
 def _sweeps_of(f):

@@ -306,6 +306,11 @@ TEST(export_formats_pandas_recipe_selects_rows)
         "assert topkp_results.sweeps(xz) == topkp_results.sweeps(sys.argv[1])\n"
         "same = topkp_results.samples(sys.argv[1], 'fmt', ok[0])\n"
         "assert topkp_results.samples(xz, 'fmt', ok[0]) == same, 'xz samples'\n"
+        "opened = []\n" /* the samples of every cell: no decompression past the first */
+        "unpack, lzma.open = lzma.open, lambda *a, **k: opened.append(a) or unpack(*a, **k)\n"
+        "for r in ok:\n"
+        "    topkp_results.samples(xz, 'fmt', r)\n"
+        "assert len(ok) > 1 and not opened, f'{len(opened)} decompressions for {len(ok)} cells'\n"
         "print('dicts ok')\n";
     const char *py = write_scratch("check_pandas.py", script);
     CHECK(run_cmd(out, sizeof out, "%s %s %s", PYTHON, py, h5) == 0 && strstr(out, "dicts ok"),
