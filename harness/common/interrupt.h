@@ -33,8 +33,8 @@ void tkp_interrupt_main(void);
  * it (a process stopped there by SIGSTOP and continued does not stop again at the next cell,
  * where a SIGTERM sent to end it would wait on the stopped process). In a forked child (a
  * guarded reader or writer) the child then waits to be ended by its parent. With
- * TKP_PAUSE_SELF set the signal goes to the calling process instead (SIGSEGV there: a crash inside libhdf5 at that
- * place). Otherwise a no-op. */
+ * TKP_PAUSE_SELF set the signal goes to the calling process instead (SIGSEGV there: a crash
+ * inside libhdf5 at that place). Otherwise a no-op. */
 void tkp_pause_point(const char *point);
 
 #endif
