@@ -70,10 +70,12 @@ def load(paths):
         runs = [load_file(path) for path in group.split("+")]
         for cell, algos in runs[0].items():
             for name, row in algos.items():
-                meds = [float(run[cell][name]["median_us"]) for run in runs
-                        if name in run.get(cell, {})]
-                mean = math.exp(sum(math.log(m) for m in meds) / len(meds))
-                out.setdefault(cell, {})[name] = dict(row, median_us=str(mean))
+                if len(runs) > 1:  # one file: its median as exported, not through log and exp
+                    meds = [float(run[cell][name]["median_us"]) for run in runs
+                            if name in run.get(cell, {})]
+                    mean = math.exp(sum(math.log(m) for m in meds) / len(meds))
+                    row = dict(row, median_us=str(mean))
+                out.setdefault(cell, {})[name] = row
     return out
 
 
